@@ -1,0 +1,207 @@
+//! JSON-RPC error codes, the typed error object, and each era's HTTP status mapping.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::revision::{Era, Revision};
+
+/// The JSON-RPC error codes the server emits.
+pub mod codes {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// Not a valid JSON-RPC request object.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// Unknown method, or a method the era does not serve.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Invalid parameters.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// Resource not found (legacy revisions only).
+    pub const RESOURCE_NOT_FOUND: i32 = -32002;
+    /// HTTP headers disagree with the body (2026-07-28).
+    pub const HEADER_MISMATCH: i32 = -32020;
+    /// A needed client capability was not declared (2026-07-28).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+    /// Unsupported protocol version (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+    /// URL elicitation required (2025-11-25 only).
+    pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+}
+
+/// A JSON-RPC error object: what travels in `error` of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("JSON-RPC error {code}: {message}")]
+pub struct RpcError {
+    /// The error code.
+    pub code: i32,
+    /// A short, single-sentence message.
+    pub message: String,
+    /// Optional structured detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with a code and a message.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32700.
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        Self::new(codes::PARSE_ERROR, message)
+    }
+
+    /// -32600.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_REQUEST, message)
+    }
+
+    /// -32601 naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    /// -32602.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+
+    /// -32603 with a generic message: internal details never reach the wire.
+    pub fn internal() -> Self {
+        Self::new(codes::INTERNAL_ERROR, "Internal error")
+    }
+
+    /// -32603 with a chosen, non-sensitive message.
+    pub fn internal_with(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message)
+    }
+
+    /// Resource not found: -32002 in the legacy era, -32602 in the modern one
+    /// (SEP-2164), with `data.uri` in both.
+    pub fn resource_not_found(era: Era, uri: &str) -> Self {
+        let code = match era {
+            Era::Legacy => codes::RESOURCE_NOT_FOUND,
+            Era::Modern => codes::INVALID_PARAMS,
+        };
+        Self::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+    }
+
+    /// -32020.
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::new(codes::HEADER_MISMATCH, message)
+    }
+
+    /// -32021 with `data.requiredCapabilities`.
+    pub fn missing_capability(required: Value) -> Self {
+        let message = match required.as_object().and_then(|m| m.keys().next()) {
+            Some(k) => format!("Server requires the {k} capability for this request"),
+            None => "Server requires a client capability for this request".to_owned(),
+        };
+        Self::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
+            .with_data(json!({ "requiredCapabilities": required }))
+    }
+
+    /// -32022 with `data.supported` and `data.requested`.
+    pub fn unsupported_version(supported: &[Revision], requested: &str) -> Self {
+        let supported: Vec<&str> = supported.iter().map(|r| r.as_str()).collect();
+        Self::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(json!({ "supported": supported, "requested": requested }))
+    }
+
+    /// The HTTP status this error is answered with in an era.
+    pub fn http_status(&self, era: Era) -> u16 {
+        http_status(era, self.code)
+    }
+}
+
+/// The HTTP status of a JSON-RPC error, per era (behaviour invariant 17).
+///
+/// Modern: -32601 is 404; -32602 raised before dispatch, -32020, -32021 and
+/// -32022 are 400; everything else travels in-band with 200. Legacy: parse and
+/// shape errors are 400, everything else 200.
+///
+/// Note that a modern -32602 raised by a handler (unknown tool arguments, an
+/// unknown prompt) is in-band: callers map only pre-dispatch errors through
+/// here, and answer handler errors with 200.
+pub fn http_status(era: Era, code: i32) -> u16 {
+    match era {
+        Era::Modern => match code {
+            codes::METHOD_NOT_FOUND => 404,
+            codes::PARSE_ERROR
+            | codes::INVALID_REQUEST
+            | codes::INVALID_PARAMS
+            | codes::HEADER_MISMATCH
+            | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION => 400,
+            _ => 200,
+        },
+        Era::Legacy => match code {
+            codes::PARSE_ERROR | codes::INVALID_REQUEST => 400,
+            _ => 200,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_table() {
+        let table = [
+            (codes::PARSE_ERROR, 400, 400),
+            (codes::INVALID_REQUEST, 400, 400),
+            (codes::METHOD_NOT_FOUND, 404, 200),
+            (codes::INVALID_PARAMS, 400, 200),
+            (codes::INTERNAL_ERROR, 200, 200),
+            (codes::HEADER_MISMATCH, 400, 200),
+            (codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400, 200),
+            (codes::UNSUPPORTED_PROTOCOL_VERSION, 400, 200),
+            (codes::RESOURCE_NOT_FOUND, 200, 200),
+        ];
+        for (code, modern, legacy) in table {
+            assert_eq!(http_status(Era::Modern, code), modern, "modern {code}");
+            assert_eq!(http_status(Era::Legacy, code), legacy, "legacy {code}");
+        }
+    }
+
+    #[test]
+    fn resource_not_found_per_era() {
+        assert_eq!(RpcError::resource_not_found(Era::Legacy, "x://a").code, -32002);
+        let modern = RpcError::resource_not_found(Era::Modern, "x://a");
+        assert_eq!(modern.code, -32602);
+        assert_eq!(modern.data, Some(json!({"uri": "x://a"})));
+    }
+
+    #[test]
+    fn unsupported_version_data() {
+        let e = RpcError::unsupported_version(&[Revision::V2026_07_28], "1900-01-01");
+        assert_eq!(e.code, -32022);
+        assert_eq!(
+            e.data,
+            Some(json!({"supported": ["2026-07-28"], "requested": "1900-01-01"}))
+        );
+    }
+
+    #[test]
+    fn missing_capability_data() {
+        let e = RpcError::missing_capability(json!({"sampling": {}}));
+        assert_eq!(e.code, -32021);
+        assert_eq!(e.data, Some(json!({"requiredCapabilities": {"sampling": {}}})));
+        assert!(e.message.contains("sampling"));
+    }
+
+    #[test]
+    fn serializes_without_null_data() {
+        let v = serde_json::to_value(RpcError::invalid_request("bad")).unwrap();
+        assert_eq!(v, json!({"code": -32600, "message": "bad"}));
+    }
+}

@@ -1,0 +1,580 @@
+//! JSON-RPC 2.0 envelopes: decoding within limits, and encoding.
+//!
+//! Decoding is strict and bounded: the nesting depth is limited inside the
+//! decoder (not by a scan afterwards), duplicate keys keep their first
+//! occurrence, trailing bytes are a parse error, `id` is a string or an integer
+//! (never `null`), `method` is a string and `params` an object.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::RpcError;
+
+/// The default cap on JSON nesting.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+/// The default cap on one message (16 MiB).
+pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// Limits applied while decoding one inbound body or frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Largest accepted body in bytes.
+    pub max_bytes: usize,
+    /// Deepest accepted nesting of arrays and objects.
+    pub max_depth: usize,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits { max_bytes: DEFAULT_MAX_BYTES, max_depth: DEFAULT_MAX_DEPTH }
+    }
+}
+
+/// A JSON-RPC request id: a string or an integer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl RequestId {
+    fn from_value(v: &Value) -> Option<RequestId> {
+        match v {
+            Value::String(s) => Some(RequestId::String(Arc::from(s.as_str()))),
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            _ => None,
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::from(s.as_ref()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(Arc::from(s))
+    }
+}
+
+/// A request: it has an id and expects a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The request id.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params object, if any.
+    pub params: Option<Map<String, Value>>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params object, if any.
+    pub params: Option<Map<String, Value>>,
+}
+
+/// A response to one of our own requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered.
+    pub id: RequestId,
+    /// The result, or the error.
+    pub outcome: Result<Value, RpcError>,
+}
+
+/// One decoded JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response (or error response).
+    Response(Response),
+}
+
+impl Message {
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+/// A decoded body: one message or a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// One message.
+    Single(Message),
+    /// A batch array; each element decoded on its own.
+    Batch(Vec<Result<Message, DecodeError>>),
+}
+
+/// Why a body or a message could not be decoded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// The body is larger than the limit.
+    #[error("message exceeds {limit} bytes")]
+    TooLarge {
+        /// The limit that was exceeded.
+        limit: usize,
+    },
+    /// The body is not valid JSON (or has trailing bytes).
+    #[error("parse error: {0}")]
+    Parse(String),
+    /// The JSON nests deeper than the limit.
+    #[error("JSON nesting exceeds {limit} levels")]
+    TooDeep {
+        /// The limit that was exceeded.
+        limit: usize,
+    },
+    /// Valid JSON but not a valid JSON-RPC message.
+    #[error("invalid request: {message}")]
+    Invalid {
+        /// The id, when one could be read.
+        id: Option<RequestId>,
+        /// What is wrong.
+        message: String,
+        /// The message looked like a notification: it gets no reply.
+        notification: bool,
+    },
+    /// An empty batch array.
+    #[error("empty batch")]
+    EmptyBatch,
+    /// A batch mixing requests or notifications with responses.
+    #[error("batch mixes requests and responses")]
+    MixedBatch,
+}
+
+impl DecodeError {
+    /// The JSON-RPC error to answer with.
+    pub fn to_rpc_error(&self) -> RpcError {
+        match self {
+            DecodeError::Parse(_) | DecodeError::TooDeep { .. } => {
+                RpcError::parse_error(self.to_string())
+            }
+            DecodeError::Invalid { message, .. } => RpcError::invalid_request(message.clone()),
+            DecodeError::TooLarge { .. } | DecodeError::EmptyBatch | DecodeError::MixedBatch => {
+                RpcError::invalid_request(capitalize(&self.to_string()))
+            }
+        }
+    }
+
+    /// The request id to answer with, when one was readable.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            DecodeError::Invalid { id, .. } => id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether an answer is due (malformed notifications are dropped).
+    pub fn wants_reply(&self) -> bool {
+        !matches!(self, DecodeError::Invalid { notification: true, .. })
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+const TOO_DEEP: &str = "mcp: nesting limit exceeded";
+
+/// Decodes one body or frame within `limits`.
+pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeError> {
+    if bytes.len() > limits.max_bytes {
+        return Err(DecodeError::TooLarge { limit: limits.max_bytes });
+    }
+    let value = parse_value(bytes, limits.max_depth)?;
+    match value {
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Err(DecodeError::EmptyBatch);
+            }
+            let decoded: Vec<Result<Message, DecodeError>> =
+                items.into_iter().map(message_from_value).collect();
+            let responses = decoded.iter().filter(|m| matches!(m, Ok(Message::Response(_)))).count();
+            let calls = decoded
+                .iter()
+                .filter(|m| matches!(m, Ok(Message::Request(_) | Message::Notification(_))))
+                .count();
+            if responses > 0 && calls > 0 {
+                return Err(DecodeError::MixedBatch);
+            }
+            Ok(Inbound::Batch(decoded))
+        }
+        other => message_from_value(other).map(Inbound::Single),
+    }
+}
+
+/// Parses JSON with a nesting limit; duplicate keys keep the first occurrence.
+pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = ValueSeed { depth_left: max_depth }.deserialize(&mut de).map_err(|e| {
+        if e.to_string().contains(TOO_DEEP) {
+            DecodeError::TooDeep { limit: max_depth }
+        } else {
+            DecodeError::Parse(e.to_string())
+        }
+    })?;
+    de.end().map_err(|e| DecodeError::Parse(e.to_string()))?;
+    Ok(value)
+}
+
+/// Interprets one JSON value as a JSON-RPC message.
+pub fn message_from_value(value: Value) -> Result<Message, DecodeError> {
+    let Value::Object(mut obj) = value else {
+        return Err(invalid(None, "Message must be a JSON object", false));
+    };
+    let raw_id = obj.remove("id");
+    let has_id = raw_id.is_some();
+    let id = match &raw_id {
+        None => None,
+        Some(v) => match RequestId::from_value(v) {
+            Some(id) => Some(id),
+            None => {
+                return Err(invalid(None, "id must be a string or an integer", false));
+            }
+        },
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(id, "jsonrpc must be \"2.0\"", !has_id));
+    }
+    match obj.remove("method") {
+        Some(Value::String(method)) => {
+            let params = match obj.remove("params") {
+                None => None,
+                Some(Value::Object(p)) => Some(p),
+                Some(_) => return Err(invalid(id, "params must be an object", !has_id)),
+            };
+            Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params }),
+                None => Message::Notification(Notification { method, params }),
+            })
+        }
+        Some(_) => Err(invalid(id, "method must be a string", !has_id)),
+        None => {
+            let Some(id) = id else {
+                return Err(invalid(None, "message has neither method nor id", false));
+            };
+            let outcome = match (obj.remove("result"), obj.remove("error")) {
+                (Some(result), None) => Ok(result),
+                (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                    Ok(e) => Err(e),
+                    Err(_) => return Err(invalid(Some(id), "malformed error object", false)),
+                },
+                _ => {
+                    return Err(invalid(
+                        Some(id),
+                        "response must carry exactly one of result and error",
+                        false,
+                    ));
+                }
+            };
+            Ok(Message::Response(Response { id, outcome }))
+        }
+    }
+}
+
+fn invalid(id: Option<RequestId>, message: &str, notification: bool) -> DecodeError {
+    DecodeError::Invalid { id, message: message.to_owned(), notification }
+}
+
+struct ValueSeed {
+    depth_left: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
+        };
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueSeed { depth_left })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
+        };
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ValueSeed { depth_left })?;
+            out.entry(key).or_insert(value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[derive(Serialize)]
+struct ResultOut<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    error: &'a RpcError,
+}
+
+#[derive(Serialize)]
+struct NotificationOut<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct RequestOut<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+/// Encodes a success response.
+pub fn encode_result(id: &RequestId, result: &Value) -> Vec<u8> {
+    to_vec(&ResultOut { jsonrpc: "2.0", id, result })
+}
+
+/// Encodes an error response; `id` is `null` when the request's id was unreadable.
+pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+    to_vec(&ErrorOut { jsonrpc: "2.0", id, error })
+}
+
+/// Encodes a response outcome.
+pub fn encode_response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Vec<u8> {
+    match outcome {
+        Ok(v) => encode_result(id, v),
+        Err(e) => encode_error(Some(id), e),
+    }
+}
+
+/// Encodes a notification.
+pub fn encode_notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+    to_vec(&NotificationOut { jsonrpc: "2.0", method, params })
+}
+
+/// Encodes a request (server-to-client, legacy era).
+pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    to_vec(&RequestOut { jsonrpc: "2.0", id, method, params })
+}
+
+fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serialising plain `Value`s and strings cannot fail.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dec(s: &str) -> Result<Inbound, DecodeError> {
+        decode(s.as_bytes(), &DecodeLimits::default())
+    }
+
+    fn single(s: &str) -> Message {
+        match dec(s).unwrap() {
+            Inbound::Single(m) => m,
+            other => panic!("not single: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn decodes_each_kind() {
+        let table = [
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request"),
+            (r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, "request"),
+            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification"),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "response"),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#, "response"),
+        ];
+        for (s, kind) in table {
+            let got = match single(s) {
+                Message::Request(_) => "request",
+                Message::Notification(_) => "notification",
+                Message::Response(_) => "response",
+            };
+            assert_eq!(got, kind, "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        // (input, expected code, id echoed, wants reply)
+        let table: [(&str, i32, Option<RequestId>, bool); 11] = [
+            (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600, Some(1.into()), true),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#, -32600, Some(1.into()), true),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, -32600, Some(1.into()), true),
+            (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, -32600, None, false),
+            (r#"{"jsonrpc":"2.0"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1}"#, -32600, Some(1.into()), true),
+            (r#"42"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#, -32700, None, true),
+        ];
+        for (s, code, id, reply) in table {
+            let e = dec(s).unwrap_err();
+            assert_eq!(e.to_rpc_error().code, code, "{s}");
+            assert_eq!(e.id(), id.as_ref(), "{s}");
+            assert_eq!(e.wants_reply(), reply, "{s}");
+        }
+    }
+
+    #[test]
+    fn parse_errors() {
+        for s in ["", "{", "{\"a\":}", "nul", "\u{1}"] {
+            assert_eq!(dec(s).unwrap_err().to_rpc_error().code, -32700, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn depth_limit_inside_decoder() {
+        let limits = DecodeLimits { max_bytes: 1 << 20, max_depth: 4 };
+        let ok = r#"{"a":{"b":{"c":[1]}}}"#;
+        assert!(parse_value(ok.as_bytes(), limits.max_depth).is_ok());
+        let deep = r#"{"a":{"b":{"c":[[1]]}}}"#;
+        assert_eq!(
+            parse_value(deep.as_bytes(), limits.max_depth),
+            Err(DecodeError::TooDeep { limit: 4 })
+        );
+        let very_deep = "[".repeat(100_000);
+        assert!(matches!(
+            decode(very_deep.as_bytes(), &DecodeLimits::default()),
+            Err(DecodeError::TooDeep { limit: 64 })
+        ));
+    }
+
+    #[test]
+    fn size_limit() {
+        let limits = DecodeLimits { max_bytes: 10, max_depth: 64 };
+        let e = decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, &limits).unwrap_err();
+        assert_eq!(e, DecodeError::TooLarge { limit: 10 });
+        assert_eq!(e.to_rpc_error().code, -32600);
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first() {
+        let v = parse_value(br#"{"a":1,"a":2}"#, 64).unwrap();
+        assert_eq!(v, json!({"a": 1}));
+    }
+
+    #[test]
+    fn batches() {
+        assert_eq!(dec("[]").unwrap_err(), DecodeError::EmptyBatch);
+        let mixed = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
+        assert_eq!(dec(mixed).unwrap_err(), DecodeError::MixedBatch);
+        let ok = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y"},5]"#;
+        let Inbound::Batch(items) = dec(ok).unwrap() else { panic!() };
+        assert_eq!(items.len(), 3);
+        assert!(items[2].is_err());
+    }
+
+    #[test]
+    fn encodes() {
+        let id = RequestId::from("x");
+        let out = encode_result(&id, &json!({}));
+        assert_eq!(out, br#"{"jsonrpc":"2.0","id":"x","result":{}}"#);
+        let out = encode_error(None, &RpcError::parse_error("bad"));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&out).unwrap(),
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}})
+        );
+        let out = encode_notification("n", None);
+        assert_eq!(out, br#"{"jsonrpc":"2.0","method":"n"}"#);
+    }
+}

@@ -1,0 +1,46 @@
+//! # mcp-protocol
+//!
+//! The sans-IO core of the MCP server library. Everything here is a pure
+//! function of its inputs: no sockets, no async runtime, no clocks, no global
+//! state. Time, keys and randomness come in as arguments, so that every
+//! protocol rule is written once and pinned by a unit test, and so that a
+//! custom transport can reuse the rules without the rest of the library.
+//!
+//! What lives here:
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, decoded within limits (size, depth,
+//!   id and shape rules) and encoded.
+//! - [`revision`]: the enumerated set of protocol revisions, their eras and the
+//!   feature table (never a string comparison).
+//! - [`classify`]: the era of an inbound request (decided once, body first),
+//!   the method catalogue of each era, and the batch rules per revision.
+//! - [`meta`]: the modern per-request `_meta` envelope and its validation.
+//! - [`headers`]: the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
+//!   `Mcp-Param-*` agreement rules, the `=?base64?…?=` codec, and validation of
+//!   `x-mcp-header` annotations.
+//! - [`task_mode`]: the one decision of how a tool call runs (inline, refused,
+//!   task first, or escalated after an inline window).
+//! - [`error`]: error codes and each era's HTTP status mapping.
+//! - [`cursor`]: opaque pagination cursors.
+//! - [`request_state`]: sealing and opening the MRTR `requestState`.
+//! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
+//! - [`model`]: the wire types of every method, and their per-era rendering.
+//!
+//! The runtime (`mcp-runtime`) executes handlers on top of these rules; the
+//! transports ask this crate whenever they need a protocol decision.
+
+pub mod classify;
+pub mod cursor;
+pub mod error;
+pub mod headers;
+pub mod jsonrpc;
+pub mod meta;
+pub mod model;
+pub mod request_state;
+pub mod revision;
+pub mod schema;
+pub mod task_mode;
+
+pub use error::{RpcError, codes};
+pub use jsonrpc::{Message, Notification, Request, RequestId, Response};
+pub use revision::{Era, Feature, Revision};

@@ -1,0 +1,178 @@
+//! The per-request `_meta` envelope of the modern era, and the `_meta` keys of
+//! both eras.
+
+use serde_json::{Map, Value};
+
+use crate::error::RpcError;
+use crate::model::{ClientCapabilities, LoggingLevel};
+use crate::revision::{Era, Revision};
+
+/// `_meta` key: the protocol version of a modern request (required).
+pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client capabilities of a modern request (required).
+pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client implementation of a modern request (optional).
+pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the log level of a modern request (optional).
+pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key: the server implementation.
+pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// Notification `_meta` key on a listen stream: the listen request's id.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key of 2025-11-25 task-related messages.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// `_meta` key: the progress token of a request (both eras).
+pub const PROGRESS_TOKEN: &str = "progressToken";
+
+/// The `_meta` object of request params, if any.
+pub fn meta_of(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+/// Whether the params claim the modern era (`_meta` names a protocol version).
+pub fn claims_modern(params: Option<&Map<String, Value>>) -> bool {
+    meta_of(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION))
+}
+
+/// The progress token of a request, in either era.
+pub fn progress_token(params: Option<&Map<String, Value>>) -> Option<Value> {
+    meta_of(params)?
+        .get(PROGRESS_TOKEN)
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned()
+}
+
+/// The validated `_meta` of a modern request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModernMeta {
+    /// The request's revision (a modern one the server serves).
+    pub revision: Revision,
+    /// The client capabilities declared for this request.
+    pub client_capabilities: ClientCapabilities,
+    /// The client implementation, when sent.
+    pub client_info: Option<Value>,
+    /// The log level: without one, no `notifications/message` is sent.
+    pub log_level: Option<LoggingLevel>,
+}
+
+/// Parses and validates the `_meta` of a modern request.
+///
+/// Order (behaviour invariant 3): the version's shape (-32602), whether the
+/// version is served (-32022 with `data.supported`, listing `advertised`),
+/// then the other required keys (-32602).
+pub fn parse_modern_meta(
+    params: Option<&Map<String, Value>>,
+    advertised: &[Revision],
+) -> Result<ModernMeta, RpcError> {
+    let Some(meta) = meta_of(params) else {
+        return Err(RpcError::invalid_params("Missing required _meta"));
+    };
+    let version = match meta.get(PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v,
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!("_meta[\"{PROTOCOL_VERSION}\"] must be a string")));
+        }
+        None => {
+            return Err(RpcError::invalid_params(format!("Missing required _meta[\"{PROTOCOL_VERSION}\"]")));
+        }
+    };
+    let revision = match Revision::parse(version) {
+        Some(r) if r.era() == Era::Modern => r,
+        _ => return Err(RpcError::unsupported_version(advertised, version)),
+    };
+    let client_capabilities = match meta.get(CLIENT_CAPABILITIES) {
+        Some(Value::Object(c)) => ClientCapabilities::new(c.clone()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "_meta[\"{CLIENT_CAPABILITIES}\"] must be an object"
+            )));
+        }
+        None => {
+            return Err(RpcError::invalid_params(format!(
+                "Missing required _meta[\"{CLIENT_CAPABILITIES}\"]"
+            )));
+        }
+    };
+    let client_info = match meta.get(CLIENT_INFO) {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!("_meta[\"{CLIENT_INFO}\"] must be an object")));
+        }
+    };
+    let log_level = match meta.get(LOG_LEVEL) {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(LoggingLevel::parse)
+                .ok_or_else(|| RpcError::invalid_params("Invalid log level"))?,
+        ),
+    };
+    Ok(ModernMeta { revision, client_capabilities, client_info, log_level })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    const ADV: &[Revision] = &[Revision::V2026_07_28];
+
+    #[test]
+    fn accepts_a_full_envelope() {
+        let p = params(json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/logLevel": "debug",
+            "progressToken": 7
+        }}));
+        let m = parse_modern_meta(Some(&p), ADV).unwrap();
+        assert_eq!(m.revision, Revision::V2026_07_28);
+        assert!(m.client_capabilities.sampling());
+        assert_eq!(m.log_level, Some(LoggingLevel::Debug));
+        assert_eq!(progress_token(Some(&p)), Some(json!(7)));
+        assert!(claims_modern(Some(&p)));
+    }
+
+    #[test]
+    fn rejection_table() {
+        let pv = "io.modelcontextprotocol/protocolVersion";
+        let cc = "io.modelcontextprotocol/clientCapabilities";
+        let table = [
+            (json!({}), -32602),
+            (json!({"_meta": {}}), -32602),
+            (json!({"_meta": {pv: 5, cc: {}}}), -32602),
+            (json!({"_meta": {pv: "1900-01-01", cc: {}}}), -32022),
+            (json!({"_meta": {pv: "2025-11-25", cc: {}}}), -32022),
+            (json!({"_meta": {pv: "2026-07-28"}}), -32602),
+            (json!({"_meta": {pv: "2026-07-28", cc: []}}), -32602),
+            (json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/clientInfo": "x"}}), -32602),
+            (json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/logLevel": "loud"}}), -32602),
+            // Version is checked before the other keys.
+            (json!({"_meta": {pv: "1900-01-01"}}), -32022),
+        ];
+        for (p, code) in table {
+            let p = params(p);
+            assert_eq!(parse_modern_meta(Some(&p), ADV).unwrap_err().code, code, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn unsupported_version_names_what_is_supported() {
+        let p = params(json!({"_meta": {PROTOCOL_VERSION: "1900-01-01", CLIENT_CAPABILITIES: {}}}));
+        let e = parse_modern_meta(Some(&p), ADV).unwrap_err();
+        assert_eq!(e.data.unwrap(), json!({"supported": ["2026-07-28"], "requested": "1900-01-01"}));
+    }
+
+    #[test]
+    fn modern_claim() {
+        assert!(!claims_modern(None));
+        assert!(!claims_modern(Some(&params(json!({"_meta": {"progressToken": 1}})))));
+        assert!(claims_modern(Some(&params(json!({"_meta": {PROTOCOL_VERSION: "x"}})))));
+    }
+}

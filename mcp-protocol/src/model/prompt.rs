@@ -1,0 +1,168 @@
+//! Prompts: definitions and `prompts/get` results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::content::Content;
+use crate::revision::{Feature, Revision};
+
+/// An argument a prompt accepts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PromptArgument {
+    /// Name.
+    pub name: String,
+    /// Title (2025-06-18+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether it must be given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+}
+
+impl PromptArgument {
+    /// An argument.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
+        PromptArgument { name: name.into(), title: None, description: Some(description.into()), required }
+    }
+}
+
+/// A prompt definition as listed by `prompts/list`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PromptDef {
+    /// Unique name.
+    pub name: String,
+    /// Title (2025-06-18+).
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Arguments.
+    pub arguments: Vec<PromptArgument>,
+    /// Icons (2025-11-25+).
+    pub icons: Option<Value>,
+    /// Extra metadata.
+    pub meta: Option<Value>,
+}
+
+impl PromptDef {
+    /// A prompt with a name.
+    pub fn new(name: impl Into<String>) -> Self {
+        PromptDef { name: name.into(), title: None, description: None, arguments: Vec::new(), icons: None, meta: None }
+    }
+
+    /// Renders for a revision.
+    pub fn render(&self, revision: Option<Revision>) -> Value {
+        let has = |f: Feature| revision.is_none_or(|r| r.has(f));
+        let mut m = Map::new();
+        m.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(t) = self.title.as_ref().filter(|_| has(Feature::Titles)) {
+            m.insert("title".into(), Value::String(t.clone()));
+        }
+        if let Some(d) = &self.description {
+            m.insert("description".into(), Value::String(d.clone()));
+        }
+        if !self.arguments.is_empty() {
+            let args = self
+                .arguments
+                .iter()
+                .map(|a| {
+                    let mut v = serde_json::to_value(a).unwrap_or_default();
+                    if !has(Feature::Titles)
+                        && let Some(o) = v.as_object_mut()
+                    {
+                        o.remove("title");
+                    }
+                    v
+                })
+                .collect();
+            m.insert("arguments".into(), Value::Array(args));
+        }
+        if let Some(i) = self.icons.as_ref().filter(|_| has(Feature::Icons)) {
+            m.insert("icons".into(), i.clone());
+        }
+        if let Some(meta) = &self.meta {
+            m.insert("_meta".into(), meta.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// Who speaks a prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+/// One message of a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptMessage {
+    /// The speaker.
+    pub role: Role,
+    /// The content block.
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A user message.
+    pub fn user(content: Content) -> Self {
+        PromptMessage { role: Role::User, content }
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: Content) -> Self {
+        PromptMessage { role: Role::Assistant, content }
+    }
+}
+
+/// The result of `prompts/get`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GetPromptResult {
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The messages.
+    pub messages: Vec<PromptMessage>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl GetPromptResult {
+    /// A result with messages.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        GetPromptResult { description: None, messages, meta: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders() {
+        let p = PromptDef {
+            description: Some("d".into()),
+            arguments: vec![PromptArgument::new("a", "the a", true)],
+            ..PromptDef::new("p")
+        };
+        assert_eq!(
+            p.render(None),
+            json!({"name": "p", "description": "d", "arguments": [{"name": "a", "description": "the a", "required": true}]})
+        );
+        let r = GetPromptResult::new(vec![PromptMessage::user(Content::text("x"))]);
+        assert_eq!(
+            serde_json::to_value(r).unwrap(),
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]})
+        );
+    }
+}

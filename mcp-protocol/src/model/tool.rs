@@ -1,0 +1,227 @@
+//! Tools: definitions rendered per revision, and `tools/call` results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::content::Content;
+use crate::revision::{Era, Feature, Revision};
+use crate::task_mode::TaskSupport;
+
+/// A tool definition as listed by `tools/list`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolDef {
+    /// Unique name.
+    pub name: String,
+    /// Human-readable title (2025-06-18+).
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// JSON Schema of the arguments, returned verbatim.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent` (2025-06-18+), returned verbatim.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints, passed through verbatim.
+    pub annotations: Option<Value>,
+    /// Icons (2025-11-25+).
+    pub icons: Option<Value>,
+    /// Extra metadata.
+    pub meta: Option<Value>,
+    /// Whether the tool may or must run as a task.
+    pub task_support: TaskSupport,
+}
+
+impl ToolDef {
+    /// A tool with a name and the default input schema `{"type":"object"}`.
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolDef {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+            task_support: TaskSupport::Forbidden,
+        }
+    }
+
+    /// Renders the definition for a revision (`None`: before negotiation,
+    /// every field). Fields the revision does not know are left out.
+    pub fn render(&self, revision: Option<Revision>) -> Value {
+        let has = |f: Feature| revision.is_none_or(|r| r.has(f));
+        let mut m = Map::new();
+        m.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(t) = self.title.as_ref().filter(|_| has(Feature::Titles)) {
+            m.insert("title".into(), Value::String(t.clone()));
+        }
+        if let Some(d) = &self.description {
+            m.insert("description".into(), Value::String(d.clone()));
+        }
+        m.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(o) = self.output_schema.as_ref().filter(|_| has(Feature::OutputSchema)) {
+            m.insert("outputSchema".into(), o.clone());
+        }
+        if let Some(a) = &self.annotations {
+            m.insert("annotations".into(), a.clone());
+        }
+        if let Some(i) = self.icons.as_ref().filter(|_| has(Feature::Icons)) {
+            m.insert("icons".into(), i.clone());
+        }
+        let tasks = revision.is_some_and(|r| r.has(Feature::CoreTasks) || r.era() == Era::Modern);
+        if tasks && self.task_support != TaskSupport::Forbidden {
+            m.insert("execution".into(), json!({"taskSupport": self.task_support}));
+        }
+        if let Some(meta) = &self.meta {
+            m.insert("_meta".into(), meta.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// `tools/call` params.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CallToolParams {
+    /// The tool name.
+    pub name: String,
+    /// The arguments (absent means none).
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// 2025-11-25 task augmentation.
+    #[serde(default)]
+    pub task: Option<Value>,
+}
+
+/// The result of a tool call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CallToolResult {
+    /// Content blocks.
+    pub content: Vec<Content>,
+    /// Structured output (an object for legacy clients; any JSON in 2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The tool failed (a tool error, not a protocol error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl CallToolResult {
+    /// A result with content blocks.
+    pub fn new(content: Vec<Content>) -> Self {
+        CallToolResult { content, ..Default::default() }
+    }
+
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![Content::text(text)])
+    }
+
+    /// A tool error with one text block.
+    pub fn error(text: impl Into<String>) -> Self {
+        CallToolResult { is_error: true, ..Self::text(text) }
+    }
+
+    /// Structured output, with its JSON serialisation as a text block too
+    /// (as the specification recommends for clients without structured output).
+    pub fn structured(value: Value) -> Self {
+        let text = value.to_string();
+        CallToolResult { structured_content: Some(value), ..Self::text(text) }
+    }
+
+    /// Renders for a revision: a legacy client gets `structuredContent` only
+    /// when its revision has structured output and the value is an object.
+    pub fn render(&self, revision: Option<Revision>) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({"content": []}));
+        let keep = match (&self.structured_content, revision) {
+            (None, _) => true,
+            (Some(_), Some(r)) if r.has(Feature::AnyStructuredContent) => true,
+            (Some(s), Some(r)) => r.has(Feature::OutputSchema) && s.is_object(),
+            (Some(s), None) => s.is_object(),
+        };
+        if !keep && let Some(obj) = v.as_object_mut() {
+            obj.remove("structuredContent");
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Revision::*;
+
+    fn full() -> ToolDef {
+        ToolDef {
+            title: Some("T".into()),
+            description: Some("d".into()),
+            output_schema: Some(json!({"type": "object"})),
+            icons: Some(json!([{"src": "https://x/i.png"}])),
+            annotations: Some(json!({"readOnlyHint": true})),
+            task_support: TaskSupport::Optional,
+            ..ToolDef::new("t")
+        }
+    }
+
+    #[test]
+    fn fields_gated_by_revision() {
+        // (revision, title, outputSchema, icons, execution)
+        let table = [
+            (Some(V2024_11_05), false, false, false, false),
+            (Some(V2025_03_26), false, false, false, false),
+            (Some(V2025_06_18), true, true, false, false),
+            (Some(V2025_11_25), true, true, true, true),
+            (Some(V2026_07_28), true, true, true, true),
+            (None, true, true, true, false),
+        ];
+        for (rev, title, output, icons, execution) in table {
+            let v = full().render(rev);
+            assert_eq!(v.get("title").is_some(), title, "{rev:?}");
+            assert_eq!(v.get("outputSchema").is_some(), output, "{rev:?}");
+            assert_eq!(v.get("icons").is_some(), icons, "{rev:?}");
+            assert_eq!(v.get("execution").is_some(), execution, "{rev:?}");
+            assert_eq!(v["inputSchema"], json!({"type": "object"}));
+            assert_eq!(v["annotations"], json!({"readOnlyHint": true}));
+        }
+        assert_eq!(full().render(Some(V2025_11_25))["execution"], json!({"taskSupport": "optional"}));
+    }
+
+    #[test]
+    fn schema_is_verbatim() {
+        let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}},
+            "additionalProperties": false});
+        let t = ToolDef { input_schema: schema.clone(), ..ToolDef::new("t") };
+        assert_eq!(t.render(Some(V2025_11_25))["inputSchema"], schema);
+    }
+
+    #[test]
+    fn structured_content_per_revision() {
+        let obj = CallToolResult::structured(json!({"a": 1}));
+        let arr = CallToolResult::structured(json!([1, 2]));
+        let table = [
+            (&obj, Some(V2025_03_26), false),
+            (&obj, Some(V2025_06_18), true),
+            (&obj, Some(V2026_07_28), true),
+            (&arr, Some(V2025_11_25), false),
+            (&arr, Some(V2026_07_28), true),
+            (&arr, None, false),
+        ];
+        for (r, rev, kept) in table {
+            let v = r.render(rev);
+            assert_eq!(v.get("structuredContent").is_some(), kept, "{rev:?} {r:?}");
+            assert_eq!(v["content"][0]["type"], "text");
+        }
+    }
+
+    #[test]
+    fn error_flag() {
+        assert_eq!(CallToolResult::error("x").render(None)["isError"], true);
+        assert!(CallToolResult::text("x").render(None).get("isError").is_none());
+    }
+}
