@@ -8,6 +8,7 @@
 //!
 //! What lives here:
 //!
+//! - [`auth`]: the authenticated identity ([`auth::AuthInfo`]) that owns state.
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, decoded within limits (size, depth,
 //!   id and shape rules) and encoded.
 //! - [`revision`]: the enumerated set of protocol revisions, their eras and the
@@ -29,6 +30,7 @@
 //! The runtime (`mcp-runtime`) executes handlers on top of these rules; the
 //! transports ask this crate whenever they need a protocol decision.
 
+pub mod auth;
 pub mod classify;
 pub mod cursor;
 pub mod error;

@@ -1,0 +1,58 @@
+//! Who is asking: the authenticated identity that owns sessions, tasks,
+//! request states and subscriptions.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+/// The principal of unauthenticated requests.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The outcome of authentication, as handlers see it.
+///
+/// Ownership is keyed on [`AuthInfo::principal`] only, never on the whole
+/// value: claims such as `exp` change when a token is refreshed, the principal
+/// does not (behaviour invariant 4).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AuthInfo {
+    /// The stable identity.
+    pub principal: Arc<str>,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Provider-specific claims (JWT claims, key metadata, …).
+    pub claims: Map<String, Value>,
+}
+
+impl AuthInfo {
+    /// An identity with no scopes and no claims.
+    pub fn new(principal: impl Into<Arc<str>>) -> Self {
+        AuthInfo {
+            principal: principal.into(),
+            scopes: Vec::new(),
+            claims: Map::new(),
+        }
+    }
+
+    /// The anonymous identity of the `none` provider.
+    pub fn anonymous() -> Self {
+        Self::new(ANONYMOUS)
+    }
+
+    /// Sets the scopes.
+    pub fn with_scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = scopes;
+        self
+    }
+
+    /// Sets the claims.
+    pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// Whether a scope was granted.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}

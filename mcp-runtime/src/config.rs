@@ -1,0 +1,52 @@
+//! Server configuration, with the reference implementation's defaults.
+
+use std::time::Duration;
+
+use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
+use mcp_protocol::revision::AdvertiseVersions;
+
+/// How a server presents itself and the bounds it keeps.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The server's name and version (`serverInfo`).
+    pub server_info: Implementation,
+    /// Instructions for the model, sent at `initialize` and `server/discover`.
+    pub instructions: Option<String>,
+    /// Which revisions `server/discover` and -32022 name (default: modern).
+    pub advertise: AdvertiseVersions,
+    /// Whether modern results carry `serverInfo` in `result._meta` (default true).
+    pub send_server_info: bool,
+    /// Cache hint of lists and reads (default 60 s, private).
+    pub cache: CacheHint,
+    /// Cache hint of `server/discover` (default 60 s, public).
+    pub discover_cache: CacheHint,
+    /// Page size of the catalog lists (default 50).
+    pub page_size: usize,
+    /// Deadline of one handler call (default 60 s).
+    pub handler_timeout: Duration,
+    /// How long a server-to-client request waits for its answer (default 30 s).
+    pub client_request_timeout: Duration,
+    /// Idle time after which a legacy session expires (default 30 min).
+    pub session_ttl: Duration,
+    /// Whether the server offers logging (default true).
+    pub logging: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            server_info: Implementation::new("mcp-rs", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            advertise: AdvertiseVersions::default(),
+            send_server_info: true,
+            cache: CacheHint::new(60_000, CacheScope::Private),
+            discover_cache: CacheHint::new(60_000, CacheScope::Public),
+            page_size: 50,
+            handler_timeout: Duration::from_secs(60),
+            client_request_timeout: Duration::from_secs(30),
+            session_ttl: Duration::from_secs(30 * 60),
+            logging: true,
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! `Ctx`: everything a handler may know about, and do for, its request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::jsonrpc::{encode_notification, encode_request};
+use mcp_protocol::meta::ModernMeta;
+use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
+use mcp_protocol::{Era, Feature, RequestId, Revision, RpcError};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::HandlerError;
+use crate::session::Session;
+use crate::sink::Sink;
+
+/// Why a server-to-client request did not get an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientRequestError {
+    /// The modern era has no server-to-client requests (use MRTR input).
+    #[error("server-to-client requests are not available in the modern era")]
+    NotInEra,
+    /// The client did not declare the capability the request needs.
+    #[error("the client did not declare the {0} capability")]
+    CapabilityMissing(&'static str),
+    /// There is no session, or no stream to carry the request.
+    #[error("no stream to the client")]
+    NoStream,
+    /// The client did not answer in time.
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The request (or its session) was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The client answered with an error.
+    #[error("client error: {0}")]
+    Client(RpcError),
+}
+
+impl From<ClientRequestError> for HandlerError {
+    fn from(e: ClientRequestError) -> Self {
+        match e {
+            ClientRequestError::CapabilityMissing(cap) => {
+                HandlerError::Rpc(RpcError::missing_capability(json!({ cap: {} })))
+            }
+            other => HandlerError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Where the request's client facts come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// A legacy request inside a session.
+    Session(Arc<Session>),
+    /// A legacy request without a session (before `initialize`, simple mode).
+    Sessionless,
+    /// A modern request with its validated `_meta`.
+    Modern(Arc<ModernMeta>),
+}
+
+pub(crate) struct CtxInner {
+    pub(crate) auth: Arc<AuthInfo>,
+    pub(crate) origin: Origin,
+    pub(crate) request_id: RequestId,
+    pub(crate) method: Arc<str>,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) progress_token: Option<Value>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) sink: Sink,
+    pub(crate) extensions: http::Extensions,
+    pub(crate) client_request_timeout: Duration,
+    pub(crate) input_responses: Option<Map<String, Value>>,
+}
+
+/// The per-request context handed to every handler. Cheap to clone.
+#[derive(Clone)]
+pub struct Ctx {
+    inner: Arc<CtxInner>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("principal", &self.inner.auth.principal)
+            .field("era", &self.era())
+            .field("request_id", &self.inner.request_id)
+            .finish_non_exhaustive()
+    }
+}
+
+static EMPTY_CAPS: std::sync::LazyLock<ClientCapabilities> =
+    std::sync::LazyLock::new(ClientCapabilities::default);
+
+impl Ctx {
+    pub(crate) fn new(inner: CtxInner) -> Self {
+        Ctx { inner: Arc::new(inner) }
+    }
+
+    /// The authenticated identity of the caller.
+    pub fn auth(&self) -> &AuthInfo {
+        &self.inner.auth
+    }
+
+    /// The caller's stable principal.
+    pub fn principal(&self) -> &str {
+        &self.inner.auth.principal
+    }
+
+    /// The era of the request.
+    pub fn era(&self) -> Era {
+        match &self.inner.origin {
+            Origin::Modern(_) => Era::Modern,
+            _ => Era::Legacy,
+        }
+    }
+
+    /// The request's revision: the modern `_meta` one, or the session's
+    /// negotiated one (`None` for a legacy request before negotiation).
+    pub fn revision(&self) -> Option<Revision> {
+        match &self.inner.origin {
+            Origin::Modern(m) => Some(m.revision),
+            Origin::Session(s) => Some(s.revision()),
+            Origin::Sessionless => None,
+        }
+    }
+
+    /// The capabilities the client declared (per request in the modern era,
+    /// at `initialize` in the legacy one).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        match &self.inner.origin {
+            Origin::Modern(m) => &m.client_capabilities,
+            Origin::Session(s) => s.client_capabilities(),
+            Origin::Sessionless => &EMPTY_CAPS,
+        }
+    }
+
+    /// The client's implementation info, when known.
+    pub fn client_info(&self) -> Option<&Value> {
+        match &self.inner.origin {
+            Origin::Modern(m) => m.client_info.as_ref(),
+            Origin::Session(s) => Some(s.client_info()),
+            Origin::Sessionless => None,
+        }
+    }
+
+    /// The legacy session, if any.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        match &self.inner.origin {
+            Origin::Session(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The request method.
+    pub fn method(&self) -> &str {
+        &self.inner.method
+    }
+
+    /// The request's `_meta`, verbatim.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.inner.meta.as_ref()
+    }
+
+    /// The progress token the client sent, if any.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.inner.progress_token.as_ref()
+    }
+
+    /// MRTR input responses sent with a retry (modern era).
+    pub fn input_responses(&self) -> Option<&Map<String, Value>> {
+        self.inner.input_responses.as_ref()
+    }
+
+    /// Cancelled when the client cancels the request, its stream closes
+    /// (modern), or its session ends.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Request extensions set by the transport or the user's middleware
+    /// (HTTP request extensions).
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.inner.extensions
+    }
+
+    /// Sends `notifications/progress` on the request's stream, when the
+    /// client asked for progress (else does nothing).
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.inner.progress_token else {
+            return;
+        };
+        let mut params = Map::new();
+        params.insert("progressToken".into(), token.clone());
+        params.insert("progress".into(), json!(progress));
+        if let Some(t) = total {
+            params.insert("total".into(), json!(t));
+        }
+        let with_message = self.revision().is_none_or(|r| r.has(Feature::ProgressMessage));
+        if let (Some(m), true) = (message, with_message) {
+            params.insert("message".into(), Value::String(m.to_owned()));
+        }
+        self.notify("notifications/progress", Value::Object(params)).await;
+    }
+
+    /// The minimum level of log messages for this request: the session's
+    /// (legacy), the request's `_meta` log level (modern; `None` means no log
+    /// messages at all).
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        match &self.inner.origin {
+            Origin::Modern(m) => m.log_level,
+            Origin::Session(s) => Some(s.log_level()),
+            Origin::Sessionless => Some(LoggingLevel::default()),
+        }
+    }
+
+    /// Sends `notifications/message` on the request's stream when `level`
+    /// reaches the request's log level.
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if self.log_level().is_none_or(|min| level < min) {
+            return;
+        }
+        let mut params = Map::new();
+        params.insert("level".into(), Value::String(level.as_str().into()));
+        if let Some(l) = logger {
+            params.insert("logger".into(), Value::String(l.into()));
+        }
+        params.insert("data".into(), data);
+        self.notify("notifications/message", Value::Object(params)).await;
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        if self.is_cancelled() {
+            return;
+        }
+        self.inner.sink.send(encode_notification(method, Some(&params))).await;
+    }
+
+    /// Sends a server-to-client request on the request's stream and waits
+    /// for the client's answer (legacy era only).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
+        let Origin::Session(session) = &self.inner.origin else {
+            return Err(match self.era() {
+                Era::Modern => ClientRequestError::NotInEra,
+                Era::Legacy => ClientRequestError::NoStream,
+            });
+        };
+        if !self.inner.sink.can_stream() {
+            return Err(ClientRequestError::NoStream);
+        }
+        let (id, rx) = session.register_request();
+        if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
+            session.forget_request(&id);
+            return Err(ClientRequestError::NoStream);
+        }
+        let timeout = self.inner.client_request_timeout;
+        let outcome = tokio::select! {
+            r = rx => r.map_err(|_| ClientRequestError::Cancelled),
+            _ = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
+            _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
+        };
+        session.forget_request(&id);
+        outcome?.map_err(ClientRequestError::Client)
+    }
+
+    /// `sampling/createMessage` (needs the client's `sampling` capability).
+    pub async fn create_message(&self, params: Value) -> Result<Value, ClientRequestError> {
+        if !self.client_capabilities().sampling() {
+            return Err(ClientRequestError::CapabilityMissing("sampling"));
+        }
+        self.request("sampling/createMessage", params).await
+    }
+
+    /// `elicitation/create` in form mode, or URL mode when `params.mode` is
+    /// `"url"` (needs the matching declared elicitation capability).
+    pub async fn elicit(&self, params: Value) -> Result<Value, ClientRequestError> {
+        let url = params.get("mode").and_then(Value::as_str) == Some("url");
+        let caps = self.client_capabilities();
+        let declared = if url { caps.elicitation_url(self.revision()) } else { caps.elicitation_form() };
+        let in_revision = self.revision().is_none_or(|r| r.has(Feature::Elicitation));
+        if !declared || !in_revision {
+            return Err(ClientRequestError::CapabilityMissing("elicitation"));
+        }
+        self.request("elicitation/create", params).await
+    }
+
+    /// `roots/list` (needs the client's `roots` capability).
+    pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
+        if !self.client_capabilities().roots() {
+            return Err(ClientRequestError::CapabilityMissing("roots"));
+        }
+        self.request("roots/list", json!({})).await
+    }
+}

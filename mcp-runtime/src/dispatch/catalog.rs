@@ -1,0 +1,140 @@
+//! The catalog methods: lists, `resources/read`, `prompts/get`,
+//! `completion/complete`.
+
+use mcp_protocol::cursor::paginate;
+use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
+use mcp_protocol::RpcError;
+use serde_json::{Map, Value, json};
+
+use super::{Runtime, handler_error, parse_params};
+use crate::ctx::Ctx;
+use crate::guard::{Interrupted, run_guarded};
+use crate::registry::CompletionKey;
+
+fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(RpcError::invalid_params("Invalid cursor")),
+    }
+}
+
+fn page(key: &str, items: Vec<Value>, next: Option<String>) -> Value {
+    let mut m = Map::new();
+    m.insert(key.into(), Value::Array(items));
+    if let Some(n) = next {
+        m.insert("nextCursor".into(), Value::String(n));
+    }
+    Value::Object(m)
+}
+
+pub(super) fn list_tools(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = rt.registry.snapshot();
+    let (items, next) = paginate(c.tools(), |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+    let rev = ctx.revision();
+    Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
+}
+
+pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = rt.registry.snapshot();
+    let (items, next) = paginate(c.resources(), |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
+    let rev = ctx.revision();
+    Ok(page("resources", items.iter().map(|r| r.def.render(rev)).collect(), next))
+}
+
+pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = rt.registry.snapshot();
+    let (items, next) = paginate(c.templates(), |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+    let rev = ctx.revision();
+    Ok(page("resourceTemplates", items.iter().map(|t| t.def.render(rev)).collect(), next))
+}
+
+pub(super) fn list_prompts(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = rt.registry.snapshot();
+    let (items, next) = paginate(c.prompts(), |p| &p.def.name, cursor(params)?, rt.config.page_size)?;
+    let rev = ctx.revision();
+    Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
+}
+
+fn interrupted(method: &str, i: Interrupted) -> RpcError {
+    match i {
+        Interrupted::TimedOut => RpcError::internal_with("Request timed out"),
+        // Cancelled requests get no answer; the value is never sent.
+        Interrupted::Panicked | Interrupted::Cancelled => {
+            tracing::debug!(method, ?i, "request interrupted");
+            RpcError::internal()
+        }
+    }
+}
+
+pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("uri must be a string"))?;
+    let c = rt.registry.snapshot();
+    let (handler, vars) = match c.resource(uri) {
+        Some(r) => (r.handler.clone(), Map::new()),
+        None => match c.match_template(uri) {
+            Some((t, vars)) => (t.handler.clone(), vars),
+            None => return Err(RpcError::resource_not_found(ctx.era(), uri)),
+        },
+    };
+    let cancel = ctx.cancellation().clone();
+    let fut = handler.read(uri.to_owned(), vars, ctx);
+    let result = run_guarded("resources/read", fut, rt.config.handler_timeout, &cancel)
+        .await
+        .map_err(|i| interrupted("resources/read", i))?
+        .map_err(|e| handler_error("resources/read", e))?;
+    serde_json::to_value(result).map_err(|_| RpcError::internal())
+}
+
+pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("name must be a string"))?;
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(a)) => a.clone(),
+        Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
+    };
+    let c = rt.registry.snapshot();
+    let prompt = c.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+    if let Some(missing) = prompt.def.arguments.iter().find(|a| a.required && !args.contains_key(&a.name)) {
+        return Err(RpcError::invalid_params(format!("Missing required argument: {}", missing.name)));
+    }
+    let cancel = ctx.cancellation().clone();
+    let fut = prompt.handler.get(args, ctx);
+    let result = run_guarded("prompts/get", fut, rt.config.handler_timeout, &cancel)
+        .await
+        .map_err(|i| interrupted("prompts/get", i))?
+        .map_err(|e| handler_error("prompts/get", e))?;
+    serde_json::to_value(result).map_err(|_| RpcError::internal())
+}
+
+pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = rt.registry.snapshot();
+    if !c.has_completions() {
+        return Err(RpcError::method_not_found("completion/complete"));
+    }
+    let p: CompleteParams = parse_params(params)?;
+    let key = match &p.reference {
+        CompleteReference::Prompt { name } => CompletionKey::Prompt { name: name.clone(), argument: p.argument.name.clone() },
+        CompleteReference::Resource { uri } => CompletionKey::Resource { uri: uri.clone(), argument: p.argument.name.clone() },
+    };
+    let completion = match c.completion(&key) {
+        None => Completion::default(),
+        Some(h) => {
+            let cancel = ctx.cancellation().clone();
+            let fut = h.complete(p, ctx);
+            let mut done = run_guarded("completion/complete", fut, rt.config.handler_timeout, &cancel)
+                .await
+                .map_err(|i| interrupted("completion/complete", i))?
+                .map_err(|e| handler_error("completion/complete", e))?;
+            done.values.truncate(Completion::MAX_VALUES);
+            done
+        }
+    };
+    Ok(json!({ "completion": completion }))
+}

@@ -1,0 +1,314 @@
+//! The dispatcher: routes a request to its era, runs the method, and
+//! finalizes the result for the era.
+//!
+//! A transport calls, in order: [`Runtime::route`] (era, revision, the
+//! checks that come before any handler, each failure a [`Rejection`] that
+//! knows its era so HTTP can map the status), then [`Runtime::initialize`]
+//! for a legacy `initialize` (the transport owns the session it returns), or
+//! [`Runtime::dispatch`] for everything else.
+
+mod catalog;
+mod lifecycle;
+mod tools;
+
+use std::sync::Arc;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::classify::{check_method, request_era};
+use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
+use mcp_protocol::model::render::{cache_hint_for, finalize};
+use mcp_protocol::model::{ServerFeatures, server_capabilities};
+use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::ctx::{Ctx, CtxInner, Origin};
+use crate::handler::HandlerError;
+use crate::inflight::InFlight;
+use crate::registry::Registry;
+use crate::session::{Session, SessionStore};
+use crate::sink::Sink;
+
+/// A request routed to its era.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The era.
+    pub era: Era,
+    /// The revision: the modern `_meta` one, or the session's.
+    pub revision: Option<Revision>,
+    /// The validated modern `_meta`.
+    pub modern: Option<Arc<ModernMeta>>,
+}
+
+/// A request refused before any handler ran.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct Rejection {
+    /// The era the request was classified in (for the HTTP status).
+    pub era: Era,
+    /// The error to answer with.
+    pub error: RpcError,
+}
+
+impl Rejection {
+    /// The HTTP status of the rejection in its era.
+    pub fn http_status(&self) -> u16 {
+        self.error.http_status(self.era)
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A result, finalized for the era.
+    Result(Value),
+    /// An error response.
+    Error(RpcError),
+    /// Cancelled: nothing is answered.
+    Cancelled,
+}
+
+impl Reply {
+    /// The reply as a response outcome (`None` when cancelled).
+    pub fn into_outcome(self) -> Option<Result<Value, RpcError>> {
+        match self {
+            Reply::Result(v) => Some(Ok(v)),
+            Reply::Error(e) => Some(Err(e)),
+            Reply::Cancelled => None,
+        }
+    }
+}
+
+/// What the transport knows of a request besides its body.
+#[derive(Debug)]
+pub struct RequestEnv {
+    /// The authenticated caller.
+    pub auth: Arc<AuthInfo>,
+    /// The legacy session the request belongs to, if any.
+    pub session: Option<Arc<Session>>,
+    /// Where progress, logs and server-to-client requests go.
+    pub sink: Sink,
+    /// Cancelled when the request is cancelled.
+    pub cancel: CancellationToken,
+    /// Transport or middleware extensions for the handler.
+    pub extensions: http::Extensions,
+}
+
+impl RequestEnv {
+    /// An environment with a caller and a sink, nothing else.
+    pub fn new(auth: Arc<AuthInfo>, sink: Sink) -> Self {
+        RequestEnv {
+            auth,
+            session: None,
+            sink,
+            cancel: CancellationToken::new(),
+            extensions: http::Extensions::new(),
+        }
+    }
+}
+
+/// The protocol engine of one server: registry, configuration, sessions.
+#[derive(Debug)]
+pub struct Runtime {
+    config: ServerConfig,
+    registry: Arc<Registry>,
+    sessions: SessionStore,
+    server_info: Value,
+}
+
+impl Runtime {
+    /// A runtime over a registry.
+    pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
+        let server_info = config.server_info.render(None);
+        Runtime { config, registry, sessions: SessionStore::new(), server_info }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The legacy sessions of network transports.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
+    }
+
+    /// What the server offers, from the registry and the configuration.
+    pub fn features(&self) -> ServerFeatures {
+        let c = self.registry.snapshot();
+        let mut f = ServerFeatures::default();
+        f.tools = true;
+        f.resources = true;
+        f.prompts = true;
+        f.completions = c.has_completions();
+        f.logging = self.config.logging;
+        f.resource_subscriptions = true;
+        f.list_changed = true;
+        f
+    }
+
+    /// The server capabilities for a revision.
+    pub fn capabilities(&self, revision: Option<Revision>) -> Value {
+        let mut f = self.features();
+        if revision.is_some_and(|r| r.era() == Era::Modern) {
+            // Resource subscriptions of the modern era ride on
+            // `subscriptions/listen`, served with the modern transport work.
+            f.resource_subscriptions = false;
+        }
+        server_capabilities(&f, revision)
+    }
+
+    /// Classifies a request and runs every check that comes before a
+    /// handler (behaviour invariant 3): the method is served in the era
+    /// (-32601 beats every other error), then the modern `_meta`.
+    pub fn route(
+        &self,
+        req: &Request,
+        transport_revision: Option<Revision>,
+        session: Option<&Session>,
+    ) -> Result<Route, Rejection> {
+        let era = request_era(req, transport_revision);
+        match era {
+            Era::Modern => {
+                check_method(&req.method, era, None).map_err(|error| Rejection { era, error })?;
+                let meta = parse_modern_meta(req.params.as_ref(), &self.config.advertise.revisions())
+                    .map_err(|error| Rejection { era, error })?;
+                Ok(Route { era, revision: Some(meta.revision), modern: Some(Arc::new(meta)) })
+            }
+            Era::Legacy => {
+                let revision = session.map(Session::revision);
+                check_method(&req.method, era, revision).map_err(|error| Rejection { era, error })?;
+                Ok(Route { era, revision, modern: None })
+            }
+        }
+    }
+
+    fn ctx(&self, req: &Request, route: &Route, env: RequestEnv) -> Ctx {
+        let origin = match (&route.modern, env.session) {
+            (Some(m), _) => Origin::Modern(m.clone()),
+            (None, Some(s)) => Origin::Session(s),
+            (None, None) => Origin::Sessionless,
+        };
+        let meta = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object)
+            .cloned();
+        let input_responses = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("inputResponses"))
+            .and_then(Value::as_object)
+            .cloned();
+        Ctx::new(CtxInner {
+            auth: env.auth,
+            origin,
+            request_id: req.id.clone(),
+            method: Arc::from(req.method.as_str()),
+            meta,
+            progress_token: progress_token(req.params.as_ref()),
+            cancel: env.cancel,
+            sink: env.sink,
+            extensions: env.extensions,
+            client_request_timeout: self.config.client_request_timeout,
+            input_responses,
+        })
+    }
+
+    /// Runs a routed request (anything but a legacy `initialize`).
+    pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
+        let cancel = env.cancel.clone();
+        let ctx = self.ctx(&req, route, env);
+        let params = req.params.unwrap_or_default();
+        let outcome = match req.method.as_str() {
+            "ping" => Ok(Value::Object(Map::new())),
+            "server/discover" => Ok(self.discover()),
+            "logging/setLevel" => lifecycle::set_level(&ctx, &params),
+            "resources/subscribe" => lifecycle::subscribe(&ctx, &params, true),
+            "resources/unsubscribe" => lifecycle::subscribe(&ctx, &params, false),
+            "tools/list" => catalog::list_tools(self, &ctx, &params),
+            "tools/call" => return self.finish(&req.method, &params, route, tools::call(self, ctx, &params).await),
+            "resources/list" => catalog::list_resources(self, &ctx, &params),
+            "resources/templates/list" => catalog::list_templates(self, &ctx, &params),
+            "resources/read" => catalog::read_resource(self, ctx, &params).await,
+            "prompts/list" => catalog::list_prompts(self, &ctx, &params),
+            "prompts/get" => catalog::get_prompt(self, ctx, &params).await,
+            "completion/complete" => catalog::complete(self, ctx, &params).await,
+            other => Err(RpcError::method_not_found(other)),
+        };
+        if cancel.is_cancelled() {
+            return Reply::Cancelled;
+        }
+        let reply = match outcome {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        };
+        self.finish(&req.method, &params, route, reply)
+    }
+
+    fn finish(&self, method: &str, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
+        match reply {
+            Reply::Result(mut v) => {
+                let hint = if method == "server/discover" { self.config.discover_cache } else { self.config.cache };
+                let info = self.config.send_server_info.then_some(&self.server_info);
+                finalize(route.era, &mut v, info, cache_hint_for(method, Some(params), hint));
+                Reply::Result(v)
+            }
+            other => other,
+        }
+    }
+
+    /// Handles a client notification. `in_flight` is where the transport
+    /// registered the requests a `notifications/cancelled` may name.
+    pub fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
+        match note.method.as_str() {
+            "notifications/initialized" | "initialized" => {
+                if let Some(s) = session {
+                    s.mark_initialized();
+                }
+            }
+            "notifications/cancelled" => {
+                let id = note
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                if let Some(id) = id
+                    && !in_flight.cancel(&id)
+                {
+                    tracing::debug!(%id, "cancellation for a request not in flight");
+                }
+            }
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
+
+/// Turns a handler error into the wire error of a non-tool method: internal
+/// failures are logged and answered with a generic -32603.
+pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
+    match e {
+        HandlerError::Rpc(e) => e,
+        HandlerError::InputRequired(_) => {
+            tracing::warn!(method, "handler asked for client input; not available for this request");
+            RpcError::internal()
+        }
+        HandlerError::Internal(msg) => {
+            tracing::error!(method, error = %msg, "handler failed");
+            RpcError::internal()
+        }
+    }
+}
+
+/// Deserializes params, answering -32602 when they do not fit.
+pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, RpcError> {
+    serde_json::from_value(Value::Object(params.clone()))
+        .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
+}

@@ -1,0 +1,120 @@
+//! Handler traits: what a tool, resource, prompt or completion runs.
+//!
+//! Each trait has a blanket implementation for async closures
+//! (`Fn(args, Ctx) -> impl Future`), so a plain `async fn` or closure is a
+//! handler. Handlers return their result or a [`HandlerError`]; the dispatcher
+//! turns errors into the era's wire answer and never lets internal detail out.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use mcp_protocol::model::{CallToolResult, CompleteParams, Completion, GetPromptResult, ReadResourceResult};
+use mcp_protocol::RpcError;
+use serde_json::{Map, Value};
+
+use crate::ctx::Ctx;
+use crate::mrtr::InputRequired;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Why a handler did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandlerError {
+    /// A protocol error to answer with as it is (e.g. -32602, or -32021 when
+    /// a client capability the call needs was not declared).
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    /// The handler needs input from the client first (MRTR in the modern
+    /// era; real server-to-client requests for legacy clients).
+    #[error("input required")]
+    InputRequired(InputRequired),
+    /// An internal failure: logged, answered with a generic error.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl HandlerError {
+    /// An internal failure with a message for the logs only.
+    pub fn internal(message: impl Into<String>) -> Self {
+        HandlerError::Internal(message.into())
+    }
+}
+
+/// The outcome of a tool handler.
+pub type ToolResult = Result<CallToolResult, HandlerError>;
+
+/// Runs a tool.
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Calls the tool with its (validated) arguments.
+    fn call(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<ToolResult>;
+}
+
+impl<F, Fut> ToolHandler for F
+where
+    F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    fn call(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<ToolResult> {
+        Box::pin(self(arguments, ctx))
+    }
+}
+
+/// The outcome of a resource handler.
+pub type ResourceResult = Result<ReadResourceResult, HandlerError>;
+
+/// Reads a resource, or a resource of a template.
+pub trait ResourceHandler: Send + Sync + 'static {
+    /// Reads `uri`; `variables` holds the template variables (empty for a
+    /// concrete resource).
+    fn read(&self, uri: String, variables: Map<String, Value>, ctx: Ctx) -> BoxFuture<ResourceResult>;
+}
+
+impl<F, Fut> ResourceHandler for F
+where
+    F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ResourceResult> + Send + 'static,
+{
+    fn read(&self, uri: String, variables: Map<String, Value>, ctx: Ctx) -> BoxFuture<ResourceResult> {
+        Box::pin(self(uri, variables, ctx))
+    }
+}
+
+/// The outcome of a prompt handler.
+pub type PromptResult = Result<GetPromptResult, HandlerError>;
+
+/// Renders a prompt.
+pub trait PromptHandler: Send + Sync + 'static {
+    /// Renders the prompt with its arguments (required ones are checked first).
+    fn get(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<PromptResult>;
+}
+
+impl<F, Fut> PromptHandler for F
+where
+    F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = PromptResult> + Send + 'static,
+{
+    fn get(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<PromptResult> {
+        Box::pin(self(arguments, ctx))
+    }
+}
+
+/// The outcome of a completion handler.
+pub type CompletionResult = Result<Completion, HandlerError>;
+
+/// Completes an argument value.
+pub trait CompletionHandler: Send + Sync + 'static {
+    /// Suggests values for the argument of `params`.
+    fn complete(&self, params: CompleteParams, ctx: Ctx) -> BoxFuture<CompletionResult>;
+}
+
+impl<F, Fut> CompletionHandler for F
+where
+    F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = CompletionResult> + Send + 'static,
+{
+    fn complete(&self, params: CompleteParams, ctx: Ctx) -> BoxFuture<CompletionResult> {
+        Box::pin(self(params, ctx))
+    }
+}

@@ -1,0 +1,44 @@
+//! # mcp-runtime
+//!
+//! The runtime executes MCP requests on top of the pure rules of
+//! `mcp-protocol`. It owns what has state:
+//!
+//! - the [`Registry`] of tools, resources, templates, prompts and
+//!   completions: lock-free reads of an `Arc` snapshot, writes that publish a
+//!   new snapshot and announce a [`registry::Change`];
+//! - the handler traits ([`handler`]) and the per-request [`Ctx`]: principal,
+//!   era, revision, client capabilities, progress and log emitters, a
+//!   cancellation token, and (legacy) server-to-client requests;
+//! - the [`Runtime`]: routes a request to its era, runs the checks that come
+//!   before any handler, dispatches the method, and finalizes the result for
+//!   the era (`resultType`, `serverInfo`, cache hints);
+//! - legacy [`Session`]s, bound to the principal that created them, with
+//!   their pending server-to-client requests, requests in flight and
+//!   subscriptions, and the [`SessionStore`] that expires idle ones.
+//!
+//! Transports (stdio, HTTP) decode bytes with `mcp-protocol`, call
+//! [`Runtime::route`] then [`Runtime::dispatch`] (or
+//! [`Runtime::initialize`]), and write what comes back. Handlers emit
+//! progress, logs and server-to-client requests through the request's
+//! [`Sink`], which the transport connects to the request's own stream.
+
+mod config;
+mod ctx;
+pub mod dispatch;
+mod guard;
+pub mod handler;
+mod inflight;
+pub mod mrtr;
+pub mod registry;
+mod session;
+mod sink;
+pub mod uri_template;
+
+pub use config::ServerConfig;
+pub use ctx::{ClientRequestError, Ctx};
+pub use dispatch::{Rejection, Reply, RequestEnv, Route, Runtime};
+pub use handler::{HandlerError, ToolResult};
+pub use inflight::{DuplicateId, InFlight, InFlightGuard};
+pub use registry::Registry;
+pub use session::{Session, SessionStore};
+pub use sink::{Frame, Sink};

@@ -1,0 +1,373 @@
+//! Legacy sessions: what `initialize` negotiated, the session's log level and
+//! resource subscriptions, its pending server-to-client requests and its
+//! requests in flight. Sessions are bound to the principal that created them;
+//! another principal's lookup answers like an unknown id.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
+use mcp_protocol::{RequestId, Revision, RpcError};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::inflight::InFlight;
+
+type Pending = oneshot::Sender<Result<Value, RpcError>>;
+
+/// One legacy session.
+#[derive(Debug)]
+pub struct Session {
+    id: Arc<str>,
+    principal: Arc<str>,
+    revision: Revision,
+    client_capabilities: ClientCapabilities,
+    client_info: Value,
+    log_level: AtomicU8,
+    initialized: AtomicBool,
+    next_request: AtomicU64,
+    pending: Mutex<HashMap<RequestId, Pending>>,
+    subscriptions: Mutex<HashSet<String>>,
+    in_flight: InFlight,
+    last_activity_ms: AtomicU64,
+    epoch: Instant,
+    closed: CancellationToken,
+}
+
+impl Session {
+    /// A session negotiated by `initialize`.
+    pub fn new(
+        id: Arc<str>,
+        principal: Arc<str>,
+        revision: Revision,
+        client_capabilities: ClientCapabilities,
+        client_info: Value,
+    ) -> Self {
+        Session {
+            id,
+            principal,
+            revision,
+            client_capabilities,
+            client_info,
+            log_level: AtomicU8::new(level_index(LoggingLevel::Info)),
+            initialized: AtomicBool::new(false),
+            next_request: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashSet::new()),
+            in_flight: InFlight::new(),
+            last_activity_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+            closed: CancellationToken::new(),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// The owning principal.
+    pub fn principal(&self) -> &Arc<str> {
+        &self.principal
+    }
+
+    /// The negotiated revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The capabilities the client declared.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.client_capabilities
+    }
+
+    /// The client's `clientInfo`.
+    pub fn client_info(&self) -> &Value {
+        &self.client_info
+    }
+
+    /// The minimum level of `notifications/message` (default `info`).
+    pub fn log_level(&self) -> LoggingLevel {
+        LoggingLevel::ALL[usize::from(self.log_level.load(Ordering::Relaxed))]
+    }
+
+    /// Sets the minimum log level (`logging/setLevel`).
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(level_index(level), Ordering::Relaxed);
+    }
+
+    /// Whether `notifications/initialized` arrived.
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
+    }
+
+    /// Records `notifications/initialized`.
+    pub fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// The session's requests in flight.
+    pub fn in_flight(&self) -> &InFlight {
+        &self.in_flight
+    }
+
+    /// A token cancelled when the session ends.
+    pub fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    /// Whether the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Records activity (for the idle sweep).
+    pub fn touch(&self) {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        self.last_activity_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Time since the last activity.
+    pub fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_activity_ms.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last)
+    }
+
+    /// Subscribes to `notifications/resources/updated` for a URI.
+    pub fn subscribe(&self, uri: &str) {
+        lock(&self.subscriptions).insert(uri.to_owned());
+    }
+
+    /// Unsubscribes from a URI.
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Whether the session subscribed to a URI.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Registers a server-to-client request and returns its id and the
+    /// receiver of its response.
+    pub fn register_request(&self) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(Arc::from(format!("s2c-{n}")));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Forgets a pending request (timed out or abandoned).
+    pub fn forget_request(&self, id: &RequestId) {
+        lock(&self.pending).remove(id);
+    }
+
+    /// Delivers a client response to the pending request it answers;
+    /// `false` when no such request is pending (the response is dropped).
+    pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
+        match lock(&self.pending).remove(id) {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Ends the session: in-flight calls are cancelled, pending requests fail
+    /// at once, streams watching [`Session::closed`] end.
+    pub fn close(&self) {
+        self.closed.cancel();
+        self.in_flight.cancel_all();
+        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, tx)| tx).collect();
+        for tx in pending {
+            let _ = tx.send(Err(RpcError::internal_with("Session terminated")));
+        }
+        lock(&self.subscriptions).clear();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn level_index(level: LoggingLevel) -> u8 {
+    LoggingLevel::ALL.iter().position(|l| *l == level).unwrap_or(1) as u8
+}
+
+/// All legacy sessions of a server, by id.
+#[derive(Debug, Default)]
+pub struct SessionStore {
+    sessions: DashMap<Arc<str>, Arc<Session>>,
+}
+
+impl SessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Mints a new session id: `mcp_` and 32 hex digits from the OS CSPRNG.
+    pub fn mint_id() -> Arc<str> {
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            // The OS generator failing is unrecoverable for a server that
+            // must not hand out guessable ids.
+            panic!("the operating system's random number generator failed");
+        }
+        let mut s = String::with_capacity(36);
+        s.push_str("mcp_");
+        for b in bytes {
+            s.push_str(&format!("{b:02x}"));
+        }
+        Arc::from(s)
+    }
+
+    /// Stores a session.
+    pub fn insert(&self, session: Arc<Session>) {
+        session.touch();
+        self.sessions.insert(session.id().clone(), session);
+    }
+
+    /// Looks a session up for a principal: unknown, closed and other
+    /// principals' sessions all answer `None`.
+    pub fn get(&self, id: &str, principal: &str) -> Option<Arc<Session>> {
+        let s = self.sessions.get(id)?.clone();
+        if s.is_closed() || **s.principal() != *principal {
+            return None;
+        }
+        s.touch();
+        Some(s)
+    }
+
+    /// Deletes a principal's session (closing it); `false` when unknown or
+    /// another principal's.
+    pub fn remove(&self, id: &str, principal: &str) -> bool {
+        match self.sessions.remove_if(id, |_, s| **s.principal() == *principal) {
+            Some((_, s)) => {
+                s.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes and removes every session idle for longer than `ttl`; returns
+    /// how many were removed.
+    pub fn sweep(&self, ttl: Duration) -> usize {
+        let expired: Vec<Arc<str>> = self
+            .sessions
+            .iter()
+            .filter(|s| s.idle_for() > ttl || s.is_closed())
+            .map(|s| s.key().clone())
+            .collect();
+        let mut n = 0;
+        for id in expired {
+            if let Some((_, s)) = self.sessions.remove(&id) {
+                s.close();
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Closes and removes every session.
+    pub fn clear(&self) {
+        let ids: Vec<Arc<str>> = self.sessions.iter().map(|s| s.key().clone()).collect();
+        for id in ids {
+            if let Some((_, s)) = self.sessions.remove(&id) {
+                s.close();
+            }
+        }
+    }
+
+    /// Number of live sessions.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// A snapshot of the live sessions (for notification fan-out).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.sessions.iter().map(|s| s.value().clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(principal: &str) -> Arc<Session> {
+        Arc::new(Session::new(
+            SessionStore::mint_id(),
+            Arc::from(principal),
+            Revision::V2025_11_25,
+            ClientCapabilities::default(),
+            Value::Null,
+        ))
+    }
+
+    #[test]
+    fn ids_are_unguessable_shape() {
+        let a = SessionStore::mint_id();
+        let b = SessionStore::mint_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+    }
+
+    #[test]
+    fn ownership_answers_like_absence() {
+        let store = SessionStore::new();
+        let s = session("alice");
+        store.insert(s.clone());
+        assert!(store.get(s.id(), "alice").is_some());
+        assert!(store.get(s.id(), "bob").is_none());
+        assert!(store.get("mcp_nope", "alice").is_none());
+        assert!(!store.remove(s.id(), "bob"));
+        assert!(store.remove(s.id(), "alice"));
+        assert!(store.get(s.id(), "alice").is_none());
+        assert!(s.is_closed());
+    }
+
+    #[tokio::test]
+    async fn close_fails_pending_and_cancels_in_flight() {
+        let s = session("a");
+        let (id, rx) = s.register_request();
+        let token = CancellationToken::new();
+        let _g = s.in_flight().begin(1.into(), token.clone()).unwrap();
+        s.close();
+        assert!(token.is_cancelled());
+        assert!(rx.await.unwrap().is_err());
+        assert!(!s.deliver(&id, Ok(Value::Null)));
+    }
+
+    #[tokio::test]
+    async fn delivery_matches_pending_ids_only() {
+        let s = session("a");
+        let (id, rx) = s.register_request();
+        assert!(!s.deliver(&RequestId::from("other"), Ok(Value::Null)));
+        assert!(s.deliver(&id, Ok(Value::Bool(true))));
+        assert_eq!(rx.await.unwrap(), Ok(Value::Bool(true)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sweep_removes_idle_sessions() {
+        let store = SessionStore::new();
+        let s = session("a");
+        store.insert(s.clone());
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(store.sweep(Duration::from_secs(30)), 0);
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(store.sweep(Duration::from_secs(30)), 1);
+        assert!(s.is_closed());
+        assert!(store.is_empty());
+    }
+}
