@@ -440,23 +440,17 @@ mod tests {
 
     #[test]
     fn registration_validation() {
-        let bad_type = ToolDef { input_schema: json!({"type": "string"}), ..ToolDef::new("t") };
+        let bad_type = ToolDef::new("t").with_input_schema(json!({"type": "string"}));
         assert!(matches!(
             ToolEntry::new(bad_type, Arc::new(noop), true, true),
             Err(RegistryError::InputSchemaNotObject(_))
         ));
-        let bad_header = ToolDef {
-            input_schema: json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
-            ..ToolDef::new("t")
-        };
+        let bad_header = ToolDef::new("t").with_input_schema(json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}));
         assert!(matches!(
             ToolEntry::new(bad_header, Arc::new(noop), true, true),
             Err(RegistryError::InvalidHeaderAnnotation { .. })
         ));
-        let good_header = ToolDef {
-            input_schema: json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}),
-            ..ToolDef::new("t")
-        };
+        let good_header = ToolDef::new("t").with_input_schema(json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}));
         let e = ToolEntry::new(good_header, Arc::new(noop), true, true).unwrap();
         assert_eq!(e.param_headers.len(), 1);
     }

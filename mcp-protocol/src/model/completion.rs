@@ -75,7 +75,11 @@ impl Completion {
         let total = values.len();
         let has_more = total > Self::MAX_VALUES;
         values.truncate(Self::MAX_VALUES);
-        Completion { values, total: Some(total as u64), has_more: Some(has_more) }
+        Completion {
+            values,
+            total: Some(total as u64),
+            has_more: Some(has_more),
+        }
     }
 }
 

@@ -37,7 +37,11 @@ pub enum ResourceContents {
 
 impl ResourceContents {
     /// Text contents.
-    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
         ResourceContents::Text {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -47,7 +51,11 @@ impl ResourceContents {
     }
 
     /// Binary contents (already base64-encoded).
-    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, base64: impl Into<String>) -> Self {
+    pub fn blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        base64: impl Into<String>,
+    ) -> Self {
         ResourceContents::Blob {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -66,7 +74,11 @@ impl ResourceContents {
 
 /// A content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Content {
     /// Text.
@@ -144,22 +156,40 @@ pub enum Content {
 impl Content {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Content::Text { text: text.into(), annotations: None, meta: None }
+        Content::Text {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        }
     }
 
     /// An image block from base64 data.
     pub fn image(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Content::Image { data: base64.into(), mime_type: mime_type.into(), annotations: None, meta: None }
+        Content::Image {
+            data: base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
     }
 
     /// An audio block from base64 data.
     pub fn audio(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Content::Audio { data: base64.into(), mime_type: mime_type.into(), annotations: None, meta: None }
+        Content::Audio {
+            data: base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
     }
 
     /// An embedded resource block.
     pub fn resource(contents: ResourceContents) -> Self {
-        Content::Resource { resource: contents, annotations: None, meta: None }
+        Content::Resource {
+            resource: contents,
+            annotations: None,
+            meta: None,
+        }
     }
 
     /// A resource link block.
@@ -185,8 +215,14 @@ mod tests {
     fn wire_shapes() {
         let table = [
             (Content::text("hi"), json!({"type": "text", "text": "hi"})),
-            (Content::image("AA==", "image/png"), json!({"type": "image", "data": "AA==", "mimeType": "image/png"})),
-            (Content::audio("AA==", "audio/wav"), json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"})),
+            (
+                Content::image("AA==", "image/png"),
+                json!({"type": "image", "data": "AA==", "mimeType": "image/png"}),
+            ),
+            (
+                Content::audio("AA==", "audio/wav"),
+                json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}),
+            ),
             (
                 Content::resource(ResourceContents::text("a://b", "text/plain", "t")),
                 json!({"type": "resource", "resource": {"uri": "a://b", "mimeType": "text/plain", "text": "t"}}),
@@ -195,7 +231,10 @@ mod tests {
                 Content::resource(ResourceContents::blob("a://b", "image/png", "AA==")),
                 json!({"type": "resource", "resource": {"uri": "a://b", "mimeType": "image/png", "blob": "AA=="}}),
             ),
-            (Content::resource_link("a://b", "b"), json!({"type": "resource_link", "uri": "a://b", "name": "b"})),
+            (
+                Content::resource_link("a://b", "b"),
+                json!({"type": "resource_link", "uri": "a://b", "name": "b"}),
+            ),
         ];
         for (c, want) in table {
             let v = serde_json::to_value(&c).unwrap();

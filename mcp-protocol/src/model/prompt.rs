@@ -26,7 +26,12 @@ pub struct PromptArgument {
 impl PromptArgument {
     /// An argument.
     pub fn new(name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
-        PromptArgument { name: name.into(), title: None, description: Some(description.into()), required }
+        PromptArgument {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            required,
+        }
     }
 }
 
@@ -51,9 +56,46 @@ pub struct PromptDef {
 impl PromptDef {
     /// A prompt with a name.
     pub fn new(name: impl Into<String>) -> Self {
-        PromptDef { name: name.into(), title: None, description: None, arguments: Vec::new(), icons: None, meta: None }
+        PromptDef {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: Vec::new(),
+            icons: None,
+            meta: None,
+        }
     }
 
+
+    /// Sets the title.
+    pub fn with_title(mut self, v: impl Into<String>) -> Self {
+        self.title = Some(v.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, v: impl Into<String>) -> Self {
+        self.description = Some(v.into());
+        self
+    }
+
+    /// Adds an argument.
+    pub fn with_argument(mut self, v: PromptArgument) -> Self {
+        self.arguments = { let mut a = self.arguments; a.push(v); a };
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, v: Value) -> Self {
+        self.icons = Some(v);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, v: Value) -> Self {
+        self.meta = Some(v);
+        self
+    }
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
@@ -113,12 +155,18 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// A user message.
     pub fn user(content: Content) -> Self {
-        PromptMessage { role: Role::User, content }
+        PromptMessage {
+            role: Role::User,
+            content,
+        }
     }
 
     /// An assistant message.
     pub fn assistant(content: Content) -> Self {
-        PromptMessage { role: Role::Assistant, content }
+        PromptMessage {
+            role: Role::Assistant,
+            content,
+        }
     }
 }
 
@@ -139,7 +187,11 @@ pub struct GetPromptResult {
 impl GetPromptResult {
     /// A result with messages.
     pub fn new(messages: Vec<PromptMessage>) -> Self {
-        GetPromptResult { description: None, messages, meta: None }
+        GetPromptResult {
+            description: None,
+            messages,
+            meta: None,
+        }
     }
 }
 

@@ -46,6 +46,48 @@ impl ResourceDef {
         }
     }
 
+
+    /// Sets the title.
+    pub fn with_title(mut self, v: impl Into<String>) -> Self {
+        self.title = Some(v.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, v: impl Into<String>) -> Self {
+        self.description = Some(v.into());
+        self
+    }
+
+    /// Sets the MIME type.
+    pub fn with_mime_type(mut self, v: impl Into<String>) -> Self {
+        self.mime_type = Some(v.into());
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, v: Value) -> Self {
+        self.annotations = Some(v);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, v: Value) -> Self {
+        self.icons = Some(v);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, v: Value) -> Self {
+        self.meta = Some(v);
+        self
+    }
+
+    /// Sets the size in bytes.
+    pub fn with_size(mut self, v: u64) -> Self {
+        self.size = Some(v);
+        self
+    }
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut m = Map::new();
@@ -105,10 +147,49 @@ impl ResourceTemplateDef {
         }
     }
 
+
+    /// Sets the title.
+    pub fn with_title(mut self, v: impl Into<String>) -> Self {
+        self.title = Some(v.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, v: impl Into<String>) -> Self {
+        self.description = Some(v.into());
+        self
+    }
+
+    /// Sets the MIME type.
+    pub fn with_mime_type(mut self, v: impl Into<String>) -> Self {
+        self.mime_type = Some(v.into());
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, v: Value) -> Self {
+        self.annotations = Some(v);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, v: Value) -> Self {
+        self.icons = Some(v);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, v: Value) -> Self {
+        self.meta = Some(v);
+        self
+    }
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut m = Map::new();
-        m.insert("uriTemplate".into(), Value::String(self.uri_template.clone()));
+        m.insert(
+            "uriTemplate".into(),
+            Value::String(self.uri_template.clone()),
+        );
         m.insert("name".into(), Value::String(self.name.clone()));
         render_common(
             &mut m,
@@ -170,7 +251,10 @@ pub struct ReadResourceResult {
 impl ReadResourceResult {
     /// A result with contents.
     pub fn new(contents: Vec<ResourceContents>) -> Self {
-        ReadResourceResult { contents, meta: None }
+        ReadResourceResult {
+            contents,
+            meta: None,
+        }
     }
 }
 
@@ -193,6 +277,9 @@ mod tests {
         );
         assert_eq!(r.render(Some(Revision::V2025_06_18))["title"], "T");
         let t = ResourceTemplateDef::new("test://t/{id}", "t");
-        assert_eq!(t.render(None), json!({"uriTemplate": "test://t/{id}", "name": "t"}));
+        assert_eq!(
+            t.render(None),
+            json!({"uriTemplate": "test://t/{id}", "name": "t"})
+        );
     }
 }

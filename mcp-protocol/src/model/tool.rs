@@ -47,6 +47,54 @@ impl ToolDef {
         }
     }
 
+
+    /// Sets the title.
+    pub fn with_title(mut self, v: impl Into<String>) -> Self {
+        self.title = Some(v.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, v: impl Into<String>) -> Self {
+        self.description = Some(v.into());
+        self
+    }
+
+    /// Sets the input schema (kept verbatim).
+    pub fn with_input_schema(mut self, v: Value) -> Self {
+        self.input_schema = v;
+        self
+    }
+
+    /// Sets the output schema (kept verbatim).
+    pub fn with_output_schema(mut self, v: Value) -> Self {
+        self.output_schema = Some(v);
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, v: Value) -> Self {
+        self.annotations = Some(v);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, v: Value) -> Self {
+        self.icons = Some(v);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, v: Value) -> Self {
+        self.meta = Some(v);
+        self
+    }
+
+    /// Sets the task support.
+    pub fn with_task_support(mut self, v: TaskSupport) -> Self {
+        self.task_support = v;
+        self
+    }
     /// Renders the definition for a revision (`None`: before negotiation,
     /// every field). Fields the revision does not know are left out.
     pub fn render(&self, revision: Option<Revision>) -> Value {
@@ -60,7 +108,11 @@ impl ToolDef {
             m.insert("description".into(), Value::String(d.clone()));
         }
         m.insert("inputSchema".into(), self.input_schema.clone());
-        if let Some(o) = self.output_schema.as_ref().filter(|_| has(Feature::OutputSchema)) {
+        if let Some(o) = self
+            .output_schema
+            .as_ref()
+            .filter(|_| has(Feature::OutputSchema))
+        {
             m.insert("outputSchema".into(), o.clone());
         }
         if let Some(a) = &self.annotations {
@@ -71,7 +123,10 @@ impl ToolDef {
         }
         let tasks = revision.is_some_and(|r| r.has(Feature::CoreTasks) || r.era() == Era::Modern);
         if tasks && self.task_support != TaskSupport::Forbidden {
-            m.insert("execution".into(), json!({"taskSupport": self.task_support}));
+            m.insert(
+                "execution".into(),
+                json!({"taskSupport": self.task_support}),
+            );
         }
         if let Some(meta) = &self.meta {
             m.insert("_meta".into(), meta.clone());
@@ -114,7 +169,10 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A result with content blocks.
     pub fn new(content: Vec<Content>) -> Self {
-        CallToolResult { content, ..Default::default() }
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
     }
 
     /// A result with one text block.
@@ -124,14 +182,20 @@ impl CallToolResult {
 
     /// A tool error with one text block.
     pub fn error(text: impl Into<String>) -> Self {
-        CallToolResult { is_error: true, ..Self::text(text) }
+        CallToolResult {
+            is_error: true,
+            ..Self::text(text)
+        }
     }
 
     /// Structured output, with its JSON serialisation as a text block too
     /// (as the specification recommends for clients without structured output).
     pub fn structured(value: Value) -> Self {
         let text = value.to_string();
-        CallToolResult { structured_content: Some(value), ..Self::text(text) }
+        CallToolResult {
+            structured_content: Some(value),
+            ..Self::text(text)
+        }
     }
 
     /// Renders for a revision: a legacy client gets `structuredContent` only
@@ -188,7 +252,10 @@ mod tests {
             assert_eq!(v["inputSchema"], json!({"type": "object"}));
             assert_eq!(v["annotations"], json!({"readOnlyHint": true}));
         }
-        assert_eq!(full().render(Some(V2025_11_25))["execution"], json!({"taskSupport": "optional"}));
+        assert_eq!(
+            full().render(Some(V2025_11_25))["execution"],
+            json!({"taskSupport": "optional"})
+        );
     }
 
     #[test]
@@ -196,7 +263,10 @@ mod tests {
         let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
             "$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}},
             "additionalProperties": false});
-        let t = ToolDef { input_schema: schema.clone(), ..ToolDef::new("t") };
+        let t = ToolDef {
+            input_schema: schema.clone(),
+            ..ToolDef::new("t")
+        };
         assert_eq!(t.render(Some(V2025_11_25))["inputSchema"], schema);
     }
 
@@ -222,6 +292,11 @@ mod tests {
     #[test]
     fn error_flag() {
         assert_eq!(CallToolResult::error("x").render(None)["isError"], true);
-        assert!(CallToolResult::text("x").render(None).get("isError").is_none());
+        assert!(
+            CallToolResult::text("x")
+                .render(None)
+                .get("isError")
+                .is_none()
+        );
     }
 }
