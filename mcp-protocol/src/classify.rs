@@ -98,7 +98,9 @@ pub fn serves_request(method: &str, era: Era, revision: Option<Revision>) -> boo
 
 /// Whether a notification method is understood in an era.
 pub fn serves_notification(method: &str, era: Era) -> bool {
-    NOTIFICATIONS.iter().any(|(m, s)| *m == method && served_in(*s, era, None))
+    NOTIFICATIONS
+        .iter()
+        .any(|(m, s)| *m == method && served_in(*s, era, None))
 }
 
 /// Checks a request method against the era's catalogue (-32601 otherwise).
@@ -130,7 +132,9 @@ pub fn check_batch(revision: Option<Revision>, items: &[Message]) -> Result<(), 
     for item in items {
         match item {
             Message::Request(r) if r.method == "initialize" => {
-                return Err(RpcError::invalid_request("initialize must not be part of a batch"));
+                return Err(RpcError::invalid_request(
+                    "initialize must not be part of a batch",
+                ));
             }
             Message::Request(Request { params, .. }) if meta::claims_modern(params.as_ref()) => {
                 return Err(RpcError::invalid_request(
@@ -155,7 +159,11 @@ mod tests {
     use serde_json::json;
 
     fn req(method: &str, params: Value) -> Request {
-        Request { id: RequestId::Number(1), method: method.into(), params: params.as_object().cloned() }
+        Request {
+            id: RequestId::Number(1),
+            method: method.into(),
+            params: params.as_object().cloned(),
+        }
     }
 
     #[test]
@@ -164,14 +172,35 @@ mod tests {
         let table = [
             (req("tools/list", json!({})), None, Era::Legacy),
             (req("tools/list", modern.clone()), None, Era::Modern),
-            (req("initialize", json!({"protocolVersion": "2025-11-25"})), None, Era::Legacy),
+            (
+                req("initialize", json!({"protocolVersion": "2025-11-25"})),
+                None,
+                Era::Legacy,
+            ),
             (req("initialize", modern.clone()), None, Era::Modern),
-            (req("tools/list", json!({})), Some(Revision::V2026_07_28), Era::Modern),
-            (req("tools/list", json!({})), Some(Revision::V2025_06_18), Era::Legacy),
-            (req("initialize", json!({})), Some(Revision::V2026_07_28), Era::Modern),
+            (
+                req("tools/list", json!({})),
+                Some(Revision::V2026_07_28),
+                Era::Modern,
+            ),
+            (
+                req("tools/list", json!({})),
+                Some(Revision::V2025_06_18),
+                Era::Legacy,
+            ),
+            (
+                req("initialize", json!({})),
+                Some(Revision::V2026_07_28),
+                Era::Modern,
+            ),
         ];
         for (r, transport, want) in table {
-            assert_eq!(request_era(&r, transport), want, "{} {transport:?}", r.method);
+            assert_eq!(
+                request_era(&r, transport),
+                want,
+                "{} {transport:?}",
+                r.method
+            );
         }
     }
 
@@ -204,19 +233,43 @@ mod tests {
             ("nonsense", false, false, false),
         ];
         for (m, l18, l25, modern) in table {
-            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_06_18)), l18, "{m} 2025-06-18");
-            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_11_25)), l25, "{m} 2025-11-25");
-            assert_eq!(serves_request(m, Era::Modern, Some(V2026_07_28)), modern, "{m} modern");
+            assert_eq!(
+                serves_request(m, Era::Legacy, Some(V2025_06_18)),
+                l18,
+                "{m} 2025-06-18"
+            );
+            assert_eq!(
+                serves_request(m, Era::Legacy, Some(V2025_11_25)),
+                l25,
+                "{m} 2025-11-25"
+            );
+            assert_eq!(
+                serves_request(m, Era::Modern, Some(V2026_07_28)),
+                modern,
+                "{m} modern"
+            );
         }
-        assert_eq!(check_method("ping", Era::Modern, None).unwrap_err().code, -32601);
+        assert_eq!(
+            check_method("ping", Era::Modern, None).unwrap_err().code,
+            -32601
+        );
     }
 
     #[test]
     fn notification_catalogue() {
-        assert!(serves_notification("notifications/initialized", Era::Legacy));
-        assert!(!serves_notification("notifications/initialized", Era::Modern));
+        assert!(serves_notification(
+            "notifications/initialized",
+            Era::Legacy
+        ));
+        assert!(!serves_notification(
+            "notifications/initialized",
+            Era::Modern
+        ));
         assert!(serves_notification("notifications/cancelled", Era::Modern));
-        assert!(!serves_notification("notifications/roots/list_changed", Era::Modern));
+        assert!(!serves_notification(
+            "notifications/roots/list_changed",
+            Era::Modern
+        ));
     }
 
     #[test]
@@ -251,7 +304,12 @@ mod tests {
 
     #[test]
     fn mrtr_methods() {
-        for (m, ok) in [("tools/call", true), ("prompts/get", true), ("resources/read", true), ("tools/list", false)] {
+        for (m, ok) in [
+            ("tools/call", true),
+            ("prompts/get", true),
+            ("resources/read", true),
+            ("tools/list", false),
+        ] {
             assert_eq!(allows_input_required(m), ok, "{m}");
         }
     }

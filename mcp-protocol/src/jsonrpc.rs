@@ -30,7 +30,10 @@ pub struct DecodeLimits {
 
 impl Default for DecodeLimits {
     fn default() -> Self {
-        DecodeLimits { max_bytes: DEFAULT_MAX_BYTES, max_depth: DEFAULT_MAX_DEPTH }
+        DecodeLimits {
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
     }
 }
 
@@ -203,7 +206,13 @@ impl DecodeError {
 
     /// Whether an answer is due (malformed notifications are dropped).
     pub fn wants_reply(&self) -> bool {
-        !matches!(self, DecodeError::Invalid { notification: true, .. })
+        !matches!(
+            self,
+            DecodeError::Invalid {
+                notification: true,
+                ..
+            }
+        )
     }
 }
 
@@ -220,7 +229,9 @@ const TOO_DEEP: &str = "mcp: nesting limit exceeded";
 /// Decodes one body or frame within `limits`.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeError> {
     if bytes.len() > limits.max_bytes {
-        return Err(DecodeError::TooLarge { limit: limits.max_bytes });
+        return Err(DecodeError::TooLarge {
+            limit: limits.max_bytes,
+        });
     }
     let value = parse_value(bytes, limits.max_depth)?;
     match value {
@@ -230,7 +241,10 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
             }
             let decoded: Vec<Result<Message, DecodeError>> =
                 items.into_iter().map(message_from_value).collect();
-            let responses = decoded.iter().filter(|m| matches!(m, Ok(Message::Response(_)))).count();
+            let responses = decoded
+                .iter()
+                .filter(|m| matches!(m, Ok(Message::Response(_))))
+                .count();
             let calls = decoded
                 .iter()
                 .filter(|m| matches!(m, Ok(Message::Request(_) | Message::Notification(_))))
@@ -247,7 +261,11 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
 /// Parses JSON with a nesting limit; duplicate keys keep the first occurrence.
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = ValueSeed { depth_left: max_depth }.deserialize(&mut de).map_err(|e| {
+    let value = ValueSeed {
+        depth_left: max_depth,
+    }
+    .deserialize(&mut de)
+    .map_err(|e| {
         if e.to_string().contains(TOO_DEEP) {
             DecodeError::TooDeep { limit: max_depth }
         } else {
@@ -314,7 +332,11 @@ pub fn message_from_value(value: Value) -> Result<Message, DecodeError> {
 }
 
 fn invalid(id: Option<RequestId>, message: &str, notification: bool) -> DecodeError {
-    DecodeError::Invalid { id, message: message.to_owned(), notification }
+    DecodeError::Invalid {
+        id,
+        message: message.to_owned(),
+        notification,
+    }
 }
 
 struct ValueSeed {
@@ -425,12 +447,20 @@ struct RequestOut<'a> {
 
 /// Encodes a success response.
 pub fn encode_result(id: &RequestId, result: &Value) -> Vec<u8> {
-    to_vec(&ResultOut { jsonrpc: "2.0", id, result })
+    to_vec(&ResultOut {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
 }
 
 /// Encodes an error response; `id` is `null` when the request's id was unreadable.
 pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
-    to_vec(&ErrorOut { jsonrpc: "2.0", id, error })
+    to_vec(&ErrorOut {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
 }
 
 /// Encodes a response outcome.
@@ -443,12 +473,21 @@ pub fn encode_response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Vec
 
 /// Encodes a notification.
 pub fn encode_notification(method: &str, params: Option<&Value>) -> Vec<u8> {
-    to_vec(&NotificationOut { jsonrpc: "2.0", method, params })
+    to_vec(&NotificationOut {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
 }
 
 /// Encodes a request (server-to-client, legacy era).
 pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
-    to_vec(&RequestOut { jsonrpc: "2.0", id, method, params })
+    to_vec(&RequestOut {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
 }
 
 fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
@@ -476,10 +515,19 @@ mod tests {
     fn decodes_each_kind() {
         let table = [
             (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request"),
-            (r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, "request"),
-            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification"),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#,
+                "request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "notification",
+            ),
             (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "response"),
-            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#, "response"),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+                "response",
+            ),
         ];
         for (s, kind) in table {
             let got = match single(s) {
@@ -495,17 +543,57 @@ mod tests {
     fn rejects_bad_shapes() {
         // (input, expected code, id echoed, wants reply)
         let table: [(&str, i32, Option<RequestId>, bool); 11] = [
-            (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600, None, true),
-            (r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, -32600, None, true),
-            (r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#, -32600, None, true),
-            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600, Some(1.into()), true),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#, -32600, Some(1.into()), true),
-            (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, -32600, Some(1.into()), true),
-            (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, -32600, None, false),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+                -32600,
+                None,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+                -32600,
+                None,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+                -32600,
+                None,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+                -32600,
+                Some(1.into()),
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#,
+                -32600,
+                Some(1.into()),
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+                -32600,
+                Some(1.into()),
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+                -32600,
+                None,
+                false,
+            ),
             (r#"{"jsonrpc":"2.0"}"#, -32600, None, true),
             (r#"{"jsonrpc":"2.0","id":1}"#, -32600, Some(1.into()), true),
             (r#"42"#, -32600, None, true),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#, -32700, None, true),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#,
+                -32700,
+                None,
+                true,
+            ),
         ];
         for (s, code, id, reply) in table {
             let e = dec(s).unwrap_err();
@@ -524,7 +612,10 @@ mod tests {
 
     #[test]
     fn depth_limit_inside_decoder() {
-        let limits = DecodeLimits { max_bytes: 1 << 20, max_depth: 4 };
+        let limits = DecodeLimits {
+            max_bytes: 1 << 20,
+            max_depth: 4,
+        };
         let ok = r#"{"a":{"b":{"c":[1]}}}"#;
         assert!(parse_value(ok.as_bytes(), limits.max_depth).is_ok());
         let deep = r#"{"a":{"b":{"c":[[1]]}}}"#;
@@ -541,7 +632,10 @@ mod tests {
 
     #[test]
     fn size_limit() {
-        let limits = DecodeLimits { max_bytes: 10, max_depth: 64 };
+        let limits = DecodeLimits {
+            max_bytes: 10,
+            max_depth: 64,
+        };
         let e = decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, &limits).unwrap_err();
         assert_eq!(e, DecodeError::TooLarge { limit: 10 });
         assert_eq!(e.to_rpc_error().code, -32600);
@@ -556,10 +650,13 @@ mod tests {
     #[test]
     fn batches() {
         assert_eq!(dec("[]").unwrap_err(), DecodeError::EmptyBatch);
-        let mixed = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
+        let mixed =
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
         assert_eq!(dec(mixed).unwrap_err(), DecodeError::MixedBatch);
         let ok = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y"},5]"#;
-        let Inbound::Batch(items) = dec(ok).unwrap() else { panic!() };
+        let Inbound::Batch(items) = dec(ok).unwrap() else {
+            panic!()
+        };
         assert_eq!(items.len(), 3);
         assert!(items[2].is_err());
     }

@@ -70,10 +70,14 @@ pub fn parse_modern_meta(
     let version = match meta.get(PROTOCOL_VERSION) {
         Some(Value::String(v)) => v,
         Some(_) => {
-            return Err(RpcError::invalid_params(format!("_meta[\"{PROTOCOL_VERSION}\"] must be a string")));
+            return Err(RpcError::invalid_params(format!(
+                "_meta[\"{PROTOCOL_VERSION}\"] must be a string"
+            )));
         }
         None => {
-            return Err(RpcError::invalid_params(format!("Missing required _meta[\"{PROTOCOL_VERSION}\"]")));
+            return Err(RpcError::invalid_params(format!(
+                "Missing required _meta[\"{PROTOCOL_VERSION}\"]"
+            )));
         }
     };
     let revision = match Revision::parse(version) {
@@ -97,7 +101,9 @@ pub fn parse_modern_meta(
         None => None,
         Some(v @ Value::Object(_)) => Some(v.clone()),
         Some(_) => {
-            return Err(RpcError::invalid_params(format!("_meta[\"{CLIENT_INFO}\"] must be an object")));
+            return Err(RpcError::invalid_params(format!(
+                "_meta[\"{CLIENT_INFO}\"] must be an object"
+            )));
         }
     };
     let log_level = match meta.get(LOG_LEVEL) {
@@ -108,7 +114,12 @@ pub fn parse_modern_meta(
                 .ok_or_else(|| RpcError::invalid_params("Invalid log level"))?,
         ),
     };
-    Ok(ModernMeta { revision, client_capabilities, client_info, log_level })
+    Ok(ModernMeta {
+        revision,
+        client_capabilities,
+        client_info,
+        log_level,
+    })
 }
 
 #[cfg(test)]
@@ -151,14 +162,24 @@ mod tests {
             (json!({"_meta": {pv: "2025-11-25", cc: {}}}), -32022),
             (json!({"_meta": {pv: "2026-07-28"}}), -32602),
             (json!({"_meta": {pv: "2026-07-28", cc: []}}), -32602),
-            (json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/clientInfo": "x"}}), -32602),
-            (json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/logLevel": "loud"}}), -32602),
+            (
+                json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/clientInfo": "x"}}),
+                -32602,
+            ),
+            (
+                json!({"_meta": {pv: "2026-07-28", cc: {}, "io.modelcontextprotocol/logLevel": "loud"}}),
+                -32602,
+            ),
             // Version is checked before the other keys.
             (json!({"_meta": {pv: "1900-01-01"}}), -32022),
         ];
         for (p, code) in table {
             let p = params(p);
-            assert_eq!(parse_modern_meta(Some(&p), ADV).unwrap_err().code, code, "{p:?}");
+            assert_eq!(
+                parse_modern_meta(Some(&p), ADV).unwrap_err().code,
+                code,
+                "{p:?}"
+            );
         }
     }
 
@@ -166,13 +187,20 @@ mod tests {
     fn unsupported_version_names_what_is_supported() {
         let p = params(json!({"_meta": {PROTOCOL_VERSION: "1900-01-01", CLIENT_CAPABILITIES: {}}}));
         let e = parse_modern_meta(Some(&p), ADV).unwrap_err();
-        assert_eq!(e.data.unwrap(), json!({"supported": ["2026-07-28"], "requested": "1900-01-01"}));
+        assert_eq!(
+            e.data.unwrap(),
+            json!({"supported": ["2026-07-28"], "requested": "1900-01-01"})
+        );
     }
 
     #[test]
     fn modern_claim() {
         assert!(!claims_modern(None));
-        assert!(!claims_modern(Some(&params(json!({"_meta": {"progressToken": 1}})))));
-        assert!(claims_modern(Some(&params(json!({"_meta": {PROTOCOL_VERSION: "x"}})))));
+        assert!(!claims_modern(Some(&params(
+            json!({"_meta": {"progressToken": 1}})
+        ))));
+        assert!(claims_modern(Some(&params(
+            json!({"_meta": {PROTOCOL_VERSION: "x"}})
+        ))));
     }
 }

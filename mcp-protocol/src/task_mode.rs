@@ -82,7 +82,11 @@ mod tests {
             (Required, true, Era::Modern, Escalate),
         ];
         for (support, enabled, era, want) in table {
-            assert_eq!(task_mode(support, enabled, era), want, "{support:?} {enabled} {era:?}");
+            assert_eq!(
+                task_mode(support, enabled, era),
+                want,
+                "{support:?} {enabled} {era:?}"
+            );
         }
     }
 
