@@ -1,0 +1,398 @@
+//! `everything`: the conformance fixture, for both protocol eras.
+//!
+//! Exposes every tool, resource, template, prompt and completion the official
+//! conformance runner and the SDK interop clients expect, with the exact
+//! outputs they check.
+//!
+//! ```text
+//! cargo run --release --example everything -- --stdio
+//! ```
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use clap::Parser;
+use mcp_server::prelude::*;
+use mcp_server::protocol::model::{CompleteParams, CompleteReference};
+use serde_json::Map;
+
+/// A 1×1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[derive(Parser, Debug)]
+#[command(about = "The MCP conformance fixture server (both eras)")]
+struct Args {
+    /// Serve newline-delimited JSON-RPC on stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
+}
+
+/// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
+fn wav() -> String {
+    let samples = [128u8; 80];
+    let mut w = Vec::with_capacity(44 + samples.len());
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + samples.len() as u32).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    w.extend_from_slice(&1u16.to_le_bytes()); // mono
+    w.extend_from_slice(&8000u32.to_le_bytes()); // sample rate
+    w.extend_from_slice(&8000u32.to_le_bytes()); // byte rate
+    w.extend_from_slice(&1u16.to_le_bytes()); // block align
+    w.extend_from_slice(&8u16.to_le_bytes()); // bits per sample
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&(samples.len() as u32).to_le_bytes());
+    w.extend_from_slice(&samples);
+    STANDARD.encode(w)
+}
+
+fn empty_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn string_arg(args: &Map<String, Value>, key: &str) -> String {
+    args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+fn content_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    b.tool(
+        Tool::new("test_simple_text", "Returns a simple text response", |_, _| async {
+            "This is a simple text response for testing."
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_image_content", "Returns an image", |_, _| async { Content::image(PNG, "image/png") })
+            .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_audio_content", "Returns audio", |_, _| async { Content::audio(wav(), "audio/wav") })
+            .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_embedded_resource", "Returns an embedded resource", |_, _| async {
+            Content::resource(ResourceContents::text(
+                "test://embedded-resource",
+                "text/plain",
+                "This is an embedded resource content.",
+            ))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_multiple_content_types", "Returns text, an image and a resource", |_, _| async {
+            vec![
+                Content::text("Multiple content types test:"),
+                Content::image(PNG, "image/png"),
+                Content::resource(ResourceContents::text(
+                    "test://mixed-content-resource",
+                    "application/json",
+                    r#"{"test":"data","value":123}"#,
+                )),
+            ]
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_error_handling", "Always returns a tool error", |_, _| async {
+            CallToolResult::error("This tool intentionally returns an error for testing")
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new(
+            "json_schema_2020_12_tool",
+            "A tool whose input schema uses JSON Schema 2020-12 keywords",
+            |args, _| async move { format!("Received: {}", Value::Object(args)) },
+        )
+        .input_schema(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": false
+        })),
+    )
+}
+
+fn streaming_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    b.tool(
+        Tool::new("test_tool_with_logging", "Sends three log messages while it runs", |_, ctx: Ctx| async move {
+            let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
+            for (i, step) in steps.into_iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                ctx.log(LoggingLevel::Info, Some("everything"), json!(step)).await;
+            }
+            "Tool with logging completed"
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100", |_, ctx: Ctx| async move {
+            for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                ctx.progress(p, Some(100.0), Some(&format!("Completed step {}", i + 1))).await;
+            }
+            "Tool with progress completed"
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_reconnection", "Takes a moment, for SSE reconnection tests", |_, _| async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            "Reconnection test completed"
+        })
+        .input_schema(empty_schema()),
+    )
+}
+
+fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    b.tool(
+        Tool::new("test_sampling", "Asks the client's model to answer a prompt", |args, ctx: Ctx| async move {
+            let prompt = string_arg(&args, "prompt");
+            let reply = ctx
+                .create_message(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "maxTokens": 100
+                }))
+                .await?;
+            let text = reply["content"]["text"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, HandlerError>(format!("LLM response: {text}"))
+        })
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": "The prompt to send"}},
+            "required": ["prompt"]
+        })),
+    )
+    .tool(
+        Tool::new("test_elicitation", "Asks the user for a username and an email", |args, ctx: Ctx| async move {
+            let reply = ctx
+                .elicit(json!({
+                    "message": string_arg(&args, "message"),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "username": {"type": "string", "description": "User's response"},
+                            "email": {"type": "string", "description": "User's email address"}
+                        },
+                        "required": ["username", "email"]
+                    }
+                }))
+                .await?;
+            Ok::<_, HandlerError>(format!("User response: action={}, content={}", reply["action"], reply["content"]))
+        })
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "The message to show the user"}},
+            "required": ["message"]
+        })),
+    )
+    .tool(
+        Tool::new("test_elicitation_sep1034_defaults", "Elicits fields that have defaults", |_, ctx: Ctx| async move {
+            let reply = ctx
+                .elicit(json!({
+                    "message": "Please review and update the form fields with defaults",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                            "age": {"type": "integer", "description": "User age", "default": 30},
+                            "score": {"type": "number", "description": "User score", "default": 95.5},
+                            "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                            "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                        }
+                    }
+                }))
+                .await?;
+            Ok::<_, HandlerError>(format!(
+                "Elicitation completed: action={}, content={}",
+                reply["action"], reply["content"]
+            ))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_elicitation_sep1330_enums", "Elicits the enum shapes of SEP-1330", |_, ctx: Ctx| async move {
+            let reply = ctx
+                .elicit(json!({
+                    "message": "Please select options from the enum fields",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                            "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                                {"const": "value1", "title": "First Option"},
+                                {"const": "value2", "title": "Second Option"},
+                                {"const": "value3", "title": "Third Option"}
+                            ]},
+                            "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
+                                "enumNames": ["Option One", "Option Two", "Option Three"]},
+                            "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
+                                "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                            "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
+                                "items": {"anyOf": [
+                                    {"const": "value1", "title": "First Choice"},
+                                    {"const": "value2", "title": "Second Choice"},
+                                    {"const": "value3", "title": "Third Choice"}
+                                ]}}
+                        },
+                        "required": []
+                    }
+                }))
+                .await?;
+            Ok::<_, HandlerError>(format!(
+                "Elicitation completed: action={}, content={}",
+                reply["action"], reply["content"]
+            ))
+        })
+        .input_schema(empty_schema()),
+    )
+}
+
+fn modern_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    b.tool(
+        Tool::new("test_missing_capability", "Needs the client's sampling capability", |_, ctx: Ctx| async move {
+            if !ctx.client_capabilities().sampling() {
+                return Err(HandlerError::Rpc(RpcError::missing_capability(json!({"sampling": {}}))));
+            }
+            Ok("Client declared the sampling capability")
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_x_mcp_header", "Echoes a region that travels in the Mcp-Param-Region header", |args, _| async move {
+            format!("Region: {}", string_arg(&args, "region"))
+        })
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "description": "A region", "x-mcp-header": "Region"}},
+            "required": ["region"]
+        })),
+    )
+}
+
+fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    b.resource(
+        Resource::text(
+            "test://static-text",
+            "static-text",
+            "text/plain",
+            "This is the content of the static text resource.",
+        )
+        .description("A static text resource"),
+    )
+    .resource(
+        Resource::new("test://static-binary", "static-binary", |uri, _, _| async move {
+            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::blob(uri, "image/png", PNG)]))
+        })
+        .mime_type("image/png")
+        .description("A static binary resource (a PNG image)"),
+    )
+    .resource(
+        Resource::text("test://watched-resource", "watched-resource", "text/plain", "Watched resource content")
+            .description("A resource clients may subscribe to"),
+    )
+    .resource_template(
+        ResourceTemplate::new("test://template/{id}/data", "template", |uri, vars, _| async move {
+            let id = vars.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
+            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(uri, "application/json", text)]))
+        })
+        .mime_type("application/json")
+        .description("A resource template with an id variable"),
+    )
+}
+
+fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    let user_text = |t: String| PromptMessage::user(Content::text(t));
+    b.prompt(Prompt::new("test_simple_prompt", "A simple prompt without arguments", move |_, _| async move {
+        Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text("This is a simple prompt for testing.".into())]))
+    }))
+    .prompt(
+        Prompt::new("test_prompt_with_arguments", "A prompt with two arguments", move |args, _| async move {
+            let text = format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                string_arg(&args, "arg1"),
+                string_arg(&args, "arg2")
+            );
+            Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(text)]))
+        })
+        .argument("arg1", "First test argument", true)
+        .argument("arg2", "Second test argument", true),
+    )
+    .prompt(
+        Prompt::new("test_prompt_with_embedded_resource", "A prompt with an embedded resource", move |args, _| async move {
+            let resource = ResourceContents::text(
+                string_arg(&args, "resourceUri"),
+                "text/plain",
+                "Embedded resource content for testing.",
+            );
+            Ok::<_, HandlerError>(GetPromptResult::new(vec![
+                PromptMessage::user(Content::resource(resource)),
+                user_text("Please process the embedded resource above.".into()),
+            ]))
+        })
+        .argument("resourceUri", "URI of the resource to embed", true),
+    )
+    .prompt(Prompt::new("test_prompt_with_image", "A prompt with an image", move |_, _| async move {
+        Ok::<_, HandlerError>(GetPromptResult::new(vec![
+            PromptMessage::user(Content::image(PNG, "image/png")),
+            user_text("Please analyze the image above.".into()),
+        ]))
+    }))
+    .prompt_completion("test_prompt_with_arguments", "arg1", complete_from(&["paris", "park", "party"]))
+    .prompt_completion("test_prompt_with_arguments", "arg2", complete_from(&["red", "green", "blue"]))
+    .template_completion("test://template/{id}/data", "id", complete_from(&["1", "2", "3", "123"]))
+}
+
+/// A completion handler suggesting the candidates that start with the typed prefix.
+fn complete_from(
+    candidates: &'static [&'static str],
+) -> impl Fn(CompleteParams, Ctx) -> std::future::Ready<Result<Completion, HandlerError>> + Send + Sync + 'static {
+    move |p: CompleteParams, _| {
+        let _ = matches!(p.reference, CompleteReference::Prompt { .. });
+        let values = candidates
+            .iter()
+            .filter(|c| c.starts_with(&p.argument.value))
+            .map(|c| (*c).to_owned())
+            .collect();
+        std::future::ready(Ok(Completion::from_values(values)))
+    }
+}
+
+fn server() -> Result<McpServer, ServerError> {
+    let b = McpServer::builder()
+        .name("mcp-rs-everything")
+        .version(env!("CARGO_PKG_VERSION"))
+        .instructions("The conformance fixture of the mcp-rs library: every tool, resource and prompt the official conformance runner checks.");
+    let b = content_tools(b);
+    let b = streaming_tools(b);
+    let b = client_request_tools(b);
+    let b = modern_tools(b);
+    let b = resources(b);
+    prompts(b).build()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let server = server()?;
+    if args.stdio {
+        server.serve_stdio().await?;
+        return Ok(());
+    }
+    Err("HTTP serving arrives with the HTTP transport; run with --stdio".into())
+}

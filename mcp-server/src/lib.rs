@@ -1,0 +1,76 @@
+//! # mcp-server
+//!
+//! Build MCP (Model Context Protocol) servers in Rust that serve every
+//! protocol revision from one endpoint: legacy clients (2024-11-05 …
+//! 2025-11-25: `initialize`, sessions, server-to-client requests) and modern
+//! ones (2026-07-28: stateless, per-request `_meta`, `server/discover`) at the
+//! same time, on the same process.
+//!
+//! This is the crate a server depends on. It re-exports what a server needs
+//! and offers:
+//!
+//! - [`McpServer::builder()`]: name, version, instructions, and the tools,
+//!   resources, templates, prompts and completions the server offers;
+//! - [`Tool`]: handlers as async closures or functions, raw (JSON arguments)
+//!   or typed ([`Tool::typed`], [`Tool::structured`]) with input and output
+//!   schemas derived by `schemars` from `serde` types;
+//! - [`Resource`], [`ResourceTemplate`], [`Prompt`];
+//! - transports: [`McpServer::serve_stdio`].
+//!
+//! Handlers receive a [`Ctx`]: the caller's principal, the era and revision,
+//! the client's capabilities, progress and log emitters, a cancellation
+//! token, and, for legacy clients, server-to-client requests (sampling,
+//! elicitation, roots).
+//!
+//! ```no_run
+//! use mcp_server::prelude::*;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), ServerError> {
+//!     McpServer::builder()
+//!         .name("adder")
+//!         .version("1.0.0")
+//!         .tool(Tool::typed("add", "Adds two integers", |i: Add, _ctx| async move {
+//!             (i.a + i.b).to_string()
+//!         }))
+//!         .build()?
+//!         .serve_stdio()
+//!         .await
+//! }
+//! ```
+//!
+//! The layers below are usable on their own: `mcp-protocol` (the sans-IO
+//! rules), `mcp-runtime` (registry, dispatcher, sessions), the transports,
+//! and `mcp-auth`.
+
+mod prompt;
+mod resource;
+mod server;
+mod tool;
+
+pub use mcp_protocol as protocol;
+pub use mcp_runtime as runtime;
+
+pub use mcp_protocol::model::{
+    CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
+    ResourceContents,
+};
+pub use mcp_protocol::{Era, Revision, RpcError};
+pub use mcp_runtime::{ClientRequestError, Ctx, HandlerError};
+pub use prompt::Prompt;
+pub use resource::{Resource, ResourceTemplate};
+pub use server::{McpServer, McpServerBuilder, ServerError};
+pub use tool::{IntoToolResult, Tool, schema_of};
+
+/// Everything a server module usually needs.
+pub mod prelude {
+    pub use crate::{
+        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, IntoToolResult, LoggingLevel,
+        McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Revision,
+        RpcError, ServerError, Tool,
+    };
+    pub use serde_json::{Value, json};
+}

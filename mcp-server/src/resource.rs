@@ -1,0 +1,140 @@
+//! Resources and resource templates.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_protocol::model::{CacheHint, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
+use mcp_runtime::handler::{HandlerError, ResourceHandler};
+use mcp_runtime::registry::{RegistryError, ResourceEntry, TemplateEntry};
+use mcp_runtime::Ctx;
+use serde_json::{Map, Value};
+
+fn wrap<F, Fut, E>(handler: F) -> Arc<dyn ResourceHandler>
+where
+    F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
+    E: Into<HandlerError> + 'static,
+{
+    Arc::new(move |uri: String, vars: Map<String, Value>, ctx: Ctx| {
+        let fut = handler(uri, vars, ctx);
+        async move { fut.await.map_err(Into::into) }
+    })
+}
+
+/// A concrete resource ready to register.
+pub struct Resource {
+    def: ResourceDef,
+    handler: Arc<dyn ResourceHandler>,
+    cache: Option<CacheHint>,
+}
+
+impl std::fmt::Debug for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resource").field("def", &self.def).finish_non_exhaustive()
+    }
+}
+
+impl Resource {
+    /// A resource read by `handler(uri, variables, ctx)`.
+    pub fn new<F, Fut, E>(uri: impl Into<String>, name: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        Resource { def: ResourceDef::new(uri, name), handler: wrap(handler), cache: None }
+    }
+
+    /// A resource with fixed text contents.
+    pub fn text(uri: impl Into<String>, name: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Self {
+        let (mime, text) = (mime_type.to_owned(), text.into());
+        Resource::new(uri, name, move |uri, _, _| {
+            let contents = ResourceContents::text(uri, mime.clone(), text.clone());
+            async move { Ok::<_, HandlerError>(ReadResourceResult::new(vec![contents])) }
+        })
+        .mime_type(mime_type)
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_title(v);
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_description(v);
+        self
+    }
+
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_mime_type(v);
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn annotations(mut self, v: Value) -> Self {
+        self.def = self.def.with_annotations(v);
+        self
+    }
+
+    /// Sets a cache hint for reads of this resource (modern era).
+    pub fn cache(mut self, hint: CacheHint) -> Self {
+        self.cache = Some(hint);
+        self
+    }
+
+    pub(crate) fn into_entry(self) -> ResourceEntry {
+        let mut e = ResourceEntry::new(self.def, self.handler);
+        e.cache = self.cache;
+        e
+    }
+}
+
+/// A resource template ready to register.
+pub struct ResourceTemplate {
+    def: ResourceTemplateDef,
+    handler: Arc<dyn ResourceHandler>,
+}
+
+impl std::fmt::Debug for ResourceTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceTemplate").field("def", &self.def).finish_non_exhaustive()
+    }
+}
+
+impl ResourceTemplate {
+    /// A template (RFC 6570 `{var}` / `{+var}`); reads of matching URIs go to
+    /// `handler(uri, variables, ctx)`.
+    pub fn new<F, Fut, E>(uri_template: impl Into<String>, name: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        ResourceTemplate { def: ResourceTemplateDef::new(uri_template, name), handler: wrap(handler) }
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_title(v);
+        self
+    }
+
+    /// Sets the description.
+    pub fn description(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_description(v);
+        self
+    }
+
+    /// Sets the MIME type.
+    pub fn mime_type(mut self, v: impl Into<String>) -> Self {
+        self.def = self.def.with_mime_type(v);
+        self
+    }
+
+    pub(crate) fn into_entry(self) -> Result<TemplateEntry, RegistryError> {
+        TemplateEntry::new(self.def, self.handler)
+    }
+}

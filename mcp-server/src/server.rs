@@ -1,0 +1,236 @@
+//! `McpServer` and its builder.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
+use mcp_protocol::revision::AdvertiseVersions;
+use mcp_runtime::handler::HandlerError;
+use mcp_runtime::registry::{CompletionKey, RegistryError};
+use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig};
+
+use crate::prompt::Prompt;
+use crate::resource::{Resource, ResourceTemplate};
+use crate::tool::Tool;
+
+/// Why a server could not be built or served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A registration was invalid (schema, `x-mcp-header`, template).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The stdio transport failed.
+    #[error(transparent)]
+    Stdio(#[from] mcp_transport_stdio::StdioError),
+}
+
+/// An MCP server: a registry and a runtime, ready to serve on a transport.
+///
+/// ```no_run
+/// use mcp_server::prelude::*;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Echo { text: String }
+///
+/// # async fn run() -> Result<(), ServerError> {
+/// let server = McpServer::builder()
+///     .name("echo-server")
+///     .version("1.0.0")
+///     .tool(Tool::typed("echo", "Echoes the text back", |input: Echo, _ctx| async move { input.text }))
+///     .build()?;
+/// server.serve_stdio().await
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    runtime: Arc<Runtime>,
+}
+
+impl McpServer {
+    /// Starts a builder.
+    pub fn builder() -> McpServerBuilder {
+        McpServerBuilder::default()
+    }
+
+    /// The runtime (to embed the server in a custom transport).
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The registry: add or remove tools, resources and prompts at run time
+    /// (clients are told through list-changed notifications).
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.runtime.registry()
+    }
+
+    /// Adds a tool at run time.
+    pub fn add_tool(&self, tool: Tool) -> Result<(), ServerError> {
+        self.registry().add_tool(tool.into_entry()?);
+        Ok(())
+    }
+
+    /// Removes a tool at run time.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.registry().remove_tool(name)
+    }
+
+    /// Announces that a resource's contents changed (to subscribers).
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.registry().notify_resource_updated(uri);
+    }
+
+    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes.
+    pub async fn serve_stdio(self) -> Result<(), ServerError> {
+        mcp_transport_stdio::serve(self.runtime, mcp_transport_stdio::StdioConfig::default()).await?;
+        Ok(())
+    }
+}
+
+/// Builds an [`McpServer`].
+#[derive(Default)]
+pub struct McpServerBuilder {
+    config: ServerConfig,
+    registry: Registry,
+    error: Option<RegistryError>,
+}
+
+impl std::fmt::Debug for McpServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerBuilder").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl McpServerBuilder {
+    /// The server's name (`serverInfo.name`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.server_info.name = name.into();
+        self
+    }
+
+    /// The server's version (`serverInfo.version`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.config.server_info.version = version.into();
+        self
+    }
+
+    /// The whole `serverInfo`.
+    pub fn server_info(mut self, info: Implementation) -> Self {
+        self.config.server_info = info;
+        self
+    }
+
+    /// Instructions for the model.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.config.instructions = Some(text.into());
+        self
+    }
+
+    /// Which revisions `server/discover` advertises (default: modern).
+    pub fn advertise(mut self, v: AdvertiseVersions) -> Self {
+        self.config.advertise = v;
+        self
+    }
+
+    /// Cache hint of lists and reads in the modern era (default 60 s, private).
+    pub fn cache_hint(mut self, hint: CacheHint) -> Self {
+        self.config.cache = hint;
+        self
+    }
+
+    /// Deadline of one handler call (default 60 s).
+    pub fn handler_timeout(mut self, d: Duration) -> Self {
+        self.config.handler_timeout = d;
+        self
+    }
+
+    /// Idle time after which a legacy session expires (default 30 min).
+    pub fn session_ttl(mut self, d: Duration) -> Self {
+        self.config.session_ttl = d;
+        self
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    fn record(&mut self, r: Result<(), RegistryError>) {
+        if let (Err(e), None) = (r, &self.error) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Registers a tool (an invalid one makes [`build`](Self::build) fail).
+    pub fn tool(mut self, tool: Tool) -> Self {
+        let r = tool.into_entry().map(|e| self.registry.add_tool(e));
+        self.record(r);
+        self
+    }
+
+    /// Registers a resource.
+    pub fn resource(self, resource: Resource) -> Self {
+        self.registry.add_resource(resource.into_entry());
+        self
+    }
+
+    /// Registers a resource template.
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        let r = template.into_entry().map(|e| self.registry.add_template(e));
+        self.record(r);
+        self
+    }
+
+    /// Registers a prompt.
+    pub fn prompt(self, prompt: Prompt) -> Self {
+        self.registry.add_prompt(prompt.into_entry());
+        self
+    }
+
+    /// Registers completions for a prompt argument.
+    pub fn prompt_completion<F, Fut, E>(self, prompt: &str, argument: &str, handler: F) -> Self
+    where
+        F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        let key = CompletionKey::Prompt { name: prompt.into(), argument: argument.into() };
+        self.completion(key, handler)
+    }
+
+    /// Registers completions for a resource template variable.
+    pub fn template_completion<F, Fut, E>(self, uri_template: &str, argument: &str, handler: F) -> Self
+    where
+        F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        let key = CompletionKey::Resource { uri: uri_template.into(), argument: argument.into() };
+        self.completion(key, handler)
+    }
+
+    fn completion<F, Fut, E>(self, key: CompletionKey, handler: F) -> Self
+    where
+        F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        let handler = Arc::new(move |p: CompleteParams, ctx: Ctx| {
+            let fut = handler(p, ctx);
+            async move { fut.await.map_err(Into::into) }
+        });
+        self.registry.add_completion(key, handler);
+        self
+    }
+
+    /// Builds the server, or reports the first invalid registration.
+    pub fn build(self) -> Result<McpServer, ServerError> {
+        if let Some(e) = self.error {
+            return Err(e.into());
+        }
+        let runtime = Runtime::new(self.config, Arc::new(self.registry));
+        Ok(McpServer { runtime: Arc::new(runtime) })
+    }
+}

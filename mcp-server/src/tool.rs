@@ -1,0 +1,207 @@
+//! Tools: raw (JSON arguments) or typed (arguments and output from `serde`
+//! types, schemas derived with `schemars`).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_protocol::model::{CallToolResult, Content, ToolDef};
+use mcp_protocol::task_mode::TaskSupport;
+use mcp_runtime::handler::{HandlerError, ToolHandler, ToolResult};
+use mcp_runtime::registry::{RegistryError, ToolEntry};
+use mcp_runtime::Ctx;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// What a tool handler may return.
+pub trait IntoToolResult {
+    /// Converts into the runtime's tool result.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        Ok(self)
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> ToolResult {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for Content {
+    fn into_tool_result(self) -> ToolResult {
+        Ok(CallToolResult::new(vec![self]))
+    }
+}
+
+impl IntoToolResult for Vec<Content> {
+    fn into_tool_result(self) -> ToolResult {
+        Ok(CallToolResult::new(self))
+    }
+}
+
+impl<T: IntoToolResult, E: Into<HandlerError>> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> ToolResult {
+        self.map_err(Into::into).and_then(IntoToolResult::into_tool_result)
+    }
+}
+
+/// The JSON Schema of a type, as a tool schema (2020-12, kept verbatim).
+pub fn schema_of<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+}
+
+/// A tool ready to register.
+pub struct Tool {
+    def: ToolDef,
+    handler: Arc<dyn ToolHandler>,
+    validate_input: bool,
+    validate_output: bool,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("def", &self.def).finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool whose handler takes the JSON arguments (an object; `{}` when
+    /// the client sent none). The input schema defaults to `{"type":"object"}`.
+    pub fn new<F, Fut, R>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        let handler = Arc::new(move |args: Map<String, Value>, ctx: Ctx| {
+            let fut = handler(args, ctx);
+            async move { fut.await.into_tool_result() }
+        });
+        Tool {
+            def: ToolDef::new(name).with_description(description),
+            handler,
+            validate_input: true,
+            validate_output: true,
+        }
+    }
+
+    /// A tool whose arguments deserialize into `I`; the input schema is
+    /// derived from `I`.
+    pub fn typed<I, F, Fut, R>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(I, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        let handler = Arc::new(handler);
+        let raw = move |args: Map<String, Value>, ctx: Ctx| {
+            let handler = handler.clone();
+            async move {
+                match serde_json::from_value::<I>(Value::Object(args)) {
+                    Ok(input) => handler(input, ctx).await.into_tool_result(),
+                    Err(e) => Ok(CallToolResult::error(format!("Invalid tool input: {e}"))),
+                }
+            }
+        };
+        Tool::new(name, description, raw).input_schema(schema_of::<I>())
+    }
+
+    /// A typed tool with structured output: `O` is serialized into
+    /// `structuredContent` (and a text block), and the output schema is
+    /// derived from `O`.
+    pub fn structured<I, O, F, Fut, E>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + 'static,
+        F: Fn(I, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        let handler = Arc::new(handler);
+        let wrapped = move |input: I, ctx: Ctx| {
+            let handler = handler.clone();
+            async move {
+                let out = handler(input, ctx).await.map_err(Into::into)?;
+                let value = serde_json::to_value(out).map_err(|e| HandlerError::internal(e.to_string()))?;
+                Ok::<_, HandlerError>(CallToolResult::structured(value))
+            }
+        };
+        Tool::typed(name, description, wrapped).output_schema(schema_of::<O>())
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.def = self.def.with_title(title);
+        self
+    }
+
+    /// Sets the input schema (kept verbatim; must be an object schema).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.def = self.def.with_input_schema(schema);
+        self
+    }
+
+    /// Sets the output schema (kept verbatim).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.def = self.def.with_output_schema(schema);
+        self
+    }
+
+    /// Sets the annotations (behaviour hints).
+    pub fn annotations(mut self, annotations: Value) -> Self {
+        self.def = self.def.with_annotations(annotations);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn icons(mut self, icons: Value) -> Self {
+        self.def = self.def.with_icons(icons);
+        self
+    }
+
+    /// Sets `_meta`.
+    pub fn meta(mut self, meta: Value) -> Self {
+        self.def = self.def.with_meta(meta);
+        self
+    }
+
+    /// Sets whether the tool may or must run as a task.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.def = self.def.with_task_support(support);
+        self
+    }
+
+    /// Whether arguments are validated against the input schema (default on).
+    pub fn validate_input(mut self, on: bool) -> Self {
+        self.validate_input = on;
+        self
+    }
+
+    /// Whether structured output is validated against the output schema
+    /// (default on).
+    pub fn validate_output(mut self, on: bool) -> Self {
+        self.validate_output = on;
+        self
+    }
+
+    /// The definition.
+    pub fn def(&self) -> &ToolDef {
+        &self.def
+    }
+
+    pub(crate) fn into_entry(self) -> Result<ToolEntry, RegistryError> {
+        ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)
+    }
+}

@@ -1,0 +1,332 @@
+//! Helpers shared by the commands: paths, subprocesses that are killed when dropped, and the
+//! `everything` example (its build, and starting it as an HTTP server on a free port).
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Every failure is a one-line reason; `main` prints it and exits non-zero.
+pub(crate) type Result<T = ()> = std::result::Result<T, String>;
+
+/// How long the `everything` example may take to print its `listening on …` line.
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The workspace root (the parent of this crate).
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_path_buf()
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` if set, else `<root>/target`.
+pub(crate) fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                std::env::current_dir().unwrap_or_else(|_| root()).join(dir)
+            }
+        }
+        _ => root().join("target"),
+    }
+}
+
+/// Prints the banner that opens a step.
+pub(crate) fn banner(title: &str) {
+    println!("\n==> {title}");
+}
+
+/// `cargo`, as the one running this xtask (`$CARGO`), else from `PATH`.
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// A command line for messages, each argument quoted as a POSIX shell would need.
+pub(crate) fn display(cmd: &Command) -> String {
+    let mut line = shell_quote(cmd.get_program());
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&shell_quote(arg));
+    }
+    line
+}
+
+/// Quotes one word for a POSIX shell (and for Python's `shlex.split`).
+pub(crate) fn shell_quote(word: impl AsRef<OsStr>) -> String {
+    let word = word.as_ref().to_string_lossy();
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c));
+    if plain {
+        word.into_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs a command with inherited stdio and fails unless it exits with status 0.
+pub(crate) fn run(cmd: &mut Command) -> Result {
+    let status = run_status(cmd)?;
+    check_status(&display(cmd), status)
+}
+
+/// Runs a command with inherited stdio and returns its exit status.
+pub(crate) fn run_status(cmd: &mut Command) -> Result<ExitStatus> {
+    let line = display(cmd);
+    println!("$ {line}");
+    cmd.status()
+        .map_err(|e| format!("cannot run `{line}`: {e}"))
+}
+
+/// Runs a command with inherited stdio, killing it after `timeout`.
+pub(crate) fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<ExitStatus> {
+    let line = display(cmd);
+    println!("$ {line}");
+    let mut child = ChildGuard::spawn(cmd)?;
+    child.wait_timeout(timeout)
+}
+
+/// Fails with the command line and its exit status unless it succeeded.
+pub(crate) fn check_status(line: &str, status: ExitStatus) -> Result {
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{line}` failed ({})", describe(status)))
+    }
+}
+
+/// "exit code N" or "killed by signal N".
+pub(crate) fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => status.to_string(),
+    }
+}
+
+/// A child process that is killed (and reaped) when the guard is dropped: on success, on an
+/// error return and on a panic alike.
+pub(crate) struct ChildGuard {
+    child: Child,
+    line: String,
+}
+
+impl ChildGuard {
+    /// Spawns `cmd`.
+    pub(crate) fn spawn(cmd: &mut Command) -> Result<Self> {
+        let line = display(cmd);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start `{line}`: {e}"))?;
+        Ok(Self { child, line })
+    }
+
+    /// The exit status if the child has exited.
+    pub(crate) fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
+        self.child
+            .try_wait()
+            .map_err(|e| format!("cannot poll `{}`: {e}", self.line))
+    }
+
+    /// Waits for the child; kills it and fails after `timeout`.
+    pub(crate) fn wait_timeout(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                return Err(format!(
+                    "`{}` did not finish within {} s: killed",
+                    self.line,
+                    timeout.as_secs()
+                ));
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A loopback port that was free a moment ago.
+pub(crate) fn free_port() -> Result<u16> {
+    let listener =
+        TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|e| format!("cannot find a free port: {e}"))
+}
+
+/// The release build of the `everything` example.
+pub(crate) fn everything_binary() -> PathBuf {
+    target_dir().join("release/examples/everything")
+}
+
+/// `cargo build --release -p mcp-server --example everything`, returning the binary.
+pub(crate) fn build_everything() -> Result<PathBuf> {
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "mcp-server",
+        "--example",
+        "everything",
+    ]))?;
+    existing_everything()
+}
+
+/// The `everything` binary, which must have been built already.
+pub(crate) fn existing_everything() -> Result<PathBuf> {
+    let binary = everything_binary();
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(format!(
+            "{} does not exist: build it with `cargo build --release -p mcp-server --example everything`",
+            binary.display()
+        ))
+    }
+}
+
+/// The `everything` example serving HTTP on a loopback port; killed when dropped.
+pub(crate) struct HttpServer {
+    child: ChildGuard,
+    /// The port it listens on.
+    pub(crate) port: u16,
+    /// The endpoint it printed: `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+}
+
+impl HttpServer {
+    /// Starts `binary --host 127.0.0.1 --port P` on a free port P and waits until it prints
+    /// `listening on http://127.0.0.1:P/mcp` as its first stdout line. The rest of its stdout is
+    /// forwarded to ours; its stderr is inherited. Retries on another port if the child exits
+    /// before printing (another process may have taken the port in between).
+    pub(crate) fn start(binary: &Path) -> Result<Self> {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match Self::try_start(binary) {
+                Ok(server) => return Ok(server),
+                Err(StartError::Exited(e)) => {
+                    eprintln!("xtask: {e}; retrying on another port");
+                    last_error = e;
+                }
+                Err(StartError::Fatal(e)) => return Err(e),
+            }
+        }
+        Err(last_error)
+    }
+
+    fn try_start(binary: &Path) -> std::result::Result<Self, StartError> {
+        let port = free_port().map_err(StartError::Fatal)?;
+        let mut cmd = Command::new(binary);
+        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let line = display(&cmd);
+        println!("$ {line} &");
+        let mut child = ChildGuard::spawn(&mut cmd).map_err(StartError::Fatal)?;
+        let stdout = child.child.stdout.take().expect("stdout is piped");
+
+        let (first_tx, first_rx) = mpsc::channel::<String>();
+        thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            match lines.next() {
+                Some(Ok(first)) => {
+                    if first_tx.send(first).is_err() {
+                        return;
+                    }
+                }
+                _ => return, // EOF or an unreadable line: the waiting side notices the exit
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            for line in lines.map_while(std::result::Result::ok) {
+                println!("{line}");
+            }
+        });
+
+        let deadline = Instant::now() + SERVER_START_TIMEOUT;
+        let first = loop {
+            match first_rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(first) => break first,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // stdout closed: wait briefly for the exit status for the message.
+                    let _ = child.wait_timeout(Duration::from_secs(5));
+                }
+            }
+            if let Some(status) = child.try_wait().map_err(StartError::Fatal)? {
+                return Err(StartError::Exited(format!(
+                    "`{line}` exited ({}) before printing `listening on …`",
+                    describe(status)
+                )));
+            }
+            if Instant::now() >= deadline {
+                return Err(StartError::Fatal(format!(
+                    "`{line}` printed nothing within {} s",
+                    SERVER_START_TIMEOUT.as_secs()
+                )));
+            }
+        };
+        println!("{first}");
+
+        let expected = format!("http://127.0.0.1:{port}/mcp");
+        match first.trim_end().strip_prefix("listening on ") {
+            Some(url) if url == expected => Ok(Self {
+                child,
+                port,
+                url: expected,
+            }),
+            _ => Err(StartError::Fatal(format!(
+                "`{line}`: expected first stdout line `listening on {expected}`, got `{first}`"
+            ))),
+        }
+    }
+
+    /// Fails if the server has exited (it should serve until dropped).
+    pub(crate) fn ensure_running(&mut self) -> Result {
+        match self.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => Err(format!(
+                "the everything server on port {} exited ({})",
+                self.port,
+                describe(status)
+            )),
+        }
+    }
+}
+
+enum StartError {
+    /// The child exited before printing its URL: worth another port.
+    Exited(String),
+    /// Anything else.
+    Fatal(String),
+}
