@@ -1,0 +1,304 @@
+//! The runtime's dispatcher, driven directly: routing and pre-dispatch
+//! rejections per era, tool-call error paths, result decoration, pagination,
+//! resources, prompts, completions, and request-scoped notifications.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::model::{
+    CallToolResult, Completion, GetPromptResult, PromptArgument, PromptDef, ReadResourceResult, ResourceContents,
+    ResourceDef, ToolDef,
+};
+use mcp_protocol::{Era, Request, RequestId};
+use mcp_runtime::registry::{CompletionKey, PromptEntry, ResourceEntry, ToolEntry};
+use mcp_runtime::{Ctx, HandlerError, Registry, Reply, RequestEnv, Route, Runtime, ServerConfig, Sink, ToolResult};
+use serde_json::{Map, Value, json};
+
+const MODERN: &str = "2026-07-28";
+
+fn modern_meta(extra: Value) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let (Some(m), Some(e)) = (meta.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    meta
+}
+
+fn tool<F, Fut>(name: &str, schema: Value, f: F) -> ToolEntry
+where
+    F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ToolResult> + Send + 'static,
+{
+    let def = ToolDef::new(name).with_description(format!("the {name} tool")).with_input_schema(schema);
+    ToolEntry::new(def, Arc::new(f), true, true).expect("valid tool")
+}
+
+fn runtime() -> Arc<Runtime> {
+    let registry = Registry::new();
+    registry.add_tool(tool(
+        "echo",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        |args, _| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default())) },
+    ));
+    registry.add_tool(tool("boom", json!({"type": "object"}), |_, _| async move {
+        if true {
+            panic!("secret internal detail");
+        }
+        Ok(CallToolResult::text("unreachable"))
+    }));
+    registry.add_tool(tool("fails", json!({"type": "object"}), |_, _| async move {
+        Err(HandlerError::internal("database password is hunter2"))
+    }));
+    registry.add_tool(tool("needs_sampling", json!({"type": "object"}), |_, _| async move {
+        Err(HandlerError::Rpc(mcp_protocol::RpcError::missing_capability(json!({"sampling": {}}))))
+    }));
+    registry.add_tool(tool("logs", json!({"type": "object"}), |_, ctx| async move {
+        ctx.log(mcp_protocol::model::LoggingLevel::Info, None, json!("hello")).await;
+        ctx.progress(1.0, Some(2.0), Some("half")).await;
+        Ok(CallToolResult::text("logged"))
+    }));
+    let out_def = ToolDef::new("structured")
+        .with_description("structured output")
+        .with_output_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}));
+    registry.add_tool(
+        ToolEntry::new(
+            out_def,
+            Arc::new(|args: Map<String, Value>, _: Ctx| async move {
+                Ok(CallToolResult::structured(args.get("value").cloned().unwrap_or(json!({"n": 1}))))
+            }),
+            true,
+            true,
+        )
+        .unwrap(),
+    );
+    for i in 0..120 {
+        registry.add_tool(tool(&format!("bulk_{i:03}"), json!({"type": "object"}), |_, _| async move {
+            Ok(CallToolResult::text("bulk"))
+        }));
+    }
+    registry.add_resource(ResourceEntry::new(
+        ResourceDef::new("test://a", "a"),
+        Arc::new(|uri: String, _: Map<String, Value>, _: Ctx| async move {
+            Ok(ReadResourceResult::new(vec![ResourceContents::text(uri, "text/plain", "A")]))
+        }),
+    ));
+    registry.add_prompt(PromptEntry::new(
+        PromptDef::new("greet").with_description("greets").with_argument(PromptArgument::new("who", "whom", true)),
+        Arc::new(|args: Map<String, Value>, _: Ctx| async move {
+            let who = args["who"].as_str().unwrap_or_default().to_owned();
+            Ok(GetPromptResult::new(vec![mcp_protocol::model::PromptMessage::user(
+                mcp_protocol::model::Content::text(format!("Hello {who}")),
+            )]))
+        }),
+    ));
+    registry.add_completion(
+        CompletionKey::Prompt { name: "greet".into(), argument: "who".into() },
+        Arc::new(|_, _| async move { Ok(Completion::from_values(vec!["world".into()])) }),
+    );
+    Arc::new(Runtime::new(ServerConfig::default(), Arc::new(registry)))
+}
+
+fn request(id: i64, method: &str, params: Value) -> Request {
+    Request { id: RequestId::Number(id), method: method.into(), params: params.as_object().cloned() }
+}
+
+/// Routes and dispatches a request without a session; returns the reply and
+/// every frame the handler emitted.
+async fn run(rt: &Runtime, req: Request) -> (Reply, Vec<Value>) {
+    let route: Route = rt.route(&req, None, None).expect("routes");
+    let (sink, mut rx) = Sink::channel(64);
+    let env = RequestEnv::new(Arc::new(AuthInfo::anonymous()), sink);
+    let reply = tokio::time::timeout(Duration::from_secs(10), rt.dispatch(req, &route, env)).await.expect("in time");
+    let mut frames = Vec::new();
+    while let Ok(f) = rx.try_recv() {
+        frames.push(serde_json::from_slice(&f).unwrap());
+    }
+    (reply, frames)
+}
+
+fn result(reply: Reply) -> Value {
+    match reply {
+        Reply::Result(v) => v,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+fn error_code(reply: Reply) -> i32 {
+    match reply {
+        Reply::Error(e) => e.code,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn pre_dispatch_rejections_per_era() {
+    let rt = runtime();
+    // (method, params, expected code, expected HTTP status)
+    let table = [
+        ("ping", json!({"_meta": modern_meta(json!({}))}), -32601, 404),
+        ("logging/setLevel", json!({"_meta": modern_meta(json!({})), "level": "info"}), -32601, 404),
+        ("initialize", json!({"_meta": modern_meta(json!({}))}), -32601, 404),
+        ("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}}), -32022, 400),
+        ("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}), -32602, 400),
+        ("subscriptions/listen", json!({}), -32601, 200),
+        ("nonsense", json!({}), -32601, 200),
+    ];
+    for (method, params, code, status) in table {
+        let req = request(1, method, params);
+        let rejection = rt.route(&req, None, None).expect_err(method);
+        assert_eq!(rejection.error.code, code, "{method}");
+        assert_eq!(rejection.http_status(), status, "{method}");
+    }
+}
+
+#[tokio::test]
+async fn tool_error_paths_never_leak_details() {
+    let rt = runtime();
+    let cases = [
+        (json!({"name": "nope"}), "Unknown tool: nope"),
+        (json!({"name": "echo", "arguments": {"text": 5}}), "Invalid tool input"),
+        (json!({"name": "echo"}), "Invalid tool input"),
+        (json!({"name": "boom"}), "Internal tool error"),
+        (json!({"name": "fails"}), "Internal tool error"),
+        (json!({"name": "structured", "arguments": {"value": {"n": "x"}}}), "Invalid tool output"),
+    ];
+    for (params, want) in cases {
+        let v = result(run(&rt, request(1, "tools/call", params.clone())).await.0);
+        assert_eq!(v["isError"], true, "{params}");
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with(want), "{params}: {text}");
+        assert!(!text.contains("secret") && !text.contains("hunter2"), "{text}");
+    }
+    let code = error_code(run(&rt, request(1, "tools/call", json!({"name": "needs_sampling"}))).await.0);
+    assert_eq!(code, -32021);
+    assert_eq!(error_code(run(&rt, request(1, "tools/call", json!({"arguments": {}}))).await.0), -32602);
+}
+
+#[tokio::test]
+async fn results_are_decorated_only_in_the_modern_era() {
+    let rt = runtime();
+    let legacy = result(run(&rt, request(1, "tools/list", json!({}))).await.0);
+    assert!(legacy.get("resultType").is_none() && legacy.get("_meta").is_none() && legacy.get("ttlMs").is_none());
+
+    let modern = result(run(&rt, request(2, "tools/list", json!({"_meta": modern_meta(json!({}))}))).await.0);
+    assert_eq!(modern["resultType"], "complete");
+    assert_eq!(modern["cacheScope"], "private");
+    assert_eq!(modern["ttlMs"], 60000);
+    assert!(modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());
+
+    let call = json!({"_meta": modern_meta(json!({})), "name": "echo", "arguments": {"text": "hi"}});
+    let v = result(run(&rt, request(3, "tools/call", call)).await.0);
+    assert_eq!(v["resultType"], "complete");
+    assert!(v.get("ttlMs").is_none(), "tool results are not cacheable");
+
+    let discover = result(run(&rt, request(4, "server/discover", json!({"_meta": modern_meta(json!({}))}))).await.0);
+    assert_eq!(discover["supportedVersions"], json!([MODERN]));
+    assert_eq!(discover["cacheScope"], "public");
+    assert!(discover["capabilities"]["tools"].is_object());
+}
+
+#[tokio::test]
+async fn pagination_and_cursors() {
+    let rt = runtime();
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let v = result(run(&rt, request(1, "tools/list", params)).await.0);
+        pages += 1;
+        names.extend(v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        match v.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(names.len(), 126);
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    let bad = run(&rt, request(1, "tools/list", json!({"cursor": "not-a-cursor"}))).await.0;
+    assert_eq!(error_code(bad), -32602);
+}
+
+#[tokio::test]
+async fn resources_prompts_and_completions() {
+    let rt = runtime();
+    let v = result(run(&rt, request(1, "resources/read", json!({"uri": "test://a"}))).await.0);
+    assert_eq!(v["contents"][0]["text"], "A");
+    let legacy_missing = run(&rt, request(1, "resources/read", json!({"uri": "test://none"}))).await.0;
+    assert_eq!(error_code(legacy_missing), -32002);
+    let modern = json!({"_meta": modern_meta(json!({})), "uri": "test://none"});
+    assert_eq!(error_code(run(&rt, request(1, "resources/read", modern)).await.0), -32602);
+
+    let v = result(run(&rt, request(1, "prompts/get", json!({"name": "greet", "arguments": {"who": "x"}}))).await.0);
+    assert_eq!(v["messages"][0]["content"]["text"], "Hello x");
+    assert_eq!(error_code(run(&rt, request(1, "prompts/get", json!({"name": "greet"}))).await.0), -32602);
+    assert_eq!(error_code(run(&rt, request(1, "prompts/get", json!({"name": "nope"}))).await.0), -32602);
+
+    let complete = |name: &str, arg: &str| {
+        json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": arg, "value": ""}})
+    };
+    let v = result(run(&rt, request(1, "completion/complete", complete("greet", "who"))).await.0);
+    assert_eq!(v["completion"]["values"], json!(["world"]));
+    let v = result(run(&rt, request(1, "completion/complete", complete("other", "x"))).await.0);
+    assert_eq!(v["completion"]["values"], json!([]));
+}
+
+#[tokio::test]
+async fn request_scoped_notifications_follow_the_era() {
+    let rt = runtime();
+    // Modern without a log level: progress (asked for) but no log message.
+    let params = json!({"_meta": modern_meta(json!({"progressToken": "p1"})), "name": "logs"});
+    let (reply, frames) = run(&rt, request(1, "tools/call", params)).await;
+    assert_eq!(result(reply)["content"][0]["text"], "logged");
+    let methods: Vec<&str> = frames.iter().map(|f| f["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["notifications/progress"]);
+    assert_eq!(frames[0]["params"]["progressToken"], "p1");
+
+    // Modern with a log level: both.
+    let meta = modern_meta(json!({"progressToken": 7, "io.modelcontextprotocol/logLevel": "debug"}));
+    let (_, frames) = run(&rt, request(2, "tools/call", json!({"_meta": meta, "name": "logs"}))).await;
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0]["method"], "notifications/message");
+
+    // Legacy without a progress token: logs at the default level only.
+    let (_, frames) = run(&rt, request(3, "tools/call", json!({"name": "logs"}))).await;
+    let methods: Vec<&str> = frames.iter().map(|f| f["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["notifications/message"]);
+}
+
+#[tokio::test]
+async fn initialize_negotiates_and_binds_the_session() {
+    let rt = runtime();
+    let auth = AuthInfo::new("alice");
+    let init = |v: &str| {
+        request(
+            1,
+            "initialize",
+            json!({"protocolVersion": v, "capabilities": {"sampling": {}}, "clientInfo": {"name": "c", "version": "1"}}),
+        )
+    };
+    for (asked, got) in [("2025-06-18", "2025-06-18"), ("2024-11-05", "2024-11-05"), ("2030-01-01", "2025-11-25")] {
+        let (v, session) = rt.initialize(&init(asked), &auth).unwrap();
+        assert_eq!(v["protocolVersion"], got);
+        assert_eq!(&**session.principal(), "alice");
+        assert!(session.client_capabilities().sampling());
+        assert!(v["serverInfo"]["name"].is_string());
+    }
+    let (v, _) = rt.initialize(&init("2025-11-25"), &auth).unwrap();
+    assert_eq!(v["capabilities"]["completions"], json!({}));
+    let (v, _) = rt.initialize(&init("2024-11-05"), &auth).unwrap();
+    assert!(v["capabilities"].get("completions").is_none());
+    let bad = request(1, "initialize", json!({"protocolVersion": "2025-11-25"}));
+    assert_eq!(rt.initialize(&bad, &auth).unwrap_err().code, -32602);
+    assert_eq!(Era::Legacy, rt.route(&init("2025-11-25"), None, None).unwrap().era);
+}
