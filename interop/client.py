@@ -42,15 +42,6 @@ warnings.simplefilter("ignore", MCPDeprecationWarning)
 MODES = ("legacy", "auto", "2026-07-28")
 EXPECTED_PROTOCOL = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}
 
-# Checks that need server-to-client requests. In the modern era (2026-07-28) they go through
-# MRTR (`input_required` results), which the server does not implement yet: skipped there.
-MODERN_PENDING = {
-    "test_sampling",
-    "test_elicitation",
-    "test_elicitation_sep1034_defaults",
-    "test_elicitation_sep1330_enums",
-}
-
 # Checks of methods that 2026-07-28 removed: they run in legacy mode only.
 LEGACY_ONLY = {
     "ping",
@@ -85,7 +76,13 @@ FIXTURE_PROMPTS = (
 SAMPLING_PROMPT = "Test prompt for sampling"
 SAMPLING_REPLY = "This is a test response from the client"
 ELICITATION_MESSAGE = "Please provide your information"
-ELICITATION_ANSWER = {"username": "testuser", "email": "test@example.com"}
+ELICITATION_ANSWER = {
+    "username": "testuser",
+    "email": "test@example.com",
+    "name": "Interop",
+    "color": "teal",
+    "context": "interop context",
+}
 LOG_MESSAGES = ("Tool execution started", "Tool processing data", "Tool execution completed")
 
 
@@ -237,9 +234,8 @@ class Recorder:
 
 
 class Runner:
-    def __init__(self, mode: str, timeout: float, run_pending: bool = False) -> None:
+    def __init__(self, mode: str, timeout: float) -> None:
         self.mode = mode
-        self.run_pending = run_pending
         self.timeout = timeout
         self.passed = 0
         self.failed = 0
@@ -253,9 +249,6 @@ class Runner:
         print(f"FAIL {name}: {why}", flush=True)
 
     async def check(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
-        if self.mode != "legacy" and name in MODERN_PENDING and not self.run_pending:
-            print(f"skip {name} (pending: MRTR)", flush=True)
-            return
         if self.mode != "legacy" and name in LEGACY_ONLY:
             print(f"skip {name} (legacy only: removed in 2026-07-28)", flush=True)
             return
@@ -447,6 +440,27 @@ def tool_checks(run: Runner, client: Client, rec: Recorder) -> list[tuple[str, C
             expect_eq(prop.get("default"), default, f"{name}.default")
         expect("active" in (props["status"].get("enum") or []), f"status.enum: {props['status'].get('enum')!r}")
 
+    async def multi_round() -> None:
+        # Two questions, one per round: MRTR retries in the modern era, two
+        # server-to-client requests inside one call in the legacy era.
+        rec.elicitations.clear()
+        res = await client.call_tool("test_input_required_result_multi_round", {})
+        expect_not_error(res)
+        want = f"Hello {ELICITATION_ANSWER['name']}, your favorite color is {ELICITATION_ANSWER['color']}"
+        expect_text_content(res.content, want, "result")
+        messages = [e.message for e in rec.elicitations]
+        expect_eq(messages, ["Step 1: What is your name?", "Step 2: What is your favorite color?"], "elicitations")
+
+    async def multiple_inputs() -> None:
+        rec.elicitations.clear()
+        rec.sampling.clear()
+        res = await client.call_tool("test_input_required_result_multiple_inputs", {})
+        expect_not_error(res)
+        text = expect_single_text(res.content, "result")
+        for part in (ELICITATION_ANSWER["name"], SAMPLING_REPLY, "file:///tmp/interop"):
+            expect(part in text, f"result lacks {part!r}: {text!r}")
+        expect_eq((len(rec.elicitations), len(rec.sampling)), (1, 1), "(elicitations, samplings)")
+
     async def sep1330() -> None:
         schema, _ = await elicit("test_elicitation_sep1330_enums", {})
         props = schema.get("properties") or {}
@@ -497,6 +511,8 @@ def tool_checks(run: Runner, client: Client, rec: Recorder) -> list[tuple[str, C
         ("test_elicitation", elicitation_tool),
         ("test_elicitation_sep1034_defaults", sep1034),
         ("test_elicitation_sep1330_enums", sep1330),
+        ("test_input_required_result_multi_round", multi_round),
+        ("test_input_required_result_multiple_inputs", multiple_inputs),
     ]
 
 
@@ -658,9 +674,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     target.add_argument("--url", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:PORT/mcp")
     p.add_argument("--mode", choices=MODES, required=True, help="version negotiation of mcp.Client")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per check (default 30)")
-    p.add_argument(
-        "--run-pending", action="store_true", help="also run the MODERN_PENDING checks in the modern modes"
-    )
     p.add_argument("--total-timeout", type=float, default=300.0, help="seconds for the whole run (default 300)")
     return p.parse_args(argv)
 
@@ -680,7 +693,7 @@ def main(argv: list[str]) -> int:
         where = args.url
     print(f"interop: mcp.Client mode={args.mode} against {where}", flush=True)
 
-    run = Runner(args.mode, args.timeout, args.run_pending)
+    run = Runner(args.mode, args.timeout)
 
     # Last resort: a hang in the transport teardown must not block CI either.
     def watchdog() -> None:

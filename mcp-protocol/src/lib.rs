@@ -23,6 +23,7 @@
 //!   task first, or escalated after an inline window).
 //! - [`error`]: error codes and each era's HTTP status mapping.
 //! - [`cursor`]: opaque pagination cursors.
+//! - [`mrtr`]: the shape and capability rules of MRTR input requests and responses.
 //! - [`request_state`]: sealing and opening the MRTR `requestState`.
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
 //! - [`model`]: the wire types of every method, and their per-era rendering.
@@ -38,6 +39,7 @@ pub mod headers;
 pub mod jsonrpc;
 pub mod meta;
 pub mod model;
+pub mod mrtr;
 pub mod request_state;
 pub mod revision;
 pub mod schema;

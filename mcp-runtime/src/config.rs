@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
+use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
 /// How a server presents itself and the bounds it keeps.
@@ -31,6 +32,14 @@ pub struct ServerConfig {
     pub session_ttl: Duration,
     /// Whether the server offers logging (default true).
     pub logging: bool,
+    /// The key sealing MRTR `requestState` (share it between instances behind
+    /// one endpoint); random per process when unset.
+    pub request_state_key: Option<StateKey>,
+    /// Lifetime of a sealed `requestState` (default 300 s).
+    pub request_state_ttl: Duration,
+    /// Most rounds of client input one legacy call may go through when its
+    /// handler answers `input_required` (default 8).
+    pub max_input_rounds: usize,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +56,9 @@ impl Default for ServerConfig {
             client_request_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(30 * 60),
             logging: true,
+            request_state_key: None,
+            request_state_ttl: Duration::from_secs(300),
+            max_input_rounds: 8,
         }
     }
 }

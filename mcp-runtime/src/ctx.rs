@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::HandlerError;
+use crate::mrtr::InputRequired;
+use mcp_protocol::mrtr::missing_capability;
 use crate::session::Session;
 use crate::sink::Sink;
 
@@ -61,6 +63,7 @@ pub(crate) enum Origin {
     Modern(Arc<ModernMeta>),
 }
 
+#[derive(Clone)]
 pub(crate) struct CtxInner {
     pub(crate) auth: Arc<AuthInfo>,
     pub(crate) origin: Origin,
@@ -73,6 +76,7 @@ pub(crate) struct CtxInner {
     pub(crate) extensions: http::Extensions,
     pub(crate) client_request_timeout: Duration,
     pub(crate) input_responses: Option<Map<String, Value>>,
+    pub(crate) request_state: Option<Value>,
 }
 
 /// The per-request context handed to every handler. Cheap to clone.
@@ -174,9 +178,73 @@ impl Ctx {
         self.inner.progress_token.as_ref()
     }
 
-    /// MRTR input responses sent with a retry (modern era).
+    /// The client input gathered so far for this call: the responses of
+    /// every earlier round (MRTR retries in the modern era, answered
+    /// server-to-client requests in the legacy one).
     pub fn input_responses(&self) -> Option<&Map<String, Value>> {
         self.inner.input_responses.as_ref()
+    }
+
+    /// The handler's own state from the previous round (what it put in
+    /// [`InputRequired::with_state`]), verified and opened by the runtime.
+    pub fn request_state(&self) -> Option<&Value> {
+        self.inner.request_state.as_ref()
+    }
+
+    /// Asks the client for input: elicitation, sampling or roots, keyed.
+    ///
+    /// Returns the responses of every requested key. In the modern era,
+    /// responses already sent with this retry are returned at once; when
+    /// some are missing the handler gets `Err(HandlerError::InputRequired)`,
+    /// which it returns with `?` and the runtime answers `input_required`
+    /// (with the state sealed in `requestState`). In the legacy era the
+    /// runtime sends real server-to-client requests on the call's stream and
+    /// returns their answers. Either way the client must have declared the
+    /// capability each request needs, else the call fails with -32021.
+    pub async fn input(&self, request: InputRequired) -> Result<Map<String, Value>, HandlerError> {
+        if self.era() == Era::Modern {
+            let have = self.inner.input_responses.as_ref();
+            let missing: Map<String, Value> = request
+                .requests
+                .iter()
+                .filter(|(k, _)| !have.is_some_and(|h| h.contains_key(*k)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !missing.is_empty() {
+                return Err(HandlerError::InputRequired(InputRequired { requests: missing, state: request.state }));
+            }
+            let have = have.cloned().unwrap_or_default();
+            return Ok(request.requests.keys().filter_map(|k| have.get(k).map(|v| (k.clone(), v.clone()))).collect());
+        }
+        let mut out = Map::new();
+        for (key, req) in request.requests {
+            if let Some(done) = self.inner.input_responses.as_ref().and_then(|h| h.get(&key)) {
+                out.insert(key, done.clone());
+                continue;
+            }
+            out.insert(key, self.fulfil(&req).await?);
+        }
+        Ok(out)
+    }
+
+    /// Sends one input request (`{method, params}`) as a legacy
+    /// server-to-client request, after the capability check.
+    pub(crate) async fn fulfil(&self, req: &Value) -> Result<Value, HandlerError> {
+        if let Some(required) = missing_capability(req, self.client_capabilities(), self.revision()) {
+            return Err(HandlerError::Rpc(RpcError::missing_capability(required)));
+        }
+        let method = req.get("method").and_then(Value::as_str).unwrap_or_default();
+        let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
+        Ok(self.request(method, params).await?)
+    }
+
+    /// The context of the next round of a call: the responses gathered so
+    /// far and the handler's state.
+    pub(crate) fn next_round(&self, responses: Map<String, Value>, state: Option<Value>) -> Ctx {
+        let mut inner = CtxInner::clone(&self.inner);
+        inner.input_responses = Some(responses);
+        inner.request_state = state;
+        Ctx::new(inner)
     }
 
     /// Cancelled when the client cancels the request, its stream closes

@@ -52,6 +52,20 @@ fn empty_schema() -> Value {
     json!({"type": "object", "properties": {}})
 }
 
+/// Asks the client for one input: a real server-to-client request for a
+/// legacy client, an MRTR round for a modern one.
+async fn ask(ctx: &Ctx, key: &str, method: &str, params: Value) -> Result<Value, HandlerError> {
+    let mut answers = ctx.input(InputRequired::new().request(key, method, params)).await?;
+    Ok(answers.remove(key).unwrap_or_default())
+}
+
+fn elicit_one(message: &str, field: &str, ty: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {field: {"type": ty}}, "required": [field]}
+    })
+}
+
 fn string_arg(args: &Map<String, Value>, key: &str) -> String {
     args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
@@ -156,12 +170,11 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
     b.tool(
         Tool::new("test_sampling", "Asks the client's model to answer a prompt", |args, ctx: Ctx| async move {
             let prompt = string_arg(&args, "prompt");
-            let reply = ctx
-                .create_message(json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-                    "maxTokens": 100
-                }))
-                .await?;
+            let params = json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                "maxTokens": 100
+            });
+            let reply = ask(&ctx, "sampling", "sampling/createMessage", params).await?;
             let text = reply["content"]["text"].as_str().unwrap_or_default().to_owned();
             Ok::<_, HandlerError>(format!("LLM response: {text}"))
         })
@@ -173,8 +186,11 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
     )
     .tool(
         Tool::new("test_elicitation", "Asks the user for a username and an email", |args, ctx: Ctx| async move {
-            let reply = ctx
-                .elicit(json!({
+            let reply = ask(
+                &ctx,
+                "elicitation",
+                "elicitation/create",
+                json!({
                     "message": string_arg(&args, "message"),
                     "requestedSchema": {
                         "type": "object",
@@ -184,8 +200,9 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                         },
                         "required": ["username", "email"]
                     }
-                }))
-                .await?;
+                }),
+            )
+            .await?;
             Ok::<_, HandlerError>(format!("User response: action={}, content={}", reply["action"], reply["content"]))
         })
         .input_schema(json!({
@@ -196,8 +213,11 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
     )
     .tool(
         Tool::new("test_elicitation_sep1034_defaults", "Elicits fields that have defaults", |_, ctx: Ctx| async move {
-            let reply = ctx
-                .elicit(json!({
+            let reply = ask(
+                &ctx,
+                "elicitation",
+                "elicitation/create",
+                json!({
                     "message": "Please review and update the form fields with defaults",
                     "requestedSchema": {
                         "type": "object",
@@ -209,8 +229,9 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                             "verified": {"type": "boolean", "description": "Verification status", "default": true}
                         }
                     }
-                }))
-                .await?;
+                }),
+            )
+            .await?;
             Ok::<_, HandlerError>(format!(
                 "Elicitation completed: action={}, content={}",
                 reply["action"], reply["content"]
@@ -220,8 +241,11 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
     )
     .tool(
         Tool::new("test_elicitation_sep1330_enums", "Elicits the enum shapes of SEP-1330", |_, ctx: Ctx| async move {
-            let reply = ctx
-                .elicit(json!({
+            let reply = ask(
+                &ctx,
+                "elicitation",
+                "elicitation/create",
+                json!({
                     "message": "Please select options from the enum fields",
                     "requestedSchema": {
                         "type": "object",
@@ -245,8 +269,9 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                         },
                         "required": []
                     }
-                }))
-                .await?;
+                }),
+            )
+            .await?;
             Ok::<_, HandlerError>(format!(
                 "Elicitation completed: action={}, content={}",
                 reply["action"], reply["content"]
@@ -276,6 +301,135 @@ fn modern_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder
             "required": ["region"]
         })),
     )
+}
+
+fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+    let name_request = || elicit_one("What is your name?", "name", "string");
+    b.tool(
+        Tool::new("test_input_required_result_elicitation", "Asks for the user's name, then greets", move |_, ctx: Ctx| async move {
+            let reply = ask(&ctx, "user_name", "elicitation/create", name_request()).await?;
+            Ok::<_, HandlerError>(format!("Hello, {}!", reply["content"]["name"].as_str().unwrap_or("stranger")))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_sampling", "Asks the client's model a question", |_, ctx: Ctx| async move {
+            let params = json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
+                "maxTokens": 100
+            });
+            let reply = ask(&ctx, "capital_question", "sampling/createMessage", params).await?;
+            Ok::<_, HandlerError>(format!("Sampling response: {}", reply["content"]["text"].as_str().unwrap_or_default()))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_list_roots", "Asks the client for its roots", |_, ctx: Ctx| async move {
+            let reply = ask(&ctx, "client_roots", "roots/list", json!({})).await?;
+            let uris: Vec<&str> = reply["roots"].as_array().into_iter().flatten().filter_map(|r| r["uri"].as_str()).collect();
+            Ok::<_, HandlerError>(format!("Client roots: {}", uris.join(", ")))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_request_state", "Round-trips a sealed requestState", |_, ctx: Ctx| async move {
+            let confirm = elicit_one("Please confirm", "ok", "boolean");
+            let ask_it = InputRequired::new().request("confirm", "elicitation/create", confirm).with_state(json!({"checkpoint": "confirm"}));
+            let answers = ctx.input(ask_it).await?;
+            // A modern retry only reaches here with a verified, unexpired state.
+            let verified = ctx.era() == Era::Legacy || ctx.request_state() == Some(&json!({"checkpoint": "confirm"}));
+            if !verified {
+                return Err(HandlerError::Rpc(RpcError::invalid_params("Invalid requestState")));
+            }
+            Ok(format!("state-ok: confirmed={}", answers["confirm"]["content"]["ok"]))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_tampered_state", "Rejects an altered requestState", |_, ctx: Ctx| async move {
+            let confirm = elicit_one("Please confirm", "ok", "boolean");
+            let ask_it = InputRequired::new().request("confirm", "elicitation/create", confirm).with_state(json!({"nonce": "integrity"}));
+            ctx.input(ask_it).await?;
+            Ok::<_, HandlerError>("state verified")
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_multiple_inputs", "Asks for a name, a greeting and the roots at once", move |_, ctx: Ctx| async move {
+            let greeting = json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+                "maxTokens": 50
+            });
+            let ask_all = InputRequired::new()
+                .request("user_name", "elicitation/create", name_request())
+                .request("greeting", "sampling/createMessage", greeting)
+                .request("client_roots", "roots/list", json!({}))
+                .with_state(json!({"round": 1}));
+            let a = ctx.input(ask_all).await?;
+            Ok::<_, HandlerError>(format!(
+                "name={}, greeting={}, roots={}",
+                a["user_name"]["content"]["name"], a["greeting"]["content"]["text"], a["client_roots"]["roots"]
+            ))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_multi_round", "Asks two questions in two rounds", |_, ctx: Ctx| async move {
+            let step1 = elicit_one("Step 1: What is your name?", "name", "string");
+            let a = ctx.input(InputRequired::new().request("step1", "elicitation/create", step1).with_state(json!({"step": 1}))).await?;
+            let name = a["step1"]["content"]["name"].as_str().unwrap_or_default().to_owned();
+            let step2 = elicit_one("Step 2: What is your favorite color?", "color", "string");
+            let b = ctx.input(InputRequired::new().request("step2", "elicitation/create", step2).with_state(json!({"step": 2}))).await?;
+            let color = b["step2"]["content"]["color"].as_str().unwrap_or_default().to_owned();
+            Ok::<_, HandlerError>(format!("Hello {name}, your favorite color is {color}"))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_input_required_result_capabilities", "Asks only for what the client declared", |_, ctx: Ctx| async move {
+            let caps = ctx.client_capabilities();
+            let mut ask_what = InputRequired::new();
+            if caps.sampling() {
+                let p = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}], "maxTokens": 20});
+                ask_what = ask_what.request("sample", "sampling/createMessage", p);
+            }
+            if caps.elicitation_form() {
+                ask_what = ask_what.request("user_name", "elicitation/create", elicit_one("What is your name?", "name", "string"));
+            }
+            if caps.roots() {
+                ask_what = ask_what.request("client_roots", "roots/list", json!({}));
+            }
+            if ask_what.requests.is_empty() {
+                return Ok::<_, HandlerError>("The client declared no input capability".to_owned());
+            }
+            let answers = ctx.input(ask_what).await?;
+            Ok(format!("Received {} input(s)", answers.len()))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_streaming_elicitation", "Needs the user's input through elicitation", move |_, ctx: Ctx| async move {
+            let reply = ask(&ctx, "user_name", "elicitation/create", name_request()).await?;
+            Ok::<_, HandlerError>(format!("Elicited: {}", reply["content"]))
+        })
+        .input_schema(empty_schema()),
+    )
+    .tool(
+        Tool::new("test_logging_tool", "Logs at info and debug (modern: only with a _meta log level)", |_, ctx: Ctx| async move {
+            ctx.log(LoggingLevel::Info, Some("everything"), json!("test_logging_tool: info")).await;
+            ctx.log(LoggingLevel::Debug, Some("everything"), json!("test_logging_tool: debug")).await;
+            "Logging tool completed"
+        })
+        .input_schema(empty_schema()),
+    )
+    .prompt(Prompt::new("test_input_required_result_prompt", "A prompt that needs context from the user", |_, ctx: Ctx| async move {
+        let request = elicit_one("What context should the prompt use?", "context", "string");
+        let reply = ask(&ctx, "user_context", "elicitation/create", request).await?;
+        let context = reply["content"]["context"].as_str().unwrap_or_default().to_owned();
+        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(format!(
+            "Use this context: {context}"
+        )))]))
+    }))
 }
 
 fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
@@ -376,6 +530,7 @@ fn server() -> Result<McpServer, ServerError> {
     let b = streaming_tools(b);
     let b = client_request_tools(b);
     let b = modern_tools(b);
+    let b = mrtr_tools(b);
     let b = resources(b);
     prompts(b).build()
 }

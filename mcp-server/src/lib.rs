@@ -59,6 +59,7 @@ pub use mcp_protocol::model::{
     ResourceContents,
 };
 pub use mcp_protocol::{Era, Revision, RpcError};
+pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{ClientRequestError, Ctx, HandlerError};
 pub use prompt::Prompt;
 pub use resource::{Resource, ResourceTemplate};
@@ -68,7 +69,8 @@ pub use tool::{IntoToolResult, Tool, schema_of};
 /// Everything a server module usually needs.
 pub mod prelude {
     pub use crate::{
-        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, IntoToolResult, LoggingLevel,
+        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
+        LoggingLevel,
         McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Revision,
         RpcError, ServerError, Tool,
     };

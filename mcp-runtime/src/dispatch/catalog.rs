@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Runtime, handler_error, parse_params};
 use crate::ctx::Ctx;
+use crate::handler::HandlerError;
 use crate::guard::{Interrupted, run_guarded};
 use crate::registry::CompletionKey;
 
@@ -80,13 +81,25 @@ pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, V
             None => return Err(RpcError::resource_not_found(ctx.era(), uri)),
         },
     };
-    let cancel = ctx.cancellation().clone();
-    let fut = handler.read(uri.to_owned(), vars, ctx);
-    let result = run_guarded("resources/read", fut, rt.config.handler_timeout, &cancel)
-        .await
-        .map_err(|i| interrupted("resources/read", i))?
-        .map_err(|e| handler_error("resources/read", e))?;
-    serde_json::to_value(result).map_err(|_| RpcError::internal())
+    let uri = uri.to_owned();
+    let call = move |ctx: Ctx| handler.read(uri.clone(), vars.clone(), ctx);
+    let (outcome, ctx) = rt.run_rounds("resources/read", ctx, call).await.map_err(|i| interrupted("resources/read", i))?;
+    finish(rt, &ctx, params, outcome)
+}
+
+/// The answer of an MRTR-capable method: its result, `input_required`
+/// (modern), or the error.
+fn finish<T: serde::Serialize>(
+    rt: &Runtime,
+    ctx: &Ctx,
+    params: &Map<String, Value>,
+    outcome: Result<T, HandlerError>,
+) -> Result<Value, RpcError> {
+    match outcome {
+        Ok(result) => serde_json::to_value(result).map_err(|_| RpcError::internal()),
+        Err(HandlerError::InputRequired(ir)) => rt.input_required(ctx, Some(params), ir),
+        Err(e) => Err(handler_error(ctx.method(), e)),
+    }
 }
 
 pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -104,13 +117,10 @@ pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Valu
     if let Some(missing) = prompt.def.arguments.iter().find(|a| a.required && !args.contains_key(&a.name)) {
         return Err(RpcError::invalid_params(format!("Missing required argument: {}", missing.name)));
     }
-    let cancel = ctx.cancellation().clone();
-    let fut = prompt.handler.get(args, ctx);
-    let result = run_guarded("prompts/get", fut, rt.config.handler_timeout, &cancel)
-        .await
-        .map_err(|i| interrupted("prompts/get", i))?
-        .map_err(|e| handler_error("prompts/get", e))?;
-    serde_json::to_value(result).map_err(|_| RpcError::internal())
+    let handler = prompt.handler.clone();
+    let call = move |ctx: Ctx| handler.get(args.clone(), ctx);
+    let (outcome, ctx) = rt.run_rounds("prompts/get", ctx, call).await.map_err(|i| interrupted("prompts/get", i))?;
+    finish(rt, &ctx, params, outcome)
 }
 
 pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {

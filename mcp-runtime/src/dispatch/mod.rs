@@ -14,7 +14,8 @@ mod tools;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::classify::{check_method, request_era};
+use mcp_protocol::classify::{allows_input_required, check_method, request_era};
+use mcp_protocol::request_state::StateKey;
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{ServerFeatures, server_capabilities};
@@ -26,6 +27,7 @@ use crate::config::ServerConfig;
 use crate::ctx::{Ctx, CtxInner, Origin};
 use crate::handler::HandlerError;
 use crate::inflight::InFlight;
+use crate::mrtr::Round;
 use crate::registry::Registry;
 use crate::session::{Session, SessionStore};
 use crate::sink::Sink;
@@ -115,13 +117,20 @@ pub struct Runtime {
     registry: Arc<Registry>,
     sessions: SessionStore,
     server_info: Value,
+    state_key: StateKey,
 }
 
 impl Runtime {
     /// A runtime over a registry.
     pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
         let server_info = config.server_info.render(None);
-        Runtime { config, registry, sessions: SessionStore::new(), server_info }
+        let state_key = config.request_state_key.clone().unwrap_or_else(random_state_key);
+        Runtime { config, registry, sessions: SessionStore::new(), server_info, state_key }
+    }
+
+    /// The key sealing MRTR request states.
+    pub(crate) fn state_key(&self) -> &StateKey {
+        &self.state_key
     }
 
     /// The configuration.
@@ -189,7 +198,7 @@ impl Runtime {
         }
     }
 
-    fn ctx(&self, req: &Request, route: &Route, env: RequestEnv) -> Ctx {
+    fn ctx(&self, req: &Request, route: &Route, env: RequestEnv, round: Round) -> Ctx {
         let origin = match (&route.modern, env.session) {
             (Some(m), _) => Origin::Modern(m.clone()),
             (None, Some(s)) => Origin::Session(s),
@@ -199,12 +208,6 @@ impl Runtime {
             .params
             .as_ref()
             .and_then(|p| p.get("_meta"))
-            .and_then(Value::as_object)
-            .cloned();
-        let input_responses = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("inputResponses"))
             .and_then(Value::as_object)
             .cloned();
         Ctx::new(CtxInner {
@@ -218,14 +221,23 @@ impl Runtime {
             sink: env.sink,
             extensions: env.extensions,
             client_request_timeout: self.config.client_request_timeout,
-            input_responses,
+            input_responses: round.responses,
+            request_state: round.state,
         })
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).
     pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
         let cancel = env.cancel.clone();
-        let ctx = self.ctx(&req, route, env);
+        let round = if route.era == Era::Modern && allows_input_required(&req.method) {
+            match self.open_round(&req.method, req.params.as_ref(), &env.auth.principal) {
+                Ok(r) => r,
+                Err(e) => return Reply::Error(e),
+            }
+        } else {
+            Round::default()
+        };
+        let ctx = self.ctx(&req, route, env, round);
         let params = req.params.unwrap_or_default();
         let outcome = match req.method.as_str() {
             "ping" => Ok(Value::Object(Map::new())),
@@ -288,6 +300,19 @@ impl Runtime {
             }
             other => tracing::debug!(method = other, "notification ignored"),
         }
+    }
+}
+
+/// A fresh per-process key for sealing request states (from the OS CSPRNG).
+fn random_state_key() -> StateKey {
+    let mut bytes = [0u8; 32];
+    if getrandom::fill(&mut bytes).is_err() {
+        panic!("the operating system's random number generator failed");
+    }
+    tracing::info!("no request_state_key configured: request states are sealed with a per-process key");
+    match StateKey::new(&bytes) {
+        Ok(k) => k,
+        Err(_) => unreachable!("32 bytes is a valid key length"),
     }
 }
 

@@ -3,12 +3,12 @@
 
 use mcp_protocol::model::{CallToolParams, CallToolResult};
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
-use mcp_protocol::{Era, Feature, RpcError};
+use mcp_protocol::{Era, Feature};
 use serde_json::{Map, Value};
 
 use super::{Reply, Runtime, parse_params};
 use crate::ctx::Ctx;
-use crate::guard::{Interrupted, run_guarded};
+use crate::guard::Interrupted;
 use crate::handler::HandlerError;
 
 /// Whether the caller enabled tasks for this call: a task-augmented request
@@ -43,9 +43,9 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
     {
         return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
     }
-    let cancel = ctx.cancellation().clone();
-    let fut = tool.handler.call(args, ctx);
-    let outcome = match run_guarded(&tool.def.name, fut, rt.config.handler_timeout, &cancel).await {
+    let handler = tool.handler.clone();
+    let call = move |ctx: Ctx| handler.call(args.clone(), ctx);
+    let (outcome, ctx) = match rt.run_rounds(&tool.def.name, ctx, call).await {
         Ok(o) => o,
         Err(Interrupted::Cancelled) => return Reply::Cancelled,
         Err(Interrupted::Panicked) => return render(CallToolResult::error("Internal tool error")),
@@ -63,10 +63,10 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
             render(result)
         }
         Err(HandlerError::Rpc(e)) => Reply::Error(e),
-        Err(HandlerError::InputRequired(_)) => {
-            tracing::warn!(tool = %tool.def.name, "tool asked for client input; not available for this request");
-            Reply::Error(RpcError::internal())
-        }
+        Err(HandlerError::InputRequired(ir)) => match rt.input_required(&ctx, Some(params), ir) {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        },
         Err(HandlerError::Internal(msg)) => {
             tracing::error!(tool = %tool.def.name, error = %msg, "tool failed");
             render(CallToolResult::error("Internal tool error"))

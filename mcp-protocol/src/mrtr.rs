@@ -1,0 +1,133 @@
+//! Multi round-trip requests (SEP-2322): the shape rules of input requests
+//! and input responses, and which client capability each input request needs.
+//!
+//! The sealing of `requestState` lives in [`crate::request_state`].
+
+use serde_json::{Map, Value, json};
+
+use crate::error::RpcError;
+use crate::model::ClientCapabilities;
+use crate::revision::Revision;
+
+/// The methods an input request may carry.
+pub const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
+/// Validates the `inputResponses` of a retry: an object whose values are
+/// objects (each an `ElicitResult`, `CreateMessageResult` or
+/// `ListRootsResult`). Anything else is a protocol error (-32602).
+pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcError> {
+    let map = value
+        .as_object()
+        .ok_or_else(|| RpcError::invalid_params("inputResponses must be an object"))?;
+    if let Some((key, _)) = map.iter().find(|(_, v)| !v.is_object()) {
+        return Err(RpcError::invalid_params(format!("inputResponses[\"{key}\"] must be an object")));
+    }
+    Ok(map)
+}
+
+/// The `requiredCapabilities` an input request needs that the client did not
+/// declare, or `None` when it may be sent. Elicitation modes are checked
+/// against the declaration and the revision (URL mode from 2025-11-25; an
+/// empty `elicitation` object means form only); tool-enabled sampling needs
+/// `sampling.tools`.
+pub fn missing_capability(
+    request: &Value,
+    caps: &ClientCapabilities,
+    revision: Option<Revision>,
+) -> Option<Value> {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+    let params = request.get("params");
+    match method {
+        "elicitation/create" => {
+            let url = params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url");
+            match (url, url && caps.elicitation_url(revision), caps.elicitation_form()) {
+                (true, false, _) => Some(json!({"elicitation": {"url": {}}})),
+                (false, _, false) => Some(json!({"elicitation": {}})),
+                _ => None,
+            }
+        }
+        "sampling/createMessage" => {
+            let tools = params.and_then(|p| p.get("tools")).is_some();
+            if !caps.sampling() {
+                Some(json!({"sampling": {}}))
+            } else if tools && !caps.sampling_tools() {
+                Some(json!({"sampling": {"tools": {}}}))
+            } else {
+                None
+            }
+        }
+        "roots/list" => (!caps.roots()).then(|| json!({"roots": {}})),
+        _ => None,
+    }
+}
+
+/// Checks the shape of a handler's input requests: each a `{method, params}`
+/// object naming one of [`INPUT_METHODS`].
+pub fn check_input_requests(requests: &Map<String, Value>) -> Result<(), String> {
+    for (key, req) in requests {
+        let method = req.get("method").and_then(Value::as_str);
+        if !method.is_some_and(|m| INPUT_METHODS.contains(&m)) {
+            return Err(format!("input request {key:?} must name one of {INPUT_METHODS:?}"));
+        }
+        if req.get("params").is_some_and(|p| !p.is_object()) {
+            return Err(format!("input request {key:?} has non-object params"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        ClientCapabilities::new(v.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn responses_shape() {
+        assert!(parse_input_responses(&json!({"a": {"action": "accept"}})).is_ok());
+        assert!(parse_input_responses(&json!({})).is_ok());
+        for bad in [json!(null), json!(42), json!([]), json!({"a": 42}), json!({"a": null})] {
+            assert_eq!(parse_input_responses(&bad).unwrap_err().code, -32602, "{bad}");
+        }
+    }
+
+    #[test]
+    fn capability_table() {
+        let form = json!({"method": "elicitation/create", "params": {"message": "m"}});
+        let url = json!({"method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "m"}});
+        let sample = json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}});
+        let sample_tools = json!({"method": "sampling/createMessage", "params": {"tools": []}});
+        let roots = json!({"method": "roots/list", "params": {}});
+        let modern = Some(Revision::V2026_07_28);
+        let table = [
+            (&form, json!({}), Some(json!({"elicitation": {}}))),
+            (&form, json!({"elicitation": {}}), None),
+            (&form, json!({"elicitation": {"url": {}}}), Some(json!({"elicitation": {}}))),
+            (&url, json!({"elicitation": {}}), Some(json!({"elicitation": {"url": {}}}))),
+            (&url, json!({"elicitation": {"url": {}}}), None),
+            (&sample, json!({}), Some(json!({"sampling": {}}))),
+            (&sample, json!({"sampling": {}}), None),
+            (&sample_tools, json!({"sampling": {}}), Some(json!({"sampling": {"tools": {}}}))),
+            (&sample_tools, json!({"sampling": {"tools": {}}}), None),
+            (&roots, json!({}), Some(json!({"roots": {}}))),
+            (&roots, json!({"roots": {}}), None),
+        ];
+        for (req, declared, want) in table {
+            assert_eq!(missing_capability(req, &caps(declared.clone()), modern), want, "{req} with {declared}");
+        }
+        let old = Some(Revision::V2025_06_18);
+        assert!(missing_capability(&url, &caps(json!({"elicitation": {"url": {}}})), old).is_some());
+    }
+
+    #[test]
+    fn request_shapes() {
+        let mut ok = Map::new();
+        ok.insert("a".into(), json!({"method": "roots/list", "params": {}}));
+        assert!(check_input_requests(&ok).is_ok());
+        let mut bad = Map::new();
+        bad.insert("a".into(), json!({"method": "tools/call"}));
+        assert!(check_input_requests(&bad).is_err());
+    }
+}
