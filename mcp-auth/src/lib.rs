@@ -35,12 +35,18 @@ pub struct Challenge {
 impl Challenge {
     /// A 401 with a challenge header.
     pub fn unauthorized(www_authenticate: impl Into<String>) -> Self {
-        Challenge { status: 401, www_authenticate: Some(www_authenticate.into()) }
+        Challenge {
+            status: 401,
+            www_authenticate: Some(www_authenticate.into()),
+        }
     }
 
     /// A 403 with a challenge header.
     pub fn forbidden(www_authenticate: impl Into<String>) -> Self {
-        Challenge { status: 403, www_authenticate: Some(www_authenticate.into()) }
+        Challenge {
+            status: 403,
+            www_authenticate: Some(www_authenticate.into()),
+        }
     }
 }
 

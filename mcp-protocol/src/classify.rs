@@ -132,9 +132,7 @@ pub fn check_batch(revision: Option<Revision>, items: &[Message]) -> Result<(), 
     for item in items {
         match item {
             Message::Request(r) if r.method == "initialize" => {
-                return Err(RpcError::invalid_request(
-                    "initialize must not be part of a batch",
-                ));
+                return Err(RpcError::invalid_request("initialize must not be part of a batch"));
             }
             Message::Request(Request { params, .. }) if meta::claims_modern(params.as_ref()) => {
                 return Err(RpcError::invalid_request(
@@ -178,29 +176,12 @@ mod tests {
                 Era::Legacy,
             ),
             (req("initialize", modern.clone()), None, Era::Modern),
-            (
-                req("tools/list", json!({})),
-                Some(Revision::V2026_07_28),
-                Era::Modern,
-            ),
-            (
-                req("tools/list", json!({})),
-                Some(Revision::V2025_06_18),
-                Era::Legacy,
-            ),
-            (
-                req("initialize", json!({})),
-                Some(Revision::V2026_07_28),
-                Era::Modern,
-            ),
+            (req("tools/list", json!({})), Some(Revision::V2026_07_28), Era::Modern),
+            (req("tools/list", json!({})), Some(Revision::V2025_06_18), Era::Legacy),
+            (req("initialize", json!({})), Some(Revision::V2026_07_28), Era::Modern),
         ];
         for (r, transport, want) in table {
-            assert_eq!(
-                request_era(&r, transport),
-                want,
-                "{} {transport:?}",
-                r.method
-            );
+            assert_eq!(request_era(&r, transport), want, "{} {transport:?}", r.method);
         }
     }
 
@@ -233,43 +214,19 @@ mod tests {
             ("nonsense", false, false, false),
         ];
         for (m, l18, l25, modern) in table {
-            assert_eq!(
-                serves_request(m, Era::Legacy, Some(V2025_06_18)),
-                l18,
-                "{m} 2025-06-18"
-            );
-            assert_eq!(
-                serves_request(m, Era::Legacy, Some(V2025_11_25)),
-                l25,
-                "{m} 2025-11-25"
-            );
-            assert_eq!(
-                serves_request(m, Era::Modern, Some(V2026_07_28)),
-                modern,
-                "{m} modern"
-            );
+            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_06_18)), l18, "{m} 2025-06-18");
+            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_11_25)), l25, "{m} 2025-11-25");
+            assert_eq!(serves_request(m, Era::Modern, Some(V2026_07_28)), modern, "{m} modern");
         }
-        assert_eq!(
-            check_method("ping", Era::Modern, None).unwrap_err().code,
-            -32601
-        );
+        assert_eq!(check_method("ping", Era::Modern, None).unwrap_err().code, -32601);
     }
 
     #[test]
     fn notification_catalogue() {
-        assert!(serves_notification(
-            "notifications/initialized",
-            Era::Legacy
-        ));
-        assert!(!serves_notification(
-            "notifications/initialized",
-            Era::Modern
-        ));
+        assert!(serves_notification("notifications/initialized", Era::Legacy));
+        assert!(!serves_notification("notifications/initialized", Era::Modern));
         assert!(serves_notification("notifications/cancelled", Era::Modern));
-        assert!(!serves_notification(
-            "notifications/roots/list_changed",
-            Era::Modern
-        ));
+        assert!(!serves_notification("notifications/roots/list_changed", Era::Modern));
     }
 
     #[test]

@@ -35,13 +35,9 @@ pub fn encode_cursor(after_key: &str) -> String {
 /// -32602 "Invalid cursor".
 pub fn decode_cursor(cursor: &str) -> Result<String, RpcError> {
     let invalid = || RpcError::invalid_params("Invalid cursor");
-    let bytes = URL_SAFE_NO_PAD
-        .decode(cursor.as_bytes())
-        .map_err(|_| invalid())?;
+    let bytes = URL_SAFE_NO_PAD.decode(cursor.as_bytes()).map_err(|_| invalid())?;
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-    text.strip_prefix(PREFIX)
-        .map(str::to_owned)
-        .ok_or_else(invalid)
+    text.strip_prefix(PREFIX).map(str::to_owned).ok_or_else(invalid)
 }
 
 /// Cuts one page out of `items`, which must be sorted by `key` (ascending,
@@ -95,8 +91,7 @@ mod tests {
         ] {
             let c = encode_cursor(key);
             assert!(
-                c.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
                 "{c}"
             );
             assert_eq!(decode_cursor(&c).unwrap(), key);
@@ -131,23 +126,13 @@ mod tests {
 
     #[test]
     fn pages_walk_the_whole_list() {
-        for (len, size) in [
-            (0, 3),
-            (1, 3),
-            (3, 3),
-            (4, 3),
-            (10, 3),
-            (10, 1),
-            (10, 10),
-            (10, 50),
-        ] {
+        for (len, size) in [(0, 3), (1, 3), (3, 3), (4, 3), (10, 3), (10, 1), (10, 10), (10, 50)] {
             let items = names(len);
             let mut seen = Vec::new();
             let mut cursor: Option<String> = None;
             let mut pages = 0;
             loop {
-                let (page, next) =
-                    paginate(&items, |s: &String| s.as_str(), cursor.as_deref(), size).unwrap();
+                let (page, next) = paginate(&items, |s: &String| s.as_str(), cursor.as_deref(), size).unwrap();
                 assert!(page.len() <= size);
                 seen.extend(page.iter().cloned());
                 pages += 1;

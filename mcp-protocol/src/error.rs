@@ -70,10 +70,7 @@ impl RpcError {
 
     /// -32601 naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            codes::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-        )
+        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
     }
 
     /// -32602.
@@ -119,11 +116,8 @@ impl RpcError {
     /// -32022 with `data.supported` and `data.requested`.
     pub fn unsupported_version(supported: &[Revision], requested: &str) -> Self {
         let supported: Vec<&str> = supported.iter().map(|r| r.as_str()).collect();
-        Self::new(
-            codes::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({ "supported": supported, "requested": requested }))
+        Self::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(json!({ "supported": supported, "requested": requested }))
     }
 
     /// The HTTP status this error is answered with in an era.
@@ -185,10 +179,7 @@ mod tests {
 
     #[test]
     fn resource_not_found_per_era() {
-        assert_eq!(
-            RpcError::resource_not_found(Era::Legacy, "x://a").code,
-            -32002
-        );
+        assert_eq!(RpcError::resource_not_found(Era::Legacy, "x://a").code, -32002);
         let modern = RpcError::resource_not_found(Era::Modern, "x://a");
         assert_eq!(modern.code, -32602);
         assert_eq!(modern.data, Some(json!({"uri": "x://a"})));
@@ -208,10 +199,7 @@ mod tests {
     fn missing_capability_data() {
         let e = RpcError::missing_capability(json!({"sampling": {}}));
         assert_eq!(e.code, -32021);
-        assert_eq!(
-            e.data,
-            Some(json!({"requiredCapabilities": {"sampling": {}}}))
-        );
+        assert_eq!(e.data, Some(json!({"requiredCapabilities": {"sampling": {}}})));
         assert!(e.message.contains("sampling"));
     }
 

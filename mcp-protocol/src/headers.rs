@@ -35,8 +35,7 @@ use crate::error::RpcError;
 mod param;
 
 pub use param::{
-    ParamHeader, ParamKind, XMcpHeaderError, check_param_headers, param_header_names,
-    parse_param_headers,
+    ParamHeader, ParamKind, XMcpHeaderError, check_param_headers, param_header_names, parse_param_headers,
 };
 
 /// The lowercase name of the `MCP-Protocol-Version` header.
@@ -92,16 +91,11 @@ impl HeaderError {
 pub fn encode_header_value(v: &Value) -> Option<String> {
     match v {
         Value::String(s) if is_plain(s) && !is_sentinel_shaped(s) => Some(s.clone()),
-        Value::String(s) => Some(format!(
-            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
-            STANDARD.encode(s)
-        )),
+        Value::String(s) => Some(format!("{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}", STANDARD.encode(s))),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => match as_number(n) {
             Num::Int(i) => Some(i.to_string()),
-            Num::Float(f) if f.fract() == 0.0 && f.abs() < 2f64.powi(63) => {
-                Some((f as i64).to_string())
-            }
+            Num::Float(f) if f.fract() == 0.0 && f.abs() < 2f64.powi(63) => Some((f as i64).to_string()),
             Num::Float(_) => None,
         },
         _ => None,
@@ -145,9 +139,7 @@ pub fn decode_header_value(raw: &[u8]) -> Result<String, HeaderError> {
         .and_then(|r| r.strip_suffix(SENTINEL_SUFFIX))
     {
         Some(inner) => {
-            let bytes = LENIENT_STANDARD
-                .decode(inner)
-                .map_err(|_| HeaderError::InvalidBase64)?;
+            let bytes = LENIENT_STANDARD.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
             String::from_utf8(bytes).map_err(|_| HeaderError::InvalidUtf8)
         }
         None => Ok(s.to_owned()),
@@ -178,12 +170,7 @@ pub fn check_standard_headers<'h>(
     meta_version: &str,
     get: &dyn Fn(&str) -> Option<&'h [u8]>,
 ) -> Result<(), RpcError> {
-    expect_equal(
-        get,
-        PROTOCOL_VERSION_HEADER,
-        "MCP-Protocol-Version",
-        meta_version,
-    )?;
+    expect_equal(get, PROTOCOL_VERSION_HEADER, "MCP-Protocol-Version", meta_version)?;
     expect_equal(get, METHOD_HEADER, "Mcp-Method", method)?;
     let name = name_field(method).and_then(|field| params?.get(field)?.as_str());
     if let Some(body) = name {
@@ -277,10 +264,7 @@ fn parse_number(s: &str) -> Option<Num> {
     if !mantissa_ok || exponent.is_some_and(|e| !digits(e)) {
         return None;
     }
-    s.parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-        .map(Num::Float)
+    s.parse::<f64>().ok().filter(|f| f.is_finite()).map(Num::Float)
 }
 
 #[cfg(test)]
@@ -295,24 +279,15 @@ mod tests {
     fn encode_table() {
         let table = [
             (json!("plain"), Some("plain")),
-            (
-                json!("with inner space\tand tab"),
-                Some("with inner space\tand tab"),
-            ),
+            (json!("with inner space\tand tab"), Some("with inner space\tand tab")),
             (json!("a,b;c=d\"e"), Some("a,b;c=d\"e")),
             (json!(" lead"), Some("=?base64?IGxlYWQ=?=")),
             (json!("trail\t"), Some("=?base64?dHJhaWwJ?=")),
             (json!("line\nbreak"), Some("=?base64?bGluZQpicmVhaw==?=")),
             (json!("日本"), Some("=?base64?5pel5pys?=")),
             (json!(""), Some("=?base64??=")),
-            (
-                json!("=?base64?abc?="),
-                Some("=?base64?PT9iYXNlNjQ/YWJjPz0=?="),
-            ),
-            (
-                json!("=?BASE64?abc?="),
-                Some("=?base64?PT9CQVNFNjQ/YWJjPz0=?="),
-            ),
+            (json!("=?base64?abc?="), Some("=?base64?PT9iYXNlNjQ/YWJjPz0=?=")),
+            (json!("=?BASE64?abc?="), Some("=?base64?PT9CQVNFNjQ/YWJjPz0=?=")),
             (json!("=?base64?"), Some("=?base64?")),
             (json!(42), Some("42")),
             (json!(-7), Some("-7")),
@@ -410,10 +385,7 @@ mod tests {
     fn standard_headers() {
         let v = "2026-07-28";
         let call = obj(json!({"name": "bar", "arguments": {}}));
-        let base: &[(&str, &[u8])] = &[
-            ("mcp-protocol-version", b"2026-07-28"),
-            ("mcp-method", b"tools/call"),
-        ];
+        let base: &[(&str, &[u8])] = &[("mcp-protocol-version", b"2026-07-28"), ("mcp-method", b"tools/call")];
         let with = |extra: &[(&'static str, &'static [u8])]| -> Vec<(&str, &[u8])> {
             base.iter().chain(extra).cloned().collect()
         };
@@ -526,9 +498,7 @@ mod tests {
             ("1e999", json!(1), false),
         ];
         for (h, body, want) in table {
-            let Value::Number(n) = &body else {
-                unreachable!()
-            };
+            let Value::Number(n) = &body else { unreachable!() };
             assert_eq!(
                 parse_number(h).is_some_and(|x| x.equals(as_number(n))),
                 want,

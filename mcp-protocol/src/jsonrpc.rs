@@ -186,9 +186,7 @@ impl DecodeError {
     /// The JSON-RPC error to answer with.
     pub fn to_rpc_error(&self) -> RpcError {
         match self {
-            DecodeError::Parse(_) | DecodeError::TooDeep { .. } => {
-                RpcError::parse_error(self.to_string())
-            }
+            DecodeError::Parse(_) | DecodeError::TooDeep { .. } => RpcError::parse_error(self.to_string()),
             DecodeError::Invalid { message, .. } => RpcError::invalid_request(message.clone()),
             DecodeError::TooLarge { .. } | DecodeError::EmptyBatch | DecodeError::MixedBatch => {
                 RpcError::invalid_request(capitalize(&self.to_string()))
@@ -206,13 +204,7 @@ impl DecodeError {
 
     /// Whether an answer is due (malformed notifications are dropped).
     pub fn wants_reply(&self) -> bool {
-        !matches!(
-            self,
-            DecodeError::Invalid {
-                notification: true,
-                ..
-            }
-        )
+        !matches!(self, DecodeError::Invalid { notification: true, .. })
     }
 }
 
@@ -239,12 +231,8 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
             if items.is_empty() {
                 return Err(DecodeError::EmptyBatch);
             }
-            let decoded: Vec<Result<Message, DecodeError>> =
-                items.into_iter().map(message_from_value).collect();
-            let responses = decoded
-                .iter()
-                .filter(|m| matches!(m, Ok(Message::Response(_))))
-                .count();
+            let decoded: Vec<Result<Message, DecodeError>> = items.into_iter().map(message_from_value).collect();
+            let responses = decoded.iter().filter(|m| matches!(m, Ok(Message::Response(_)))).count();
             let calls = decoded
                 .iter()
                 .filter(|m| matches!(m, Ok(Message::Request(_) | Message::Notification(_))))
@@ -261,11 +249,7 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
 /// Parses JSON with a nesting limit; duplicate keys keep the first occurrence.
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = ValueSeed {
-        depth_left: max_depth,
-    }
-    .deserialize(&mut de)
-    .map_err(|e| {
+    let value = ValueSeed { depth_left: max_depth }.deserialize(&mut de).map_err(|e| {
         if e.to_string().contains(TOO_DEEP) {
             DecodeError::TooDeep { limit: max_depth }
         } else {
@@ -515,10 +499,7 @@ mod tests {
     fn decodes_each_kind() {
         let table = [
             (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request"),
-            (
-                r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#,
-                "request",
-            ),
+            (r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, "request"),
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 "notification",
@@ -543,57 +524,22 @@ mod tests {
     fn rejects_bad_shapes() {
         // (input, expected code, id echoed, wants reply)
         let table: [(&str, i32, Option<RequestId>, bool); 11] = [
-            (
-                r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
-                -32600,
-                None,
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
-                -32600,
-                None,
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
-                -32600,
-                None,
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
-                -32600,
-                Some(1.into()),
-                true,
-            ),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#, -32600, None, true),
+            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600, Some(1.into()), true),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#,
                 -32600,
                 Some(1.into()),
                 true,
             ),
-            (
-                r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
-                -32600,
-                Some(1.into()),
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
-                -32600,
-                None,
-                false,
-            ),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, -32600, Some(1.into()), true),
+            (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, -32600, None, false),
             (r#"{"jsonrpc":"2.0"}"#, -32600, None, true),
             (r#"{"jsonrpc":"2.0","id":1}"#, -32600, Some(1.into()), true),
             (r#"42"#, -32600, None, true),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#,
-                -32700,
-                None,
-                true,
-            ),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#, -32700, None, true),
         ];
         for (s, code, id, reply) in table {
             let e = dec(s).unwrap_err();
@@ -650,8 +596,7 @@ mod tests {
     #[test]
     fn batches() {
         assert_eq!(dec("[]").unwrap_err(), DecodeError::EmptyBatch);
-        let mixed =
-            r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
+        let mixed = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","id":2,"result":{}}]"#;
         assert_eq!(dec(mixed).unwrap_err(), DecodeError::MixedBatch);
         let ok = r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y"},5]"#;
         let Inbound::Batch(items) = dec(ok).unwrap() else {

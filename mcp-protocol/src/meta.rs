@@ -60,10 +60,7 @@ pub struct ModernMeta {
 /// Order (behaviour invariant 3): the version's shape (-32602), whether the
 /// version is served (-32022 with `data.supported`, listing `advertised`),
 /// then the other required keys (-32602).
-pub fn parse_modern_meta(
-    params: Option<&Map<String, Value>>,
-    advertised: &[Revision],
-) -> Result<ModernMeta, RpcError> {
+pub fn parse_modern_meta(params: Option<&Map<String, Value>>, advertised: &[Revision]) -> Result<ModernMeta, RpcError> {
     let Some(meta) = meta_of(params) else {
         return Err(RpcError::invalid_params("Missing required _meta"));
     };
@@ -175,11 +172,7 @@ mod tests {
         ];
         for (p, code) in table {
             let p = params(p);
-            assert_eq!(
-                parse_modern_meta(Some(&p), ADV).unwrap_err().code,
-                code,
-                "{p:?}"
-            );
+            assert_eq!(parse_modern_meta(Some(&p), ADV).unwrap_err().code, code, "{p:?}");
         }
     }
 
@@ -196,11 +189,7 @@ mod tests {
     #[test]
     fn modern_claim() {
         assert!(!claims_modern(None));
-        assert!(!claims_modern(Some(&params(
-            json!({"_meta": {"progressToken": 1}})
-        ))));
-        assert!(claims_modern(Some(&params(
-            json!({"_meta": {PROTOCOL_VERSION: "x"}})
-        ))));
+        assert!(!claims_modern(Some(&params(json!({"_meta": {"progressToken": 1}})))));
+        assert!(claims_modern(Some(&params(json!({"_meta": {PROTOCOL_VERSION: "x"}})))));
     }
 }

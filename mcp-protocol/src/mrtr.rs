@@ -20,7 +20,9 @@ pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcEr
         .as_object()
         .ok_or_else(|| RpcError::invalid_params("inputResponses must be an object"))?;
     if let Some((key, _)) = map.iter().find(|(_, v)| !v.is_object()) {
-        return Err(RpcError::invalid_params(format!("inputResponses[\"{key}\"] must be an object")));
+        return Err(RpcError::invalid_params(format!(
+            "inputResponses[\"{key}\"] must be an object"
+        )));
     }
     Ok(map)
 }
@@ -30,11 +32,7 @@ pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcEr
 /// against the declaration and the revision (URL mode from 2025-11-25; an
 /// empty `elicitation` object means form only); tool-enabled sampling needs
 /// `sampling.tools`.
-pub fn missing_capability(
-    request: &Value,
-    caps: &ClientCapabilities,
-    revision: Option<Revision>,
-) -> Option<Value> {
+pub fn missing_capability(request: &Value, caps: &ClientCapabilities, revision: Option<Revision>) -> Option<Value> {
     let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
     let params = request.get("params");
     match method {
@@ -96,7 +94,8 @@ mod tests {
     #[test]
     fn capability_table() {
         let form = json!({"method": "elicitation/create", "params": {"message": "m"}});
-        let url = json!({"method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "m"}});
+        let url =
+            json!({"method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "m"}});
         let sample = json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}});
         let sample_tools = json!({"method": "sampling/createMessage", "params": {"tools": []}});
         let roots = json!({"method": "roots/list", "params": {}});
@@ -104,18 +103,34 @@ mod tests {
         let table = [
             (&form, json!({}), Some(json!({"elicitation": {}}))),
             (&form, json!({"elicitation": {}}), None),
-            (&form, json!({"elicitation": {"url": {}}}), Some(json!({"elicitation": {}}))),
-            (&url, json!({"elicitation": {}}), Some(json!({"elicitation": {"url": {}}}))),
+            (
+                &form,
+                json!({"elicitation": {"url": {}}}),
+                Some(json!({"elicitation": {}})),
+            ),
+            (
+                &url,
+                json!({"elicitation": {}}),
+                Some(json!({"elicitation": {"url": {}}})),
+            ),
             (&url, json!({"elicitation": {"url": {}}}), None),
             (&sample, json!({}), Some(json!({"sampling": {}}))),
             (&sample, json!({"sampling": {}}), None),
-            (&sample_tools, json!({"sampling": {}}), Some(json!({"sampling": {"tools": {}}}))),
+            (
+                &sample_tools,
+                json!({"sampling": {}}),
+                Some(json!({"sampling": {"tools": {}}})),
+            ),
             (&sample_tools, json!({"sampling": {"tools": {}}}), None),
             (&roots, json!({}), Some(json!({"roots": {}}))),
             (&roots, json!({"roots": {}}), None),
         ];
         for (req, declared, want) in table {
-            assert_eq!(missing_capability(req, &caps(declared.clone()), modern), want, "{req} with {declared}");
+            assert_eq!(
+                missing_capability(req, &caps(declared.clone()), modern),
+                want,
+                "{req} with {declared}"
+            );
         }
         let old = Some(Revision::V2025_06_18);
         assert!(missing_capability(&url, &caps(json!({"elicitation": {"url": {}}})), old).is_some());

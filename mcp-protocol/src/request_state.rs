@@ -271,8 +271,7 @@ pub fn open(
     if payload[0] != VERSION {
         return Err(StateError::UnsupportedVersion);
     }
-    let sealed: Sealed =
-        serde_json::from_slice(&payload[1..]).map_err(|_| StateError::Malformed)?;
+    let sealed: Sealed = serde_json::from_slice(&payload[1..]).map_err(|_| StateError::Malformed)?;
     if now_ms >= sealed.exp {
         return Err(StateError::Expired);
     }
@@ -325,18 +324,12 @@ mod tests {
         let t = sealed();
         let state = open(&key(), &t, "alice", "tools/call", Some(&base()), NOW + 1).unwrap();
         assert_eq!(state, json!({"step": 1}));
-        assert!(
-            t.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        );
+        assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     }
 
     #[test]
     fn key_rules_and_debug() {
-        assert_eq!(
-            StateKey::new(&[1u8; 31]).unwrap_err(),
-            StateError::KeyTooShort
-        );
+        assert_eq!(StateKey::new(&[1u8; 31]).unwrap_err(), StateError::KeyTooShort);
         assert!(StateKey::new(&[1u8; 64]).is_ok());
         let dbg = format!("{:?}", StateKey::new(&[0xAB; 32]).unwrap());
         assert_eq!(dbg, "StateKey(<redacted>)");
@@ -363,15 +356,7 @@ mod tests {
         changed["arguments"]["location"] = json!("Paris");
         let mut extra = base();
         extra.insert("other".into(), json!(1));
-        type Case<'a> = (
-            &'a str,
-            StateKey,
-            &'a str,
-            &'a str,
-            Map<String, Value>,
-            u64,
-            StateError,
-        );
+        type Case<'a> = (&'a str, StateKey, &'a str, &'a str, Map<String, Value>, u64, StateError);
         #[rustfmt::skip]
         let table: Vec<Case> = vec![
             ("wrong key", other_key, "alice", "tools/call", base(), NOW, StateError::BadSignature),
@@ -413,10 +398,7 @@ mod tests {
             let mut raw = payload.clone();
             raw.extend_from_slice(&key().tag(&payload));
             let t = URL_SAFE_NO_PAD.encode(&raw);
-            assert_eq!(
-                open(&key(), &t, "alice", "tools/call", None, NOW).unwrap_err(),
-                want
-            );
+            assert_eq!(open(&key(), &t, "alice", "tools/call", None, NOW).unwrap_err(), want);
         }
     }
 
@@ -448,20 +430,11 @@ mod tests {
             d("m", Some(json!({"a": {"x": 1, "y": [{"q": 1, "p": 2}]}}))),
             d("m", Some(json!({"a": {"y": [{"p": 2, "q": 1}], "x": 1}})))
         );
-        assert_ne!(
-            d("m", Some(json!({"a": [1, 2]}))),
-            d("m", Some(json!({"a": [2, 1]})))
-        );
-        assert_ne!(
-            d("m", Some(json!({"a": 1}))),
-            d("m", Some(json!({"a": "1"})))
-        );
+        assert_ne!(d("m", Some(json!({"a": [1, 2]}))), d("m", Some(json!({"a": [2, 1]}))));
+        assert_ne!(d("m", Some(json!({"a": 1}))), d("m", Some(json!({"a": "1"}))));
         assert_ne!(d("a", None), d("b", None));
         // `_meta` is only ignored at the top level.
-        assert_ne!(
-            d("m", Some(json!({"a": {}}))),
-            d("m", Some(json!({"a": {"_meta": 1}})))
-        );
+        assert_ne!(d("m", Some(json!({"a": {}}))), d("m", Some(json!({"a": {"_meta": 1}}))));
     }
 
     #[test]
@@ -473,10 +446,7 @@ mod tests {
         let fits = json!("x".repeat(MAX_STATE_BYTES / 2));
         let t = seal(&key(), "alice", "tools/call", None, &fits, NOW, TTL).unwrap();
         assert!(t.len() <= MAX_STATE_BYTES);
-        assert_eq!(
-            open(&key(), &t, "alice", "tools/call", None, NOW).unwrap(),
-            fits
-        );
+        assert_eq!(open(&key(), &t, "alice", "tools/call", None, NOW).unwrap(), fits);
         // Around the boundary the cap is exact: every Ok fits, the largest
         // accepted token is within one base64 quantum of the cap, and
         // everything after it is refused.
@@ -484,15 +454,7 @@ mod tests {
         let (mut largest, mut refused) = (None, false);
         for n in (around - 300)..(around + 50) {
             let state = json!("y".repeat(n));
-            match seal(
-                &key(),
-                "alice",
-                "tools/call",
-                Some(&base()),
-                &state,
-                NOW,
-                TTL,
-            ) {
+            match seal(&key(), "alice", "tools/call", Some(&base()), &state, NOW, TTL) {
                 Ok(t) => {
                     assert!(t.len() <= MAX_STATE_BYTES && !refused, "{n}");
                     largest = Some(t.len());

@@ -156,15 +156,13 @@ impl Feature {
     pub const fn revisions(self) -> &'static [Revision] {
         use Revision::*;
         match self {
-            Feature::Titles
-            | Feature::OutputSchema
-            | Feature::ResourceLinks
-            | Feature::Elicitation => &[V2025_06_18, V2025_11_25, V2026_07_28],
+            Feature::Titles | Feature::OutputSchema | Feature::ResourceLinks | Feature::Elicitation => {
+                &[V2025_06_18, V2025_11_25, V2026_07_28]
+            }
             Feature::Icons | Feature::UrlElicitation => &[V2025_11_25, V2026_07_28],
-            Feature::AnyStructuredContent
-            | Feature::TasksExtension
-            | Feature::Mrtr
-            | Feature::ResultType => &[V2026_07_28],
+            Feature::AnyStructuredContent | Feature::TasksExtension | Feature::Mrtr | Feature::ResultType => {
+                &[V2026_07_28]
+            }
             Feature::ToolAnnotations
             | Feature::AudioContent
             | Feature::CompletionsCapability
@@ -264,17 +262,11 @@ mod tests {
             (Feature::Titles, [false, false, true, true, true]),
             (Feature::Icons, [false, false, false, true, true]),
             (Feature::OutputSchema, [false, false, true, true, true]),
-            (
-                Feature::AnyStructuredContent,
-                [false, false, false, false, true],
-            ),
+            (Feature::AnyStructuredContent, [false, false, false, false, true]),
             (Feature::AudioContent, [false, true, true, true, true]),
             (Feature::Elicitation, [false, false, true, true, true]),
             (Feature::UrlElicitation, [false, false, false, true, true]),
-            (
-                Feature::ElicitationComplete,
-                [false, false, false, true, false],
-            ),
+            (Feature::ElicitationComplete, [false, false, false, true, false]),
             (Feature::CoreTasks, [false, false, false, true, false]),
             (Feature::TasksExtension, [false, false, false, false, true]),
             (Feature::Sessions, [false, true, true, true, false]),

@@ -147,10 +147,7 @@ impl SchemaViolations {
 struct NoRetrieval;
 
 impl Retrieve for NoRetrieval {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         Err(format!("retrieval of {uri} is disabled").into())
     }
 }
@@ -173,9 +170,9 @@ pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
             ValidationErrorKind::Referencing(ReferencingError::Unretrievable { uri, .. }) => {
                 SchemaError::ExternalRef(uri.clone())
             }
-            ValidationErrorKind::Referencing(ReferencingError::UnknownSpecification {
-                specification,
-            }) => SchemaError::UnsupportedDialect(specification.clone()),
+            ValidationErrorKind::Referencing(ReferencingError::UnknownSpecification { specification }) => {
+                SchemaError::UnsupportedDialect(specification.clone())
+            }
             _ => SchemaError::Invalid(cut(e.to_string())),
         })?;
     Ok(CompiledSchema {
@@ -239,10 +236,7 @@ impl CompiledSchema {
             return Ok(());
         }
         let truncated = errors.next().is_some();
-        Err(SchemaViolations {
-            messages,
-            truncated,
-        })
+        Err(SchemaViolations { messages, truncated })
     }
 
     /// Whether an instance is valid (no messages are built).
@@ -274,10 +268,7 @@ mod tests {
         fn assert_traits<T: Send + Sync + Clone + fmt::Debug>() {}
         assert_traits::<CompiledSchema>();
         let c = ok(json!({"type": "object"}));
-        assert_eq!(
-            format!("{c:?}"),
-            "CompiledSchema { dialect: Draft202012, .. }"
-        );
+        assert_eq!(format!("{c:?}"), "CompiledSchema { dialect: Draft202012, .. }");
     }
 
     #[test]
@@ -337,10 +328,7 @@ mod tests {
             r#"at /0: 1 is not of type "string"; at /1: 2 is not of type "string""#
         );
         let long = s.validate(&json!([{"k": "x".repeat(1000)}])).unwrap_err();
-        assert!(
-            long.messages[0].chars().count() <= MAX_MESSAGE_CHARS + 1,
-            "{long}"
-        );
+        assert!(long.messages[0].chars().count() <= MAX_MESSAGE_CHARS + 1, "{long}");
     }
 
     #[test]
@@ -363,10 +351,8 @@ mod tests {
             assert_eq!(compile(&schema).map(|c| c.dialect()), want, "{schema}");
         }
         // Draft-07 semantics apply when declared: `definitions` + sibling-less `$ref`.
-        let s = ok(
-            json!({"$schema": d7, "definitions": {"n": {"type": "integer"}},
-                          "properties": {"a": {"$ref": "#/definitions/n"}}}),
-        );
+        let s = ok(json!({"$schema": d7, "definitions": {"n": {"type": "integer"}},
+                          "properties": {"a": {"$ref": "#/definitions/n"}}}));
         assert!(s.validate(&json!({"a": 1})).is_ok());
         assert!(s.validate(&json!({"a": "x"})).is_err());
     }
@@ -409,10 +395,7 @@ mod tests {
             json!(42),
         ];
         for schema in table {
-            assert!(
-                matches!(compile(&schema), Err(SchemaError::Invalid(_))),
-                "{schema}"
-            );
+            assert!(matches!(compile(&schema), Err(SchemaError::Invalid(_))), "{schema}");
         }
     }
 
@@ -424,9 +407,7 @@ mod tests {
         }
         assert!(compile(&deep).is_ok(), "exactly {MAX_DEPTH} levels");
         let deeper = json!({"not": deep});
-        assert!(
-            matches!(compile(&deeper), Err(SchemaError::TooComplex(m)) if m.contains("deeper"))
-        );
+        assert!(matches!(compile(&deeper), Err(SchemaError::TooComplex(m)) if m.contains("deeper")));
         let mut arrays = json!(1);
         for _ in 0..MAX_DEPTH {
             arrays = json!([arrays]);
@@ -437,9 +418,8 @@ mod tests {
         ));
 
         let wide = |n: usize| {
-            let props: serde_json::Map<String, Value> = (0..n)
-                .map(|i| (format!("p{i}"), json!({"type": "string"})))
-                .collect();
+            let props: serde_json::Map<String, Value> =
+                (0..n).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
             json!({"type": "object", "properties": props})
         };
         // Root + properties map + members.
@@ -451,16 +431,13 @@ mod tests {
 
     #[test]
     fn dynamic_ref() {
-        let s = ok(
-            json!({"$dynamicRef": "#t", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}),
-        );
+        let s = ok(json!({"$dynamicRef": "#t", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}));
         assert!(s.is_valid(&json!("x")) && !s.is_valid(&json!(1)));
     }
 
     #[test]
     fn schema_is_not_modified() {
-        let schema =
-            json!({"$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a", "x-vendor": [1]});
+        let schema = json!({"$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a", "x-vendor": [1]});
         let copy = schema.clone();
         let s = ok(schema.clone());
         assert!(s.is_valid(&json!("x")));

@@ -82,11 +82,7 @@ mod tests {
             (Required, true, Era::Modern, Escalate),
         ];
         for (support, enabled, era, want) in table {
-            assert_eq!(
-                task_mode(support, enabled, era),
-                want,
-                "{support:?} {enabled} {era:?}"
-            );
+            assert_eq!(task_mode(support, enabled, era), want, "{support:?} {enabled} {era:?}");
         }
     }
 

@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::handler::HandlerError;
 use crate::mrtr::InputRequired;
-use mcp_protocol::mrtr::missing_capability;
 use crate::session::Session;
 use crate::sink::Sink;
+use mcp_protocol::mrtr::missing_capability;
 
 /// Why a server-to-client request did not get an answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -95,8 +95,7 @@ impl std::fmt::Debug for Ctx {
     }
 }
 
-static EMPTY_CAPS: std::sync::LazyLock<ClientCapabilities> =
-    std::sync::LazyLock::new(ClientCapabilities::default);
+static EMPTY_CAPS: std::sync::LazyLock<ClientCapabilities> = std::sync::LazyLock::new(ClientCapabilities::default);
 
 impl Ctx {
     pub(crate) fn new(inner: CtxInner) -> Self {
@@ -211,10 +210,17 @@ impl Ctx {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             if !missing.is_empty() {
-                return Err(HandlerError::InputRequired(InputRequired { requests: missing, state: request.state }));
+                return Err(HandlerError::InputRequired(Box::new(InputRequired {
+                    requests: missing,
+                    state: request.state,
+                })));
             }
             let have = have.cloned().unwrap_or_default();
-            return Ok(request.requests.keys().filter_map(|k| have.get(k).map(|v| (k.clone(), v.clone()))).collect());
+            return Ok(request
+                .requests
+                .keys()
+                .filter_map(|k| have.get(k).map(|v| (k.clone(), v.clone())))
+                .collect());
         }
         let mut out = Map::new();
         for (key, req) in request.requests {
@@ -328,6 +334,9 @@ impl Ctx {
         if !self.inner.sink.can_stream() {
             return Err(ClientRequestError::NoStream);
         }
+        if session.is_closed() {
+            return Err(ClientRequestError::Cancelled);
+        }
         let (id, rx) = session.register_request();
         if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
             session.forget_request(&id);
@@ -337,6 +346,7 @@ impl Ctx {
         let outcome = tokio::select! {
             r = rx => r.map_err(|_| ClientRequestError::Cancelled),
             _ = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
+            _ = session.closed().cancelled() => Err(ClientRequestError::Cancelled),
             _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
         };
         session.forget_request(&id);
@@ -356,7 +366,11 @@ impl Ctx {
     pub async fn elicit(&self, params: Value) -> Result<Value, ClientRequestError> {
         let url = params.get("mode").and_then(Value::as_str) == Some("url");
         let caps = self.client_capabilities();
-        let declared = if url { caps.elicitation_url(self.revision()) } else { caps.elicitation_form() };
+        let declared = if url {
+            caps.elicitation_url(self.revision())
+        } else {
+            caps.elicitation_form()
+        };
         let in_revision = self.revision().is_none_or(|r| r.has(Feature::Elicitation));
         if !declared || !in_revision {
             return Err(ClientRequestError::CapabilityMissing("elicitation"));

@@ -8,8 +8,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use mcp_protocol::model::{CallToolResult, CompleteParams, Completion, GetPromptResult, ReadResourceResult};
 use mcp_protocol::RpcError;
+use mcp_protocol::model::{CallToolResult, CompleteParams, Completion, GetPromptResult, ReadResourceResult};
 use serde_json::{Map, Value};
 
 use crate::ctx::Ctx;
@@ -29,7 +29,7 @@ pub enum HandlerError {
     /// The handler needs input from the client first (MRTR in the modern
     /// era; real server-to-client requests for legacy clients).
     #[error("input required")]
-    InputRequired(InputRequired),
+    InputRequired(Box<InputRequired>),
     /// An internal failure: logged, answered with a generic error.
     #[error("internal error: {0}")]
     Internal(String),

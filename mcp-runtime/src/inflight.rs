@@ -35,7 +35,11 @@ impl InFlight {
             return Err(DuplicateId(id));
         }
         map.insert(id.clone(), token.clone());
-        Ok(InFlightGuard { set: self.clone(), id, token })
+        Ok(InFlightGuard {
+            set: self.clone(),
+            id,
+            token,
+        })
     }
 
     /// Cancels a request; `false` if it is not in flight.
@@ -97,7 +101,10 @@ mod tests {
         let f = InFlight::new();
         let t = CancellationToken::new();
         let g = f.begin(1.into(), t.clone()).unwrap();
-        assert_eq!(f.begin(1.into(), CancellationToken::new()).unwrap_err(), DuplicateId(1.into()));
+        assert_eq!(
+            f.begin(1.into(), CancellationToken::new()).unwrap_err(),
+            DuplicateId(1.into())
+        );
         assert!(f.cancel(&1.into()));
         assert!(t.is_cancelled());
         drop(g);

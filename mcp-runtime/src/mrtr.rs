@@ -21,7 +21,8 @@ impl InputRequired {
 
     /// Adds an input request under `key`.
     pub fn request(mut self, key: impl Into<String>, method: &str, params: Value) -> Self {
-        self.requests.insert(key.into(), json!({ "method": method, "params": params }));
+        self.requests
+            .insert(key.into(), json!({ "method": method, "params": params }));
         self
     }
 
@@ -82,7 +83,10 @@ impl crate::Runtime {
         if let Some(fresh) = fresh {
             responses.extend(fresh.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        Ok(Round { responses: had_input.then_some(responses), state })
+        Ok(Round {
+            responses: had_input.then_some(responses),
+            state,
+        })
     }
 
     /// Answers a modern call whose handler needs input: checks each input
@@ -116,15 +120,26 @@ impl crate::Runtime {
         if ir.state.is_some() || !gathered.is_empty() {
             let payload = json!({ "s": ir.state, "r": gathered });
             let ttl = self.config().request_state_ttl.as_millis() as u64;
-            let token = seal(self.state_key(), ctx.principal(), ctx.method(), params, &payload, now_ms(), ttl)
-                .map_err(|e| {
-                    tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
-                    RpcError::internal()
-                })?;
+            let token = seal(
+                self.state_key(),
+                ctx.principal(),
+                ctx.method(),
+                params,
+                &payload,
+                now_ms(),
+                ttl,
+            )
+            .map_err(|e| {
+                tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
+                RpcError::internal()
+            })?;
             result.insert("requestState".into(), Value::String(token));
         }
         if result.len() == 1 {
-            tracing::error!(method = ctx.method(), "handler asked for input without requests or state");
+            tracing::error!(
+                method = ctx.method(),
+                "handler asked for input without requests or state"
+            );
             return Err(RpcError::internal());
         }
         Ok(Value::Object(result))
@@ -146,7 +161,8 @@ impl crate::Runtime {
         let mut ctx = ctx;
         let mut round = 0;
         loop {
-            let outcome = crate::guard::run_guarded(name, call(ctx.clone()), self.config().handler_timeout, &cancel).await?;
+            let outcome =
+                crate::guard::run_guarded(name, call(ctx.clone()), self.config().handler_timeout, &cancel).await?;
             let ir = match outcome {
                 Err(HandlerError::InputRequired(ir)) if ctx.era() == mcp_protocol::Era::Legacy => ir,
                 other => return Ok((other, ctx)),
@@ -164,7 +180,7 @@ impl crate::Runtime {
                     Err(e) => return Ok((Err(e), ctx)),
                 }
             }
-            ctx = ctx.next_round(responses, ir.state);
+            ctx = ctx.next_round(responses, ir.state.clone());
         }
     }
 }

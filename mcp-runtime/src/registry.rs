@@ -74,14 +74,21 @@ impl ToolEntry {
         if def.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(RegistryError::InputSchemaNotObject(def.name.clone()));
         }
-        let schema_err = |which, source| RegistryError::InvalidSchema { tool: def.name.clone(), which, source };
+        let schema_err = |which, source| RegistryError::InvalidSchema {
+            tool: def.name.clone(),
+            which,
+            source,
+        };
         let input = compile(&def.input_schema).map_err(|e| schema_err("input", e))?;
         let output = match &def.output_schema {
             Some(s) => Some(compile(s).map_err(|e| schema_err("output", e))?),
             None => None,
         };
-        let param_headers = parse_param_headers(&def.input_schema)
-            .map_err(|source| RegistryError::InvalidHeaderAnnotation { tool: def.name.clone(), source })?;
+        let param_headers =
+            parse_param_headers(&def.input_schema).map_err(|source| RegistryError::InvalidHeaderAnnotation {
+                tool: def.name.clone(),
+                source,
+            })?;
         Ok(ToolEntry {
             def,
             handler,
@@ -104,7 +111,11 @@ pub struct ResourceEntry {
 impl ResourceEntry {
     /// A resource.
     pub fn new(def: ResourceDef, handler: Arc<dyn ResourceHandler>) -> Self {
-        ResourceEntry { def, handler, cache: None }
+        ResourceEntry {
+            def,
+            handler,
+            cache: None,
+        }
     }
 }
 
@@ -122,7 +133,12 @@ impl TemplateEntry {
     /// A template; fails when the URI template cannot be routed.
     pub fn new(def: ResourceTemplateDef, handler: Arc<dyn ResourceHandler>) -> Result<Self, RegistryError> {
         let template = UriTemplate::parse(&def.uri_template)?;
-        Ok(TemplateEntry { def, template, handler, cache: None })
+        Ok(TemplateEntry {
+            def,
+            template,
+            handler,
+            cache: None,
+        })
     }
 }
 
@@ -213,7 +229,9 @@ impl Catalog {
 
     /// The first template yielding `uri`, with its variables.
     pub fn match_template(&self, uri: &str) -> Option<(&Arc<TemplateEntry>, Map<String, Value>)> {
-        self.templates.iter().find_map(|t| t.template.matches(uri).map(|v| (t, v)))
+        self.templates
+            .iter()
+            .find_map(|t| t.template.matches(uri).map(|v| (t, v)))
     }
 
     /// Prompts sorted by name.
@@ -238,13 +256,27 @@ impl Catalog {
 
     fn reindex(&mut self) {
         self.tools.sort_by(|a, b| a.def.name.cmp(&b.def.name));
-        self.tool_index = self.tools.iter().enumerate().map(|(i, t)| (t.def.name.clone(), i)).collect();
+        self.tool_index = self
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.def.name.clone(), i))
+            .collect();
         self.resources.sort_by(|a, b| a.def.uri.cmp(&b.def.uri));
-        self.resource_index =
-            self.resources.iter().enumerate().map(|(i, r)| (r.def.uri.clone(), i)).collect();
+        self.resource_index = self
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.def.uri.clone(), i))
+            .collect();
         self.templates.sort_by(|a, b| a.def.name.cmp(&b.def.name));
         self.prompts.sort_by(|a, b| a.def.name.cmp(&b.def.name));
-        self.prompt_index = self.prompts.iter().enumerate().map(|(i, p)| (p.def.name.clone(), i)).collect();
+        self.prompt_index = self
+            .prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.def.name.clone(), i))
+            .collect();
     }
 }
 
@@ -277,7 +309,11 @@ impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         let (changes, _) = broadcast::channel(256);
-        Registry { current: ArcSwap::from_pointee(Catalog::default()), writer: Mutex::new(()), changes }
+        Registry {
+            current: ArcSwap::from_pointee(Catalog::default()),
+            writer: Mutex::new(()),
+            changes,
+        }
     }
 
     /// The current catalog (lock-free).
@@ -395,8 +431,8 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::ToolResult;
     use crate::Ctx;
+    use crate::handler::ToolResult;
     use mcp_protocol::model::CallToolResult;
     use serde_json::json;
 
@@ -445,12 +481,15 @@ mod tests {
             ToolEntry::new(bad_type, Arc::new(noop), true, true),
             Err(RegistryError::InputSchemaNotObject(_))
         ));
-        let bad_header = ToolDef::new("t").with_input_schema(json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}));
+        let bad_header = ToolDef::new("t")
+            .with_input_schema(json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}));
         assert!(matches!(
             ToolEntry::new(bad_header, Arc::new(noop), true, true),
             Err(RegistryError::InvalidHeaderAnnotation { .. })
         ));
-        let good_header = ToolDef::new("t").with_input_schema(json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}));
+        let good_header = ToolDef::new("t").with_input_schema(
+            json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}),
+        );
         let e = ToolEntry::new(good_header, Arc::new(noop), true, true).unwrap();
         assert_eq!(e.param_headers.len(), 1);
     }

@@ -33,7 +33,10 @@ pub struct TemplateError {
 impl UriTemplate {
     /// Parses a template.
     pub fn parse(template: &str) -> Result<Self, TemplateError> {
-        let err = |reason| TemplateError { template: template.to_owned(), reason };
+        let err = |reason| TemplateError {
+            template: template.to_owned(),
+            reason,
+        };
         let mut parts = Vec::new();
         let mut rest = template;
         while !rest.is_empty() {
@@ -45,15 +48,16 @@ impl UriTemplate {
                         Some(n) => (true, n),
                         None => (false, expr),
                     };
-                    if name.is_empty()
-                        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                    {
+                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
                         return Err(err("unsupported expression (only {var} and {+var})"));
                     }
                     if matches!(parts.last(), Some(Part::Var { .. })) {
                         return Err(err("two variables without literal text between them"));
                     }
-                    parts.push(Part::Var { name: name.to_owned(), reserved });
+                    parts.push(Part::Var {
+                        name: name.to_owned(),
+                        reserved,
+                    });
                     rest = &rest[end + 1..];
                 }
                 Some(i) => {
@@ -122,12 +126,24 @@ mod tests {
     #[test]
     fn match_table() {
         let table: [(&str, &str, Option<Value>); 9] = [
-            ("test://template/{id}/data", "test://template/123/data", Some(json!({"id": "123"}))),
+            (
+                "test://template/{id}/data",
+                "test://template/123/data",
+                Some(json!({"id": "123"})),
+            ),
             ("test://template/{id}/data", "test://template/1/2/data", None),
             ("test://template/{id}/data", "test://template//data", None),
             ("test://template/{id}/data", "test://template/1/datax", None),
-            ("file:///{+path}", "file:///a/b/c.txt", Some(json!({"path": "a/b/c.txt"}))),
-            ("users://{user}/posts/{post}", "users://ann/posts/7", Some(json!({"user": "ann", "post": "7"}))),
+            (
+                "file:///{+path}",
+                "file:///a/b/c.txt",
+                Some(json!({"path": "a/b/c.txt"})),
+            ),
+            (
+                "users://{user}/posts/{post}",
+                "users://ann/posts/7",
+                Some(json!({"user": "ann", "post": "7"})),
+            ),
             ("x://{name}", "x://hello%20world", Some(json!({"name": "hello world"}))),
             ("x://{name}", "x://bad%zz", None),
             ("x://static", "x://static", Some(json!({}))),

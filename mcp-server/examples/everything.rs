@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cargo run --release --example everything -- --stdio
+//! cargo run --release --example everything -- --host 127.0.0.1 --port 3000   # http://127.0.0.1:3000/mcp
 //! ```
 
 use std::time::Duration;
@@ -26,6 +27,12 @@ struct Args {
     /// Serve newline-delimited JSON-RPC on stdin/stdout.
     #[arg(long)]
     stdio: bool,
+    /// Address to serve Streamable HTTP on (without `--stdio`).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to serve Streamable HTTP on; 0 picks a free port.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -133,35 +140,52 @@ fn content_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilde
 
 fn streaming_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     b.tool(
-        Tool::new("test_tool_with_logging", "Sends three log messages while it runs", |_, ctx: Ctx| async move {
-            let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
-            for (i, step) in steps.into_iter().enumerate() {
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+        Tool::new(
+            "test_tool_with_logging",
+            "Sends three log messages while it runs",
+            |_, ctx: Ctx| async move {
+                let steps = [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ];
+                for (i, step) in steps.into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    ctx.log(LoggingLevel::Info, Some("everything"), json!(step)).await;
                 }
-                ctx.log(LoggingLevel::Info, Some("everything"), json!(step)).await;
-            }
-            "Tool with logging completed"
-        })
+                "Tool with logging completed"
+            },
+        )
         .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100", |_, ctx: Ctx| async move {
-            for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+        Tool::new(
+            "test_tool_with_progress",
+            "Reports progress 0, 50 and 100 of 100",
+            |_, ctx: Ctx| async move {
+                for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    ctx.progress(p, Some(100.0), Some(&format!("Completed step {}", i + 1)))
+                        .await;
                 }
-                ctx.progress(p, Some(100.0), Some(&format!("Completed step {}", i + 1))).await;
-            }
-            "Tool with progress completed"
-        })
+                "Tool with progress completed"
+            },
+        )
         .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_reconnection", "Takes a moment, for SSE reconnection tests", |_, _| async {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            "Reconnection test completed"
-        })
+        Tool::new(
+            "test_reconnection",
+            "Takes a moment, for SSE reconnection tests",
+            |_, _| async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                "Reconnection test completed"
+            },
+        )
         .input_schema(empty_schema()),
     )
 }
@@ -283,18 +307,24 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
 
 fn modern_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     b.tool(
-        Tool::new("test_missing_capability", "Needs the client's sampling capability", |_, ctx: Ctx| async move {
-            if !ctx.client_capabilities().sampling() {
-                return Err(HandlerError::Rpc(RpcError::missing_capability(json!({"sampling": {}}))));
-            }
-            Ok("Client declared the sampling capability")
-        })
+        Tool::new(
+            "test_missing_capability",
+            "Needs the client's sampling capability",
+            |_, ctx: Ctx| async move {
+                if !ctx.client_capabilities().sampling() {
+                    return Err(HandlerError::Rpc(RpcError::missing_capability(json!({"sampling": {}}))));
+                }
+                Ok("Client declared the sampling capability")
+            },
+        )
         .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_x_mcp_header", "Echoes a region that travels in the Mcp-Param-Region header", |args, _| async move {
-            format!("Region: {}", string_arg(&args, "region"))
-        })
+        Tool::new(
+            "test_x_mcp_header",
+            "Echoes a region that travels in the Mcp-Param-Region header",
+            |args, _| async move { format!("Region: {}", string_arg(&args, "region")) },
+        )
         .input_schema(json!({
             "type": "object",
             "properties": {"region": {"type": "string", "description": "A region", "x-mcp-header": "Region"}},
@@ -444,20 +474,33 @@ fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     )
     .resource(
         Resource::new("test://static-binary", "static-binary", |uri, _, _| async move {
-            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::blob(uri, "image/png", PNG)]))
+            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::blob(
+                uri,
+                "image/png",
+                PNG,
+            )]))
         })
         .mime_type("image/png")
         .description("A static binary resource (a PNG image)"),
     )
     .resource(
-        Resource::text("test://watched-resource", "watched-resource", "text/plain", "Watched resource content")
-            .description("A resource clients may subscribe to"),
+        Resource::text(
+            "test://watched-resource",
+            "watched-resource",
+            "text/plain",
+            "Watched resource content",
+        )
+        .description("A resource clients may subscribe to"),
     )
     .resource_template(
         ResourceTemplate::new("test://template/{id}/data", "template", |uri, vars, _| async move {
             let id = vars.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
             let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
-            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(uri, "application/json", text)]))
+            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(
+                uri,
+                "application/json",
+                text,
+            )]))
         })
         .mime_type("application/json")
         .description("A resource template with an id variable"),
@@ -466,44 +509,74 @@ fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
 
 fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     let user_text = |t: String| PromptMessage::user(Content::text(t));
-    b.prompt(Prompt::new("test_simple_prompt", "A simple prompt without arguments", move |_, _| async move {
-        Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text("This is a simple prompt for testing.".into())]))
-    }))
+    b.prompt(Prompt::new(
+        "test_simple_prompt",
+        "A simple prompt without arguments",
+        move |_, _| async move {
+            Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(
+                "This is a simple prompt for testing.".into(),
+            )]))
+        },
+    ))
     .prompt(
-        Prompt::new("test_prompt_with_arguments", "A prompt with two arguments", move |args, _| async move {
-            let text = format!(
-                "Prompt with arguments: arg1='{}', arg2='{}'",
-                string_arg(&args, "arg1"),
-                string_arg(&args, "arg2")
-            );
-            Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(text)]))
-        })
+        Prompt::new(
+            "test_prompt_with_arguments",
+            "A prompt with two arguments",
+            move |args, _| async move {
+                let text = format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    string_arg(&args, "arg1"),
+                    string_arg(&args, "arg2")
+                );
+                Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(text)]))
+            },
+        )
         .argument("arg1", "First test argument", true)
         .argument("arg2", "Second test argument", true),
     )
     .prompt(
-        Prompt::new("test_prompt_with_embedded_resource", "A prompt with an embedded resource", move |args, _| async move {
-            let resource = ResourceContents::text(
-                string_arg(&args, "resourceUri"),
-                "text/plain",
-                "Embedded resource content for testing.",
-            );
-            Ok::<_, HandlerError>(GetPromptResult::new(vec![
-                PromptMessage::user(Content::resource(resource)),
-                user_text("Please process the embedded resource above.".into()),
-            ]))
-        })
+        Prompt::new(
+            "test_prompt_with_embedded_resource",
+            "A prompt with an embedded resource",
+            move |args, _| async move {
+                let resource = ResourceContents::text(
+                    string_arg(&args, "resourceUri"),
+                    "text/plain",
+                    "Embedded resource content for testing.",
+                );
+                Ok::<_, HandlerError>(GetPromptResult::new(vec![
+                    PromptMessage::user(Content::resource(resource)),
+                    user_text("Please process the embedded resource above.".into()),
+                ]))
+            },
+        )
         .argument("resourceUri", "URI of the resource to embed", true),
     )
-    .prompt(Prompt::new("test_prompt_with_image", "A prompt with an image", move |_, _| async move {
-        Ok::<_, HandlerError>(GetPromptResult::new(vec![
-            PromptMessage::user(Content::image(PNG, "image/png")),
-            user_text("Please analyze the image above.".into()),
-        ]))
-    }))
-    .prompt_completion("test_prompt_with_arguments", "arg1", complete_from(&["paris", "park", "party"]))
-    .prompt_completion("test_prompt_with_arguments", "arg2", complete_from(&["red", "green", "blue"]))
-    .template_completion("test://template/{id}/data", "id", complete_from(&["1", "2", "3", "123"]))
+    .prompt(Prompt::new(
+        "test_prompt_with_image",
+        "A prompt with an image",
+        move |_, _| async move {
+            Ok::<_, HandlerError>(GetPromptResult::new(vec![
+                PromptMessage::user(Content::image(PNG, "image/png")),
+                user_text("Please analyze the image above.".into()),
+            ]))
+        },
+    ))
+    .prompt_completion(
+        "test_prompt_with_arguments",
+        "arg1",
+        complete_from(&["paris", "park", "party"]),
+    )
+    .prompt_completion(
+        "test_prompt_with_arguments",
+        "arg2",
+        complete_from(&["red", "green", "blue"]),
+    )
+    .template_completion(
+        "test://template/{id}/data",
+        "id",
+        complete_from(&["1", "2", "3", "123"]),
+    )
 }
 
 /// A completion handler suggesting the candidates that start with the typed prefix.
@@ -539,9 +612,7 @@ fn server() -> Result<McpServer, ServerError> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .init();
     let args = Args::parse();
     let server = server()?;
@@ -549,5 +620,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         server.serve_stdio().await?;
         return Ok(());
     }
-    Err("HTTP serving arrives with the HTTP transport; run with --stdio".into())
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
+    // The first stdout line tells the harness (`cargo xtask conformance`) where to connect.
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    let config = mcp_transport_http::HttpConfig::default();
+    mcp_transport_http::serve(server.runtime().clone(), config, listener, shutdown).await?;
+    Ok(())
 }

@@ -70,9 +70,8 @@ pub use tool::{IntoToolResult, Tool, schema_of};
 pub mod prelude {
     pub use crate::{
         CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
-        LoggingLevel,
-        McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Revision,
-        RpcError, ServerError, Tool,
+        LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+        ResourceTemplate, Revision, RpcError, ServerError, Tool,
     };
     pub use serde_json::{Value, json};
 }

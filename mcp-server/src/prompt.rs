@@ -4,9 +4,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_protocol::model::{GetPromptResult, PromptArgument, PromptDef};
+use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, PromptHandler};
 use mcp_runtime::registry::PromptEntry;
-use mcp_runtime::Ctx;
 use serde_json::{Map, Value};
 
 /// A prompt ready to register.
@@ -34,7 +34,10 @@ impl Prompt {
             let fut = handler(args, ctx);
             async move { fut.await.map_err(Into::into) }
         });
-        Prompt { def: PromptDef::new(name).with_description(description), handler }
+        Prompt {
+            def: PromptDef::new(name).with_description(description),
+            handler,
+        }
     }
 
     /// Declares an argument.

@@ -4,9 +4,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mcp_protocol::model::{CacheHint, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
+use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ResourceHandler};
 use mcp_runtime::registry::{RegistryError, ResourceEntry, TemplateEntry};
-use mcp_runtime::Ctx;
 use serde_json::{Map, Value};
 
 fn wrap<F, Fut, E>(handler: F) -> Arc<dyn ResourceHandler>
@@ -30,7 +30,9 @@ pub struct Resource {
 
 impl std::fmt::Debug for Resource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resource").field("def", &self.def).finish_non_exhaustive()
+        f.debug_struct("Resource")
+            .field("def", &self.def)
+            .finish_non_exhaustive()
     }
 }
 
@@ -42,7 +44,11 @@ impl Resource {
         Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        Resource { def: ResourceDef::new(uri, name), handler: wrap(handler), cache: None }
+        Resource {
+            def: ResourceDef::new(uri, name),
+            handler: wrap(handler),
+            cache: None,
+        }
     }
 
     /// A resource with fixed text contents.
@@ -100,7 +106,9 @@ pub struct ResourceTemplate {
 
 impl std::fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceTemplate").field("def", &self.def).finish_non_exhaustive()
+        f.debug_struct("ResourceTemplate")
+            .field("def", &self.def)
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,7 +121,10 @@ impl ResourceTemplate {
         Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        ResourceTemplate { def: ResourceTemplateDef::new(uri_template, name), handler: wrap(handler) }
+        ResourceTemplate {
+            def: ResourceTemplateDef::new(uri_template, name),
+            handler: wrap(handler),
+        }
     }
 
     /// Sets the title.

@@ -98,7 +98,9 @@ pub struct McpServerBuilder {
 
 impl std::fmt::Debug for McpServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServerBuilder").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("McpServerBuilder")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -196,7 +198,10 @@ impl McpServerBuilder {
         Fut: Future<Output = Result<Completion, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        let key = CompletionKey::Prompt { name: prompt.into(), argument: argument.into() };
+        let key = CompletionKey::Prompt {
+            name: prompt.into(),
+            argument: argument.into(),
+        };
         self.completion(key, handler)
     }
 
@@ -207,7 +212,10 @@ impl McpServerBuilder {
         Fut: Future<Output = Result<Completion, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        let key = CompletionKey::Resource { uri: uri_template.into(), argument: argument.into() };
+        let key = CompletionKey::Resource {
+            uri: uri_template.into(),
+            argument: argument.into(),
+        };
         self.completion(key, handler)
     }
 
@@ -231,6 +239,8 @@ impl McpServerBuilder {
             return Err(e.into());
         }
         let runtime = Runtime::new(self.config, Arc::new(self.registry));
-        Ok(McpServer { runtime: Arc::new(runtime) })
+        Ok(McpServer {
+            runtime: Arc::new(runtime),
+        })
     }
 }

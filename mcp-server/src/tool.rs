@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use mcp_protocol::model::{CallToolResult, Content, ToolDef};
 use mcp_protocol::task_mode::TaskSupport;
+use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ToolHandler, ToolResult};
 use mcp_runtime::registry::{RegistryError, ToolEntry};
-use mcp_runtime::Ctx;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

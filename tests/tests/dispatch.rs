@@ -33,7 +33,9 @@ where
     F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ToolResult> + Send + 'static,
 {
-    let def = ToolDef::new(name).with_description(format!("the {name} tool")).with_input_schema(schema);
+    let def = ToolDef::new(name)
+        .with_description(format!("the {name} tool"))
+        .with_input_schema(schema);
     ToolEntry::new(def, Arc::new(f), true, true).expect("valid tool")
 }
 
@@ -54,10 +56,13 @@ fn runtime() -> Arc<Runtime> {
         Err(HandlerError::internal("database password is hunter2"))
     }));
     registry.add_tool(tool("needs_sampling", json!({"type": "object"}), |_, _| async move {
-        Err(HandlerError::Rpc(mcp_protocol::RpcError::missing_capability(json!({"sampling": {}}))))
+        Err(HandlerError::Rpc(mcp_protocol::RpcError::missing_capability(
+            json!({"sampling": {}}),
+        )))
     }));
     registry.add_tool(tool("logs", json!({"type": "object"}), |_, ctx| async move {
-        ctx.log(mcp_protocol::model::LoggingLevel::Info, None, json!("hello")).await;
+        ctx.log(mcp_protocol::model::LoggingLevel::Info, None, json!("hello"))
+            .await;
         ctx.progress(1.0, Some(2.0), Some("half")).await;
         Ok(CallToolResult::text("logged"))
     }));
@@ -68,7 +73,9 @@ fn runtime() -> Arc<Runtime> {
         ToolEntry::new(
             out_def,
             Arc::new(|args: Map<String, Value>, _: Ctx| async move {
-                Ok(CallToolResult::structured(args.get("value").cloned().unwrap_or(json!({"n": 1}))))
+                Ok(CallToolResult::structured(
+                    args.get("value").cloned().unwrap_or(json!({"n": 1})),
+                ))
             }),
             true,
             true,
@@ -76,18 +83,26 @@ fn runtime() -> Arc<Runtime> {
         .unwrap(),
     );
     for i in 0..120 {
-        registry.add_tool(tool(&format!("bulk_{i:03}"), json!({"type": "object"}), |_, _| async move {
-            Ok(CallToolResult::text("bulk"))
-        }));
+        registry.add_tool(tool(
+            &format!("bulk_{i:03}"),
+            json!({"type": "object"}),
+            |_, _| async move { Ok(CallToolResult::text("bulk")) },
+        ));
     }
     registry.add_resource(ResourceEntry::new(
         ResourceDef::new("test://a", "a"),
         Arc::new(|uri: String, _: Map<String, Value>, _: Ctx| async move {
-            Ok(ReadResourceResult::new(vec![ResourceContents::text(uri, "text/plain", "A")]))
+            Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                uri,
+                "text/plain",
+                "A",
+            )]))
         }),
     ));
     registry.add_prompt(PromptEntry::new(
-        PromptDef::new("greet").with_description("greets").with_argument(PromptArgument::new("who", "whom", true)),
+        PromptDef::new("greet")
+            .with_description("greets")
+            .with_argument(PromptArgument::new("who", "whom", true)),
         Arc::new(|args: Map<String, Value>, _: Ctx| async move {
             let who = args["who"].as_str().unwrap_or_default().to_owned();
             Ok(GetPromptResult::new(vec![mcp_protocol::model::PromptMessage::user(
@@ -96,14 +111,21 @@ fn runtime() -> Arc<Runtime> {
         }),
     ));
     registry.add_completion(
-        CompletionKey::Prompt { name: "greet".into(), argument: "who".into() },
+        CompletionKey::Prompt {
+            name: "greet".into(),
+            argument: "who".into(),
+        },
         Arc::new(|_, _| async move { Ok(Completion::from_values(vec!["world".into()])) }),
     );
     Arc::new(Runtime::new(ServerConfig::default(), Arc::new(registry)))
 }
 
 fn request(id: i64, method: &str, params: Value) -> Request {
-    Request { id: RequestId::Number(id), method: method.into(), params: params.as_object().cloned() }
+    Request {
+        id: RequestId::Number(id),
+        method: method.into(),
+        params: params.as_object().cloned(),
+    }
 }
 
 /// Routes and dispatches a request without a session; returns the reply and
@@ -112,7 +134,9 @@ async fn run(rt: &Runtime, req: Request) -> (Reply, Vec<Value>) {
     let route: Route = rt.route(&req, None, None).expect("routes");
     let (sink, mut rx) = Sink::channel(64);
     let env = RequestEnv::new(Arc::new(AuthInfo::anonymous()), sink);
-    let reply = tokio::time::timeout(Duration::from_secs(10), rt.dispatch(req, &route, env)).await.expect("in time");
+    let reply = tokio::time::timeout(Duration::from_secs(10), rt.dispatch(req, &route, env))
+        .await
+        .expect("in time");
     let mut frames = Vec::new();
     while let Ok(f) = rx.try_recv() {
         frames.push(serde_json::from_slice(&f).unwrap());
@@ -140,10 +164,25 @@ async fn pre_dispatch_rejections_per_era() {
     // (method, params, expected code, expected HTTP status)
     let table = [
         ("ping", json!({"_meta": modern_meta(json!({}))}), -32601, 404),
-        ("logging/setLevel", json!({"_meta": modern_meta(json!({})), "level": "info"}), -32601, 404),
+        (
+            "logging/setLevel",
+            json!({"_meta": modern_meta(json!({})), "level": "info"}),
+            -32601,
+            404,
+        ),
         ("initialize", json!({"_meta": modern_meta(json!({}))}), -32601, 404),
-        ("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}}), -32022, 400),
-        ("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}), -32602, 400),
+        (
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}}),
+            -32022,
+            400,
+        ),
+        (
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
+            -32602,
+            400,
+        ),
         ("subscriptions/listen", json!({}), -32601, 200),
         ("nonsense", json!({}), -32601, 200),
     ];
@@ -164,7 +203,10 @@ async fn tool_error_paths_never_leak_details() {
         (json!({"name": "echo"}), "Invalid tool input"),
         (json!({"name": "boom"}), "Internal tool error"),
         (json!({"name": "fails"}), "Internal tool error"),
-        (json!({"name": "structured", "arguments": {"value": {"n": "x"}}}), "Invalid tool output"),
+        (
+            json!({"name": "structured", "arguments": {"value": {"n": "x"}}}),
+            "Invalid tool output",
+        ),
     ];
     for (params, want) in cases {
         let v = result(run(&rt, request(1, "tools/call", params.clone())).await.0);
@@ -173,9 +215,16 @@ async fn tool_error_paths_never_leak_details() {
         assert!(text.starts_with(want), "{params}: {text}");
         assert!(!text.contains("secret") && !text.contains("hunter2"), "{text}");
     }
-    let code = error_code(run(&rt, request(1, "tools/call", json!({"name": "needs_sampling"}))).await.0);
+    let code = error_code(
+        run(&rt, request(1, "tools/call", json!({"name": "needs_sampling"})))
+            .await
+            .0,
+    );
     assert_eq!(code, -32021);
-    assert_eq!(error_code(run(&rt, request(1, "tools/call", json!({"arguments": {}}))).await.0), -32602);
+    assert_eq!(
+        error_code(run(&rt, request(1, "tools/call", json!({"arguments": {}}))).await.0),
+        -32602
+    );
 }
 
 #[tokio::test]
@@ -184,7 +233,11 @@ async fn results_are_decorated_only_in_the_modern_era() {
     let legacy = result(run(&rt, request(1, "tools/list", json!({}))).await.0);
     assert!(legacy.get("resultType").is_none() && legacy.get("_meta").is_none() && legacy.get("ttlMs").is_none());
 
-    let modern = result(run(&rt, request(2, "tools/list", json!({"_meta": modern_meta(json!({}))}))).await.0);
+    let modern = result(
+        run(&rt, request(2, "tools/list", json!({"_meta": modern_meta(json!({}))})))
+            .await
+            .0,
+    );
     assert_eq!(modern["resultType"], "complete");
     assert_eq!(modern["cacheScope"], "private");
     assert_eq!(modern["ttlMs"], 60000);
@@ -195,7 +248,14 @@ async fn results_are_decorated_only_in_the_modern_era() {
     assert_eq!(v["resultType"], "complete");
     assert!(v.get("ttlMs").is_none(), "tool results are not cacheable");
 
-    let discover = result(run(&rt, request(4, "server/discover", json!({"_meta": modern_meta(json!({}))}))).await.0);
+    let discover = result(
+        run(
+            &rt,
+            request(4, "server/discover", json!({"_meta": modern_meta(json!({}))})),
+        )
+        .await
+        .0,
+    );
     assert_eq!(discover["supportedVersions"], json!([MODERN]));
     assert_eq!(discover["cacheScope"], "public");
     assert!(discover["capabilities"]["tools"].is_object());
@@ -214,7 +274,13 @@ async fn pagination_and_cursors() {
         };
         let v = result(run(&rt, request(1, "tools/list", params)).await.0);
         pages += 1;
-        names.extend(v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        names.extend(
+            v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned()),
+        );
         match v.get("nextCursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.to_owned()),
             None => break,
@@ -225,31 +291,61 @@ async fn pagination_and_cursors() {
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
-    let bad = run(&rt, request(1, "tools/list", json!({"cursor": "not-a-cursor"}))).await.0;
+    let bad = run(&rt, request(1, "tools/list", json!({"cursor": "not-a-cursor"})))
+        .await
+        .0;
     assert_eq!(error_code(bad), -32602);
 }
 
 #[tokio::test]
 async fn resources_prompts_and_completions() {
     let rt = runtime();
-    let v = result(run(&rt, request(1, "resources/read", json!({"uri": "test://a"}))).await.0);
+    let v = result(
+        run(&rt, request(1, "resources/read", json!({"uri": "test://a"})))
+            .await
+            .0,
+    );
     assert_eq!(v["contents"][0]["text"], "A");
-    let legacy_missing = run(&rt, request(1, "resources/read", json!({"uri": "test://none"}))).await.0;
+    let legacy_missing = run(&rt, request(1, "resources/read", json!({"uri": "test://none"})))
+        .await
+        .0;
     assert_eq!(error_code(legacy_missing), -32002);
     let modern = json!({"_meta": modern_meta(json!({})), "uri": "test://none"});
-    assert_eq!(error_code(run(&rt, request(1, "resources/read", modern)).await.0), -32602);
+    assert_eq!(
+        error_code(run(&rt, request(1, "resources/read", modern)).await.0),
+        -32602
+    );
 
-    let v = result(run(&rt, request(1, "prompts/get", json!({"name": "greet", "arguments": {"who": "x"}}))).await.0);
+    let v = result(
+        run(
+            &rt,
+            request(1, "prompts/get", json!({"name": "greet", "arguments": {"who": "x"}})),
+        )
+        .await
+        .0,
+    );
     assert_eq!(v["messages"][0]["content"]["text"], "Hello x");
-    assert_eq!(error_code(run(&rt, request(1, "prompts/get", json!({"name": "greet"}))).await.0), -32602);
-    assert_eq!(error_code(run(&rt, request(1, "prompts/get", json!({"name": "nope"}))).await.0), -32602);
+    assert_eq!(
+        error_code(run(&rt, request(1, "prompts/get", json!({"name": "greet"}))).await.0),
+        -32602
+    );
+    assert_eq!(
+        error_code(run(&rt, request(1, "prompts/get", json!({"name": "nope"}))).await.0),
+        -32602
+    );
 
-    let complete = |name: &str, arg: &str| {
-        json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": arg, "value": ""}})
-    };
-    let v = result(run(&rt, request(1, "completion/complete", complete("greet", "who"))).await.0);
+    let complete = |name: &str, arg: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": arg, "value": ""}});
+    let v = result(
+        run(&rt, request(1, "completion/complete", complete("greet", "who")))
+            .await
+            .0,
+    );
     assert_eq!(v["completion"]["values"], json!(["world"]));
-    let v = result(run(&rt, request(1, "completion/complete", complete("other", "x"))).await.0);
+    let v = result(
+        run(&rt, request(1, "completion/complete", complete("other", "x")))
+            .await
+            .0,
+    );
     assert_eq!(v["completion"]["values"], json!([]));
 }
 
@@ -287,7 +383,11 @@ async fn initialize_negotiates_and_binds_the_session() {
             json!({"protocolVersion": v, "capabilities": {"sampling": {}}, "clientInfo": {"name": "c", "version": "1"}}),
         )
     };
-    for (asked, got) in [("2025-06-18", "2025-06-18"), ("2024-11-05", "2024-11-05"), ("2030-01-01", "2025-11-25")] {
+    for (asked, got) in [
+        ("2025-06-18", "2025-06-18"),
+        ("2024-11-05", "2024-11-05"),
+        ("2030-01-01", "2025-11-25"),
+    ] {
         let (v, session) = rt.initialize(&init(asked), &auth).unwrap();
         assert_eq!(v["protocolVersion"], got);
         assert_eq!(&**session.principal(), "alice");

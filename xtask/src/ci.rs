@@ -11,20 +11,10 @@ pub(crate) fn run() -> Result {
         return Err("interop/client.py is missing".to_owned());
     }
     let steps: &[(&str, &[&str])] = &[
-        (
-            "cargo fmt --all -- --check",
-            &["fmt", "--all", "--", "--check"],
-        ),
+        ("cargo fmt --all -- --check", &["fmt", "--all", "--", "--check"]),
         (
             "cargo clippy --workspace --all-targets -- -D warnings",
-            &[
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ],
+            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         ),
         ("cargo test --workspace", &["test", "--workspace"]),
     ];
@@ -38,8 +28,7 @@ pub(crate) fn run() -> Result {
     }
 
     util::banner(&format!("ci [{}/{total}] interop", total - 1));
-    interop::run(&interop::Options { skip_build: false })
-        .map_err(|e| format!("ci: interop failed: {e}"))?;
+    interop::run(&interop::Options { skip_build: false }).map_err(|e| format!("ci: interop failed: {e}"))?;
 
     util::banner(&format!("ci [{total}/{total}] conformance"));
     // Gate until the HTTP transport lands: the runner only speaks Streamable HTTP.

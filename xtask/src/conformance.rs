@@ -94,11 +94,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         if let Some(server) = &mut server {
             server.ensure_running()?;
         }
-        util::banner(&format!(
-            "conformance: {} ({})",
-            leg.name,
-            leg.args.join(" ")
-        ));
+        util::banner(&format!("conformance: {} ({})", leg.name, leg.args.join(" ")));
         let out = out_root.join(leg.name);
         if let Err(why) = run_leg(leg, &node, &runner, &url, &baseline, &out) {
             eprintln!("conformance: {}: FAILED: {why}", leg.name);
@@ -136,14 +132,7 @@ fn select(names: &[String]) -> Result<Vec<&'static Leg>> {
         .collect()
 }
 
-fn run_leg(
-    leg: &Leg,
-    node: &Path,
-    runner: &Path,
-    url: &str,
-    baseline: &Path,
-    out: &Path,
-) -> Result {
+fn run_leg(leg: &Leg, node: &Path, runner: &Path, url: &str, baseline: &Path, out: &Path) -> Result {
     if out.exists() {
         fs::remove_dir_all(out).map_err(|e| format!("cannot clean {}: {e}", out.display()))?;
     }
@@ -209,20 +198,16 @@ fn scan(out: &Path) -> Result<Report> {
         bad: Vec::new(),
     };
     for file in &files {
-        let text =
-            fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+        let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
         let checks = json
             .as_array()
             .ok_or_else(|| format!("{} is not a JSON array", file.display()))?;
         let scenario = file
             .parent()
             .and_then(|dir| dir.strip_prefix(out).ok())
-            .map_or_else(
-                || file.display().to_string(),
-                |dir| dir.display().to_string(),
-            );
+            .map_or_else(|| file.display().to_string(), |dir| dir.display().to_string());
         for check in checks {
             report.checks += 1;
             let field = |name: &str| check.get(name).and_then(|v| v.as_str()).unwrap_or("");

@@ -51,13 +51,10 @@ pub(crate) fn ensure_venv() -> Result<PathBuf> {
     match pip_show_version(&python) {
         Some(v) if v == MCP_PY_VERSION => {}
         other => {
-            return Err(format!(
-                "after `pip install {want}`, `pip show mcp` reports {other:?}"
-            ));
+            return Err(format!("after `pip install {want}`, `pip show mcp` reports {other:?}"));
         }
     }
-    fs::write(&stamp, format!("{want}\n"))
-        .map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
+    fs::write(&stamp, format!("{want}\n")).map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
     Ok(python)
 }
 
@@ -137,11 +134,7 @@ pub(crate) fn ensure_runner() -> Result<PathBuf> {
         other => Err(format!(
             "after `npm install {RUNNER_PACKAGE}@{RUNNER_VERSION}`, found version {other:?} and entry {} {}",
             entry.display(),
-            if entry.is_file() {
-                "present"
-            } else {
-                "missing"
-            }
+            if entry.is_file() { "present" } else { "missing" }
         )),
     }
 }
@@ -162,9 +155,5 @@ fn npm_install(prefix: &Path, spec: &str) -> Result {
             .arg(prefix)
             .arg(spec),
     )
-    .map_err(|e| {
-        format!(
-            "{e} (npm is needed on PATH, any Node version; it installs Node {NODE_MAJOR} itself)"
-        )
-    })
+    .map_err(|e| format!("{e} (npm is needed on PATH, any Node version; it installs Node {NODE_MAJOR} itself)"))
 }

@@ -85,8 +85,7 @@ pub(crate) fn run(cmd: &mut Command) -> Result {
 pub(crate) fn run_status(cmd: &mut Command) -> Result<ExitStatus> {
     let line = display(cmd);
     println!("$ {line}");
-    cmd.status()
-        .map_err(|e| format!("cannot run `{line}`: {e}"))
+    cmd.status().map_err(|e| format!("cannot run `{line}`: {e}"))
 }
 
 /// Runs a command with inherited stdio, killing it after `timeout`.
@@ -127,9 +126,7 @@ impl ChildGuard {
     /// Spawns `cmd`.
     pub(crate) fn spawn(cmd: &mut Command) -> Result<Self> {
         let line = display(cmd);
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start `{line}`: {e}"))?;
+        let child = cmd.spawn().map_err(|e| format!("cannot start `{line}`: {e}"))?;
         Ok(Self { child, line })
     }
 
@@ -175,8 +172,7 @@ impl Drop for ChildGuard {
 
 /// A loopback port that was free a moment ago.
 pub(crate) fn free_port() -> Result<u16> {
-    let listener =
-        TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
+    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
     listener
         .local_addr()
         .map(|addr| addr.port())
@@ -190,14 +186,7 @@ pub(crate) fn everything_binary() -> PathBuf {
 
 /// `cargo build --release -p mcp-server --example everything`, returning the binary.
 pub(crate) fn build_everything() -> Result<PathBuf> {
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "mcp-server",
-        "--example",
-        "everything",
-    ]))?;
+    run(cargo().args(["build", "--release", "-p", "mcp-server", "--example", "everything"]))?;
     existing_everything()
 }
 

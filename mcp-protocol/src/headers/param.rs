@@ -18,8 +18,7 @@
 use serde_json::{Map, Value};
 
 use super::{
-    PARAM_HEADER_PREFIX, X_MCP_HEADER, as_number, decode_header_value, invalid, mismatch, missing,
-    parse_number,
+    PARAM_HEADER_PREFIX, X_MCP_HEADER, as_number, decode_header_value, invalid, mismatch, missing, parse_number,
 };
 use crate::error::RpcError;
 
@@ -103,9 +102,7 @@ pub enum XMcpHeaderError {
         found: String,
     },
     /// Two annotations name the same header (compared case-insensitively).
-    #[error(
-        "x-mcp-header {name:?} at {location} duplicates {first:?} (names are case-insensitive)"
-    )]
+    #[error("x-mcp-header {name:?} at {location} duplicates {first:?} (names are case-insensitive)")]
     Duplicate {
         /// Where the second annotation is.
         location: String,
@@ -146,20 +143,9 @@ struct Found<'a> {
 /// a property reachable from the root through `properties` keys only.
 pub fn parse_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, XMcpHeaderError> {
     let mut found = Vec::new();
-    scan(
-        input_schema,
-        "#".to_owned(),
-        Some(Vec::new()),
-        0,
-        &mut found,
-    )?;
+    scan(input_schema, "#".to_owned(), Some(Vec::new()), 0, &mut found)?;
     let mut out: Vec<ParamHeader> = Vec::with_capacity(found.len());
-    for Found {
-        location,
-        path,
-        schema,
-    } in found
-    {
+    for Found { location, path, schema } in found {
         let Some(path) = path.filter(|p| !p.is_empty()) else {
             return Err(XMcpHeaderError::NotStaticallyReachable { location });
         };
@@ -229,9 +215,7 @@ fn scan<'a>(
                     Value::Object(members) if NAME_MAPS.contains(&k.as_str()) => {
                         for (name, member) in members {
                             let member_path = match (&path, k.as_str()) {
-                                (Some(p), "properties") => {
-                                    Some(p.iter().cloned().chain([name.clone()]).collect())
-                                }
+                                (Some(p), "properties") => Some(p.iter().cloned().chain([name.clone()]).collect()),
                                 _ => None,
                             };
                             let at = format!("{here}/{}", escape(name));
@@ -318,8 +302,7 @@ pub fn param_header_names(params: &[ParamHeader]) -> impl Iterator<Item = String
 
 fn value_at<'a>(args: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
-    rest.iter()
-        .try_fold(args.get(first)?, |v, seg| v.as_object()?.get(seg))
+    rest.iter().try_fold(args.get(first)?, |v, seg| v.as_object()?.get(seg))
 }
 
 #[cfg(test)]
@@ -365,14 +348,8 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         let names: Vec<String> = param_header_names(&got).collect();
-        assert_eq!(
-            names,
-            ["mcp-param-region", "mcp-param-zone-id", "mcp-param-flag_1"]
-        );
-        assert_eq!(
-            parse_param_headers(&json!({"type": "object"})).unwrap(),
-            vec![]
-        );
+        assert_eq!(names, ["mcp-param-region", "mcp-param-zone-id", "mcp-param-flag_1"]);
+        assert_eq!(parse_param_headers(&json!({"type": "object"})).unwrap(), vec![]);
         assert_eq!(parse_param_headers(&json!(true)).unwrap(), vec![]);
     }
 
@@ -444,8 +421,7 @@ mod tests {
         ];
         let args = json!({"region": "eu-west", "count": 42, "dry": true, "loc": {"zone": "été"}});
         let replace = |name: &'static str, v: Option<&'static [u8]>| {
-            let mut h: Vec<(&str, &[u8])> =
-                full.iter().filter(|(n, _)| *n != name).cloned().collect();
+            let mut h: Vec<(&str, &[u8])> = full.iter().filter(|(n, _)| *n != name).cloned().collect();
             h.extend(v.map(|v| (name, v)));
             h
         };
@@ -454,12 +430,7 @@ mod tests {
             a[k] = v;
             a
         };
-        type Case<'a> = (
-            &'a str,
-            Vec<(&'a str, &'a [u8])>,
-            Value,
-            Result<(), &'a str>,
-        );
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a [u8])>, Value, Result<(), &'a str>);
         #[rustfmt::skip]
         let table: Vec<Case> = vec![
             ("all agree", full.to_vec(), args.clone(), Ok(())),

@@ -34,8 +34,7 @@ impl ClientCapabilities {
 
     /// `sampling.tools` declared (tool-enabled sampling).
     pub fn sampling_tools(&self) -> bool {
-        self.object("sampling")
-            .is_some_and(|s| s.contains_key("tools"))
+        self.object("sampling").is_some_and(|s| s.contains_key("tools"))
     }
 
     /// `roots` declared.
@@ -52,15 +51,12 @@ impl ClientCapabilities {
     /// URL-mode elicitation declared, in a revision that has it.
     pub fn elicitation_url(&self, revision: Option<Revision>) -> bool {
         revision.is_none_or(|r| r.has(Feature::UrlElicitation))
-            && self
-                .object("elicitation")
-                .is_some_and(|e| e.contains_key("url"))
+            && self.object("elicitation").is_some_and(|e| e.contains_key("url"))
     }
 
     /// An extension declared under `extensions`.
     pub fn extension(&self, id: &str) -> bool {
-        self.object("extensions")
-            .is_some_and(|e| e.contains_key(id))
+        self.object("extensions").is_some_and(|e| e.contains_key(id))
     }
 
     /// The tasks extension declared (modern era).
@@ -153,14 +149,10 @@ mod tests {
 
     #[test]
     fn client_queries() {
-        let c = caps(
-            json!({"sampling": {"tools": {}}, "elicitation": {}, "roots": {"listChanged": true}}),
-        );
+        let c = caps(json!({"sampling": {"tools": {}}, "elicitation": {}, "roots": {"listChanged": true}}));
         assert!(c.sampling() && c.sampling_tools() && c.roots() && c.elicitation_form());
         assert!(!c.elicitation_url(None));
-        let c = caps(
-            json!({"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
-        );
+        let c = caps(json!({"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}));
         assert!(!c.elicitation_form());
         assert!(c.elicitation_url(Some(Revision::V2025_11_25)));
         assert!(!c.elicitation_url(Some(Revision::V2025_06_18)));
@@ -183,10 +175,7 @@ mod tests {
         };
         let v = server_capabilities(&f, Some(Revision::V2025_11_25));
         assert_eq!(v["tasks"]["requests"]["tools"]["call"], json!({}));
-        assert_eq!(
-            v["resources"],
-            json!({"subscribe": true, "listChanged": true})
-        );
+        assert_eq!(v["resources"], json!({"subscribe": true, "listChanged": true}));
         assert_eq!(v["completions"], json!({}));
         let v = server_capabilities(&f, Some(Revision::V2025_06_18));
         assert!(v.get("tasks").is_none());
@@ -194,10 +183,7 @@ mod tests {
         assert!(v.get("completions").is_none());
         let v = server_capabilities(&f, Some(Revision::V2026_07_28));
         assert!(v.get("tasks").is_none());
-        assert_eq!(
-            v["extensions"],
-            json!({"io.modelcontextprotocol/tasks": {}})
-        );
+        assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
         let v = server_capabilities(&ServerFeatures::default(), None);
         assert_eq!(v, json!({}));
     }

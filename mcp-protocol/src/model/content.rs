@@ -37,11 +37,7 @@ pub enum ResourceContents {
 
 impl ResourceContents {
     /// Text contents.
-    pub fn text(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
+    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
         ResourceContents::Text {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -51,11 +47,7 @@ impl ResourceContents {
     }
 
     /// Binary contents (already base64-encoded).
-    pub fn blob(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        base64: impl Into<String>,
-    ) -> Self {
+    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, base64: impl Into<String>) -> Self {
         ResourceContents::Blob {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -74,11 +66,7 @@ impl ResourceContents {
 
 /// A content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 #[non_exhaustive]
 pub enum Content {
     /// Text.

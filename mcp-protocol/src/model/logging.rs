@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A log level, least severe first.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LoggingLevel {
     /// Debug-level messages.

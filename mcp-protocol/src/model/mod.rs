@@ -18,9 +18,7 @@ mod resource;
 mod tool;
 
 pub use capabilities::{ClientCapabilities, ServerFeatures, server_capabilities};
-pub use completion::{
-    CompleteArgument, CompleteContext, CompleteParams, CompleteReference, Completion,
-};
+pub use completion::{CompleteArgument, CompleteContext, CompleteParams, CompleteReference, Completion};
 pub use content::{Content, ResourceContents};
 pub use implementation::Implementation;
 pub use logging::LoggingLevel;

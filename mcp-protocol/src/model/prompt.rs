@@ -66,7 +66,6 @@ impl PromptDef {
         }
     }
 
-
     /// Sets the title.
     pub fn with_title(mut self, v: impl Into<String>) -> Self {
         self.title = Some(v.into());
@@ -81,7 +80,11 @@ impl PromptDef {
 
     /// Adds an argument.
     pub fn with_argument(mut self, v: PromptArgument) -> Self {
-        self.arguments = { let mut a = self.arguments; a.push(v); a };
+        self.arguments = {
+            let mut a = self.arguments;
+            a.push(v);
+            a
+        };
         self
     }
 

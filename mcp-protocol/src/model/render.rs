@@ -60,21 +60,12 @@ pub fn is_retry(params: Option<&Map<String, Value>>) -> bool {
 }
 
 /// The cache hint a result gets, if any: cacheable method, not a retry.
-pub fn cache_hint_for(
-    method: &str,
-    params: Option<&Map<String, Value>>,
-    hint: CacheHint,
-) -> Option<CacheHint> {
+pub fn cache_hint_for(method: &str, params: Option<&Map<String, Value>>, hint: CacheHint) -> Option<CacheHint> {
     (is_cacheable(method) && !is_retry(params)).then_some(hint)
 }
 
 /// Decorates a result for its era (see the module doc).
-pub fn finalize(
-    era: Era,
-    result: &mut Value,
-    server_info: Option<&Value>,
-    cache: Option<CacheHint>,
-) {
+pub fn finalize(era: Era, result: &mut Value, server_info: Option<&Value>, cache: Option<CacheHint>) {
     if era != Era::Modern {
         return;
     }
@@ -94,9 +85,7 @@ pub fn finalize(
             .or_insert(serde_json::to_value(hint.scope).unwrap_or(Value::Null));
     }
     if let Some(info) = server_info {
-        let meta = obj
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
+        let meta = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             meta.entry(SERVER_INFO).or_insert_with(|| info.clone());
         }
@@ -160,9 +149,6 @@ mod tests {
         let mut v = json!({"_meta": {"k": 1}});
         finalize(Era::Modern, &mut v, Some(&json!({"name": "s"})), None);
         assert_eq!(v["_meta"]["k"], 1);
-        assert_eq!(
-            v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-            "s"
-        );
+        assert_eq!(v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "s");
     }
 }

@@ -46,7 +46,6 @@ impl ResourceDef {
         }
     }
 
-
     /// Sets the title.
     pub fn with_title(mut self, v: impl Into<String>) -> Self {
         self.title = Some(v.into());
@@ -147,7 +146,6 @@ impl ResourceTemplateDef {
         }
     }
 
-
     /// Sets the title.
     pub fn with_title(mut self, v: impl Into<String>) -> Self {
         self.title = Some(v.into());
@@ -186,10 +184,7 @@ impl ResourceTemplateDef {
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut m = Map::new();
-        m.insert(
-            "uriTemplate".into(),
-            Value::String(self.uri_template.clone()),
-        );
+        m.insert("uriTemplate".into(), Value::String(self.uri_template.clone()));
         m.insert("name".into(), Value::String(self.name.clone()));
         render_common(
             &mut m,
@@ -251,10 +246,7 @@ pub struct ReadResourceResult {
 impl ReadResourceResult {
     /// A result with contents.
     pub fn new(contents: Vec<ResourceContents>) -> Self {
-        ReadResourceResult {
-            contents,
-            meta: None,
-        }
+        ReadResourceResult { contents, meta: None }
     }
 }
 
@@ -277,9 +269,6 @@ mod tests {
         );
         assert_eq!(r.render(Some(Revision::V2025_06_18))["title"], "T");
         let t = ResourceTemplateDef::new("test://t/{id}", "t");
-        assert_eq!(
-            t.render(None),
-            json!({"uriTemplate": "test://t/{id}", "name": "t"})
-        );
+        assert_eq!(t.render(None), json!({"uriTemplate": "test://t/{id}", "name": "t"}));
     }
 }

@@ -47,7 +47,6 @@ impl ToolDef {
         }
     }
 
-
     /// Sets the title.
     pub fn with_title(mut self, v: impl Into<String>) -> Self {
         self.title = Some(v.into());
@@ -108,11 +107,7 @@ impl ToolDef {
             m.insert("description".into(), Value::String(d.clone()));
         }
         m.insert("inputSchema".into(), self.input_schema.clone());
-        if let Some(o) = self
-            .output_schema
-            .as_ref()
-            .filter(|_| has(Feature::OutputSchema))
-        {
+        if let Some(o) = self.output_schema.as_ref().filter(|_| has(Feature::OutputSchema)) {
             m.insert("outputSchema".into(), o.clone());
         }
         if let Some(a) = &self.annotations {
@@ -123,10 +118,7 @@ impl ToolDef {
         }
         let tasks = revision.is_some_and(|r| r.has(Feature::CoreTasks) || r.era() == Era::Modern);
         if tasks && self.task_support != TaskSupport::Forbidden {
-            m.insert(
-                "execution".into(),
-                json!({"taskSupport": self.task_support}),
-            );
+            m.insert("execution".into(), json!({"taskSupport": self.task_support}));
         }
         if let Some(meta) = &self.meta {
             m.insert("_meta".into(), meta.clone());
@@ -292,11 +284,6 @@ mod tests {
     #[test]
     fn error_flag() {
         assert_eq!(CallToolResult::error("x").render(None)["isError"], true);
-        assert!(
-            CallToolResult::text("x")
-                .render(None)
-                .get("isError")
-                .is_none()
-        );
+        assert!(CallToolResult::text("x").render(None).get("isError").is_none());
     }
 }

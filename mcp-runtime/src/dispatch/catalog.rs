@@ -1,15 +1,15 @@
 //! The catalog methods: lists, `resources/read`, `prompts/get`,
 //! `completion/complete`.
 
+use mcp_protocol::RpcError;
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
-use mcp_protocol::RpcError;
 use serde_json::{Map, Value, json};
 
 use super::{Runtime, handler_error, parse_params};
 use crate::ctx::Ctx;
-use crate::handler::HandlerError;
 use crate::guard::{Interrupted, run_guarded};
+use crate::handler::HandlerError;
 use crate::registry::CompletionKey;
 
 fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
@@ -40,14 +40,22 @@ pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value
     let c = rt.registry.snapshot();
     let (items, next) = paginate(c.resources(), |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
-    Ok(page("resources", items.iter().map(|r| r.def.render(rev)).collect(), next))
+    Ok(page(
+        "resources",
+        items.iter().map(|r| r.def.render(rev)).collect(),
+        next,
+    ))
 }
 
 pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = rt.registry.snapshot();
     let (items, next) = paginate(c.templates(), |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
-    Ok(page("resourceTemplates", items.iter().map(|t| t.def.render(rev)).collect(), next))
+    Ok(page(
+        "resourceTemplates",
+        items.iter().map(|t| t.def.render(rev)).collect(),
+        next,
+    ))
 }
 
 pub(super) fn list_prompts(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -83,7 +91,10 @@ pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, V
     };
     let uri = uri.to_owned();
     let call = move |ctx: Ctx| handler.read(uri.clone(), vars.clone(), ctx);
-    let (outcome, ctx) = rt.run_rounds("resources/read", ctx, call).await.map_err(|i| interrupted("resources/read", i))?;
+    let (outcome, ctx) = rt
+        .run_rounds("resources/read", ctx, call)
+        .await
+        .map_err(|i| interrupted("resources/read", i))?;
     finish(rt, &ctx, params, outcome)
 }
 
@@ -97,7 +108,7 @@ fn finish<T: serde::Serialize>(
 ) -> Result<Value, RpcError> {
     match outcome {
         Ok(result) => serde_json::to_value(result).map_err(|_| RpcError::internal()),
-        Err(HandlerError::InputRequired(ir)) => rt.input_required(ctx, Some(params), ir),
+        Err(HandlerError::InputRequired(ir)) => rt.input_required(ctx, Some(params), *ir),
         Err(e) => Err(handler_error(ctx.method(), e)),
     }
 }
@@ -113,13 +124,26 @@ pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Valu
         Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
     };
     let c = rt.registry.snapshot();
-    let prompt = c.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
-    if let Some(missing) = prompt.def.arguments.iter().find(|a| a.required && !args.contains_key(&a.name)) {
-        return Err(RpcError::invalid_params(format!("Missing required argument: {}", missing.name)));
+    let prompt = c
+        .prompt(name)
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+    if let Some(missing) = prompt
+        .def
+        .arguments
+        .iter()
+        .find(|a| a.required && !args.contains_key(&a.name))
+    {
+        return Err(RpcError::invalid_params(format!(
+            "Missing required argument: {}",
+            missing.name
+        )));
     }
     let handler = prompt.handler.clone();
     let call = move |ctx: Ctx| handler.get(args.clone(), ctx);
-    let (outcome, ctx) = rt.run_rounds("prompts/get", ctx, call).await.map_err(|i| interrupted("prompts/get", i))?;
+    let (outcome, ctx) = rt
+        .run_rounds("prompts/get", ctx, call)
+        .await
+        .map_err(|i| interrupted("prompts/get", i))?;
     finish(rt, &ctx, params, outcome)
 }
 
@@ -130,8 +154,14 @@ pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>
     }
     let p: CompleteParams = parse_params(params)?;
     let key = match &p.reference {
-        CompleteReference::Prompt { name } => CompletionKey::Prompt { name: name.clone(), argument: p.argument.name.clone() },
-        CompleteReference::Resource { uri } => CompletionKey::Resource { uri: uri.clone(), argument: p.argument.name.clone() },
+        CompleteReference::Prompt { name } => CompletionKey::Prompt {
+            name: name.clone(),
+            argument: p.argument.name.clone(),
+        },
+        CompleteReference::Resource { uri } => CompletionKey::Resource {
+            uri: uri.clone(),
+            argument: p.argument.name.clone(),
+        },
     };
     let completion = match c.completion(&key) {
         None => Completion::default(),

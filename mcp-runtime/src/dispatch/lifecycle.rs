@@ -20,7 +20,10 @@ impl Runtime {
     /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
     /// for the process.
     pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
-        let params = req.params.as_ref().ok_or_else(|| RpcError::invalid_params("Missing initialize params"))?;
+        let params = req
+            .params
+            .as_ref()
+            .ok_or_else(|| RpcError::invalid_params("Missing initialize params"))?;
         let version = params
             .get("protocolVersion")
             .and_then(Value::as_str)

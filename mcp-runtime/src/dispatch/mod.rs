@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{allows_input_required, check_method, request_era};
-use mcp_protocol::request_state::StateKey;
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{ServerFeatures, server_capabilities};
+use mcp_protocol::request_state::StateKey;
 use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -125,7 +125,13 @@ impl Runtime {
     pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
         let server_info = config.server_info.render(None);
         let state_key = config.request_state_key.clone().unwrap_or_else(random_state_key);
-        Runtime { config, registry, sessions: SessionStore::new(), server_info, state_key }
+        Runtime {
+            config,
+            registry,
+            sessions: SessionStore::new(),
+            server_info,
+            state_key,
+        }
     }
 
     /// The key sealing MRTR request states.
@@ -188,12 +194,20 @@ impl Runtime {
                 check_method(&req.method, era, None).map_err(|error| Rejection { era, error })?;
                 let meta = parse_modern_meta(req.params.as_ref(), &self.config.advertise.revisions())
                     .map_err(|error| Rejection { era, error })?;
-                Ok(Route { era, revision: Some(meta.revision), modern: Some(Arc::new(meta)) })
+                Ok(Route {
+                    era,
+                    revision: Some(meta.revision),
+                    modern: Some(Arc::new(meta)),
+                })
             }
             Era::Legacy => {
                 let revision = session.map(Session::revision);
                 check_method(&req.method, era, revision).map_err(|error| Rejection { era, error })?;
-                Ok(Route { era, revision, modern: None })
+                Ok(Route {
+                    era,
+                    revision,
+                    modern: None,
+                })
             }
         }
     }
@@ -246,7 +260,13 @@ impl Runtime {
             "resources/subscribe" => lifecycle::subscribe(&ctx, &params, true),
             "resources/unsubscribe" => lifecycle::subscribe(&ctx, &params, false),
             "tools/list" => catalog::list_tools(self, &ctx, &params),
-            "tools/call" => return self.finish(&req.method, &params, route, tools::call(self, ctx, &params).await),
+            "tools/call" => {
+                let reply = tools::call(self, ctx, &params).await;
+                if cancel.is_cancelled() {
+                    return Reply::Cancelled;
+                }
+                return self.finish(&req.method, &params, route, reply);
+            }
             "resources/list" => catalog::list_resources(self, &ctx, &params),
             "resources/templates/list" => catalog::list_templates(self, &ctx, &params),
             "resources/read" => catalog::read_resource(self, ctx, &params).await,
@@ -268,7 +288,11 @@ impl Runtime {
     fn finish(&self, method: &str, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
         match reply {
             Reply::Result(mut v) => {
-                let hint = if method == "server/discover" { self.config.discover_cache } else { self.config.cache };
+                let hint = if method == "server/discover" {
+                    self.config.discover_cache
+                } else {
+                    self.config.cache
+                };
                 let info = self.config.send_server_info.then_some(&self.server_info);
                 finalize(route.era, &mut v, info, cache_hint_for(method, Some(params), hint));
                 Reply::Result(v)

@@ -53,8 +53,7 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
     };
     match outcome {
         Ok(result) => {
-            if let (Some(schema), Some(structured), false) =
-                (&tool.output, &result.structured_content, result.is_error)
+            if let (Some(schema), Some(structured), false) = (&tool.output, &result.structured_content, result.is_error)
                 && let Err(violations) = schema.validate(structured)
             {
                 tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
@@ -63,7 +62,7 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
             render(result)
         }
         Err(HandlerError::Rpc(e)) => Reply::Error(e),
-        Err(HandlerError::InputRequired(ir)) => match rt.input_required(&ctx, Some(params), ir) {
+        Err(HandlerError::InputRequired(ir)) => match rt.input_required(&ctx, Some(params), *ir) {
             Ok(v) => Reply::Result(v),
             Err(e) => Reply::Error(e),
         },

@@ -1,0 +1,180 @@
+//! # mcp-transport-stdio
+//!
+//! The stdio transport of the MCP server library: newline-delimited
+//! JSON-RPC on the process's stdin and stdout, serving both protocol eras
+//! on one process. A legacy client (2024-11-05 … 2025-11-25) sends
+//! `initialize` and gets the process's one session; a modern client
+//! (2026-07-28) sends `_meta` with every request and is served statelessly,
+//! before or after a legacy handshake on the same pipe.
+//!
+//! Entry points: [`serve`] on the process's stdin/stdout, and [`serve_io`]
+//! on any pair of byte streams (tests, sockets, custom pipes). Both return
+//! once the input has ended and the admitted work has finished (or the
+//! [drain timeout](StdioConfig::drain_timeout) has passed), after flushing
+//! the output.
+//!
+//! ## Design
+//!
+//! The transport is a small pipeline of tasks (behaviour invariant 28):
+//!
+//! 1. **Reader** (`framing`): splits the input into lines within
+//!    [`StdioConfig::max_frame_bytes`]. A longer line is discarded up to its
+//!    newline and answered with -32600 "Message exceeds … bytes" (id
+//!    `null`); serving continues. Blank lines are skipped, a trailing `\r`
+//!    is tolerated. The next frame is read only once the previous one has
+//!    been dispatched, which is the back-pressure on the client.
+//! 2. **Coordinator** (`coordinator`): decodes each frame with
+//!    `mcp-protocol` (size, depth, id and shape rules) and sends each
+//!    message where it belongs: errors are answered at once, client
+//!    responses are delivered to the session's pending server-to-client
+//!    request, `notifications/cancelled` is applied at once (never queued
+//!    behind the request it cancels), other notifications go to a bounded
+//!    queue handled in order, and requests are checked (duplicate id,
+//!    era/method) and admitted to the pool. A legacy `initialize` is
+//!    answered by the coordinator itself, so that the session exists
+//!    before the next frame is read.
+//! 3. **Workers** (`pool`, `exec`): at most
+//!    [`max_workers`](StdioConfig::max_workers) requests run at once, at
+//!    most [`max_queue`](StdioConfig::max_queue) more wait (FIFO); past
+//!    that a request is answered at once with -32603 "Server is
+//!    overloaded". Each request runs through `mcp-runtime`
+//!    ([`Runtime::dispatch`]) with its own cancellation token, registered in
+//!    the process's [`InFlight`](mcp_runtime::InFlight) set so that a
+//!    duplicate id is refused and a cancellation finds it, queued or
+//!    running. A cancelled request gets no answer. A batch runs as one job
+//!    and is answered with one array.
+//! 4. **Writer** (`writer`): the only task that writes the output. It
+//!    receives encoded frames through channels (the handlers' [`Sink`]s
+//!    feed one of them, so progress, log messages and server-to-client
+//!    requests travel the same way as responses), writes each followed by
+//!    `\n`, flushes whenever it has nothing more to write, and releases a
+//!    request's id only when its answer is written.
+//!
+//! Registry changes become legacy list-changed notifications (and
+//! `notifications/resources/updated` for subscribed URIs) while a legacy
+//! session exists (`notify`); modern clients never receive them.
+//!
+//! ## Sessions
+//!
+//! One legacy session per process, as in the reference implementation. A
+//! second `initialize` is refused with -32600 "Already initialized"; a
+//! failed one (invalid params) leaves the process uninitialized, so the
+//! client may retry. Requests sent before `initialize` get their normal
+//! answers (an unknown method is -32601): the process never exits on them.
+//!
+//! ## Shutdown
+//!
+//! At end of input the reader stops, the session is closed (its pending
+//! server-to-client requests fail at once: no answer can arrive any more),
+//! admitted requests run to completion for at most
+//! [`drain_timeout`](StdioConfig::drain_timeout), then are cancelled; the
+//! output is flushed and [`serve_io`] returns. If writing fails, the client
+//! is gone: reading stops, work in flight is cancelled, and
+//! [`StdioError::Write`] is returned.
+//!
+//! The crate writes nothing to stdout but the protocol; its logs go through
+//! `tracing` (send them to stderr).
+//!
+//! [`Sink`]: mcp_runtime::Sink
+
+mod config;
+mod coordinator;
+mod error;
+mod exec;
+mod framing;
+mod notify;
+mod pool;
+mod state;
+mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::jsonrpc::DecodeLimits;
+use mcp_runtime::Runtime;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use config::StdioConfig;
+pub use error::StdioError;
+
+use coordinator::Coordinator;
+use framing::LineReader;
+use pool::Pool;
+use state::Shared;
+
+/// Serves MCP on the process's stdin and stdout until stdin closes.
+///
+/// See [`serve_io`]. Note that tokio reads stdin on a blocking thread: if
+/// serving ends because stdout failed while stdin stays open, that thread
+/// lingers until stdin yields or the process exits.
+pub async fn serve(runtime: Arc<Runtime>, config: StdioConfig) -> Result<(), StdioError> {
+    serve_io(runtime, config, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves MCP on `reader` and `writer` until `reader` ends.
+///
+/// Returns `Ok(())` once the input has ended, the admitted requests have
+/// been answered (or cancelled when [`StdioConfig::drain_timeout`] passed)
+/// and the output has been flushed and shut down. Protocol errors are
+/// answered on the wire and never end serving; only I/O failures are
+/// returned.
+pub async fn serve_io<R, W>(runtime: Arc<Runtime>, config: StdioConfig, reader: R, writer: W) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // Subscribe before anything runs, so that no change is missed.
+    let changes = runtime.registry().subscribe();
+    let (outlets, writer) = writer::spawn(writer);
+    let shared = Arc::new(Shared::new(runtime, outlets));
+    let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
+    let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
+    let limits = DecodeLimits {
+        max_bytes: config.max_frame_bytes,
+        max_depth: config.max_depth,
+    };
+    let pool = Pool::new(config.workers(), config.max_queue);
+    let coordinator = Coordinator::new(shared.clone(), pool, notifications, limits);
+    tracing::debug!(?config, "stdio transport serving");
+
+    let mut lines = LineReader::new(reader, config.max_frame_bytes);
+    let read = loop {
+        let next = tokio::select! {
+            biased;
+            () = writer.failed().cancelled() => break Ok(()),
+            next = lines.next() => next,
+        };
+        match next {
+            Ok(Some(input)) => coordinator.handle(input).await,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    drop(lines);
+
+    let client_gone = writer.failed().is_cancelled();
+    tracing::debug!(client_gone, "end of input; draining");
+    if let Some(session) = shared.session() {
+        // No client answer can arrive any more.
+        session.close();
+    }
+    let drain = if client_gone {
+        Duration::ZERO
+    } else {
+        config.drain_timeout
+    };
+    // Dropping the coordinator closes the notification queue.
+    let pool = coordinator.into_pool();
+    pool.drain(drain).await;
+    if tokio::time::timeout(config.drain_timeout, inbound).await.is_err() {
+        tracing::warn!("client notifications still being handled at shutdown");
+    }
+    forwarder.abort();
+    let written = writer.close().await;
+    tracing::debug!("stdio transport stopped");
+    match (read, written) {
+        (_, Err(e)) => Err(StdioError::Write(e)),
+        (Err(e), Ok(())) => Err(StdioError::Read(e)),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}

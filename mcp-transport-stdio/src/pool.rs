@@ -1,0 +1,183 @@
+//! Admission and the bounded worker pool.
+//!
+//! A request (or a batch) is *admitted* when fewer than
+//! `max_workers + max_queue` are admitted and unfinished; otherwise the
+//! caller answers "Server is overloaded" at once. The admission count is
+//! released only when a job has finished, so the decision depends on
+//! nothing but what was admitted and what completed.
+//!
+//! Admitted jobs start in admission order (FIFO): one dispatcher task takes
+//! them from a queue and waits for one of `max_workers` permits of a fair
+//! semaphore before spawning each. Every job's cancellation token is a
+//! child of the pool's own, so that the pool can cancel all work (queued
+//! or running) when the drain timeout passes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+/// How long cancelled work may take to wind down before it is aborted.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// A unit of admitted work: a request or a batch, answer included.
+pub(crate) type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// The pool is full (or shutting down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Overloaded;
+
+/// One admission, released when dropped (when its job has finished, or
+/// when it was never submitted).
+#[derive(Debug)]
+pub(crate) struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The worker pool.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    tx: mpsc::UnboundedSender<(Job, Slot)>,
+    admitted: Arc<AtomicUsize>,
+    capacity: usize,
+    stop: CancellationToken,
+    dispatcher: JoinHandle<()>,
+}
+
+impl Pool {
+    /// A pool of `workers` (at least one) with `queue` waiting places.
+    pub(crate) fn new(workers: usize, queue: usize) -> Self {
+        let workers = workers.max(1);
+        let (tx, rx) = mpsc::unbounded_channel();
+        Pool {
+            tx,
+            admitted: Arc::new(AtomicUsize::new(0)),
+            capacity: workers.saturating_add(queue),
+            stop: CancellationToken::new(),
+            dispatcher: tokio::spawn(dispatch(rx, workers)),
+        }
+    }
+
+    /// A cancellation token for a new job, cancelled with the pool.
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.stop.child_token()
+    }
+
+    /// Reserves an admission, or refuses when the pool is full.
+    pub(crate) fn reserve(&self) -> Result<Slot, Overloaded> {
+        let cap = self.capacity;
+        self.admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < cap).then_some(n + 1))
+            .map_err(|_| Overloaded)?;
+        Ok(Slot(self.admitted.clone()))
+    }
+
+    /// Queues an admitted job; it starts when a worker is free.
+    pub(crate) fn submit(&self, slot: Slot, job: Job) {
+        if self.tx.send((job, slot)).is_err() {
+            tracing::error!("the stdio dispatcher has stopped; request dropped");
+        }
+    }
+
+    /// Admits nothing more and waits for the admitted jobs, at most
+    /// `timeout`; then cancels them, and aborts what is still running after
+    /// a short grace period.
+    pub(crate) async fn drain(self, timeout: Duration) {
+        let Pool {
+            tx,
+            stop,
+            mut dispatcher,
+            ..
+        } = self;
+        drop(tx);
+        if tokio::time::timeout(timeout, &mut dispatcher).await.is_ok() {
+            return;
+        }
+        tracing::warn!(?timeout, "requests still running after end of input; cancelling them");
+        stop.cancel();
+        if tokio::time::timeout(CANCEL_GRACE, &mut dispatcher).await.is_ok() {
+            return;
+        }
+        tracing::warn!("requests ignored their cancellation; aborting them");
+        dispatcher.abort();
+        let _ = dispatcher.await;
+    }
+}
+
+async fn dispatch(mut rx: mpsc::UnboundedReceiver<(Job, Slot)>, workers: usize) {
+    let permits = Arc::new(Semaphore::new(workers));
+    let mut running = JoinSet::new();
+    while let Some((job, slot)) = rx.recv().await {
+        // The semaphore is fair and this loop sequential: FIFO starts.
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        running.spawn(async move {
+            job.await;
+            drop(permit);
+            drop(slot);
+        });
+        while let Some(r) = running.try_join_next() {
+            report(r);
+        }
+    }
+    while let Some(r) = running.join_next().await {
+        report(r);
+    }
+}
+
+fn report(r: Result<(), JoinError>) {
+    if let Err(e) = r
+        && e.is_panic()
+    {
+        tracing::error!("a stdio worker panicked");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::Notify;
+
+    #[tokio::test]
+    async fn admission_is_bounded_and_released() {
+        let pool = Pool::new(1, 1);
+        let gate = Arc::new(Notify::new());
+        let job = |g: Arc<Notify>| -> Job { Box::pin(async move { g.notified().await }) };
+        let admit = |j: Job| pool.reserve().map(|s| pool.submit(s, j));
+        assert!(admit(job(gate.clone())).is_ok());
+        assert!(admit(job(gate.clone())).is_ok());
+        assert_eq!(admit(job(gate.clone())), Err(Overloaded));
+        gate.notify_one();
+        // One slot frees once the first job has finished.
+        let admitted = pool.admitted.clone();
+        while admitted.load(Ordering::Acquire) > 1 {
+            tokio::task::yield_now().await;
+        }
+        assert!(admit(job(gate.clone())).is_ok());
+        gate.notify_one();
+        gate.notify_one();
+        pool.drain(Duration::from_secs(5)).await;
+        assert_eq!(admitted.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn drain_cancels_after_the_timeout() {
+        let pool = Pool::new(2, 2);
+        let token = pool.token();
+        let seen = token.clone();
+        let job: Job = Box::pin(async move { seen.cancelled().await });
+        pool.submit(pool.reserve().unwrap(), job);
+        pool.drain(Duration::from_millis(10)).await;
+        assert!(token.is_cancelled());
+    }
+}
