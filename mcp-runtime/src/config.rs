@@ -40,6 +40,9 @@ pub struct ServerConfig {
     /// Most rounds of client input one legacy call may go through when its
     /// handler answers `input_required` (default 8).
     pub max_input_rounds: usize,
+    /// Most `subscriptions/listen` streams one principal may hold open
+    /// (default 32).
+    pub max_listeners_per_principal: usize,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +62,7 @@ impl Default for ServerConfig {
             request_state_key: None,
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,
+            max_listeners_per_principal: 32,
         }
     }
 }

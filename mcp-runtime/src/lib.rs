@@ -12,6 +12,8 @@
 //! - the [`Runtime`]: routes a request to its era, runs the checks that come
 //!   before any handler, dispatches the method, and finalizes the result for
 //!   the era (`resultType`, `serverInfo`, cache hints);
+//! - the hub of `subscriptions/listen` subscriptions ([`listen`]), fed by
+//!   registry changes;
 //! - legacy [`Session`]s, bound to the principal that created them, with
 //!   their pending server-to-client requests, requests in flight and
 //!   subscriptions, and the [`SessionStore`] that expires idle ones.
@@ -28,6 +30,7 @@ pub mod dispatch;
 mod guard;
 pub mod handler;
 mod inflight;
+pub mod listen;
 pub mod mrtr;
 pub mod registry;
 mod session;
@@ -39,6 +42,7 @@ pub use ctx::{ClientRequestError, Ctx};
 pub use dispatch::{Rejection, Reply, RequestEnv, Route, Runtime};
 pub use handler::{HandlerError, ToolResult};
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
+pub use listen::{Listener, Subscriptions};
 pub use registry::Registry;
 pub use session::{Session, SessionStore};
 pub use sink::{Frame, Sink};

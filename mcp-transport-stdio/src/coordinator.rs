@@ -136,6 +136,9 @@ impl Coordinator {
         if prepared.route.era == Era::Legacy && prepared.req.method == "initialize" {
             return self.initialize(prepared).await;
         }
+        if prepared.route.era == Era::Modern && prepared.req.method == "subscriptions/listen" {
+            return self.listen(prepared).await;
+        }
         match self.pool.reserve() {
             Ok(slot) => {
                 let job = exec::single(self.shared.clone(), prepared);
@@ -196,6 +199,50 @@ impl Coordinator {
                 })
         };
         self.answer(encode_response(&req.id, &outcome), Some(guard)).await;
+    }
+
+    /// `subscriptions/listen`: the acknowledgement first, then the
+    /// subscription's notifications, correlated by the listen id. The client
+    /// ends it with `notifications/cancelled` (no answer); a server shutdown
+    /// ends it with `notifications/cancelled` naming the listen id and then
+    /// the completion result; the end of input ends it silently.
+    async fn listen(&self, prepared: Prepared) {
+        let Prepared { req, route, guard, .. } = prepared;
+        let tasks = route
+            .modern
+            .as_ref()
+            .is_some_and(|m| m.client_capabilities.tasks_extension());
+        let mut listener = match self.shared.runtime.listen(&req, &self.shared.auth.principal, tasks) {
+            Ok(l) => l,
+            Err(e) => return self.answer(encode_error(Some(&req.id), &e), Some(guard)).await,
+        };
+        if let Some(ack) = listener.take_ack() {
+            self.shared.out.notify(ack).await;
+        }
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let cancelled = guard.token().clone();
+            loop {
+                tokio::select! {
+                    biased;
+                    () = cancelled.cancelled() => break,
+                    () = shared.input_closed.cancelled() => break,
+                    next = listener.next() => match next {
+                        Some(frame) => {
+                            if !shared.out.notify(frame).await {
+                                break;
+                            }
+                        }
+                        None => {
+                            shared.out.notify(listener.server_cancel_frame()).await;
+                            shared.out.respond(listener.completion_frame(), vec![guard]).await;
+                            return;
+                        }
+                    },
+                }
+            }
+            drop(guard);
+        });
     }
 
     async fn batch(&self, items: Vec<Result<Message, DecodeError>>) {

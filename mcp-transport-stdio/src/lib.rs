@@ -151,6 +151,7 @@ where
         }
     };
     drop(lines);
+    shared.input_closed.cancel();
 
     let client_gone = writer.failed().is_cancelled();
     tracing::debug!(client_gone, "end of input; draining");

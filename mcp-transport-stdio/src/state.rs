@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_runtime::{InFlight, Runtime, Session};
+use tokio_util::sync::CancellationToken;
 
 use crate::writer::Outlets;
 
@@ -20,6 +21,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: InFlight,
     /// The writer's inputs.
     pub(crate) out: Outlets,
+    /// Cancelled when the input ends: open listen streams stop.
+    pub(crate) input_closed: CancellationToken,
     session: Mutex<Option<Arc<Session>>>,
 }
 
@@ -31,6 +34,7 @@ impl Shared {
             auth: Arc::new(AuthInfo::anonymous()),
             in_flight: InFlight::new(),
             out,
+            input_closed: CancellationToken::new(),
             session: Mutex::new(None),
         }
     }

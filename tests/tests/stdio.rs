@@ -806,3 +806,80 @@ async fn end_of_input_fails_pending_client_requests_at_once() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_streams_are_acknowledged_tagged_and_end_with_the_server() {
+    bounded(async {
+        let f = Fixture::new();
+        let mut c = f.client(StdioConfig::default());
+        let filter = json!({"toolsListChanged": true, "promptsListChanged": true, "unknownKey": true});
+        c.send(request(
+            11,
+            "subscriptions/listen",
+            json!({"_meta": modern_meta(), "notifications": filter}),
+        ))
+        .await;
+        let ack = c.recv().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+        assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 11);
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true, "promptsListChanged": true})
+        );
+
+        // Request-scoped traffic of other calls keeps flowing beside it.
+        let mut params = call_tool("echo", json!({"text": "beside"}));
+        params["_meta"] = modern_meta();
+        assert_eq!(text_of(&c.call(12, "tools/call", params).await), "beside");
+
+        f.registry.add_tool(entry("added", "Added at run time", echo));
+        let n = c.recv().await;
+        assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+        assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 11);
+
+        // taskIds without the tasks extension is refused.
+        let tasks = json!({"_meta": modern_meta(), "notifications": {"taskIds": ["t1"]}});
+        assert_eq!(error_code(&c.call(13, "subscriptions/listen", tasks).await), -32021);
+
+        // The server ends the subscription: cancelled naming it, then the result.
+        f.runtime.shutdown();
+        let cancel = c.recv().await;
+        assert_eq!(cancel["method"], "notifications/cancelled", "{cancel}");
+        assert_eq!(cancel["params"]["requestId"], 11);
+        let done = c.response(json!(11)).await;
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        assert_eq!(done["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 11);
+
+        let (result, rest) = c.finish().await;
+        assert_clean_finish(result, &rest);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cancels_its_listen_stream() {
+    bounded(async {
+        let f = Fixture::new();
+        let mut c = f.client(StdioConfig::default());
+        let listen = json!({"_meta": modern_meta(), "notifications": {"toolsListChanged": true}});
+        c.send(request(21, "subscriptions/listen", listen)).await;
+        assert_eq!(c.recv().await["method"], "notifications/subscriptions/acknowledged");
+        c.send(notification(
+            "notifications/cancelled",
+            json!({"requestId": 21, "_meta": modern_meta()}),
+        ))
+        .await;
+        // Once the cancellation is through, changes no longer reach it.
+        let mut params = call_tool("echo", json!({"text": "sync"}));
+        params["_meta"] = modern_meta();
+        assert_eq!(text_of(&c.call(22, "tools/call", params).await), "sync");
+        f.registry.add_tool(entry("late", "Added after the cancel", echo));
+        let (result, rest) = c.finish().await;
+        assert_clean_finish(result, &rest);
+        assert!(
+            rest.iter().all(|m| m["method"] != "notifications/tools/list_changed"),
+            "{rest:?}"
+        );
+    })
+    .await;
+}

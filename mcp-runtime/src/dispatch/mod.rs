@@ -27,6 +27,7 @@ use crate::config::ServerConfig;
 use crate::ctx::{Ctx, CtxInner, Origin};
 use crate::handler::HandlerError;
 use crate::inflight::InFlight;
+use crate::listen::Subscriptions;
 use crate::mrtr::Round;
 use crate::registry::Registry;
 use crate::session::{Session, SessionStore};
@@ -118,6 +119,7 @@ pub struct Runtime {
     sessions: SessionStore,
     server_info: Value,
     state_key: StateKey,
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl Runtime {
@@ -131,7 +133,13 @@ impl Runtime {
             sessions: SessionStore::new(),
             server_info,
             state_key,
+            subscriptions: Arc::default(),
         }
+    }
+
+    /// The open `subscriptions/listen` subscriptions.
+    pub fn subscriptions(&self) -> &Arc<Subscriptions> {
+        &self.subscriptions
     }
 
     /// The key sealing MRTR request states.
@@ -170,13 +178,7 @@ impl Runtime {
 
     /// The server capabilities for a revision.
     pub fn capabilities(&self, revision: Option<Revision>) -> Value {
-        let mut f = self.features();
-        if revision.is_some_and(|r| r.era() == Era::Modern) {
-            // Resource subscriptions of the modern era ride on
-            // `subscriptions/listen`, served with the modern transport work.
-            f.resource_subscriptions = false;
-        }
-        server_capabilities(&f, revision)
+        server_capabilities(&self.features(), revision)
     }
 
     /// Classifies a request and runs every check that comes before a
