@@ -292,8 +292,7 @@ mod tests {
     use std::time::Duration;
 
     fn runtime(max: usize) -> Runtime {
-        let mut config = ServerConfig::default();
-        config.max_listeners_per_principal = max;
+        let config = ServerConfig { max_listeners_per_principal: max, ..Default::default() };
         Runtime::new(config, Arc::new(Registry::new()))
     }
 
