@@ -9,6 +9,7 @@
 //! cargo run --release --example everything -- --host 127.0.0.1 --port 3000   # http://127.0.0.1:3000/mcp
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -594,6 +595,63 @@ fn complete_from(
     }
 }
 
+/// `test_trigger_tool_change` and `test_trigger_prompt_change`: each call
+/// adds or removes a dynamic tool (prompt), so that list-changed
+/// notifications reach `subscriptions/listen` streams and legacy sessions.
+fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
+    let registry = Arc::downgrade(server.registry());
+    server.add_tool(
+        Tool::new(
+            "test_trigger_tool_change",
+            "Adds or removes test_dynamic_tool",
+            move |_, _| {
+                let registry = registry.clone();
+                async move {
+                    let Some(registry) = registry.upgrade() else {
+                        return Err(HandlerError::internal("the server is gone"));
+                    };
+                    if registry.remove_tool("test_dynamic_tool") {
+                        return Ok("test_dynamic_tool removed");
+                    }
+                    let tool = Tool::new("test_dynamic_tool", "A tool added at run time", |_, _| async {
+                        "dynamic"
+                    });
+                    registry.add_tool(tool.into_entry().map_err(|e| HandlerError::internal(e.to_string()))?);
+                    Ok("test_dynamic_tool added")
+                }
+            },
+        )
+        .input_schema(empty_schema()),
+    )?;
+    let registry = Arc::downgrade(server.registry());
+    server.add_tool(
+        Tool::new(
+            "test_trigger_prompt_change",
+            "Adds or removes test_dynamic_prompt",
+            move |_, _| {
+                let registry = registry.clone();
+                async move {
+                    let Some(registry) = registry.upgrade() else {
+                        return Err(HandlerError::internal("the server is gone"));
+                    };
+                    if registry.remove_prompt("test_dynamic_prompt") {
+                        return Ok("test_dynamic_prompt removed");
+                    }
+                    let prompt = Prompt::new("test_dynamic_prompt", "A prompt added at run time", |_, _| async {
+                        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(
+                            "dynamic",
+                        ))]))
+                    });
+                    registry.add_prompt(prompt.into_entry());
+                    Ok("test_dynamic_prompt added")
+                }
+            },
+        )
+        .input_schema(empty_schema()),
+    )?;
+    Ok(())
+}
+
 fn server() -> Result<McpServer, ServerError> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
@@ -605,7 +663,9 @@ fn server() -> Result<McpServer, ServerError> {
     let b = modern_tools(b);
     let b = mrtr_tools(b);
     let b = resources(b);
-    prompts(b).build()
+    let server = prompts(b).build()?;
+    add_triggers(&server)?;
+    Ok(server)
 }
 
 #[tokio::main]

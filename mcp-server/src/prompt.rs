@@ -52,7 +52,8 @@ impl Prompt {
         self
     }
 
-    pub(crate) fn into_entry(self) -> PromptEntry {
+    /// The registry entry of the prompt.
+    pub fn into_entry(self) -> PromptEntry {
         PromptEntry::new(self.def, self.handler)
     }
 }

@@ -91,7 +91,8 @@ impl Resource {
         self
     }
 
-    pub(crate) fn into_entry(self) -> ResourceEntry {
+    /// The registry entry.
+    pub fn into_entry(self) -> ResourceEntry {
         let mut e = ResourceEntry::new(self.def, self.handler);
         e.cache = self.cache;
         e
@@ -145,7 +146,8 @@ impl ResourceTemplate {
         self
     }
 
-    pub(crate) fn into_entry(self) -> Result<TemplateEntry, RegistryError> {
+    /// The registry entry.
+    pub fn into_entry(self) -> Result<TemplateEntry, RegistryError> {
         TemplateEntry::new(self.def, self.handler)
     }
 }

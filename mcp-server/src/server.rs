@@ -76,6 +76,32 @@ impl McpServer {
         self.registry().remove_tool(name)
     }
 
+    /// Adds a prompt at run time.
+    pub fn add_prompt(&self, prompt: Prompt) {
+        self.registry().add_prompt(prompt.into_entry());
+    }
+
+    /// Removes a prompt at run time.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.registry().remove_prompt(name)
+    }
+
+    /// Adds a resource at run time.
+    pub fn add_resource(&self, resource: Resource) {
+        self.registry().add_resource(resource.into_entry());
+    }
+
+    /// Removes a resource at run time.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.registry().remove_resource(uri)
+    }
+
+    /// Ends open `subscriptions/listen` streams gracefully (before a
+    /// shutdown).
+    pub fn shutdown(&self) {
+        self.runtime.shutdown();
+    }
+
     /// Announces that a resource's contents changed (to subscribers).
     pub fn notify_resource_updated(&self, uri: &str) {
         self.registry().notify_resource_updated(uri);

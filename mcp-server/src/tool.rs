@@ -201,7 +201,8 @@ impl Tool {
         &self.def
     }
 
-    pub(crate) fn into_entry(self) -> Result<ToolEntry, RegistryError> {
+    /// The registry entry of the tool (to register it in a [`mcp_runtime::Registry`] directly).
+    pub fn into_entry(self) -> Result<ToolEntry, RegistryError> {
         ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)
     }
 }
