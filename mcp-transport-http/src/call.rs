@@ -1,0 +1,214 @@
+//! Running a routed request and writing its answer: JSON when the reply comes before any frame,
+//! SSE once the handler emits a frame (progress, a log message, a legacy server-to-client
+//! request) — every frame of a call travels on that call's own stream.
+//!
+//! The dispatch runs in its own task. A legacy client that disconnects does not cancel it (the
+//! task goes on; its frames are dropped). A modern request is cancelled when its client goes away:
+//! a drop guard on the request's token lives in the response future, then in the stream pump.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::response::Response;
+use http::StatusCode;
+use mcp_protocol::jsonrpc::{encode_error, encode_result};
+use mcp_protocol::{RequestId, RpcError, codes};
+use mcp_runtime::{Frame, Reply, RequestEnv, Route, Session, Sink};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::post::PostCtx;
+use crate::sse;
+use crate::state::{empty, json, rpc_error};
+
+/// The era of a call, as far as its answer is concerned.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    /// Legacy: streams whenever the handler emits; disconnect is not cancellation.
+    Legacy,
+    /// Modern: streams only when asked (progress token or log level); disconnect cancels.
+    Modern {
+        /// Whether the request asked for a stream.
+        stream: bool,
+    },
+}
+
+/// The status of an error reply produced by the dispatcher (behaviour invariant 17). Handler
+/// errors travel in-band, except the modern errors the specification maps to a status.
+fn dispatch_status(mode: Mode, code: i32) -> u16 {
+    match mode {
+        Mode::Legacy => 200,
+        Mode::Modern { .. } => match code {
+            codes::METHOD_NOT_FOUND => 404,
+            codes::HEADER_MISMATCH
+            | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION => 400,
+            _ => 200,
+        },
+    }
+}
+
+/// Runs a routed request (anything but a legacy `initialize`) and answers it.
+pub(crate) async fn run(
+    cx: PostCtx,
+    req: mcp_protocol::Request,
+    route: Route,
+    session: Option<Arc<Session>>,
+    mode: Mode,
+) -> Response {
+    let shared = cx.shared.clone();
+    let id = req.id.clone();
+    let cancel = CancellationToken::new();
+    let registration = match &session {
+        Some(s) => match s.in_flight().begin(id.clone(), cancel.clone()) {
+            Ok(g) => Some(g),
+            Err(dup) => return rpc_error(200, Some(&id), &RpcError::invalid_request(dup.to_string())),
+        },
+        None => None,
+    };
+    let streams = match mode {
+        Mode::Legacy => true,
+        Mode::Modern { stream } => stream,
+    };
+    let (sink, mut frames) = Sink::channel(shared.config.sse_buffer_size.max(1));
+    let sink = if streams { sink } else { Sink::detached() };
+    let env = RequestEnv {
+        auth: cx.auth,
+        session,
+        sink,
+        cancel: cancel.clone(),
+        extensions: cx.parts.extensions,
+    };
+    let runtime = shared.runtime.clone();
+    let permit = cx.permit;
+    let mut job = shared.tracker.spawn(async move {
+        let _registration = registration;
+        let _permit = permit;
+        runtime.dispatch(req, &route, env).await
+    });
+    let seen = cancel.clone();
+    let guard = matches!(mode, Mode::Modern { .. }).then(|| cancel.drop_guard());
+    let first = tokio::select! {
+        biased;
+        f = frames.recv() => f,
+        r = &mut job => return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode)),
+    };
+    let Some(first) = first else {
+        let r = (&mut job).await;
+        return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode));
+    };
+    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+    shared.tracker.spawn(pump(first, frames, job, tx, guard, seen, id));
+    sse::response(rx)
+}
+
+/// A call whose cancellation was seen is answered as cancelled, even when its handler raced to
+/// an outcome (behaviour invariant 13).
+fn prefer_cancel(
+    r: Result<Reply, tokio::task::JoinError>,
+    cancel: &CancellationToken,
+) -> Result<Reply, tokio::task::JoinError> {
+    match r {
+        Ok(_) if cancel.is_cancelled() => Ok(Reply::Cancelled),
+        other => other,
+    }
+}
+
+/// The call is over: its token no longer needs cancelling on drop.
+fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
+    if let Some(g) = guard {
+        g.disarm();
+    }
+    resp
+}
+
+fn json_reply(id: &RequestId, r: Result<Reply, tokio::task::JoinError>, mode: Mode) -> Response {
+    match r {
+        Ok(Reply::Result(v)) => json(StatusCode::OK, encode_result(id, &v)),
+        Ok(Reply::Error(e)) => rpc_error(dispatch_status(mode, e.code), Some(id), &e),
+        // A cancelled call is answered with an empty 200 (behaviour invariant 13).
+        Ok(Reply::Cancelled) => empty(StatusCode::OK),
+        Err(e) => {
+            tracing::error!(%id, error = %e, "request task failed");
+            rpc_error(500, Some(id), &RpcError::internal())
+        }
+    }
+}
+
+/// The final message of a stream (`None`: cancelled, nothing is written).
+fn final_frame(id: &RequestId, r: Result<Reply, tokio::task::JoinError>) -> Option<Vec<u8>> {
+    match r {
+        Ok(Reply::Result(v)) => Some(encode_result(id, &v)),
+        Ok(Reply::Error(e)) => Some(encode_error(Some(id), &e)),
+        Ok(Reply::Cancelled) => None,
+        Err(e) => {
+            tracing::error!(%id, error = %e, "request task failed");
+            Some(encode_error(Some(id), &RpcError::internal()))
+        }
+    }
+}
+
+/// Writes a call's frames, then its reply, then ends the stream. `_guard` (modern) cancels the
+/// call if the client leaves first.
+async fn pump(
+    first: Frame,
+    mut frames: mpsc::Receiver<Frame>,
+    mut job: JoinHandle<Reply>,
+    tx: mpsc::Sender<Bytes>,
+    _guard: Option<DropGuard>,
+    cancel: CancellationToken,
+    id: RequestId,
+) {
+    if tx.send(sse::event(None, &first)).await.is_err() {
+        return;
+    }
+    let mut open = true;
+    let reply = loop {
+        tokio::select! {
+            biased;
+            f = frames.recv(), if open => match f {
+                Some(f) => {
+                    if tx.send(sse::event(None, &f)).await.is_err() {
+                        tracing::debug!(%id, "client left the stream");
+                        return;
+                    }
+                }
+                None => open = false,
+            },
+            r = &mut job => break r,
+            _ = tx.closed() => {
+                tracing::debug!(%id, "client left the stream");
+                return;
+            }
+        }
+    };
+    while let Ok(f) = frames.try_recv() {
+        if tx.send(sse::event(None, &f)).await.is_err() {
+            return;
+        }
+    }
+    if let Some(last) = final_frame(&id, prefer_cancel(reply, &cancel)) {
+        let _ = tx.send(sse::event(None, &last)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_of_dispatch_errors() {
+        let modern = Mode::Modern { stream: false };
+        let table = [
+            (codes::METHOD_NOT_FOUND, 404, 200),
+            (codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400, 200),
+            (codes::INVALID_PARAMS, 200, 200),
+            (codes::INTERNAL_ERROR, 200, 200),
+        ];
+        for (code, m, l) in table {
+            assert_eq!(dispatch_status(modern, code), m, "modern {code}");
+            assert_eq!(dispatch_status(Mode::Legacy, code), l, "legacy {code}");
+        }
+    }
+}

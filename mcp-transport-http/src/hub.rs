@@ -1,0 +1,339 @@
+//! The legacy GET stream: per-session event buffers, the fan-out of registry changes, replay
+//! after `Last-Event-ID`, and the stream pump.
+//!
+//! Every session gets a channel when it is minted, so that events raised while no GET stream is
+//! open are buffered too (the reference implementation lost them: invariant 19's gap). A channel
+//! is a ring buffer of the last `sse_buffer_size` events with increasing ids, and a `watch` that
+//! says the newest id; a stream keeps a cursor (the last id it wrote) and, when woken, writes
+//! every buffered event past its cursor. A cursor that fell behind the ring's start means events
+//! were lost: the stream says so with one `notifications/replay_truncated` event.
+//!
+//! One GET stream per session carries the events (each message goes on exactly one stream):
+//! a newer stream ends the older one.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use mcp_protocol::jsonrpc::encode_notification;
+use mcp_runtime::registry::Change;
+use mcp_runtime::{Runtime, Session};
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::sse;
+
+/// The buffered events of one session.
+#[derive(Debug, Default)]
+struct Ring {
+    /// The next id to hand out (ids start at 1).
+    next: u64,
+    /// The highest id evicted from the ring (0: none).
+    evicted: u64,
+    events: VecDeque<(u64, Bytes)>,
+}
+
+/// Where a stream resumes.
+#[derive(Debug, PartialEq)]
+enum Resume {
+    /// Events after the cursor are buffered: write them.
+    From(Vec<(u64, Bytes)>),
+    /// Events after the cursor were lost (or the cursor is unknown).
+    Truncated,
+}
+
+impl Ring {
+    fn allocate(&mut self) -> u64 {
+        self.next = self.next.max(1);
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+
+    fn push(&mut self, frame: Bytes, capacity: usize) -> u64 {
+        let id = self.allocate();
+        self.events.push_back((id, frame));
+        while self.events.len() > capacity {
+            if let Some((old, _)) = self.events.pop_front() {
+                self.evicted = old;
+            }
+        }
+        id
+    }
+
+    /// The newest id handed out (0: none).
+    fn newest(&self) -> u64 {
+        self.next.saturating_sub(1)
+    }
+
+    fn after(&self, cursor: u64) -> Resume {
+        if cursor < self.evicted || cursor > self.newest() {
+            return Resume::Truncated;
+        }
+        Resume::From(self.events.iter().filter(|(id, _)| *id > cursor).cloned().collect())
+    }
+}
+
+/// The event channel of one session.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    session: Arc<Session>,
+    ring: Mutex<Ring>,
+    capacity: usize,
+    /// The newest id pushed.
+    latest: watch::Sender<u64>,
+    /// Bumped by every new stream; a stream whose number is no longer current ends.
+    generation: watch::Sender<u64>,
+}
+
+impl Channel {
+    fn ring(&self) -> MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Buffers an event and wakes the stream.
+    pub(crate) fn push(&self, frame: Bytes) {
+        let id = self.ring().push(frame, self.capacity);
+        self.latest.send_replace(id);
+    }
+}
+
+/// The event channels of every live session of an endpoint.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    channels: Mutex<HashMap<Arc<str>, Arc<Channel>>>,
+    capacity: usize,
+    started: AtomicBool,
+}
+
+impl Hub {
+    /// An empty hub keeping `capacity` events per session.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Hub {
+            channels: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    fn channels(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Channel>>> {
+        self.channels.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The channel of a session, created on first use.
+    pub(crate) fn channel(&self, session: &Arc<Session>) -> Arc<Channel> {
+        self.channels()
+            .entry(session.id().clone())
+            .or_insert_with(|| {
+                Arc::new(Channel {
+                    session: session.clone(),
+                    ring: Mutex::new(Ring::default()),
+                    capacity: self.capacity,
+                    latest: watch::Sender::new(0),
+                    generation: watch::Sender::new(0),
+                })
+            })
+            .clone()
+    }
+
+    /// Drops a session's channel.
+    pub(crate) fn remove(&self, id: &str) {
+        self.channels().remove(id);
+    }
+
+    /// Drops the channels of closed sessions.
+    pub(crate) fn prune(&self) {
+        self.channels().retain(|_, c| !c.session.is_closed());
+    }
+
+    /// Starts the fan-out of registry changes once (it needs a Tokio runtime: the first request
+    /// or [`serve`](crate::serve) calls this).
+    pub(crate) fn ensure_started(self: &Arc<Self>, runtime: &Runtime, shutdown: &CancellationToken) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let rx = runtime.registry().subscribe();
+        tokio::spawn(fan_out(Arc::downgrade(self), rx, shutdown.clone()));
+    }
+
+    /// Delivers one change to every session channel that wants it.
+    fn deliver(&self, change: &Change) {
+        let (frame, uri) = match change {
+            Change::Tools => (encode_notification("notifications/tools/list_changed", None), None),
+            Change::Resources => (encode_notification("notifications/resources/list_changed", None), None),
+            Change::Prompts => (encode_notification("notifications/prompts/list_changed", None), None),
+            Change::ResourceUpdated(uri) => (
+                encode_notification("notifications/resources/updated", Some(&json!({ "uri": &**uri }))),
+                Some(uri),
+            ),
+        };
+        let frame = Bytes::from(frame);
+        let channels: Vec<Arc<Channel>> = self.channels().values().cloned().collect();
+        for c in channels {
+            if c.session.is_closed() || uri.is_some_and(|u| !c.session.is_subscribed(u)) {
+                continue;
+            }
+            c.push(frame.clone());
+        }
+    }
+}
+
+async fn fan_out(hub: Weak<Hub>, mut rx: broadcast::Receiver<Change>, shutdown: CancellationToken) {
+    loop {
+        let change = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = rx.recv() => r,
+        };
+        let Some(hub) = hub.upgrade() else { return };
+        match change {
+            Ok(change) => hub.deliver(&change),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "registry changes lagged; announcing every list as changed");
+                for c in [Change::Tools, Change::Resources, Change::Prompts] {
+                    hub.deliver(&c);
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// What a GET stream needs to run.
+pub(crate) struct StreamSpec {
+    pub(crate) channel: Arc<Channel>,
+    pub(crate) last_event_id: Option<String>,
+    pub(crate) retry: Duration,
+    pub(crate) keep_alive: Duration,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// Runs one GET stream: priming (or replay), then live events, until the client leaves, the
+/// session ends, a newer stream takes over, or the server shuts down.
+pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
+    let StreamSpec {
+        channel,
+        last_event_id,
+        retry,
+        keep_alive,
+        shutdown,
+    } = spec;
+    let mut generation = channel.generation.subscribe();
+    let mine = {
+        let mut g = 0;
+        channel.generation.send_modify(|n| {
+            *n += 1;
+            g = *n;
+        });
+        generation.mark_unchanged();
+        g
+    };
+    let mut latest = channel.latest.subscribe();
+    let (first, mut cursor, mut backlog) = {
+        let mut ring = channel.ring();
+        match last_event_id {
+            None => {
+                let id = ring.allocate();
+                (sse::priming(id, retry), id, Vec::new())
+            }
+            Some(last) => {
+                let parsed = last.trim().parse::<u64>().ok();
+                let resume = parsed.map_or(Resume::Truncated, |c| ring.after(c));
+                let newest = ring.newest();
+                match resume {
+                    Resume::From(events) => (sse::retry(retry), parsed.unwrap_or(newest), events),
+                    Resume::Truncated => {
+                        let note = truncated(&last);
+                        (sse::retry(retry), newest, vec![(0, note)])
+                    }
+                }
+            }
+        }
+    };
+    if tx.send(first).await.is_err() {
+        return;
+    }
+    let mut tick = tokio::time::interval(keep_alive.max(Duration::from_millis(10)));
+    tick.reset();
+    loop {
+        for (id, frame) in backlog.drain(..) {
+            // id 0: the synthetic truncation notice, which carries no id.
+            let chunk = sse::event((id != 0).then_some(id), &frame);
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
+            cursor = cursor.max(id);
+        }
+        tokio::select! {
+            _ = tx.closed() => return,
+            _ = shutdown.cancelled() => return,
+            _ = channel.session.closed().cancelled() => return,
+            r = generation.changed() => {
+                if r.is_err() || *generation.borrow_and_update() != mine {
+                    return;
+                }
+            }
+            r = latest.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                latest.mark_unchanged();
+                let ring = channel.ring();
+                backlog = match ring.after(cursor) {
+                    Resume::From(events) => events,
+                    Resume::Truncated => {
+                        let note = truncated(&cursor.to_string());
+                        cursor = ring.newest();
+                        vec![(0, note)]
+                    }
+                };
+            }
+            _ = tick.tick() => {
+                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
+                    return;
+                }
+                // An open stream is activity: the idle sweep spares its session.
+                channel.session.touch();
+            }
+        }
+    }
+}
+
+fn truncated(last: &str) -> Bytes {
+    Bytes::from(encode_notification(
+        "notifications/replay_truncated",
+        Some(&json!({ "lastEventId": last })),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(r: Resume) -> Option<Vec<u64>> {
+        match r {
+            Resume::From(e) => Some(e.into_iter().map(|(id, _)| id).collect()),
+            Resume::Truncated => None,
+        }
+    }
+
+    #[test]
+    fn ring_window() {
+        let mut r = Ring::default();
+        assert_eq!(ids(r.after(0)), Some(vec![]));
+        let prime = r.allocate();
+        assert_eq!(prime, 1);
+        for _ in 0..5 {
+            r.push(Bytes::new(), 3);
+        }
+        // ids 2..=6 pushed, 2 and 3 evicted.
+        assert_eq!(r.evicted, 3);
+        assert_eq!(ids(r.after(6)), Some(vec![]));
+        assert_eq!(ids(r.after(3)), Some(vec![4, 5, 6]));
+        assert_eq!(ids(r.after(5)), Some(vec![6]));
+        assert_eq!(ids(r.after(prime)), None, "events 2 and 3 were lost");
+        assert_eq!(ids(r.after(7)), None, "an id from the future is unknown");
+    }
+}

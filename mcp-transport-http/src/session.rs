@@ -1,0 +1,108 @@
+//! Sessions on the wire: resolving `Mcp-Session-Id` for a principal, the GET stream and DELETE.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode};
+use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
+use mcp_protocol::{Era, Revision};
+use mcp_runtime::Session;
+
+use crate::hub::{self, StreamSpec};
+use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required};
+use crate::{guard, sse};
+
+/// The session a request names.
+pub(crate) enum Lookup {
+    /// No `Mcp-Session-Id` header.
+    Absent,
+    /// The header names a live session the caller owns.
+    Found(Arc<Session>),
+    /// Unknown, deleted, or another principal's: all answer alike (404).
+    Unknown,
+}
+
+/// Resolves the session header for `principal`.
+pub(crate) fn lookup(shared: &Shared, headers: &HeaderMap, principal: &str) -> Lookup {
+    let Some(raw) = headers.get(SESSION_HEADER) else {
+        return Lookup::Absent;
+    };
+    let Ok(id) = raw.to_str() else {
+        return Lookup::Unknown;
+    };
+    match shared.runtime.sessions().get(id, principal) {
+        Some(s) => Lookup::Found(s),
+        None => Lookup::Unknown,
+    }
+}
+
+/// Whether the `MCP-Protocol-Version` header names a modern revision (modern clients have no
+/// GET stream and no DELETE).
+fn modern_header(headers: &HeaderMap) -> bool {
+    headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Revision::parse)
+        .is_some_and(|r| r.era() == Era::Modern)
+}
+
+/// GET: the legacy standalone SSE stream of a session.
+pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
+    if !shared.config.sessions_enabled || modern_header(req.headers()) {
+        return shared.method_not_allowed();
+    }
+    if !guard::accepts_sse(req.headers()) {
+        return empty(StatusCode::NOT_ACCEPTABLE);
+    }
+    let (parts, _body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => a,
+        Err(challenge) => return crate::post::challenge(&challenge),
+    };
+    let session = match lookup(shared, &parts.headers, &auth.principal) {
+        Lookup::Absent => return session_required(None),
+        Lookup::Unknown => return session_not_found(None),
+        Lookup::Found(s) => s,
+    };
+    let last_event_id = parts
+        .headers
+        .get("last-event-id")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let spec = StreamSpec {
+        channel: shared.hub.channel(&session),
+        last_event_id,
+        retry: shared.config.sse_retry,
+        keep_alive: shared.config.sse_keep_alive,
+        shutdown: shared.shutdown.clone(),
+    };
+    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+    shared.tracker.spawn(hub::pump(spec, tx));
+    tracing::debug!(session = %session.id(), "GET stream opened");
+    sse::response(rx)
+}
+
+/// DELETE: ends the caller's session.
+pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
+    if !shared.config.sessions_enabled || modern_header(req.headers()) {
+        return shared.method_not_allowed();
+    }
+    let (parts, _body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => a,
+        Err(challenge) => return crate::post::challenge(&challenge),
+    };
+    let Some(raw) = parts.headers.get(SESSION_HEADER) else {
+        return session_required(None);
+    };
+    let Ok(id) = raw.to_str() else {
+        return session_not_found(None);
+    };
+    if shared.runtime.sessions().remove(id, &auth.principal) {
+        shared.hub.remove(id);
+        tracing::debug!(session = id, "session deleted");
+        empty(StatusCode::NO_CONTENT)
+    } else {
+        session_not_found(None)
+    }
+}

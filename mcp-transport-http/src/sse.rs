@@ -1,0 +1,72 @@
+//! Server-Sent Events framing and the streamed response body.
+//!
+//! Every JSON-RPC message is one `data:` line (compact JSON never holds a raw newline). Streams
+//! are fed by a pump task through a bounded channel; the body ends when the pump drops its
+//! sender, and the pump sees the client leave when the body (the receiver) is dropped.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use http::HeaderValue;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use tokio::sync::mpsc;
+
+/// A keep-alive comment.
+pub(crate) const KEEP_ALIVE: &[u8] = b":\n\n";
+
+/// One event: an optional `id:` line and one `data:` line.
+pub(crate) fn event(id: Option<u64>, data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + 32);
+    if let Some(id) = id {
+        out.extend_from_slice(format!("id: {id}\n").as_bytes());
+    }
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// The SEP-1699 priming event: an id and empty data, preceded by the `retry:` delay.
+pub(crate) fn priming(id: u64, retry: Duration) -> Bytes {
+    Bytes::from(format!("retry: {}\nid: {id}\ndata: \n\n", retry.as_millis()))
+}
+
+/// A `retry:` field on its own.
+pub(crate) fn retry(retry: Duration) -> Bytes {
+    Bytes::from(format!("retry: {}\n\n", retry.as_millis()))
+}
+
+/// A bounded channel whose receiving end becomes an SSE response body.
+pub(crate) fn channel(capacity: usize) -> (mpsc::Sender<Bytes>, mpsc::Receiver<Bytes>) {
+    mpsc::channel(capacity.max(1))
+}
+
+/// A `200 text/event-stream` response whose body is fed by `rx`.
+pub(crate) fn response(rx: mpsc::Receiver<Bytes>) -> Response {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+    });
+    let mut r = Response::new(Body::from_stream(stream));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing() {
+        assert_eq!(&event(None, b"{}")[..], b"data: {}\n\n");
+        assert_eq!(&event(Some(7), b"{}")[..], b"id: 7\ndata: {}\n\n");
+        assert_eq!(
+            &priming(3, Duration::from_millis(1500))[..],
+            b"retry: 1500\nid: 3\ndata: \n\n"
+        );
+    }
+}

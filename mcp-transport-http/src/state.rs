@@ -1,0 +1,179 @@
+//! What every request of one endpoint shares, the in-flight cap, CORS, and the helpers that
+//! build answers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, VARY};
+use http::{HeaderMap, StatusCode};
+use mcp_protocol::headers::param_header_names;
+use mcp_protocol::jsonrpc::encode_error;
+use mcp_protocol::{RequestId, RpcError};
+use mcp_runtime::Runtime;
+use mcp_runtime::registry::Catalog;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::HttpConfig;
+use crate::guard::{HostPolicy, OriginPolicy};
+use crate::hub::Hub;
+
+/// The lowercase name of the session header.
+pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+
+const BASE_ALLOW_HEADERS: &str =
+    "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+const ALLOW_METHODS: &str = "POST, GET, DELETE, OPTIONS";
+
+/// The state of one endpoint.
+pub(crate) struct Shared {
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) config: HttpConfig,
+    pub(crate) origins: OriginPolicy,
+    pub(crate) hosts: HostPolicy,
+    pub(crate) hub: Arc<Hub>,
+    /// Request tasks and stream pumps, awaited by a graceful shutdown.
+    pub(crate) tracker: TaskTracker,
+    /// Cancelled when the server shuts down: streams end.
+    pub(crate) shutdown: CancellationToken,
+    in_flight: Arc<AtomicUsize>,
+    allow_headers: Mutex<Option<(Arc<Catalog>, HeaderValue)>>,
+}
+
+impl Shared {
+    /// The state of an endpoint.
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        config: HttpConfig,
+        origins: OriginPolicy,
+        hosts: HostPolicy,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let hub = Arc::new(Hub::new(config.sse_buffer_size));
+        Shared {
+            runtime,
+            config,
+            origins,
+            hosts,
+            hub,
+            tracker: TaskTracker::new(),
+            shutdown,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            allow_headers: Mutex::new(None),
+        }
+    }
+
+    /// Takes one slot of the in-flight cap, or `None` when the server is full.
+    pub(crate) fn permit(&self) -> Option<Arc<Permit>> {
+        let n = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        if n > self.config.max_in_flight {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Arc::new(Permit(self.in_flight.clone())))
+    }
+
+    /// The CORS allow-list of request headers: the fixed ones plus every registered
+    /// `mcp-param-*` (recomputed when the catalog changes).
+    fn allow_headers(&self) -> HeaderValue {
+        let catalog = self.runtime.registry().snapshot();
+        let mut cache = self.allow_headers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((c, v)) = cache.as_ref()
+            && Arc::ptr_eq(c, &catalog)
+        {
+            return v.clone();
+        }
+        let mut names: Vec<String> = Vec::new();
+        for tool in catalog.tools() {
+            for name in param_header_names(&tool.param_headers) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        let mut value = BASE_ALLOW_HEADERS.to_owned();
+        for n in names {
+            value.push_str(", ");
+            value.push_str(&n);
+        }
+        let value = HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(BASE_ALLOW_HEADERS));
+        *cache = Some((catalog, value.clone()));
+        value
+    }
+
+    /// Adds the CORS headers for a validated `Origin`.
+    pub(crate) fn apply_cors(&self, headers: &mut HeaderMap, origin: HeaderValue) {
+        use http::header::{
+            ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
+            ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
+        };
+        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.append(VARY, HeaderValue::from_static("Origin"));
+        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOW_METHODS));
+        headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, self.allow_headers());
+        headers.insert(ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
+        headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    }
+
+    /// The methods served on the endpoint (for `Allow`).
+    pub(crate) fn allowed_methods(&self) -> &'static str {
+        if self.config.sessions_enabled {
+            "POST, GET, DELETE, OPTIONS"
+        } else {
+            "POST, OPTIONS"
+        }
+    }
+
+    /// 405 with `Allow`.
+    pub(crate) fn method_not_allowed(&self) -> Response {
+        let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static(self.allowed_methods()));
+        r
+    }
+}
+
+/// One slot of the in-flight cap, released when the last clone drops.
+#[derive(Debug)]
+pub(crate) struct Permit(Arc<AtomicUsize>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response with a status and no body.
+pub(crate) fn empty(status: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// A JSON-RPC error response with an HTTP status.
+pub(crate) fn rpc_error(status: u16, id: Option<&RequestId>, error: &RpcError) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    json(status, encode_error(id, error))
+}
+
+/// The answer for an unknown, deleted or another principal's session: always the same 404.
+pub(crate) fn session_not_found(id: Option<&RequestId>) -> Response {
+    rpc_error(404, id, &RpcError::new(-32001, "Session not found"))
+}
+
+/// The answer for a legacy request without `Mcp-Session-Id`.
+pub(crate) fn session_required(id: Option<&RequestId>) -> Response {
+    rpc_error(400, id, &RpcError::invalid_request("Mcp-Session-Id header required"))
+}

@@ -1,0 +1,378 @@
+//! Support for the HTTP suite: a small runtime served on `127.0.0.1:0`, a raw HTTP/1.1 client
+//! (one connection per request, every header explicit) and an SSE reader.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_protocol::model::{CallToolResult, ToolDef};
+use mcp_runtime::registry::ToolEntry;
+use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_transport_http::{HttpConfig, HttpError, serve};
+use serde_json::{Map, Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Fails a test that runs longer than 20 s.
+pub(crate) async fn bounded<F: Future<Output = ()>>(f: F) {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("test timed out");
+}
+
+/// A legacy `tools/call`, with an optional `_meta`.
+pub(crate) fn call(id: i64, name: &str, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": name, "arguments": {}});
+    if let Some(m) = meta {
+        params["_meta"] = m;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// A legacy `tools/list`.
+pub(crate) fn list(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
+}
+
+/// A modern request: `params` with the `_meta` envelope.
+pub(crate) fn modern(id: i64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = modern_meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The modern `_meta` envelope.
+pub(crate) fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+async fn echo(args: Map<String, Value>, _ctx: Ctx) -> ToolResult {
+    Ok(CallToolResult::text(format!("echo: {}", Value::Object(args))))
+}
+
+async fn progress(_args: Map<String, Value>, ctx: Ctx) -> ToolResult {
+    for i in 1..=3 {
+        ctx.progress(f64::from(i), Some(3.0), None).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(CallToolResult::text("progress done"))
+}
+
+async fn sample(_args: Map<String, Value>, ctx: Ctx) -> ToolResult {
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10});
+    let reply = ctx.create_message(params).await?;
+    let text = reply
+        .pointer("/content/text")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned();
+    Ok(CallToolResult::text(format!("LLM said: {text}")))
+}
+
+async fn slow(_args: Map<String, Value>, ctx: Ctx) -> ToolResult {
+    tokio::select! {
+        _ = ctx.cancellation().cancelled() => {}
+        _ = tokio::time::sleep(Duration::from_secs(30)) => {}
+    }
+    Ok(CallToolResult::text("slow done"))
+}
+
+/// A tool entry with a description and an empty object schema.
+pub(crate) fn tool<F, Fut>(name: &str, schema: Value, f: F) -> ToolEntry
+where
+    F: Fn(Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    let def = ToolDef::new(name)
+        .with_description(format!("The {name} tool"))
+        .with_input_schema(schema);
+    ToolEntry::new(def, Arc::new(f), true, true).expect("valid tool")
+}
+
+/// A server on `127.0.0.1:0`, shut down when dropped.
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
+    pub(crate) path: String,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) runtime: Arc<Runtime>,
+    shutdown: CancellationToken,
+    handle: Option<JoinHandle<Result<(), HttpError>>>,
+}
+
+impl Server {
+    /// A client for an endpoint served by something else (e.g. a mounted router).
+    pub(crate) fn external(addr: SocketAddr, path: &str, runtime: Arc<Runtime>, registry: Arc<Registry>) -> Server {
+        Server {
+            addr,
+            path: path.into(),
+            registry,
+            runtime,
+            shutdown: CancellationToken::new(),
+            handle: None,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(h) = self.handle.take() {
+            h.abort();
+        }
+    }
+}
+
+/// The runtime with the test tools.
+pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
+    let registry = Arc::new(Registry::new());
+    let object = json!({"type": "object"});
+    registry.add_tool(tool("echo", object.clone(), echo));
+    registry.add_tool(tool("progress", object.clone(), progress));
+    registry.add_tool(tool("sample", object.clone(), sample));
+    registry.add_tool(tool("slow", object, slow));
+    let region = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    registry.add_tool(tool("regional", region, echo));
+    (
+        Arc::new(Runtime::new(ServerConfig::default(), registry.clone())),
+        registry,
+    )
+}
+
+impl Server {
+    /// Serves the test tools with `config`.
+    pub(crate) async fn start(config: HttpConfig) -> Server {
+        let (runtime, registry) = runtime();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(serve(runtime.clone(), config, listener, shutdown.clone()));
+        Server {
+            addr,
+            path: "/mcp".into(),
+            registry,
+            runtime,
+            shutdown,
+            handle: Some(handle),
+        }
+    }
+
+    /// Cancels the shutdown token and waits for `serve` to return.
+    pub(crate) async fn shutdown(mut self) -> Result<(), HttpError> {
+        self.shutdown.cancel();
+        let handle = self.handle.take().expect("running");
+        handle.await.expect("serve task")
+    }
+
+    /// Serves with the default configuration.
+    pub(crate) async fn default_config() -> Server {
+        Server::start(HttpConfig::default()).await
+    }
+
+    /// A request to the endpoint with the usual headers (Host, Accept, Content-Type).
+    pub(crate) fn req(&self, method: Method) -> Req {
+        Req {
+            addr: self.addr,
+            path: self.path.clone(),
+            method,
+            headers: vec![
+                ("host".into(), format!("127.0.0.1:{}", self.addr.port())),
+                ("accept".into(), "application/json, text/event-stream".into()),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: Vec::new(),
+        }
+    }
+
+    /// A POST of a JSON body.
+    pub(crate) fn post(&self, body: Value) -> Req {
+        self.req(Method::POST).body(body.to_string().into_bytes())
+    }
+
+    /// Runs `initialize` (with the sampling capability) and returns the session id.
+    pub(crate) async fn initialize(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "http-suite", "version": "1"}
+        }});
+        let resp = self.post(body).send().await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let sid = resp.header("mcp-session-id").expect("session id").to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = self.post(initialized).header("mcp-session-id", &sid).send().await;
+        assert_eq!(ack.status, StatusCode::ACCEPTED);
+        sid
+    }
+}
+
+/// A request being built.
+pub(crate) struct Req {
+    addr: SocketAddr,
+    path: String,
+    method: Method,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Req {
+    /// Sets (replaces) a header.
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Sets the body.
+    pub(crate) fn body(mut self, body: Vec<u8>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Sends the request on a fresh connection.
+    pub(crate) async fn send(self) -> Resp {
+        let stream = TcpStream::connect(self.addr).await.expect("connect");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        tokio::spawn(conn);
+        let mut builder = http::Request::builder().method(self.method).uri(self.path.as_str());
+        for (n, v) in &self.headers {
+            builder = builder.header(n.as_str(), v.as_str());
+        }
+        let req = builder.body(Full::new(Bytes::from(self.body))).expect("request");
+        let resp = sender.send_request(req).await.expect("response");
+        let (parts, body) = resp.into_parts();
+        Resp {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+}
+
+/// A response whose body has not been read yet.
+pub(crate) struct Resp {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    body: Incoming,
+}
+
+impl Resp {
+    /// A header as a string.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The whole body.
+    pub(crate) async fn bytes(self) -> Bytes {
+        self.body.collect().await.expect("body").to_bytes()
+    }
+
+    /// The body as JSON.
+    pub(crate) async fn json(self) -> Value {
+        let b = self.bytes().await;
+        serde_json::from_slice(&b).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&b)))
+    }
+
+    /// The body as an SSE event stream.
+    pub(crate) fn sse(self) -> Sse {
+        assert_eq!(self.header("content-type"), Some("text/event-stream"));
+        Sse {
+            body: self.body,
+            buf: BytesMut::new(),
+        }
+    }
+}
+
+/// One SSE event.
+#[derive(Debug, Default)]
+pub(crate) struct Event {
+    pub(crate) id: Option<String>,
+    pub(crate) retry: Option<String>,
+    pub(crate) data: String,
+}
+
+impl Event {
+    /// The data as JSON.
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.data))
+    }
+}
+
+/// Reads SSE events from a body.
+pub(crate) struct Sse {
+    body: Incoming,
+    buf: BytesMut,
+}
+
+impl Sse {
+    /// The next event if one arrives within `wait`.
+    pub(crate) async fn next_within(&mut self, wait: Duration) -> Option<Event> {
+        tokio::time::timeout(wait, self.next()).await.ok().flatten()
+    }
+
+    /// The next event (comments and bare `retry:` blocks are folded into the next event), or
+    /// `None` when the stream ends.
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        let mut pending = Event::default();
+        loop {
+            while let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let block = self.buf.split_to(end + 2);
+                let text = String::from_utf8_lossy(&block);
+                let mut has_data = false;
+                for line in text.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        pending.id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("retry:") {
+                        pending.retry = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        pending.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                        has_data = true;
+                    }
+                }
+                if has_data {
+                    return Some(pending);
+                }
+            }
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Authenticates `Authorization: Bearer <name>` as principal `<name>`; anything else is a 401.
+pub(crate) struct NamedUsers;
+
+impl mcp_auth::AuthProvider for NamedUsers {
+    fn authenticate<'a>(
+        &'a self,
+        parts: &'a http::request::Parts,
+    ) -> mcp_auth::BoxFuture<'a, Result<mcp_auth::AuthInfo, mcp_auth::Challenge>> {
+        let name = parts
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        Box::pin(async move {
+            name.map(mcp_auth::AuthInfo::new)
+                .ok_or_else(|| mcp_auth::Challenge::unauthorized("Bearer realm=\"mcp\""))
+        })
+    }
+}
