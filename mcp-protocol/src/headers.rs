@@ -51,10 +51,10 @@ pub const X_MCP_HEADER: &str = "x-mcp-header";
 
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
-/// Standard alphabet; padding optional on input (it is always written).
+/// Standard alphabet; canonical padding required on input (it is always written).
 const LENIENT_STANDARD: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
 );
 /// Values quoted in error messages are cut at this many characters.
 const MAX_QUOTED_CHARS: usize = 100;
@@ -313,7 +313,7 @@ mod tests {
             (b"in ner", "in ner"),
             (b"=?base64?5pel5pys?=", "日本"),
             (b"=?base64?5pel5pys?= ", "日本"),
-            (b"=?base64?IGxlYWQ?=", " lead"), // padding optional
+            (b"=?base64?IGxlYWQ=?=", " lead"),
             (b"=?base64??=", ""),
             (b"=?BASE64?5pel5pys?=", "=?BASE64?5pel5pys?="), // markers are case-sensitive
             (b"", ""),
@@ -321,13 +321,14 @@ mod tests {
         for (raw, want) in ok {
             assert_eq!(decode_header_value(raw).unwrap(), want, "{raw:?}");
         }
-        let bad: [(&[u8], HeaderError); 7] = [
+        let bad: [(&[u8], HeaderError); 8] = [
             (b"a\nb", HeaderError::InvalidCharacters),
             (b"a\rb", HeaderError::InvalidCharacters),
             (b"nul\0", HeaderError::InvalidCharacters),
             (b"del\x7f", HeaderError::InvalidCharacters),
             ("é".as_bytes(), HeaderError::InvalidCharacters),
             (b"=?base64?!!!?=", HeaderError::InvalidBase64),
+            (b"=?base64?SGVsbG8?=", HeaderError::InvalidBase64), // padding is required
             (b"=?base64?/w==?=", HeaderError::InvalidUtf8),
         ];
         for (raw, want) in bad {
