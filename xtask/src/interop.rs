@@ -35,10 +35,9 @@ const LEGS: &[Leg] = &[
     Leg { transport: Transport::Stdio, mode: "legacy", enabled: true },
     Leg { transport: Transport::Stdio, mode: "auto", enabled: true },
     Leg { transport: Transport::Stdio, mode: "2026-07-28", enabled: true },
-    // Enable once the everything example serves HTTP.
-    Leg { transport: Transport::Http, mode: "legacy", enabled: false },
-    Leg { transport: Transport::Http, mode: "auto", enabled: false },
-    Leg { transport: Transport::Http, mode: "2026-07-28", enabled: false },
+    Leg { transport: Transport::Http, mode: "legacy", enabled: true },
+    Leg { transport: Transport::Http, mode: "auto", enabled: true },
+    Leg { transport: Transport::Http, mode: "2026-07-28", enabled: true },
 ];
 
 /// Options of `cargo xtask interop`.
