@@ -86,12 +86,16 @@ fn content_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilde
         .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_image_content", "Returns an image", |_, _| async { Content::image(PNG, "image/png") })
-            .input_schema(empty_schema()),
+        Tool::new("test_image_content", "Returns an image", |_, _| async {
+            Content::image(PNG, "image/png")
+        })
+        .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_audio_content", "Returns audio", |_, _| async { Content::audio(wav(), "audio/wav") })
-            .input_schema(empty_schema()),
+        Tool::new("test_audio_content", "Returns audio", |_, _| async {
+            Content::audio(wav(), "audio/wav")
+        })
+        .input_schema(empty_schema()),
     )
     .tool(
         Tool::new("test_embedded_resource", "Returns an embedded resource", |_, _| async {
@@ -104,17 +108,21 @@ fn content_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilde
         .input_schema(empty_schema()),
     )
     .tool(
-        Tool::new("test_multiple_content_types", "Returns text, an image and a resource", |_, _| async {
-            vec![
-                Content::text("Multiple content types test:"),
-                Content::image(PNG, "image/png"),
-                Content::resource(ResourceContents::text(
-                    "test://mixed-content-resource",
-                    "application/json",
-                    r#"{"test":"data","value":123}"#,
-                )),
-            ]
-        })
+        Tool::new(
+            "test_multiple_content_types",
+            "Returns text, an image and a resource",
+            |_, _| async {
+                vec![
+                    Content::text("Multiple content types test:"),
+                    Content::image(PNG, "image/png"),
+                    Content::resource(ResourceContents::text(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        r#"{"test":"data","value":123}"#,
+                    )),
+                ]
+            },
+        )
         .input_schema(empty_schema()),
     )
     .tool(
@@ -700,7 +708,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = tokio::signal::ctrl_c().await;
         stop.cancel();
     });
-    let config = mcp_transport_http::HttpConfig::default();
-    mcp_transport_http::serve(server.runtime().clone(), config, listener, shutdown).await?;
+    server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
     Ok(())
 }

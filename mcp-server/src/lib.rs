@@ -15,7 +15,9 @@
 //!   or typed ([`Tool::typed`], [`Tool::structured`]) with input and output
 //!   schemas derived by `schemars` from `serde` types;
 //! - [`Resource`], [`ResourceTemplate`], [`Prompt`];
-//! - transports: [`McpServer::serve_stdio`].
+//! - transports: [`McpServer::serve_http`] (Streamable HTTP, both eras on
+//!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
+//!   [`McpServer::serve_stdio`].
 //!
 //! Handlers receive a [`Ctx`]: the caller's principal, the era and revision,
 //! the client's capabilities, progress and log emitters, a cancellation
@@ -53,6 +55,7 @@ mod tool;
 
 pub use mcp_protocol as protocol;
 pub use mcp_runtime as runtime;
+pub use mcp_transport_http as http;
 
 pub use mcp_protocol::model::{
     CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
@@ -61,6 +64,7 @@ pub use mcp_protocol::model::{
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{ClientRequestError, Ctx, HandlerError};
+pub use mcp_transport_http::HttpConfig;
 pub use prompt::Prompt;
 pub use resource::{Resource, ResourceTemplate};
 pub use server::{McpServer, McpServerBuilder, ServerError};
@@ -69,8 +73,8 @@ pub use tool::{IntoToolResult, Tool, schema_of};
 /// Everything a server module usually needs.
 pub mod prelude {
     pub use crate::{
-        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
-        LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, HttpConfig, InputRequired,
+        IntoToolResult, LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
         ResourceTemplate, Revision, RpcError, ServerError, Tool,
     };
     pub use serde_json::{Value, json};

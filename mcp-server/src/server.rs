@@ -9,6 +9,8 @@ use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
 use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig};
+use mcp_transport_http::HttpConfig;
+use tokio_util::sync::CancellationToken;
 
 use crate::prompt::Prompt;
 use crate::resource::{Resource, ResourceTemplate};
@@ -24,6 +26,12 @@ pub enum ServerError {
     /// The stdio transport failed.
     #[error(transparent)]
     Stdio(#[from] mcp_transport_stdio::StdioError),
+    /// The HTTP transport failed (or refused its configuration).
+    #[error(transparent)]
+    Http(#[from] mcp_transport_http::HttpError),
+    /// Binding the listening socket failed.
+    #[error("cannot listen: {0}")]
+    Bind(#[from] std::io::Error),
 }
 
 /// An MCP server: a registry and a runtime, ready to serve on a transport.
@@ -105,6 +113,43 @@ impl McpServer {
     /// Announces that a resource's contents changed (to subscribers).
     pub fn notify_resource_updated(&self, uri: &str) {
         self.registry().notify_resource_updated(uri);
+    }
+
+    /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the default
+    /// [`HttpConfig`]) until Ctrl-C, then shuts down gracefully.
+    pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.cancel();
+            }
+        });
+        self.serve_http_on(listener, HttpConfig::default(), shutdown).await
+    }
+
+    /// Serves Streamable HTTP on a bound listener until `shutdown` is
+    /// cancelled: open streams end, in-flight calls drain.
+    pub async fn serve_http_on(
+        self,
+        listener: tokio::net::TcpListener,
+        config: HttpConfig,
+        shutdown: CancellationToken,
+    ) -> Result<(), ServerError> {
+        let runtime = self.runtime.clone();
+        let ended = shutdown.clone();
+        tokio::spawn(async move {
+            ended.cancelled().await;
+            runtime.shutdown();
+        });
+        mcp_transport_http::serve(self.runtime, config, listener, shutdown).await?;
+        Ok(())
+    }
+
+    /// The MCP endpoint as an `axum::Router`, to nest in an existing app.
+    pub fn router(&self, config: HttpConfig) -> Result<axum::Router, ServerError> {
+        Ok(mcp_transport_http::router(self.runtime.clone(), config)?)
     }
 
     /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes.
