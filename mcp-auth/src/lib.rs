@@ -9,72 +9,94 @@
 //! The principal is what owns sessions, tasks, request states and
 //! subscriptions: another principal's state answers as "not found".
 //!
-//! This crate holds the trait and the [`NoAuth`] provider (the default:
-//! everyone is `anonymous`). Bearer/JWT, API-key, basic and custom providers
-//! plug in behind the same trait.
+//! ## Providers
+//!
+//! Each provider lives in its own module and is built with a builder whose
+//! `build()` returns `Result<_, AuthSetupError>`: bad key material, a missing
+//! audience or a malformed hash fail there, before a transport binds a port.
+//!
+//! | provider | credentials | refusal |
+//! | --- | --- | --- |
+//! | [`NoAuth`] (default) | none; everyone is `anonymous` | never |
+//! | [`BearerAuth`] | `Authorization: Bearer <JWT>` (HS256, RS256, ES256, JWKS) or an opaque token checked by a [`TokenVerifier`] | `Bearer realm="mcp", error="invalid_token", …` |
+//! | [`ApiKeyAuth`] | `x-api-key: <key>` or `Authorization: ApiKey <key>`, stored as peppered HMAC-SHA-256 hashes | `ApiKey header="x-api-key"` |
+//! | [`BasicAuth`] | `Authorization: Basic …`, passwords stored as PBKDF2-SHA256 hashes | `Basic realm="mcp"` |
+//! | [`CustomAuth`] | whatever an async function or another provider decides | its own challenge |
+//!
+//! [`RequireScopes`] wraps any provider and fails closed: an identity lacking
+//! one of the required scopes gets a 403 `insufficient_scope` that names the
+//! scopes. [`ResourceMetadata`] renders the RFC 9728 protected-resource
+//! metadata document that a bearer challenge points at.
+//!
+//! ## Secrets
+//!
+//! No token, key, password, pepper or hash is ever logged, and no type of this
+//! crate shows one in its `Debug` output. The hashes that configure the
+//! API-key and basic providers come from [`hash_api_key`] and
+//! [`hash_password`] (the `hash` example prints them from the command line).
+//! Comparisons of secrets are constant-time, and an unknown basic-auth user
+//! costs the same PBKDF2 work as a known one.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 
 pub use mcp_protocol::auth::{ANONYMOUS, AuthInfo};
 
+pub mod apikey;
+pub mod basic;
+pub mod bearer;
+mod challenge;
+mod credentials;
+pub mod custom;
+mod error;
+mod hash;
+pub mod metadata;
+pub mod none;
+mod scopes;
+
+pub use apikey::{ApiKey, ApiKeyAuth, ApiKeyAuthBuilder};
+pub use basic::{BasicAuth, BasicAuthBuilder, BasicUser};
+pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
+pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
+pub use custom::{CustomAuth, RequestHead};
+pub use error::AuthSetupError;
+pub use hash::{
+    API_KEY_HASH_PREFIX, DEFAULT_PBKDF2_ITERATIONS, MAX_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PASSWORD_HASH_PREFIX,
+    hash_api_key, hash_password, hash_password_with, verify_password,
+};
+pub use metadata::{ResourceMetadata, ResourceMetadataBuilder};
+pub use none::NoAuth;
+pub use scopes::{AuthProviderExt, RequireScopes};
+
 /// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A refusal: the HTTP status and the headers that explain it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("authentication failed with status {status}")]
-#[non_exhaustive]
-pub struct Challenge {
-    /// 401 (no or bad credentials) or 403 (insufficient scope).
-    pub status: u16,
-    /// The `WWW-Authenticate` header value, if any.
-    pub www_authenticate: Option<String>,
-}
-
-impl Challenge {
-    /// A 401 with a challenge header.
-    pub fn unauthorized(www_authenticate: impl Into<String>) -> Self {
-        Challenge {
-            status: 401,
-            www_authenticate: Some(www_authenticate.into()),
-        }
-    }
-
-    /// A 403 with a challenge header.
-    pub fn forbidden(www_authenticate: impl Into<String>) -> Self {
-        Challenge {
-            status: 403,
-            www_authenticate: Some(www_authenticate.into()),
-        }
-    }
-}
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Authenticates requests.
+///
+/// A provider sees the request's parts (method, URI, headers) only, never the
+/// body, so that it runs before anything else is read or looked up.
 pub trait AuthProvider: Send + Sync + 'static {
     /// Authenticates one request from its parts (method, URI, headers).
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>>;
 }
 
-/// The default provider: every request is `anonymous`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoAuth;
-
-impl AuthProvider for NoAuth {
-    fn authenticate<'a>(&'a self, _parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
-        Box::pin(async { Ok(AuthInfo::anonymous()) })
+impl<P: AuthProvider + ?Sized> AuthProvider for Arc<P> {
+    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
+        (**self).authenticate(parts)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn none_is_anonymous() {
-        let (parts, ()) = http::Request::new(()).into_parts();
-        let info = NoAuth.authenticate(&parts).await.unwrap();
-        assert_eq!(&*info.principal, ANONYMOUS);
-        assert!(info.scopes.is_empty());
+impl<P: AuthProvider + ?Sized> AuthProvider for Box<P> {
+    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
+        (**self).authenticate(parts)
     }
+}
+
+/// Builds the request parts that tests of the providers authenticate.
+#[cfg(test)]
+pub(crate) fn test_parts(headers: &[(&str, &str)]) -> http::request::Parts {
+    let mut request = http::Request::builder().method("POST").uri("/mcp");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.body(()).unwrap().into_parts().0
 }

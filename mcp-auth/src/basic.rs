@@ -1,0 +1,386 @@
+//! The `basic` provider: `Authorization: Basic base64(user:password)` (RFC 7617).
+//!
+//! Passwords are stored as PBKDF2-SHA256 hashes
+//! (`pbkdf2-sha256$<iters>$<b64 salt>$<b64 hash>`, see
+//! [`hash_password`](crate::hash_password)); passwords given in clear are
+//! hashed when the provider is built. An unknown user is checked against a
+//! dummy hash computed at build time with the largest configured iteration
+//! count, so it costs the same work as a known user (invariant 30, pitfall P8).
+//! The comparison is constant-time, and the PBKDF2 work runs on tokio's
+//! blocking pool when a runtime is present.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value};
+
+use crate::challenge::valid_realm;
+use crate::credentials::{self, Found};
+use crate::hash::PasswordHash;
+use crate::scopes::valid_scope;
+use crate::{
+    AuthInfo, AuthProvider, AuthSetupError, BoxFuture, Challenge, DEFAULT_PBKDF2_ITERATIONS, DEFAULT_REALM,
+    WwwAuthenticate, hash_password_with,
+};
+
+enum Secret {
+    Plain(String),
+    Hashed(String),
+}
+
+/// One user: a name (the principal), a password or its hash, scopes and claims.
+///
+/// Its `Debug` output shows the name, never the password or its hash.
+pub struct BasicUser {
+    name: String,
+    secret: Secret,
+    scopes: Vec<String>,
+    claims: Map<String, Value>,
+}
+
+impl BasicUser {
+    /// A user whose password is given by its stored hash (`pbkdf2-sha256$…`).
+    pub fn hashed(name: impl Into<String>, hash: impl Into<String>) -> Self {
+        Self::with(name.into(), Secret::Hashed(hash.into()))
+    }
+
+    /// A user whose password is given in clear; it is hashed when the provider is built.
+    pub fn plain(name: impl Into<String>, password: impl Into<String>) -> Self {
+        Self::with(name.into(), Secret::Plain(password.into()))
+    }
+
+    fn with(name: String, secret: Secret) -> Self {
+        BasicUser {
+            name,
+            secret,
+            scopes: Vec::new(),
+            claims: Map::new(),
+        }
+    }
+
+    /// The scopes granted to the user.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Claims (metadata) handed to handlers with the identity.
+    pub fn claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = claims;
+        self
+    }
+}
+
+impl std::fmt::Debug for BasicUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicUser")
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`BasicAuth`].
+#[derive(Debug)]
+pub struct BasicAuthBuilder {
+    realm: String,
+    iterations: u32,
+    users: Vec<BasicUser>,
+}
+
+impl Default for BasicAuthBuilder {
+    fn default() -> Self {
+        BasicAuthBuilder {
+            realm: DEFAULT_REALM.to_owned(),
+            iterations: DEFAULT_PBKDF2_ITERATIONS,
+            users: Vec::new(),
+        }
+    }
+}
+
+impl BasicAuthBuilder {
+    /// The realm of the challenge (default `mcp`).
+    pub fn realm(mut self, realm: impl Into<String>) -> Self {
+        self.realm = realm.into();
+        self
+    }
+
+    /// PBKDF2 iterations for passwords given in clear (default 100,000).
+    pub fn password_iterations(mut self, iterations: u32) -> Self {
+        self.iterations = iterations;
+        self
+    }
+
+    /// Adds a user.
+    pub fn user(mut self, user: BasicUser) -> Self {
+        self.users.push(user);
+        self
+    }
+
+    /// Adds several users.
+    pub fn users(mut self, users: impl IntoIterator<Item = BasicUser>) -> Self {
+        self.users.extend(users);
+        self
+    }
+
+    /// Checks the configuration, hashes the passwords given in clear and
+    /// computes the dummy hash for unknown users.
+    pub fn build(self) -> Result<BasicAuth, AuthSetupError> {
+        if !valid_realm(&self.realm) {
+            return Err(AuthSetupError::InvalidRealm { realm: self.realm });
+        }
+        if self.users.is_empty() {
+            return Err(AuthSetupError::NoCredentials { provider: "basic" });
+        }
+        let mut users = HashMap::with_capacity(self.users.len());
+        for user in self.users {
+            let BasicUser {
+                name,
+                secret,
+                scopes,
+                claims,
+            } = user;
+            if name.is_empty() || name.contains(':') || name.chars().any(char::is_control) {
+                return Err(AuthSetupError::InvalidUserName { user: name });
+            }
+            if let Some(scope) = scopes.iter().find(|s| !valid_scope(s)) {
+                return Err(AuthSetupError::InvalidScope { scope: scope.clone() });
+            }
+            if users.contains_key(&name) {
+                return Err(AuthSetupError::DuplicateUser { user: name });
+            }
+            let stored = match secret {
+                Secret::Plain(password) => hash_password_with(&password, self.iterations)?,
+                Secret::Hashed(hash) => hash,
+            };
+            let hash = PasswordHash::parse(&stored)
+                .ok_or_else(|| AuthSetupError::InvalidPasswordHash { user: name.clone() })?;
+            let info = AuthInfo::new(name.as_str()).with_scopes(scopes).with_claims(claims);
+            users.insert(name, (Arc::new(hash), info));
+        }
+        let iterations = users
+            .values()
+            .map(|(h, _)| h.iterations)
+            .max()
+            .unwrap_or(self.iterations);
+        let dummy = Arc::new(PasswordHash::dummy(iterations)?);
+        let challenge = WwwAuthenticate::new("Basic").param("realm", &self.realm).unauthorized();
+        Ok(BasicAuth {
+            users,
+            dummy,
+            challenge,
+        })
+    }
+}
+
+/// Authenticates requests by user name and password.
+///
+/// ```
+/// use mcp_auth::{BasicAuth, BasicUser, hash_password_with};
+///
+/// let stored = hash_password_with("s3cret", 1_000).unwrap();
+/// let provider = BasicAuth::builder().user(BasicUser::hashed("alice", stored).scopes(["tools"])).build().unwrap();
+/// # let _ = provider;
+/// ```
+pub struct BasicAuth {
+    users: HashMap<String, (Arc<PasswordHash>, AuthInfo)>,
+    dummy: Arc<PasswordHash>,
+    challenge: Challenge,
+}
+
+impl BasicAuth {
+    /// Starts a configuration.
+    pub fn builder() -> BasicAuthBuilder {
+        BasicAuthBuilder::default()
+    }
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicAuth")
+            .field("users", &self.users.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `user:password` from the `Authorization: Basic` credentials.
+fn decode(credentials: &str) -> Option<(String, String)> {
+    let bytes = STANDARD.decode(credentials).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (user, password) = text.split_once(':')?;
+    (!user.is_empty()).then(|| (user.to_owned(), password.to_owned()))
+}
+
+/// Runs the PBKDF2 work off the async workers when a tokio runtime is present.
+async fn verify(hash: Arc<PasswordHash>, password: String) -> bool {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(move || hash.verify(password.as_bytes()))
+            .await
+            .unwrap_or(false),
+        Err(_) => hash.verify(password.as_bytes()),
+    }
+}
+
+impl AuthProvider for BasicAuth {
+    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
+        Box::pin(async move {
+            let Found::Value(credentials) = credentials::authorization(&parts.headers, "Basic") else {
+                return Err(self.challenge.clone());
+            };
+            let Some((user, password)) = decode(credentials) else {
+                tracing::debug!("malformed basic credentials");
+                return Err(self.challenge.clone());
+            };
+            let (hash, info) = match self.users.get(&user) {
+                Some((hash, info)) => (hash.clone(), Some(info)),
+                None => (self.dummy.clone(), None),
+            };
+            let matched = verify(hash, password).await;
+            match info {
+                Some(info) if matched => Ok(info.clone()),
+                _ => {
+                    tracing::debug!("basic authentication failed");
+                    Err(self.challenge.clone())
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MIN_PBKDF2_ITERATIONS, test_parts};
+
+    fn basic(user_password: &str) -> String {
+        format!("Basic {}", STANDARD.encode(user_password))
+    }
+
+    fn provider() -> BasicAuth {
+        BasicAuth::builder()
+            .password_iterations(MIN_PBKDF2_ITERATIONS)
+            .user(
+                BasicUser::hashed(
+                    "alice",
+                    hash_password_with("wonder:land", MIN_PBKDF2_ITERATIONS).unwrap(),
+                )
+                .scopes(["read"]),
+            )
+            .user(BasicUser::plain("bob", "builder"))
+            .build()
+            .unwrap()
+    }
+
+    async fn run(p: &BasicAuth, authorization: &str) -> Result<AuthInfo, Challenge> {
+        p.authenticate(&test_parts(&[("authorization", authorization)])).await
+    }
+
+    #[tokio::test]
+    async fn right_password() {
+        let p = provider();
+        let alice = run(&p, &basic("alice:wonder:land")).await.unwrap();
+        assert_eq!(&*alice.principal, "alice");
+        assert_eq!(alice.scopes, ["read"]);
+        assert_eq!(&*run(&p, &basic("bob:builder")).await.unwrap().principal, "bob");
+        assert!(
+            run(&p, &format!("basic {}", STANDARD.encode("bob:builder")))
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn wrong_password_unknown_user_and_garbage() {
+        let p = provider();
+        let expected = Challenge::unauthorized(r#"Basic realm="mcp""#);
+        for auth in [
+            basic("alice:wonder"),
+            basic("carol:builder"),
+            basic("bob"),
+            basic(":builder"),
+            "Basic !!!".to_owned(),
+            "Bearer abc".to_owned(),
+        ] {
+            assert_eq!(run(&p, &auth).await.unwrap_err(), expected, "{auth}");
+        }
+        assert_eq!(p.authenticate(&test_parts(&[])).await.unwrap_err(), expected);
+    }
+
+    #[test]
+    fn unknown_users_run_the_same_work() {
+        let p = provider();
+        assert_eq!(p.dummy.iterations, MIN_PBKDF2_ITERATIONS);
+        let slow = BasicAuth::builder()
+            .user(BasicUser::hashed("a", hash_password_with("x", 5_000).unwrap()))
+            .user(BasicUser::hashed(
+                "b",
+                hash_password_with("x", MIN_PBKDF2_ITERATIONS).unwrap(),
+            ))
+            .build()
+            .unwrap();
+        assert_eq!(slow.dummy.iterations, 5_000);
+    }
+
+    #[test]
+    fn works_without_a_runtime() {
+        let p = provider();
+        let parts = test_parts(&[("authorization", &basic("bob:builder"))]);
+        let info = futures::executor::block_on(p.authenticate(&parts)).unwrap();
+        assert_eq!(&*info.principal, "bob");
+    }
+
+    #[test]
+    fn setup_errors() {
+        let user = || BasicUser::plain("u", "p");
+        let b = || BasicAuth::builder().password_iterations(MIN_PBKDF2_ITERATIONS);
+        assert_eq!(
+            b().build().unwrap_err(),
+            AuthSetupError::NoCredentials { provider: "basic" }
+        );
+        assert!(matches!(
+            b().user(BasicUser::hashed("u", "plain")).build().unwrap_err(),
+            AuthSetupError::InvalidPasswordHash { user } if user == "u"
+        ));
+        assert!(matches!(
+            b().user(BasicUser::plain("a:b", "p")).build().unwrap_err(),
+            AuthSetupError::InvalidUserName { .. }
+        ));
+        assert!(matches!(
+            b().user(user()).user(user()).build().unwrap_err(),
+            AuthSetupError::DuplicateUser { .. }
+        ));
+        assert!(matches!(
+            b().realm("a\"b").user(user()).build().unwrap_err(),
+            AuthSetupError::InvalidRealm { .. }
+        ));
+        assert_eq!(
+            BasicAuth::builder()
+                .password_iterations(10)
+                .user(user())
+                .build()
+                .unwrap_err(),
+            AuthSetupError::InvalidIterations(10)
+        );
+        let p = b().realm("private").user(user()).build().unwrap();
+        assert_eq!(p.challenge, Challenge::unauthorized(r#"Basic realm="private""#));
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let u = BasicUser::plain("alice", "pw-secret");
+        let shown = format!(
+            "{u:?} {:?}",
+            BasicAuth::builder().password_iterations(MIN_PBKDF2_ITERATIONS)
+        );
+        assert!(!shown.contains("pw-secret") && shown.contains("alice"), "{shown}");
+        let p = BasicAuth::builder()
+            .password_iterations(MIN_PBKDF2_ITERATIONS)
+            .user(u)
+            .build()
+            .unwrap();
+        assert!(!format!("{p:?}").contains("pbkdf2"));
+    }
+}
