@@ -4,8 +4,10 @@
 Drives a server with `mcp==2.3.0` (the Python SDK's `mcp.Client`) over stdio or Streamable HTTP
 in one negotiation mode and checks, at value level, every fixture item of
 `reference/conformance.md` §5.2-§5.4: tools, resources, the resource template, prompts and
-completions, plus the negotiated protocol version, progress and log notifications, and
-sampling/elicitation answered by client callbacks.
+completions, plus the negotiated protocol version, progress and log notifications,
+sampling/elicitation answered by client callbacks, and the list-changed notifications of the
+fixture's trigger tools (on a `subscriptions/listen` stream in the modern modes, as session
+notifications in legacy mode).
 
     client.py (--stdio "CMD ARGS" | --url URL) --mode legacy|auto|2026-07-28
 
@@ -33,6 +35,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters, types
+from mcp.client.subscriptions import PromptsListChanged, Subscription, SubscriptionLost, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 # ping, logging/setLevel and resources/(un)subscribe are deprecated or removed in 2026-07-28; the
@@ -46,6 +49,11 @@ EXPECTED_PROTOCOL = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28":
 LEGACY_ONLY = {
     "ping",
     "resources/subscribe+unsubscribe",
+    "notifications/tools+prompts list_changed",
+}
+# Checks of methods that 2026-07-28 added: they run in the modern modes only.
+MODERN_ONLY = {
+    "subscriptions/listen tools+prompts list_changed",
 }
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -84,6 +92,15 @@ ELICITATION_ANSWER = {
     "context": "interop context",
 }
 LOG_MESSAGES = ("Tool execution started", "Tool processing data", "Tool execution completed")
+
+# The list-change fixture: each call of a trigger tool adds or removes its dynamic item.
+TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
+PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+# How long a list-changed notification may take to arrive after the trigger call returned, and how
+# long the client waits to be sure that none arrives.
+NOTIFICATION_WAIT = 5.0
+QUIET_WAIT = 0.5
 
 
 class CheckFailed(Exception):
@@ -209,6 +226,9 @@ class Recorder:
         self.sampling: list[types.CreateMessageRequestParams] = []
         self.elicitations: list[Any] = []
         self.elicitation_answers: list[dict[str, Any]] = []
+        # Every server notification the session surfaced (its message handler), in arrival order.
+        self.notifications: list[Any] = []
+        self._notified = anyio.Event()
 
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params)
@@ -232,6 +252,29 @@ class Recorder:
     async def on_list_roots(self, _ctx: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/interop", name="interop")])
 
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            return  # a transport fault: the call it breaks fails its check
+        self.notifications.append(message)
+        wake, self._notified = self._notified, anyio.Event()
+        wake.set()
+
+    def since(self, start: int, *methods: str) -> list[Any]:
+        """The notifications of `methods` recorded from index `start` on."""
+        return [n for n in self.notifications[start:] if n.method in methods]
+
+    async def wait_notifications(self, start: int, count: int, *methods: str) -> list[Any]:
+        """The first `count` notifications of `methods` recorded from index `start` on, waiting for them."""
+        with anyio.move_on_after(NOTIFICATION_WAIT):
+            while True:
+                # Take the wake event before looking so a notification landing in between is not missed.
+                wake = self._notified
+                if len(found := self.since(start, *methods)) >= count:
+                    return found[:count]
+                await wake.wait()
+        seen = [n.method for n in self.notifications[start:]]
+        raise CheckFailed(f"not {count} of {methods} within {NOTIFICATION_WAIT:g} s (notifications seen: {seen!r})")
+
 
 class Runner:
     def __init__(self, mode: str, timeout: float) -> None:
@@ -251,6 +294,9 @@ class Runner:
     async def check(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
         if self.mode != "legacy" and name in LEGACY_ONLY:
             print(f"skip {name} (legacy only: removed in 2026-07-28)", flush=True)
+            return
+        if self.mode == "legacy" and name in MODERN_ONLY:
+            print(f"skip {name} (2026-07-28 only: not in the handshake era)", flush=True)
             return
         try:
             with anyio.fail_after(self.timeout):
@@ -633,6 +679,98 @@ def prompt_checks(client: Client) -> list[tuple[str, Callable[[], Awaitable[None
     ]
 
 
+def list_change_checks(run: Runner, client: Client, rec: Recorder) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
+    """The trigger tools: each call adds or removes a dynamic tool (prompt) and the server says so."""
+
+    async def tool_names() -> set[str]:
+        return {t.name for t in await list_all(client.list_tools, "tools")}
+
+    async def prompt_names() -> set[str]:
+        return {p.name for p in await list_all(client.list_prompts, "prompts")}
+
+    # (trigger tool, the item it toggles, the list holding it, notification method, listen event)
+    kinds: tuple[tuple[str, str, Callable[[], Awaitable[set[str]]], str, Any], ...] = (
+        ("test_trigger_tool_change", "test_dynamic_tool", tool_names, TOOLS_LIST_CHANGED, ToolsListChanged()),
+        ("test_trigger_prompt_change", "test_dynamic_prompt", prompt_names, PROMPTS_LIST_CHANGED, PromptsListChanged()),
+    )
+
+    def expect_list_changed_capability() -> None:
+        if run.mode == "2026-07-28":
+            return  # adopted without server/discover: the client holds no server capabilities
+        caps = client.server_capabilities
+        for what, cap in (("tools", caps.tools), ("prompts", caps.prompts)):
+            expect(cap is not None and cap.list_changed is True, f"capabilities.{what}.listChanged is not true: {cap}")
+
+    async def trigger(tool: str) -> None:
+        res = await client.call_tool(tool, {})
+        expect_not_error(res)
+        expect_single_text(res.content, f"{tool} result")
+
+    async def expect_toggled(item: str, names: Callable[[], Awaitable[set[str]]], had: bool, tool: str) -> None:
+        listed = item in await names()
+        expect(listed != had, f"{item} is {'still' if had else 'not'} listed after {tool}")
+
+    async def next_event(sub: Subscription, method: str) -> Any:
+        with anyio.move_on_after(NOTIFICATION_WAIT):
+            try:
+                return await anext(sub)
+            except StopAsyncIteration:
+                raise CheckFailed(f"the listen stream ended before {method}") from None
+            except SubscriptionLost as e:
+                raise CheckFailed(f"the listen stream dropped before {method}: {e}") from None
+        raise CheckFailed(f"no {method} on the listen stream within {NOTIFICATION_WAIT:g} s")
+
+    async def listen_changes() -> None:
+        expect_list_changed_capability()
+        start = len(rec.notifications)
+        events = 0
+        async with client.listen(tools_list_changed=True, prompts_list_changed=True) as sub:
+            honored = (sub.honored.tools_list_changed, sub.honored.prompts_list_changed)
+            expect_eq(honored, (True, True), "acknowledged (toolsListChanged, promptsListChanged)")
+            for tool, item, names, method, event in kinds:
+                for _ in range(2):  # add then remove (or the reverse): the fixture ends as it began
+                    had = item in await names()
+                    await trigger(tool)
+                    got = await next_event(sub, method)
+                    expect_eq(got, event, f"listen event after {tool}")
+                    events += 1
+                    await expect_toggled(item, names, had, tool)
+        # The session also tees the stream's notifications to the message handler (from a task of
+        # its own, so they may land a little later): each names the stream.
+        teed = await rec.wait_notifications(start, events, TOOLS_LIST_CHANGED, PROMPTS_LIST_CHANGED)
+        for n in teed:
+            meta = (n.params.meta if n.params else None) or {}
+            expect_eq(meta.get(SUBSCRIPTION_ID_KEY), sub.subscription_id, f"{n.method} _meta subscriptionId")
+        # Closed: the server sends nothing more for it, and no list change reaches a modern client
+        # outside a listen stream.
+        closed = len(rec.notifications)
+        tool, item, names, _, _ = kinds[0]
+        for _ in range(2):
+            had = item in await names()
+            await trigger(tool)
+            await expect_toggled(item, names, had, tool)
+        await anyio.sleep(QUIET_WAIT)
+        late = rec.since(closed, TOOLS_LIST_CHANGED, PROMPTS_LIST_CHANGED)
+        expect(not late, f"list changes after the listen stream closed: {late!r}")
+
+    async def session_changes() -> None:
+        # Handshake era: the session's unsolicited notifications (the GET stream over HTTP, stdout
+        # over stdio) reach the client's message handler.
+        expect_list_changed_capability()
+        for tool, item, names, method, _ in kinds:
+            for _ in range(2):  # add then remove (or the reverse): the fixture ends as it began
+                had = item in await names()
+                start = len(rec.notifications)
+                await trigger(tool)
+                await rec.wait_notifications(start, 1, method)
+                await expect_toggled(item, names, had, tool)
+
+    return [
+        ("subscriptions/listen tools+prompts list_changed", listen_changes),
+        ("notifications/tools+prompts list_changed", session_changes),
+    ]
+
+
 async def run_checks(target: Any, run: Runner) -> None:
     rec = Recorder()
     client = Client(
@@ -643,6 +781,7 @@ async def run_checks(target: Any, run: Runner) -> None:
         elicitation_callback=rec.on_elicitation,
         list_roots_callback=rec.on_list_roots,
         logging_callback=rec.on_log,
+        message_handler=rec.on_message,
         # Modern era: logs only arrive for requests whose `_meta` carries a log level; this stamps
         # `io.modelcontextprotocol/logLevel` on every request. No effect in legacy mode.
         log_level="debug",
@@ -659,6 +798,7 @@ async def run_checks(target: Any, run: Runner) -> None:
         checks += tool_checks(run, client, rec)
         checks += resource_checks(client)
         checks += prompt_checks(client)
+        checks += list_change_checks(run, client, rec)
         for name, body in checks:
             await run.check(name, body)
 
