@@ -43,6 +43,28 @@ pub struct ServerConfig {
     /// Most `subscriptions/listen` streams one principal may hold open
     /// (default 32).
     pub max_listeners_per_principal: usize,
+    /// How long a modern call that may become a task runs inline before it
+    /// is handed to a task, in milliseconds (default 100).
+    pub task_inline_ms: u64,
+    /// The polling interval suggested to clients, in milliseconds (default
+    /// 1000).
+    pub task_poll_interval_ms: u64,
+    /// How long a task is kept from its creation (its `ttl`/`ttlMs`), and
+    /// the deadline of its handler (default 1 h). A 2025-11-25 client may ask
+    /// for less.
+    pub task_ttl: Duration,
+    /// How often expired tasks are swept (default 60 s).
+    pub task_sweep_interval: Duration,
+    /// How long a 2025-11-25 `tasks/result` waits for its task to end
+    /// (default 300 s).
+    pub task_result_timeout: Duration,
+    /// Most tasks the store holds, all owners together, until they expire
+    /// (default 10 000). Over it a call that would become a task is refused
+    /// with -32603 "Too many concurrent tasks" and its work is stopped.
+    pub max_tasks_total: usize,
+    /// Most tasks one principal holds (all its sessions together) until they
+    /// expire (default 1 000).
+    pub max_tasks_per_principal: usize,
 }
 
 impl Default for ServerConfig {
@@ -63,6 +85,13 @@ impl Default for ServerConfig {
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,
             max_listeners_per_principal: 32,
+            task_inline_ms: 100,
+            task_poll_interval_ms: 1000,
+            task_ttl: Duration::from_secs(3600),
+            task_sweep_interval: Duration::from_secs(60),
+            task_result_timeout: Duration::from_secs(300),
+            max_tasks_total: 10_000,
+            max_tasks_per_principal: 1_000,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::jsonrpc::{encode_notification, encode_request};
-use mcp_protocol::meta::ModernMeta;
+use mcp_protocol::meta::{ModernMeta, RELATED_TASK};
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
 use mcp_protocol::{Era, Feature, RequestId, Revision, RpcError};
 use serde_json::{Map, Value, json};
@@ -15,6 +15,7 @@ use crate::handler::HandlerError;
 use crate::mrtr::InputRequired;
 use crate::session::Session;
 use crate::sink::Sink;
+use crate::tasks::TaskLink;
 use mcp_protocol::mrtr::missing_capability;
 
 /// Why a server-to-client request did not get an answer.
@@ -77,6 +78,8 @@ pub(crate) struct CtxInner {
     pub(crate) client_request_timeout: Duration,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<Value>,
+    /// The 2025-11-25 task the call runs as, if any.
+    pub(crate) task: Option<Arc<TaskLink>>,
 }
 
 /// The per-request context handed to every handler. Cheap to clone.
@@ -244,6 +247,28 @@ impl Ctx {
         Ok(self.request(method, params).await?)
     }
 
+    /// The context of the same call running as a task: its own cancellation
+    /// token (the task's, no longer the request's), the task's sink, and for
+    /// a 2025-11-25 task the link to it.
+    pub(crate) fn for_task(&self, cancel: CancellationToken, sink: Sink, task: Option<Arc<TaskLink>>) -> Ctx {
+        let mut inner = CtxInner::clone(&self.inner);
+        inner.cancel = cancel;
+        inner.sink = sink;
+        inner.task = task;
+        Ctx::new(inner)
+    }
+
+    /// Where the request's messages go.
+    pub(crate) fn sink(&self) -> &Sink {
+        &self.inner.sink
+    }
+
+    /// The id of the task the call runs as, when it was created as a
+    /// 2025-11-25 task.
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.task.as_ref().map(|t| t.id())
+    }
+
     /// The context of the next round of a call: the responses gathered so
     /// far and the handler's state.
     pub(crate) fn next_round(&self, responses: Map<String, Value>, state: Option<Value>) -> Ctx {
@@ -324,7 +349,32 @@ impl Ctx {
 
     /// Sends a server-to-client request on the request's stream and waits
     /// for the client's answer (legacy era only).
+    ///
+    /// In a 2025-11-25 task the request carries the `related-task` `_meta`,
+    /// the task is `input_required` until the answer arrives, and the
+    /// request travels on the task's stream: the creating call's while it is
+    /// open (stdio), else the stream of the client's next `tasks/result`.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
+        let Some(task) = self.inner.task.clone() else {
+            return self.send_request(method, params).await;
+        };
+        let mut params = params;
+        if let Some(obj) = params.as_object_mut() {
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(RELATED_TASK.into(), json!({ "taskId": task.id() }));
+            }
+        }
+        task.begin_client_request().await;
+        let outcome = tokio::select! {
+            () = task.streaming() => self.send_request(method, params).await,
+            () = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
+        };
+        task.end_client_request().await;
+        outcome
+    }
+
+    async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
         let Origin::Session(session) = &self.inner.origin else {
             return Err(match self.era() {
                 Era::Modern => ClientRequestError::NotInEra,

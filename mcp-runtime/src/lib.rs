@@ -16,7 +16,10 @@
 //!   registry changes;
 //! - legacy [`Session`]s, bound to the principal that created them, with
 //!   their pending server-to-client requests, requests in flight and
-//!   subscriptions, and the [`SessionStore`] that expires idle ones.
+//!   subscriptions, and the [`SessionStore`] that expires idle ones;
+//! - [`tasks`]: long-running tool calls as tasks (2025-11-25 core tasks and
+//!   the 2026-07-28 extension), the inline-then-task hand-off, and the
+//!   pluggable [`TaskStore`] (in memory by default).
 //!
 //! Transports (stdio, HTTP) decode bytes with `mcp-protocol`, call
 //! [`Runtime::route`] then [`Runtime::dispatch`] (or
@@ -35,6 +38,7 @@ pub mod mrtr;
 pub mod registry;
 mod session;
 mod sink;
+pub mod tasks;
 pub mod uri_template;
 
 pub use config::ServerConfig;
@@ -46,3 +50,4 @@ pub use listen::{Listener, Subscriptions};
 pub use registry::Registry;
 pub use session::{Session, SessionStore};
 pub use sink::{Frame, Sink};
+pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::Runtime;
 use crate::registry::Change;
 use crate::sink::Frame;
+use crate::tasks::TaskOwner;
 
 /// How many notifications wait for a slow listener before it misses some.
 const LISTENER_BUFFER: usize = 64;
@@ -35,6 +36,8 @@ struct Filter {
     prompts: bool,
     resources: bool,
     resource_uris: HashSet<String>,
+    /// Tasks whose status changes are announced (`notifications/tasks`).
+    task_ids: HashSet<String>,
 }
 
 impl Filter {
@@ -86,6 +89,26 @@ impl Subscriptions {
                     counts.remove(&e.principal);
                 }
             }
+        }
+    }
+
+    /// Announces a task's new state (its `DetailedTask`) to the
+    /// subscriptions that asked for it, with their subscription id.
+    pub(crate) fn task_changed(&self, task_id: &str, detailed: Map<String, Value>) {
+        let mut gone = Vec::new();
+        for e in self.entries.iter() {
+            if !e.filter.task_ids.contains(task_id) {
+                continue;
+            }
+            let mut params = detailed.clone();
+            params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: e.listen_id }));
+            let frame = encode_notification("notifications/tasks", Some(&Value::Object(params)));
+            if let Err(mpsc::error::TrySendError::Closed(_)) = e.tx.try_send(frame) {
+                gone.push(*e.key());
+            }
+        }
+        for key in gone {
+            self.remove(key);
         }
     }
 
@@ -179,8 +202,10 @@ impl Drop for Listener {
 impl Runtime {
     /// Opens a `subscriptions/listen` subscription for a routed modern
     /// request. Unknown filter keys are dropped, not refused; `taskIds` from
-    /// a client that did not declare the tasks extension is -32021; over the
-    /// per-principal bound the request is refused.
+    /// a client that did not declare the tasks extension is -32021, and only
+    /// the caller's own tasks are kept (others are dropped without saying
+    /// whether they exist); over the per-principal bound the request is
+    /// refused.
     pub fn listen(&self, req: &Request, ctx_principal: &Arc<str>, tasks_declared: bool) -> Result<Listener, RpcError> {
         let hub = self.subscriptions().clone();
         self.start_fanout();
@@ -207,6 +232,15 @@ impl Runtime {
         {
             filter.resource_uris = uris.iter().filter_map(Value::as_str).map(str::to_owned).collect();
         }
+        if let Some(ids) = requested.get("taskIds").and_then(Value::as_array) {
+            let owner = TaskOwner::Principal(ctx_principal.to_string());
+            filter.task_ids = ids
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|id| self.tasks().owns(id, &owner))
+                .map(str::to_owned)
+                .collect();
+        }
         {
             let mut counts = hub.per_principal.lock().unwrap_or_else(PoisonError::into_inner);
             let n = counts.entry(ctx_principal.clone()).or_insert(0);
@@ -229,6 +263,11 @@ impl Runtime {
             let mut uris: Vec<&String> = filter.resource_uris.iter().collect();
             uris.sort();
             honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        if !filter.task_ids.is_empty() {
+            let mut ids: Vec<&String> = filter.task_ids.iter().collect();
+            ids.sort();
+            honoured.insert("taskIds".into(), json!(ids));
         }
         let (tx, rx) = mpsc::channel(LISTENER_BUFFER);
         let key = hub.next.fetch_add(1, Ordering::Relaxed);

@@ -145,42 +145,70 @@ impl crate::Runtime {
         Ok(Value::Object(result))
     }
 
-    /// Runs a handler through its rounds. In the legacy era, a handler that
-    /// answers `input_required` gets its input requests sent to the client as
-    /// real server-to-client requests, then runs again with the answers (at
-    /// most `max_input_rounds` times). In the modern era the outcome is
-    /// returned as it is, with the context of the call.
+    /// Runs a handler through its rounds (see [`run_rounds`]) under this
+    /// runtime's limits.
     pub(crate) async fn run_rounds<T>(
         &self,
         name: &str,
         ctx: crate::Ctx,
         call: impl Fn(crate::Ctx) -> crate::handler::BoxFuture<Result<T, crate::HandlerError>>,
     ) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
-        use crate::HandlerError;
-        let cancel = ctx.cancellation().clone();
-        let mut ctx = ctx;
-        let mut round = 0;
-        loop {
-            let outcome =
-                crate::guard::run_guarded(name, call(ctx.clone()), self.config().handler_timeout, &cancel).await?;
-            let ir = match outcome {
-                Err(HandlerError::InputRequired(ir)) if ctx.era() == mcp_protocol::Era::Legacy => ir,
-                other => return Ok((other, ctx)),
-            };
-            round += 1;
-            if round >= self.config().max_input_rounds {
-                return Ok((Err(HandlerError::internal("too many rounds of client input")), ctx));
-            }
-            let mut responses = ctx.input_responses().cloned().unwrap_or_default();
-            for (key, req) in ir.requests {
-                match ctx.fulfil(&req).await {
-                    Ok(v) => {
-                        responses.insert(key, v);
-                    }
-                    Err(e) => return Ok((Err(e), ctx)),
-                }
-            }
-            ctx = ctx.next_round(responses, ir.state.clone());
+        run_rounds(RoundLimits::of(self.config()), name, ctx, call).await
+    }
+}
+
+/// The limits of one handler run: its deadline and the most rounds of
+/// legacy client input.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RoundLimits {
+    pub(crate) handler_timeout: std::time::Duration,
+    pub(crate) max_input_rounds: usize,
+}
+
+impl RoundLimits {
+    /// The limits a configuration sets for calls.
+    pub(crate) fn of(config: &crate::ServerConfig) -> Self {
+        RoundLimits {
+            handler_timeout: config.handler_timeout,
+            max_input_rounds: config.max_input_rounds,
         }
+    }
+}
+
+/// Runs a handler through its rounds. In the legacy era, a handler that
+/// answers `input_required` gets its input requests sent to the client as
+/// real server-to-client requests, then runs again with the answers (at
+/// most `max_input_rounds` times). In the modern era the outcome is returned
+/// as it is, with the context of the call.
+pub(crate) async fn run_rounds<T>(
+    limits: RoundLimits,
+    name: &str,
+    ctx: crate::Ctx,
+    call: impl Fn(crate::Ctx) -> crate::handler::BoxFuture<Result<T, crate::HandlerError>>,
+) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
+    use crate::HandlerError;
+    let cancel = ctx.cancellation().clone();
+    let mut ctx = ctx;
+    let mut round = 0;
+    loop {
+        let outcome = crate::guard::run_guarded(name, call(ctx.clone()), limits.handler_timeout, &cancel).await?;
+        let ir = match outcome {
+            Err(HandlerError::InputRequired(ir)) if ctx.era() == mcp_protocol::Era::Legacy => ir,
+            other => return Ok((other, ctx)),
+        };
+        round += 1;
+        if round >= limits.max_input_rounds {
+            return Ok((Err(HandlerError::internal("too many rounds of client input")), ctx));
+        }
+        let mut responses = ctx.input_responses().cloned().unwrap_or_default();
+        for (key, req) in ir.requests {
+            match ctx.fulfil(&req).await {
+                Ok(v) => {
+                    responses.insert(key, v);
+                }
+                Err(e) => return Ok((Err(e), ctx)),
+            }
+        }
+        ctx = ctx.next_round(responses, ir.state.clone());
     }
 }

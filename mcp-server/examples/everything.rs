@@ -2,7 +2,8 @@
 //!
 //! Exposes every tool, resource, template, prompt and completion the official
 //! conformance runner and the SDK interop clients expect, with the exact
-//! outputs they check.
+//! outputs they check; the tools of the tasks scenarios are in
+//! `everything/tasks.rs`.
 //!
 //! ```text
 //! cargo run --release --example everything -- --stdio
@@ -18,6 +19,9 @@ use clap::Parser;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
 use serde_json::Map;
+
+#[path = "everything/tasks.rs"]
+mod tasks;
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -681,6 +685,7 @@ fn server() -> Result<McpServer, ServerError> {
     let b = client_request_tools(b);
     let b = modern_tools(b);
     let b = mrtr_tools(b);
+    let b = tasks::task_tools(b);
     let b = resources(b);
     let server = prompts(b).build()?;
     add_triggers(&server)?;

@@ -19,6 +19,11 @@
 //!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
 //!   [`McpServer::serve_stdio`].
 //!
+//! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
+//! that ask for one (core tasks), and for 2026-07-28 clients that declared
+//! the tasks extension, after a short inline window. Tasks are kept in memory
+//! unless [`McpServerBuilder::task_store`] plugs in a durable store.
+//!
 //! Handlers receive a [`Ctx`]: the caller's principal, the era and revision,
 //! the client's capabilities, progress and log emitters, a cancellation
 //! token, and, for legacy clients, server-to-client requests (sampling,
@@ -61,6 +66,7 @@ pub use mcp_protocol::model::{
     CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
     ResourceContents,
 };
+pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{ClientRequestError, Ctx, HandlerError};
@@ -75,7 +81,7 @@ pub mod prelude {
     pub use crate::{
         CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, HttpConfig, InputRequired,
         IntoToolResult, LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
-        ResourceTemplate, Revision, RpcError, ServerError, Tool,
+        ResourceTemplate, Revision, RpcError, ServerError, TaskSupport, Tool,
     };
     pub use serde_json::{Value, json};
 }

@@ -8,7 +8,7 @@ use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation}
 use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
-use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig};
+use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, TaskStore};
 use mcp_transport_http::HttpConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -164,6 +164,7 @@ impl McpServer {
 pub struct McpServerBuilder {
     config: ServerConfig,
     registry: Registry,
+    task_store: Option<Arc<dyn TaskStore>>,
     error: Option<RegistryError>,
 }
 
@@ -221,6 +222,13 @@ impl McpServerBuilder {
     /// Idle time after which a legacy session expires (default 30 min).
     pub fn session_ttl(mut self, d: Duration) -> Self {
         self.config.session_ttl = d;
+        self
+    }
+
+    /// Where tasks are kept (default: in memory). A durable or shared store
+    /// implements [`TaskStore`] (see its contract).
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.task_store = Some(store);
         self
     }
 
@@ -309,7 +317,11 @@ impl McpServerBuilder {
         if let Some(e) = self.error {
             return Err(e.into());
         }
-        let runtime = Runtime::new(self.config, Arc::new(self.registry));
+        let registry = Arc::new(self.registry);
+        let runtime = match self.task_store {
+            Some(store) => Runtime::with_task_store(self.config, registry, store),
+            None => Runtime::new(self.config, registry),
+        };
         Ok(McpServer {
             runtime: Arc::new(runtime),
         })

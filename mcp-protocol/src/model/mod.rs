@@ -6,6 +6,8 @@
 //! 2025-06-18, `icons` before 2025-11-25, …). Results are decorated for their
 //! era in one place ([`render`]): `resultType` and `serverInfo` in the modern
 //! era, object-only `structuredContent` for legacy clients, cache hints.
+//! Tasks ([`task`]) have one model rendered per era (nested or flat
+//! `CreateTaskResult`, `ttl` or `ttlMs`).
 
 mod capabilities;
 mod completion;
@@ -15,6 +17,7 @@ mod logging;
 mod prompt;
 pub mod render;
 mod resource;
+pub mod task;
 mod tool;
 
 pub use capabilities::{ClientCapabilities, ServerFeatures, server_capabilities};
@@ -25,4 +28,5 @@ pub use logging::LoggingLevel;
 pub use prompt::{GetPromptResult, PromptArgument, PromptDef, PromptMessage, Role};
 pub use render::{CacheHint, CacheScope};
 pub use resource::{ReadResourceResult, ResourceDef, ResourceTemplateDef};
+pub use task::{Task, TaskPayload, TaskStatus};
 pub use tool::{CallToolParams, CallToolResult, ToolDef};

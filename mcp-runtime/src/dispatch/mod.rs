@@ -9,7 +9,7 @@
 
 mod catalog;
 mod lifecycle;
-mod tools;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::StateKey;
+use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,7 @@ use crate::mrtr::Round;
 use crate::registry::Registry;
 use crate::session::{Session, SessionStore};
 use crate::sink::Sink;
+use crate::tasks::{InMemoryTaskStore, TaskStore, Tasks};
 
 /// A request routed to its era.
 #[derive(Debug, Clone)]
@@ -120,21 +122,47 @@ pub struct Runtime {
     server_info: Value,
     state_key: StateKey,
     subscriptions: Arc<Subscriptions>,
+    tasks: Arc<Tasks>,
 }
 
 impl Runtime {
-    /// A runtime over a registry.
+    /// A runtime over a registry, with tasks kept in memory.
     pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
+        Self::with_task_store(config, registry, Arc::new(InMemoryTaskStore::new()))
+    }
+
+    /// A runtime over a registry, with tasks kept in `store` (a durable or
+    /// shared [`TaskStore`]; see its contract).
+    pub fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
         let server_info = config.server_info.render(None);
         let state_key = config.request_state_key.clone().unwrap_or_else(random_state_key);
+        let subscriptions: Arc<Subscriptions> = Arc::default();
+        let tasks = Tasks::new(&config, store, subscriptions.clone());
         Runtime {
             config,
             registry,
             sessions: SessionStore::new(),
             server_info,
             state_key,
-            subscriptions: Arc::default(),
+            subscriptions,
+            tasks,
         }
+    }
+
+    /// The tasks of this runtime.
+    pub(crate) fn tasks(&self) -> &Arc<Tasks> {
+        &self.tasks
+    }
+
+    /// The store tasks are kept in.
+    pub fn task_store(&self) -> &Arc<dyn TaskStore> {
+        self.tasks.store()
+    }
+
+    /// Removes the expired tasks now (this also happens every
+    /// `task_sweep_interval` once a task exists); returns how many.
+    pub async fn sweep_tasks(&self) -> usize {
+        self.tasks.sweep().await
     }
 
     /// The open `subscriptions/listen` subscriptions.
@@ -173,6 +201,7 @@ impl Runtime {
         f.logging = self.config.logging;
         f.resource_subscriptions = true;
         f.list_changed = true;
+        f.tasks = c.tools().iter().any(|t| t.def.task_support != TaskSupport::Forbidden);
         f
     }
 
@@ -239,6 +268,7 @@ impl Runtime {
             client_request_timeout: self.config.client_request_timeout,
             input_responses: round.responses,
             request_state: round.state,
+            task: None,
         })
     }
 
@@ -275,6 +305,9 @@ impl Runtime {
             "prompts/list" => catalog::list_prompts(self, &ctx, &params),
             "prompts/get" => catalog::get_prompt(self, ctx, &params).await,
             "completion/complete" => catalog::complete(self, ctx, &params).await,
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
+                self.tasks_method(&ctx, &req.method, &params).await
+            }
             other => Err(RpcError::method_not_found(other)),
         };
         if cancel.is_cancelled() {

@@ -1,18 +1,24 @@
 //! `tools/call`: task mode, input validation, the guarded handler run,
 //! output validation, and per-revision rendering.
 
+use std::sync::Arc;
+
 use mcp_protocol::model::{CallToolParams, CallToolResult};
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
-use mcp_protocol::{Era, Feature};
+use mcp_protocol::{Era, Feature, Revision};
 use serde_json::{Map, Value};
 
 use super::{Reply, Runtime, parse_params};
 use crate::ctx::Ctx;
 use crate::guard::Interrupted;
 use crate::handler::HandlerError;
+use crate::mrtr::{RoundLimits, run_rounds};
+use crate::registry::ToolEntry;
+use crate::tasks::Settled;
 
 /// Whether the caller enabled tasks for this call: a task-augmented request
-/// under core tasks (legacy), or the tasks extension declared (modern).
+/// under core tasks (legacy), or the tasks extension declared (modern; a
+/// legacy `task` param is ignored there).
 fn tasks_enabled(ctx: &Ctx, p: &CallToolParams) -> bool {
     match ctx.era() {
         Era::Legacy => p.task.is_some() && ctx.revision().is_some_and(|r| r.has(Feature::CoreTasks)),
@@ -26,29 +32,45 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
         Err(e) => return Reply::Error(e),
     };
     let revision = ctx.revision();
-    let render = |r: CallToolResult| Reply::Result(r.render(revision));
     let catalog = rt.registry.snapshot();
     let Some(tool) = catalog.tool(&p.name).cloned() else {
-        return render(CallToolResult::error(format!("Unknown tool: {}", p.name)));
+        return Reply::Result(CallToolResult::error(format!("Unknown tool: {}", p.name)).render(revision));
     };
+    let args = p.arguments.clone().unwrap_or_default();
     match task_mode(tool.def.task_support, tasks_enabled(&ctx, &p), ctx.era()) {
-        TaskMode::Refuse => return Reply::Error(refusal()),
-        // Tasks are not offered yet (no `tasks` capability is advertised),
-        // so calls that could become tasks run inline.
-        TaskMode::Inline | TaskMode::TaskFirst | TaskMode::Escalate => {}
+        TaskMode::Refuse => Reply::Error(refusal()),
+        TaskMode::Inline => {
+            let settled = execute(RoundLimits::of(rt.config()), &tool, &args, ctx).await;
+            in_place(rt, params, revision, settled)
+        }
+        TaskMode::TaskFirst => rt.task_first(ctx, tool, args, p.task.as_ref()).await,
+        TaskMode::Escalate => rt.escalate(ctx, tool, args, params).await,
     }
-    let args = p.arguments.unwrap_or_default();
+}
+
+/// Runs one round of a tool call: validates the arguments, runs the
+/// handler (guarded; legacy input rounds included), validates structured
+/// output, and renders the result for the caller's revision.
+pub(crate) async fn execute(
+    limits: RoundLimits,
+    tool: &Arc<ToolEntry>,
+    args: &Map<String, Value>,
+    ctx: Ctx,
+) -> Settled {
+    let revision = ctx.revision();
+    let render = |r: CallToolResult| Settled::Done(Ok(r.render(revision)));
     if let Some(schema) = &tool.input
         && let Err(violations) = schema.validate(&Value::Object(args.clone()))
     {
         return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
     }
     let handler = tool.handler.clone();
-    let call = move |ctx: Ctx| handler.call(args.clone(), ctx);
-    let (outcome, ctx) = match rt.run_rounds(&tool.def.name, ctx, call).await {
+    let owned = args.clone();
+    let call = move |ctx: Ctx| handler.call(owned.clone(), ctx);
+    let (outcome, ctx) = match run_rounds(limits, &tool.def.name, ctx, call).await {
         Ok(o) => o,
-        Err(Interrupted::Cancelled) => return Reply::Cancelled,
-        Err(Interrupted::Panicked) => return render(CallToolResult::error("Internal tool error")),
+        Err(Interrupted::Cancelled) => return Settled::Cancelled,
+        Err(Interrupted::Panicked) => return Settled::Panicked,
         Err(Interrupted::TimedOut) => return render(CallToolResult::error("Tool execution timed out")),
     };
     match outcome {
@@ -61,14 +83,32 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
             }
             render(result)
         }
-        Err(HandlerError::Rpc(e)) => Reply::Error(e),
-        Err(HandlerError::InputRequired(ir)) => match rt.input_required(&ctx, Some(params), *ir) {
-            Ok(v) => Reply::Result(v),
-            Err(e) => Reply::Error(e),
-        },
+        Err(HandlerError::Rpc(e)) => Settled::Done(Err(e)),
+        Err(HandlerError::InputRequired(ir)) => Settled::Input(ir, ctx),
         Err(HandlerError::Internal(msg)) => {
             tracing::error!(tool = %tool.def.name, error = %msg, "tool failed");
             render(CallToolResult::error("Internal tool error"))
         }
+    }
+}
+
+/// Answers a call's outcome in place (not as a task): an input request
+/// becomes the modern `input_required` result (sealed `requestState`), a
+/// panic a tool error without detail.
+pub(crate) fn in_place(
+    rt: &Runtime,
+    params: &Map<String, Value>,
+    revision: Option<Revision>,
+    settled: Settled,
+) -> Reply {
+    match settled {
+        Settled::Done(Ok(v)) => Reply::Result(v),
+        Settled::Done(Err(e)) => Reply::Error(e),
+        Settled::Input(ir, ctx) => match rt.input_required(&ctx, Some(params), *ir) {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        },
+        Settled::Panicked => Reply::Result(CallToolResult::error("Internal tool error").render(revision)),
+        Settled::Cancelled => Reply::Cancelled,
     }
 }

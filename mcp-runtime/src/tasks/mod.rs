@@ -1,0 +1,331 @@
+//! Tasks: long-running tool calls, for both eras.
+//!
+//! - **2025-11-25 core tasks** (legacy): a `tools/call` with `params.task`
+//!   on a tool whose `task_support` allows it creates the task at once
+//!   ([`TaskMode::TaskFirst`](mcp_protocol::task_mode::TaskMode)) and answers
+//!   the nested `CreateTaskResult`; `tasks/get`, `tasks/result` (blocks until
+//!   the task ends), `tasks/list` and `tasks/cancel` serve it. The owner is
+//!   the session.
+//! - **The `io.modelcontextprotocol/tasks` extension** (modern): a call from
+//!   a client that declared the extension runs inline for `task_inline_ms`,
+//!   then is handed to a task and answered with the flat `CreateTaskResult`
+//!   ([`TaskMode::Escalate`](mcp_protocol::task_mode::TaskMode)); `tasks/get`
+//!   inlines the result, the error or the outstanding input requests;
+//!   `tasks/update` brings input responses; `tasks/cancel` acknowledges. The
+//!   owner is the principal.
+//!
+//! The rules of the hand-off (`handoff`): the task is stored before the
+//! `CreateTaskResult` naming it is returned; an outcome that arrives while
+//! escalating is answered in place (no task); the first terminal outcome
+//! wins and later ones are no-ops (`lifecycle`); a worker that ends without
+//! an outcome fails its task; cancellation reaches the handler's
+//! `CancellationToken`; over `max_tasks_total` or `max_tasks_per_principal`
+//! the call is refused with -32603 "Too many concurrent tasks" and its work
+//! is stopped. Records live in a [`TaskStore`] (`store`); expired ones are
+//! swept every `task_sweep_interval`.
+
+mod handoff;
+mod lifecycle;
+mod methods;
+mod store;
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use dashmap::DashMap;
+use mcp_protocol::RpcError;
+use mcp_protocol::model::TaskStatus;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::listen::Subscriptions;
+use crate::sink::Relay;
+
+pub(crate) use handoff::Settled;
+pub(crate) use lifecycle::{Live, TaskLink};
+pub use store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+
+/// The status message (and error message) of a task interrupted by a restart.
+pub const INTERRUPTED: &str = "Task interrupted by a restart";
+
+/// The task settings taken from the configuration.
+#[derive(Debug, Clone)]
+struct Limits {
+    poll_interval_ms: u64,
+    ttl_ms: u64,
+    sweep_interval: std::time::Duration,
+    max_total: usize,
+    max_per_principal: usize,
+}
+
+/// The clock of tasks: wall-clock milliseconds, advanced by the runtime's
+/// monotonic clock (so that a paused test clock drives expiry too).
+#[derive(Debug)]
+struct Clock {
+    wall_ms: u64,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    fn new() -> Self {
+        Clock {
+            wall_ms: crate::mrtr::now_ms(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.wall_ms.saturating_add(self.start.elapsed().as_millis() as u64)
+    }
+}
+
+/// The tasks of one runtime: the store, the live parts of the tasks this
+/// process runs, and the bounds.
+pub(crate) struct Tasks {
+    store: Arc<dyn TaskStore>,
+    live: DashMap<String, Arc<Live>>,
+    subscriptions: Arc<Subscriptions>,
+    clock: Clock,
+    limits: Limits,
+    admission: tokio::sync::Mutex<()>,
+    recovered: tokio::sync::OnceCell<()>,
+    sweeper: OnceLock<()>,
+    me: Weak<Tasks>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("live", &self.live.len())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a task could not be created.
+#[derive(Debug, thiserror::Error)]
+enum CreateError {
+    /// Over `max_tasks_total` or `max_tasks_per_principal`.
+    #[error("too many concurrent tasks")]
+    TooMany,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] TaskStoreError),
+    /// The random number generator failed.
+    #[error("the operating system's random number generator failed")]
+    Random,
+}
+
+impl Tasks {
+    pub(crate) fn new(
+        config: &ServerConfig,
+        store: Arc<dyn TaskStore>,
+        subscriptions: Arc<Subscriptions>,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Tasks {
+            store,
+            live: DashMap::new(),
+            subscriptions,
+            clock: Clock::new(),
+            limits: Limits {
+                poll_interval_ms: config.task_poll_interval_ms,
+                ttl_ms: config.task_ttl.as_millis() as u64,
+                sweep_interval: config.task_sweep_interval,
+                max_total: config.max_tasks_total,
+                max_per_principal: config.max_tasks_per_principal,
+            },
+            admission: tokio::sync::Mutex::new(()),
+            recovered: tokio::sync::OnceCell::new(),
+            sweeper: OnceLock::new(),
+            me: me.clone(),
+        })
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// The live part of a task this process runs.
+    pub(crate) fn live(&self, task_id: &str) -> Option<Arc<Live>> {
+        self.live.get(task_id).map(|l| l.clone())
+    }
+
+    /// Whether this process knows the task and `owner` owns it (the
+    /// ownership check of `subscriptions/listen` `taskIds`).
+    pub(crate) fn owns(&self, task_id: &str, owner: &TaskOwner) -> bool {
+        self.live.get(task_id).is_some_and(|l| l.owner == *owner)
+    }
+
+    /// Marks the tasks a previous run left unfinished as failed (once, before
+    /// the first task operation; retried later if the store fails).
+    pub(crate) async fn ensure_recovered(&self) {
+        let done = self
+            .recovered
+            .get_or_try_init(|| async {
+                let now = self.now_ms();
+                for mut rec in self.store.recover().await? {
+                    if rec.status.is_terminal() {
+                        continue;
+                    }
+                    tracing::info!(task = %rec.task_id, "task interrupted by a restart: failed");
+                    rec.status = TaskStatus::Failed;
+                    rec.status_message = Some(INTERRUPTED.into());
+                    rec.outcome = Some(TaskOutcome::Error(RpcError::internal_with(INTERRUPTED)));
+                    rec.input_requests.clear();
+                    rec.updated_at_ms = now;
+                    self.store.put(rec).await?;
+                }
+                Ok::<(), TaskStoreError>(())
+            })
+            .await;
+        if let Err(e) = done {
+            tracing::error!(error = %e, "task store recovery failed; will retry");
+        }
+    }
+
+    /// Creates a working task for `owner` (store first, then the live part):
+    /// refused over the bounds.
+    pub(crate) async fn create(
+        &self,
+        owner: TaskOwner,
+        requested_ttl_ms: Option<u64>,
+        work: CancellationToken,
+        relay: Arc<Relay>,
+    ) -> Result<(TaskRecord, Arc<Live>), RpcError> {
+        self.ensure_recovered().await;
+        self.start_sweeper();
+        let created = self.admit(owner, requested_ttl_ms, work, relay).await;
+        created.map_err(|e| match e {
+            CreateError::TooMany => {
+                tracing::warn!("task refused: too many concurrent tasks");
+                RpcError::internal_with("Too many concurrent tasks")
+            }
+            other => {
+                tracing::error!(error = %other, "task could not be created");
+                RpcError::internal()
+            }
+        })
+    }
+
+    async fn admit(
+        &self,
+        owner: TaskOwner,
+        requested_ttl_ms: Option<u64>,
+        work: CancellationToken,
+        relay: Arc<Relay>,
+    ) -> Result<(TaskRecord, Arc<Live>), CreateError> {
+        let _admission = self.admission.lock().await;
+        if self.store.count().await? >= self.limits.max_total
+            || self.store.count_for_principal(owner.principal()).await? >= self.limits.max_per_principal
+        {
+            return Err(CreateError::TooMany);
+        }
+        let id = mint_task_id().ok_or(CreateError::Random)?;
+        let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
+        let rec = TaskRecord::new(
+            id.clone(),
+            owner.clone(),
+            self.now_ms(),
+            Some(ttl),
+            Some(self.limits.poll_interval_ms),
+        );
+        self.store.put(rec.clone()).await?;
+        let live = Live::new(id.clone(), owner, work, relay);
+        self.live.insert(id, live.clone());
+        Ok((rec, live))
+    }
+
+    /// Forgets a task whose id was never handed out (the outcome arrived
+    /// while escalating).
+    pub(crate) async fn discard(&self, live: &Live) {
+        self.live.remove(&live.id);
+        if let Err(e) = self.store.delete(&live.id).await {
+            tracing::error!(task = %live.id, error = %e, "discarded task could not be deleted");
+        }
+    }
+
+    /// The record of a task `owner` owns; anything else (unknown, expired,
+    /// another owner's, no owner at all) is -32602, the same answer.
+    pub(crate) async fn lookup(&self, task_id: &str, owner: Option<&TaskOwner>) -> Result<TaskRecord, RpcError> {
+        self.ensure_recovered().await;
+        let rec = self.store.get(task_id).await.map_err(|e| {
+            tracing::error!(task = task_id, error = %e, "task store read failed");
+            RpcError::internal()
+        })?;
+        match (rec, owner) {
+            (Some(r), Some(o)) if r.owner == *o && !self.is_expired(&r) => Ok(r),
+            _ => Err(RpcError::invalid_params("Task not found")),
+        }
+    }
+
+    fn is_expired(&self, rec: &TaskRecord) -> bool {
+        rec.expires_at_ms().is_some_and(|e| e <= self.now_ms())
+    }
+
+    /// Removes the expired tasks: their workers are cancelled, their records
+    /// deleted. Returns how many were removed.
+    pub(crate) async fn sweep(&self) -> usize {
+        let ids = match self.store.expired(self.now_ms()).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(error = %e, "task sweep failed");
+                return 0;
+            }
+        };
+        let mut n = 0;
+        for id in ids {
+            if let Some((_, live)) = self.live.remove(&id) {
+                live.work.cancel();
+            }
+            match self.store.delete(&id).await {
+                Ok(()) => n += 1,
+                Err(e) => tracing::error!(task = %id, error = %e, "expired task could not be deleted"),
+            }
+        }
+        if n > 0 {
+            tracing::debug!(removed = n, "expired tasks swept");
+        }
+        n
+    }
+
+    /// Starts the periodic sweep (once; it ends with the runtime).
+    fn start_sweeper(&self) {
+        self.sweeper.get_or_init(|| {
+            let me = self.me.clone();
+            let every = self.limits.sweep_interval.max(std::time::Duration::from_millis(10));
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let Some(tasks) = me.upgrade() else { break };
+                    tasks.sweep().await;
+                }
+            });
+        });
+    }
+}
+
+/// A fresh task id: 32 hex digits from the OS CSPRNG (`None` if it fails).
+fn mint_task_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_random_hex() {
+        let a = mint_task_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, mint_task_id().unwrap());
+    }
+}

@@ -1,0 +1,317 @@
+//! The [`TaskStore`]: where task records live, and the in-memory default.
+//!
+//! The runtime keeps two things per task: the **record** (status, times,
+//! outcome, outstanding input requests: plain data, in the store) and the
+//! **live part** (the worker's cancellation token, waiters, gathered input:
+//! in the process that runs the worker). A store only ever sees records, so
+//! a durable or shared store (a database, a key-value service) can be
+//! plugged in with [`crate::Runtime::with_task_store`].
+
+use std::future::Future;
+use std::pin::Pin;
+
+use dashmap::DashMap;
+use mcp_protocol::model::{Task, TaskStatus};
+use mcp_protocol::{Era, RpcError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The future a [`TaskStore`] method returns.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
+
+/// Why a store operation failed. The caller gets a generic -32603; the
+/// detail goes to the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskStoreError {
+    /// The backend failed (I/O, connection, encoding).
+    #[error("task store backend failed: {0}")]
+    Backend(String),
+}
+
+/// Who owns a task. Another owner's task reads as not found.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskOwner {
+    /// A 2025-11-25 task: the legacy session that created it (and the
+    /// session's principal, for the per-principal bound).
+    Session {
+        /// The session's principal.
+        principal: String,
+        /// The session id.
+        session: String,
+    },
+    /// An extension task: the principal that created it.
+    Principal(String),
+}
+
+impl TaskOwner {
+    /// The principal the task counts against.
+    pub fn principal(&self) -> &str {
+        match self {
+            TaskOwner::Session { principal, .. } | TaskOwner::Principal(principal) => principal,
+        }
+    }
+
+    /// The era whose wire shapes the task uses.
+    pub fn era(&self) -> Era {
+        match self {
+            TaskOwner::Session { .. } => Era::Legacy,
+            TaskOwner::Principal(_) => Era::Modern,
+        }
+    }
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskOutcome {
+    /// What the call returned, rendered for the client's revision.
+    Result(Value),
+    /// The protocol error the call ended with.
+    Error(RpcError),
+}
+
+/// A task as stored: plain, serializable data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The task id.
+    pub task_id: String,
+    /// Who may see it.
+    pub owner: TaskOwner,
+    /// The current status.
+    pub status: TaskStatus,
+    /// A note on the status.
+    #[serde(default)]
+    pub status_message: Option<String>,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Last update, milliseconds since the Unix epoch.
+    pub updated_at_ms: u64,
+    /// Lifetime from creation (`None`: unlimited).
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Suggested polling interval.
+    #[serde(default)]
+    pub poll_interval_ms: Option<u64>,
+    /// How it ended (terminal statuses but `cancelled`).
+    #[serde(default)]
+    pub outcome: Option<TaskOutcome>,
+    /// The input requests still waiting for an answer (`input_required`).
+    #[serde(default)]
+    pub input_requests: Map<String, Value>,
+}
+
+impl TaskRecord {
+    /// A working task created at `now_ms`.
+    pub fn new(
+        task_id: impl Into<String>,
+        owner: TaskOwner,
+        now_ms: u64,
+        ttl_ms: Option<u64>,
+        poll_interval_ms: Option<u64>,
+    ) -> Self {
+        TaskRecord {
+            task_id: task_id.into(),
+            owner,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            ttl_ms,
+            poll_interval_ms,
+            outcome: None,
+            input_requests: Map::new(),
+        }
+    }
+
+    /// When the task expires, if it does.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        self.ttl_ms.map(|t| self.created_at_ms.saturating_add(t))
+    }
+
+    /// The wire task.
+    pub fn task(&self) -> Task {
+        let mut t = Task::new(
+            self.task_id.clone(),
+            self.created_at_ms,
+            self.ttl_ms,
+            self.poll_interval_ms,
+        );
+        t.status = self.status;
+        t.status_message = self.status_message.clone();
+        t.last_updated_at_ms = self.updated_at_ms;
+        t
+    }
+
+    /// The key tasks are listed (and paginated) by: creation time, then id.
+    pub(crate) fn list_key(&self) -> String {
+        format!("{:020}/{}", self.created_at_ms, self.task_id)
+    }
+}
+
+/// Where task records live.
+///
+/// # Contract
+///
+/// - **Strong consistency.** Once `put` returns `Ok`, a `get` for that id,
+///   from any instance sharing the store, returns the record. The runtime
+///   writes a task before the `CreateTaskResult` naming it, so a client's
+///   immediate `tasks/get` must resolve.
+/// - **Whole-record writes.** `put` inserts or replaces the whole record.
+///   Transitions are read-modify-write under a per-task lock held by the
+///   process that runs the task, so a store needs no transactions for tasks
+///   of one instance.
+/// - **Owners.** `list` returns the records of exactly one owner;
+///   `count_for_principal` counts every record whose owner has that
+///   principal (sessions included).
+/// - **Expiry.** `expired` returns the ids whose `expires_at_ms` is at or
+///   before `now_ms`; the runtime cancels their workers and `delete`s them.
+/// - **Restarts.** `recover` is called once, before the first task operation
+///   of a runtime: it returns the records a previous run left in `working`
+///   or `input_required` (their workers are gone), which the runtime marks
+///   `failed` "Task interrupted by a restart". A store shared by several live
+///   instances must return only the records of instances that are gone (for
+///   example by storing an instance id next to each record), never the
+///   tasks another live instance is running. The in-memory store starts
+///   empty and recovers nothing.
+///
+/// Errors are answered with a generic -32603 and logged.
+pub trait TaskStore: Send + Sync + 'static {
+    /// The record of a task, if stored.
+    fn get<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Option<TaskRecord>>;
+
+    /// Inserts or replaces a record.
+    fn put(&self, record: TaskRecord) -> StoreFuture<'_, ()>;
+
+    /// Removes a record (nothing happens when it is absent).
+    fn delete<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()>;
+
+    /// The records of one owner, in any order.
+    fn list<'a>(&'a self, owner: &'a TaskOwner) -> StoreFuture<'a, Vec<TaskRecord>>;
+
+    /// How many records the store holds.
+    fn count(&self) -> StoreFuture<'_, usize>;
+
+    /// How many records belong to owners with this principal.
+    fn count_for_principal<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize>;
+
+    /// The ids of the records expired at `now_ms`.
+    fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>>;
+
+    /// The records a previous run left unfinished (see the trait docs).
+    fn recover(&self) -> StoreFuture<'_, Vec<TaskRecord>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// The default store: a concurrent map in this process's memory. Tasks do
+/// not survive a restart and are not shared between instances.
+#[derive(Debug, Default)]
+pub struct InMemoryTaskStore {
+    records: DashMap<String, TaskRecord>,
+}
+
+impl InMemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl TaskStore for InMemoryTaskStore {
+    fn get<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        let r = self.records.get(task_id).map(|r| r.clone());
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn put(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
+        self.records.insert(record.task_id.clone(), record);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn delete<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()> {
+        self.records.remove(task_id);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn list<'a>(&'a self, owner: &'a TaskOwner) -> StoreFuture<'a, Vec<TaskRecord>> {
+        let v = self
+            .records
+            .iter()
+            .filter(|r| r.owner == *owner)
+            .map(|r| r.clone())
+            .collect();
+        Box::pin(async move { Ok(v) })
+    }
+
+    fn count(&self) -> StoreFuture<'_, usize> {
+        let n = self.records.len();
+        Box::pin(async move { Ok(n) })
+    }
+
+    fn count_for_principal<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize> {
+        let n = self.records.iter().filter(|r| r.owner.principal() == principal).count();
+        Box::pin(async move { Ok(n) })
+    }
+
+    fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
+        let v = self
+            .records
+            .iter()
+            .filter(|r| r.expires_at_ms().is_some_and(|e| e <= now_ms))
+            .map(|r| r.key().clone())
+            .collect();
+        Box::pin(async move { Ok(v) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, owner: TaskOwner, at: u64, ttl: Option<u64>) -> TaskRecord {
+        TaskRecord::new(id, owner, at, ttl, None)
+    }
+
+    #[tokio::test]
+    async fn in_memory_store() {
+        let s = InMemoryTaskStore::new();
+        let alice = TaskOwner::Principal("alice".into());
+        let alice_session = TaskOwner::Session {
+            principal: "alice".into(),
+            session: "s1".into(),
+        };
+        s.put(rec("a", alice.clone(), 10, Some(100))).await.unwrap();
+        s.put(rec("b", alice_session.clone(), 20, None)).await.unwrap();
+        s.put(rec("c", TaskOwner::Principal("bob".into()), 30, Some(5)))
+            .await
+            .unwrap();
+        assert_eq!(s.get("a").await.unwrap().unwrap().owner, alice);
+        assert!(s.get("zz").await.unwrap().is_none());
+        assert_eq!(s.list(&alice).await.unwrap().len(), 1);
+        assert_eq!(s.list(&alice_session).await.unwrap()[0].task_id, "b");
+        assert_eq!(s.count().await.unwrap(), 3);
+        assert_eq!(s.count_for_principal("alice").await.unwrap(), 2);
+        assert_eq!(s.expired(35).await.unwrap(), vec!["c".to_owned()]);
+        assert_eq!(s.expired(200).await.unwrap().len(), 2);
+        s.delete("c").await.unwrap();
+        assert_eq!(s.count().await.unwrap(), 2);
+        assert!(s.recover().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn records_serialize_for_durable_stores() {
+        let mut r = rec("a", TaskOwner::Principal("p".into()), 1, Some(2));
+        r.status = TaskStatus::Failed;
+        r.outcome = Some(TaskOutcome::Error(RpcError::internal()));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["status"], "failed");
+        let back: TaskRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(r.task().status, TaskStatus::Failed);
+        assert_eq!(r.owner.era(), Era::Modern);
+    }
+}
