@@ -248,10 +248,10 @@ fn as_number(n: &Number) -> Num {
 fn parse_number(s: &str) -> Option<Num> {
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
     let unsigned = s.strip_prefix('-').unwrap_or(s);
-    if digits(unsigned) {
-        if let Ok(i) = s.parse::<i128>() {
-            return Some(Num::Int(i));
-        }
+    if digits(unsigned)
+        && let Ok(i) = s.parse::<i128>()
+    {
+        return Some(Num::Int(i));
     }
     let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
         Some((m, e)) => (m, Some(e.strip_prefix(['+', '-']).unwrap_or(e))),

@@ -713,6 +713,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = tokio::signal::ctrl_c().await;
         stop.cancel();
     });
-    server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
+    // SEP-1699: the reconnection tool's POST stream is closed at once, and
+    // the client resumes it with GET and Last-Event-ID.
+    let config = HttpConfig::default()
+        .poll_after(Duration::ZERO)
+        .poll_tools(["test_reconnection"]);
+    server.serve_http_on(listener, config, shutdown).await?;
     Ok(())
 }

@@ -24,7 +24,7 @@ pub(crate) async fn handle(cx: PostCtx, items: Vec<Result<Message, DecodeError>>
         return r;
     }
     let shared = cx.shared.clone();
-    let sessions = shared.config.sessions_enabled;
+    let sessions = shared.sessions();
     let session = match if sessions {
         lookup(&shared, &cx.parts.headers, &cx.auth.principal)
     } else {

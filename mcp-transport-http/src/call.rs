@@ -2,9 +2,12 @@
 //! SSE once the handler emits a frame (progress, a log message, a legacy server-to-client
 //! request) — every frame of a call travels on that call's own stream.
 //!
-//! The dispatch runs in its own task. A legacy client that disconnects does not cancel it (the
-//! task goes on; its frames are dropped). A modern request is cancelled when its client goes away:
-//! a drop guard on the request's token lives in the response future, then in the stream pump.
+//! The dispatch runs in its own task. A legacy call of a session streams through a resumable
+//! [`Tape`](crate::resume::Tape) (priming event, ids, `Last-Event-ID` resumption): a client that
+//! disconnects does not cancel it, and finds the rest of the stream when it resumes. A legacy
+//! call without a session streams plainly (its frames are dropped when the client leaves). A
+//! modern request is cancelled when its client goes away: a drop guard on the request's token
+//! lives in the response future, then in the stream pump. In the simple mode nothing streams.
 
 use std::sync::Arc;
 
@@ -14,13 +17,16 @@ use http::StatusCode;
 use mcp_protocol::jsonrpc::{encode_error, encode_result};
 use mcp_protocol::{RequestId, RpcError, codes};
 use mcp_runtime::{Frame, Reply, RequestEnv, Route, Session, Sink};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::post::PostCtx;
+use crate::resume::{self, Follow, Streams, Tape};
 use crate::sse;
-use crate::state::{empty, json, rpc_error};
+use crate::state::{Shared, empty, json, rpc_error};
 
 /// The era of a call, as far as its answer is concerned.
 #[derive(Debug, Clone, Copy)]
@@ -67,15 +73,25 @@ pub(crate) async fn run(
         },
         None => None,
     };
-    let streams = match mode {
-        Mode::Legacy => true,
-        Mode::Modern { stream } => stream,
+    let streams = shared.streams()
+        && match mode {
+            Mode::Legacy => true,
+            Mode::Modern { stream } => stream,
+        };
+    let poll = match (&session, mode) {
+        (Some(_), Mode::Legacy) if streams && req.method == "tools/call" => req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .and_then(|tool| shared.config.polls(tool)),
+        _ => None,
     };
     let (sink, mut frames) = Sink::channel(shared.config.sse_buffer_size.max(1));
     let sink = if streams { sink } else { Sink::detached() };
     let env = RequestEnv {
         auth: cx.auth,
-        session,
+        session: session.clone(),
         sink,
         cancel: cancel.clone(),
         extensions: cx.parts.extensions,
@@ -89,11 +105,18 @@ pub(crate) async fn run(
     });
     let seen = cancel.clone();
     let guard = matches!(mode, Mode::Modern { .. }).then(|| cancel.drop_guard());
+    let close_at = poll.map(|after| Instant::now() + after);
     let first = tokio::select! {
         biased;
         f = frames.recv() => f,
         r = &mut job => return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode)),
+        _ = until(close_at) => None,
     };
+    if let (Some(session), Mode::Legacy) = (&session, mode)
+        && (first.is_some() || close_at.is_some_and(|at| at <= Instant::now()))
+    {
+        return resumable(&shared, session, first, frames, job, seen, id, close_at);
+    }
     let Some(first) = first else {
         let r = (&mut job).await;
         return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode));
@@ -101,6 +124,84 @@ pub(crate) async fn run(
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
     shared.tracker.spawn(pump(first, frames, job, tx, guard, seen, id));
     sse::response(rx)
+}
+
+/// Sleeps until `at`, or forever.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Answers a legacy call of a session with a resumable stream: the call's frames and reply go
+/// to a tape, which the POST response follows until `close_at` (SEP-1699 polling) or the end.
+#[allow(clippy::too_many_arguments)]
+fn resumable(
+    shared: &Shared,
+    session: &Arc<Session>,
+    first: Option<Frame>,
+    frames: mpsc::Receiver<Frame>,
+    job: JoinHandle<Reply>,
+    cancel: CancellationToken,
+    id: RequestId,
+    close_at: Option<Instant>,
+) -> Response {
+    let channel = shared.hub.channel(session);
+    let tape = channel.streams.open();
+    shared.tracker.spawn(collect(
+        tape.clone(),
+        channel.streams.clone(),
+        first,
+        frames,
+        job,
+        cancel,
+        id,
+    ));
+    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+    let follow = Follow {
+        streams: channel.streams.clone(),
+        tape,
+        from: None,
+        close_at,
+        retry: shared.config.sse_retry,
+        keep_alive: shared.config.sse_keep_alive,
+        shutdown: shared.shutdown.clone(),
+        session: session.closed().clone(),
+    };
+    shared.tracker.spawn(resume::follow(follow, tx));
+    sse::response(rx)
+}
+
+/// Moves a call's frames, then its reply, to its tape.
+async fn collect(
+    tape: Arc<Tape>,
+    streams: Arc<Streams>,
+    first: Option<Frame>,
+    mut frames: mpsc::Receiver<Frame>,
+    mut job: JoinHandle<Reply>,
+    cancel: CancellationToken,
+    id: RequestId,
+) {
+    if let Some(f) = first {
+        tape.push(Bytes::from(f)).await;
+    }
+    let mut open = true;
+    let reply = loop {
+        tokio::select! {
+            biased;
+            f = frames.recv(), if open => match f {
+                Some(f) => tape.push(Bytes::from(f)).await,
+                None => open = false,
+            },
+            r = &mut job => break r,
+        }
+    };
+    while let Ok(f) = frames.try_recv() {
+        tape.push(Bytes::from(f)).await;
+    }
+    tape.finish(final_frame(&id, prefer_cancel(reply, &cancel)).map(Bytes::from));
+    streams.finished(tape.number());
 }
 
 /// A call whose cancellation was seen is answered as cancelled, even when its handler raced to

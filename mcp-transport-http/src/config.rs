@@ -6,6 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_auth::{AuthProvider, NoAuth};
+use serde_json::Value;
+
+use crate::tls;
 
 /// How the Streamable HTTP endpoint behaves. Build it with [`HttpConfig::default`] and the
 /// builder methods; every default is documented on its method.
@@ -29,21 +32,60 @@ pub struct HttpConfig {
     pub max_depth: usize,
     /// Most POST requests handled at once (default 10,000); over it, 503 with a JSON-RPC error.
     pub max_in_flight: usize,
-    /// Events kept per session for `Last-Event-ID` replay, and the capacity of each request's
-    /// outbound channel (default 256).
+    /// Events kept per session for `Last-Event-ID` replay of the GET stream, events kept per
+    /// resumable POST stream, and the capacity of each request's outbound channel (default 256).
     pub sse_buffer_size: usize,
     /// How often idle legacy sessions are swept by [`serve`](crate::serve) (default 60 s).
     pub session_sweep_interval: Duration,
     /// Whether legacy sessions are minted (default true). Without them `initialize` answers with
     /// no `Mcp-Session-Id`, legacy requests run sessionless, and GET/DELETE answer 405.
     pub sessions_enabled: bool,
-    /// The `retry:` delay announced on the GET stream (SEP-1699; default 1 s).
+    /// The `retry:` delay announced on resumable streams: the GET stream and the legacy POST
+    /// streams of a session (SEP-1699; default 1 s).
     pub sse_retry: Duration,
     /// How often an idle SSE stream carries a keep-alive comment (default 15 s).
     pub sse_keep_alive: Duration,
     /// Who is asking (default [`NoAuth`]: everyone is `anonymous`). Every verb is authenticated
     /// before any session lookup.
     pub auth: Arc<dyn AuthProvider>,
+    /// Streamable HTTP (default) or the simple POST-only mode. See [`HttpMode`].
+    pub mode: HttpMode,
+    /// Most connections served at once by [`serve`](crate::serve) (default 16,384); a connection
+    /// over the cap is closed at once, and the slot is released however a connection ends.
+    pub max_connections: usize,
+    /// How long reading one request body may take (default 60 s); a slower body is answered
+    /// `408 Request Timeout` with a JSON-RPC error.
+    pub body_timeout: Duration,
+    /// How long [`serve`](crate::serve) waits, on shutdown, for calls in flight (default 30 s).
+    pub shutdown_grace: Duration,
+    /// TLS for [`serve`](crate::serve) (default none: cleartext HTTP/1.1 and h2c). See
+    /// [`HttpConfig::with_tls`].
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The 2024-11-05 HTTP+SSE pair: `(sse_path, sse_message_path)` (default none). See
+    /// [`HttpConfig::sse_pair`].
+    pub sse_pair: Option<(String, String)>,
+    /// SEP-1699 polling: a legacy `tools/call` still running this long after it started has its
+    /// POST stream closed by the server (default none: never). See [`HttpConfig::poll_after`].
+    pub poll_after: Option<Duration>,
+    /// The tools [`HttpConfig::poll_after`] applies to (default `None`: every tool).
+    pub poll_tools: Option<Vec<String>>,
+    /// The RFC 9728 protected-resource metadata document (default none). See
+    /// [`HttpConfig::with_resource_metadata`].
+    pub resource_metadata: Option<Arc<Value>>,
+}
+
+/// How the endpoint serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpMode {
+    /// Streamable HTTP: POST, GET, DELETE and OPTIONS, legacy sessions, SSE replies, both eras.
+    #[default]
+    Streamable,
+    /// POST only (other verbs `405` with `Allow: POST, OPTIONS`), no sessions, no SSE: every
+    /// reply is JSON, and server-to-client requests fail at once. Notifications are answered
+    /// `202 Accepted`, as the specification says (the reference implementation answers `204`).
+    /// Origin, Host, CORS and authentication are the same as in the streamable mode.
+    Simple,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -61,6 +103,15 @@ impl fmt::Debug for HttpConfig {
             .field("sessions_enabled", &self.sessions_enabled)
             .field("sse_retry", &self.sse_retry)
             .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("mode", &self.mode)
+            .field("max_connections", &self.max_connections)
+            .field("body_timeout", &self.body_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("tls", &self.tls.is_some())
+            .field("sse_pair", &self.sse_pair)
+            .field("poll_after", &self.poll_after)
+            .field("poll_tools", &self.poll_tools)
+            .field("resource_metadata", &self.resource_metadata.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +132,15 @@ impl Default for HttpConfig {
             sse_retry: Duration::from_secs(1),
             sse_keep_alive: Duration::from_secs(15),
             auth: Arc::new(NoAuth),
+            mode: HttpMode::Streamable,
+            max_connections: 16_384,
+            body_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(30),
+            tls: None,
+            sse_pair: None,
+            poll_after: None,
+            poll_tools: None,
+            resource_metadata: None,
         }
     }
 }
@@ -160,7 +220,7 @@ impl HttpConfig {
         self
     }
 
-    /// Sets the `retry:` delay of the GET stream (default 1 s).
+    /// Sets the `retry:` delay of resumable streams (default 1 s).
     pub fn sse_retry(mut self, delay: Duration) -> Self {
         self.sse_retry = delay;
         self
@@ -176,6 +236,101 @@ impl HttpConfig {
     pub fn auth(mut self, provider: Arc<dyn AuthProvider>) -> Self {
         self.auth = provider;
         self
+    }
+
+    /// The simple POST-only mode with every other default (see [`HttpMode::Simple`]).
+    pub fn simple() -> Self {
+        HttpConfig::default().mode(HttpMode::Simple)
+    }
+
+    /// Sets the mode (default [`HttpMode::Streamable`]).
+    pub fn mode(mut self, mode: HttpMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the connection cap of [`serve`](crate::serve) (default 16,384, at least 1).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets the body-read timeout (default 60 s).
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a shutdown waits for calls in flight (default 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Serves TLS with a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
+    /// PKCS#1 or SEC1), offering ALPN `h2` then `http/1.1`. The server uses the `ring`
+    /// cryptography provider, TLS 1.2 and 1.3.
+    pub fn with_tls(mut self, cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, HttpError> {
+        self.tls = Some(tls::server_config(cert_chain_pem, key_pem)?);
+        Ok(self)
+    }
+
+    /// Serves TLS with a ready `rustls` configuration. When its `alpn_protocols` is empty, `h2`
+    /// and `http/1.1` are offered; otherwise it is used as given.
+    pub fn with_rustls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(tls::with_alpn(config));
+        self
+    }
+
+    /// Serves the 2024-11-05 HTTP+SSE transport beside the Streamable endpoint: a GET on
+    /// `sse_path` opens the session's stream, whose first event names
+    /// `<sse_message_path>?sessionId=<id>`, where the client POSTs its messages (answered
+    /// `202`, the replies travel on the stream). Both paths must start with `/` and be distinct
+    /// from the endpoint's path. The event names the path as configured: a router nested under
+    /// a prefix must include it here.
+    pub fn sse_pair(mut self, sse_path: impl Into<String>, sse_message_path: impl Into<String>) -> Self {
+        self.sse_pair = Some((sse_path.into(), sse_message_path.into()));
+        self
+    }
+
+    /// SEP-1699 polling (default off). A legacy `tools/call` of a session that is still running
+    /// `after` its start has its POST stream closed by the server: the stream is opened first
+    /// if the call had not streamed yet (a priming event with an id and a `retry:` field), then
+    /// ended without the reply. Everything the call emits afterwards, and its reply, wait in the
+    /// stream's buffer until the client resumes with a GET carrying `Last-Event-ID`. Use
+    /// [`HttpConfig::poll_tools`] to limit it to some tools. Zero closes right after priming.
+    pub fn poll_after(mut self, after: Duration) -> Self {
+        self.poll_after = Some(after);
+        self
+    }
+
+    /// Limits [`HttpConfig::poll_after`] to the named tools (default: every tool).
+    pub fn poll_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.poll_tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Serves an RFC 9728 protected-resource metadata document at
+    /// `/.well-known/oauth-protected-resource` and at the path-suffixed
+    /// `/.well-known/oauth-protected-resource<endpoint path>`, before the Origin check (any
+    /// client may read it), with `cache-control: public, max-age=300`. The document comes from
+    /// the auth configuration (`mcp-auth`'s `ResourceMetadata`).
+    pub fn with_resource_metadata(mut self, document: Value) -> Self {
+        self.resource_metadata = Some(Arc::new(document));
+        self
+    }
+
+    /// Whether `tool` has its POST stream closed after [`HttpConfig::poll_after`].
+    pub(crate) fn polls(&self, tool: &str) -> Option<Duration> {
+        let after = self.poll_after?;
+        match &self.poll_tools {
+            Some(list) if !list.iter().any(|t| t == tool) => None,
+            _ => Some(after),
+        }
     }
 }
 
@@ -195,9 +350,12 @@ pub enum HttpError {
     /// An `allowed_hosts` entry does not parse.
     #[error("invalid allowed host {0:?}: expected name[:port] or *")]
     InvalidHost(String),
-    /// The endpoint path does not start with `/`.
-    #[error("invalid endpoint path {0:?}: it must start with /")]
+    /// A path (the endpoint's or the SSE pair's) does not start with `/`, or two paths clash.
+    #[error("invalid path {0:?}: paths must start with / and be distinct")]
     InvalidPath(String),
+    /// The TLS certificate chain or key could not be used.
+    #[error("invalid TLS configuration: {0}")]
+    Tls(String),
     /// The listener failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

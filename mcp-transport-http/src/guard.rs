@@ -246,6 +246,16 @@ pub(crate) fn accepts_post(headers: &HeaderMap) -> bool {
     has("*/*") || (has("application/json") && has("text/event-stream"))
 }
 
+/// POST in the simple mode (JSON replies only): no `Accept`, or one that lists
+/// `application/json`, `application/*` or `*/*`.
+pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
+    let types = accepted(headers);
+    types.is_empty()
+        || types
+            .iter()
+            .any(|t| t == "*/*" || t == "application/*" || t == "application/json")
+}
+
 /// GET: `*/*` or `text/event-stream`.
 pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
     let types = accepted(headers);
@@ -354,6 +364,9 @@ mod tests {
         assert!(accepts_post(&h("*/*")));
         assert!(!accepts_post(&h("application/json")));
         assert!(!accepts_post(&HeaderMap::new()));
+        assert!(accepts_json(&HeaderMap::new()));
+        assert!(accepts_json(&h("application/json")));
+        assert!(!accepts_json(&h("text/event-stream")));
         assert!(accepts_sse(&h("text/event-stream")));
         assert!(!accepts_sse(&h("application/json")));
     }

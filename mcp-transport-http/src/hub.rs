@@ -24,6 +24,7 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::resume::Streams;
 use crate::sse;
 
 /// The buffered events of one session.
@@ -87,11 +88,27 @@ pub(crate) struct Channel {
     latest: watch::Sender<u64>,
     /// Bumped by every new stream; a stream whose number is no longer current ends.
     generation: watch::Sender<u64>,
+    /// The session's resumable POST streams.
+    pub(crate) streams: Arc<Streams>,
 }
 
 impl Channel {
     fn ring(&self) -> MutexGuard<'_, Ring> {
         self.ring.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The newest event id, and a receiver woken by every new event.
+    pub(crate) fn watch(&self) -> (u64, watch::Receiver<u64>) {
+        let rx = self.latest.subscribe();
+        (self.ring().newest(), rx)
+    }
+
+    /// The events after `cursor`, or `None` when some were lost.
+    pub(crate) fn events_after(&self, cursor: u64) -> Option<Vec<(u64, Bytes)>> {
+        match self.ring().after(cursor) {
+            Resume::From(events) => Some(events),
+            Resume::Truncated => None,
+        }
     }
 
     /// Buffers an event and wakes the stream.
@@ -134,6 +151,7 @@ impl Hub {
                     capacity: self.capacity,
                     latest: watch::Sender::new(0),
                     generation: watch::Sender::new(0),
+                    streams: Arc::new(Streams::new(self.capacity)),
                 })
             })
             .clone()
@@ -236,7 +254,7 @@ pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
         match last_event_id {
             None => {
                 let id = ring.allocate();
-                (sse::priming(id, retry), id, Vec::new())
+                (sse::priming(&id.to_string(), retry), id, Vec::new())
             }
             Some(last) => {
                 let parsed = last.trim().parse::<u64>().ok();
@@ -260,7 +278,7 @@ pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
     loop {
         for (id, frame) in backlog.drain(..) {
             // id 0: the synthetic truncation notice, which carries no id.
-            let chunk = sse::event((id != 0).then_some(id), &frame);
+            let chunk = sse::event((id != 0).then(|| id.to_string()).as_deref(), &frame);
             if tx.send(chunk).await.is_err() {
                 return;
             }

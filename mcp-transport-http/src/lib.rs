@@ -28,6 +28,16 @@
 //! closes its stream does. A call cancelled by `notifications/cancelled` is answered with an
 //! empty 200.
 //!
+//! ## Resumable POST streams (SEP-1699)
+//!
+//! A legacy call of a session that streams gets a resumable stream: it starts with a priming
+//! event (an id and empty data, after a `retry:` field), and every event carries an id
+//! `<stream>-<seq>` that names the stream. The events are kept in the stream's buffer, so a
+//! client whose connection broke, or whose stream the server closed (see
+//! [`HttpConfig::poll_after`]), resumes with a GET carrying `Last-Event-ID` and receives the
+//! rest, ending with the reply. A stream with nothing left to send answers that GET with
+//! `204 No Content`, which tells a client to stop reconnecting.
+//!
 //! ## Sessions and the GET stream
 //!
 //! Each legacy session has a ring buffer of its last `sse_buffer_size` server-initiated events
@@ -43,6 +53,20 @@
 //! acknowledgement and carries the subscription's notifications until the client closes it (or
 //! the server shuts down: then the completion result is written last).
 //!
+//! ## Other ways in
+//!
+//! [`HttpMode::Simple`] serves POST only, with JSON replies and no sessions.
+//! [`HttpConfig::sse_pair`] adds the 2024-11-05 HTTP+SSE transport (a GET stream whose first
+//! event names the URL to POST messages to; the session is the stream).
+//! [`HttpConfig::with_resource_metadata`] serves the RFC 9728 document before any check.
+//!
+//! ## Connections
+//!
+//! [`serve`] accepts at most [`HttpConfig::max_connections`] connections, sets `TCP_NODELAY`,
+//! speaks HTTP/1.1 and HTTP/2 (h2c with prior knowledge, or ALPN over TLS with
+//! [`HttpConfig::with_tls`]), and bounds every body read by [`HttpConfig::body_timeout`] (a
+//! slower body is answered `408`).
+//!
 //! ## CORS
 //!
 //! Every answer to a validated `Origin` echoes it (never a wildcard) with `Vary: Origin`, and
@@ -55,10 +79,14 @@ mod config;
 mod guard;
 mod hub;
 mod listen;
+mod pair;
 mod post;
+mod resume;
+mod server;
 mod session;
 mod sse;
 mod state;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,17 +95,22 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use axum::routing::any;
-use axum::serve::ListenerExt;
+use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL};
 use http::{HeaderValue, Method, StatusCode};
 use mcp_protocol::RpcError;
 use mcp_runtime::Runtime;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{HttpConfig, HttpError};
+pub use config::{HttpConfig, HttpError, HttpMode};
+pub use server::serve;
+/// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
+pub use tokio_rustls::rustls;
 
 use crate::guard::{HostPolicy, OriginPolicy};
-use crate::state::{Shared, empty, rpc_error};
+use crate::state::{Shared, empty, json, rpc_error};
+
+/// The RFC 9728 well-known path of the protected-resource metadata document.
+const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// Builds the shared state; `bind` is the listening address when known.
 fn shared(
@@ -86,8 +119,14 @@ fn shared(
     bind: Option<SocketAddr>,
     shutdown: CancellationToken,
 ) -> Result<Arc<Shared>, HttpError> {
-    if !config.path.starts_with('/') {
-        return Err(HttpError::InvalidPath(config.path.clone()));
+    let mut paths = vec![config.path.as_str()];
+    if let Some((sse, message)) = &config.sse_pair {
+        paths.extend([sse.as_str(), message.as_str()]);
+    }
+    for (i, p) in paths.iter().enumerate() {
+        if !p.starts_with('/') || paths[..i].contains(p) {
+            return Err(HttpError::InvalidPath((*p).to_owned()));
+        }
     }
     let loopback = bind.is_none_or(|a| a.ip().is_loopback());
     if let (Some(addr), false, None) = (bind, loopback, &config.allowed_origins) {
@@ -99,8 +138,21 @@ fn shared(
 }
 
 fn routes(shared: Arc<Shared>) -> Router {
-    let path = shared.config.path.clone();
-    Router::new().route(&path, any(entry)).with_state(shared)
+    let config = &shared.config;
+    let mut router = Router::new().route(&config.path, any(entry));
+    if let Some((sse, message)) = &config.sse_pair {
+        router = router
+            .route(sse, any(pair::stream_entry))
+            .route(message, any(pair::message_entry));
+    }
+    if config.resource_metadata.is_some() {
+        router = router.route(RESOURCE_METADATA_PATH, any(resource_metadata));
+        if config.path != "/" {
+            let suffixed = format!("{RESOURCE_METADATA_PATH}{}", config.path);
+            router = router.route(&suffixed, any(resource_metadata));
+        }
+    }
+    router.with_state(shared)
 }
 
 /// The MCP endpoint as an axum [`Router`], to merge or nest into an application.
@@ -108,7 +160,10 @@ fn routes(shared: Arc<Shared>) -> Router {
 /// The router does not know the address it is served on, so a `None`
 /// [`HttpConfig::allowed_origins`] / [`HttpConfig::allowed_hosts`] means the loopback defaults:
 /// configure both when serving other hosts. Idle sessions are not swept by the router alone:
-/// call `runtime.sessions().sweep(ttl)` periodically, or use [`serve`].
+/// call `runtime.sessions().sweep(ttl)` periodically, or use [`serve`]. The connection cap,
+/// `TCP_NODELAY` and TLS belong to the server that runs the router; the body limits and the
+/// body-read timeout apply. Request extensions set by the application's middleware reach
+/// handlers through `Ctx::extensions`.
 pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
     let shared = shared(runtime, config, None, CancellationToken::new())?;
     if tokio::runtime::Handle::try_current().is_ok() {
@@ -117,86 +172,71 @@ pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpE
     Ok(routes(shared))
 }
 
-/// Serves the endpoint on `listener` until `shutdown` is cancelled.
-///
-/// A listener bound to a non-loopback address needs [`HttpConfig::allowed_origins`]. Accepted
-/// connections get `TCP_NODELAY`. A background task sweeps sessions idle for longer than the
-/// runtime's `session_ttl` every [`HttpConfig::session_sweep_interval`]. On shutdown, no new
-/// connection is accepted, GET streams end, and the calls in flight run to their end before this
-/// returns.
-pub async fn serve(
-    runtime: Arc<Runtime>,
-    config: HttpConfig,
-    listener: TcpListener,
-    shutdown: CancellationToken,
-) -> Result<(), HttpError> {
-    let addr = listener.local_addr()?;
-    let shared = shared(runtime, config, Some(addr), shutdown.child_token())?;
-    shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
-    let sweeper = {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let every = shared
-                .config
-                .session_sweep_interval
-                .max(std::time::Duration::from_millis(10));
-            let mut tick = tokio::time::interval(every);
-            tick.reset();
-            loop {
-                tokio::select! {
-                    _ = shared.shutdown.cancelled() => return,
-                    _ = tick.tick() => {
-                        let n = shared.runtime.sessions().sweep(shared.runtime.config().session_ttl);
-                        shared.hub.prune();
-                        if n > 0 {
-                            tracing::debug!(expired = n, "idle sessions swept");
-                        }
-                    }
-                }
-            }
-        })
-    };
-    tracing::info!(%addr, path = %shared.config.path, "MCP Streamable HTTP endpoint listening");
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    let app = routes(shared.clone());
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
-    shared.shutdown.cancel();
-    sweeper.abort();
-    shared.tracker.close();
-    shared.tracker.wait().await;
-    tracing::info!(%addr, "MCP Streamable HTTP endpoint stopped");
-    result.map_err(HttpError::from)
-}
-
-/// Every verb of the endpoint: Origin and Host first, then the verb, then CORS.
-async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+/// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers).
+/// Returns the origin to echo in the CORS headers.
+pub(crate) fn admit(shared: &Shared, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
     shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
     let headers = req.headers();
     let origin = guard::origin_of(headers);
     if !shared.origins.allows(origin) || !shared.hosts.allows(guard::host_of(headers, req.uri())) {
         tracing::debug!(origin = ?origin.map(String::from_utf8_lossy), "request refused: origin or host not allowed");
-        return rpc_error(
+        return Err(Box::new(rpc_error(
             403,
             None,
             &RpcError::invalid_request("Forbidden: origin or host not allowed"),
-        );
+        )));
     }
-    let cors = origin.and_then(|o| HeaderValue::from_bytes(o).ok());
-    let mut resp = match *req.method() {
-        Method::POST => post::handle(&shared, req).await,
-        Method::GET => session::get(&shared, req).await,
-        Method::DELETE => session::delete(&shared, req).await,
-        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
-        _ => shared.method_not_allowed(),
-    };
+    Ok(origin.and_then(|o| HeaderValue::from_bytes(o).ok()))
+}
+
+/// Adds the CORS headers for a validated origin.
+pub(crate) fn with_cors(shared: &Shared, mut resp: Response, cors: Option<HeaderValue>) -> Response {
     if let Some(o) = cors {
         shared.apply_cors(resp.headers_mut(), o);
     }
+    resp
+}
+
+/// Every verb of the endpoint: Origin and Host first, then the verb, then CORS.
+async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let cors = match admit(&shared, &req) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    let streamable = shared.config.mode == HttpMode::Streamable;
+    let resp = match *req.method() {
+        Method::POST => post::handle(&shared, req).await,
+        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
+        Method::GET if streamable => session::get(&shared, req).await,
+        Method::DELETE if streamable => session::delete(&shared, req).await,
+        _ => shared.method_not_allowed(),
+    };
+    with_cors(&shared, resp, cors)
+}
+
+/// The RFC 9728 document: public, cacheable, served before the Origin check.
+async fn resource_metadata(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let Some(doc) = &shared.config.resource_metadata else {
+        return empty(StatusCode::NOT_FOUND);
+    };
+    let mut resp = match *req.method() {
+        Method::GET | Method::HEAD => {
+            let body = serde_json::to_vec(&**doc).unwrap_or_default();
+            let mut r = json(StatusCode::OK, body);
+            r.headers_mut()
+                .insert(CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+            r
+        }
+        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
+        _ => {
+            let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+            r.headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+            r
+        }
+    };
+    // Public metadata carries no credential: any page may read it.
+    resp.headers_mut()
+        .insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     resp
 }

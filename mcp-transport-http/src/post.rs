@@ -95,7 +95,7 @@ enum BodyError {
     Io,
 }
 
-async fn read_body(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes, BodyError> {
+async fn read_limited(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes, BodyError> {
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -123,9 +123,47 @@ fn too_large(max: usize) -> Response {
     )
 }
 
+/// Reads a request body within [`HttpConfig::max_body_bytes`](crate::HttpConfig::max_body_bytes)
+/// (413) and [`HttpConfig::body_timeout`](crate::HttpConfig::body_timeout).
+///
+/// A body that does not arrive in time is answered `408 Request Timeout`, the status HTTP
+/// defines for "the server did not receive a complete request message within the time it was
+/// prepared to wait" (RFC 9110 §15.5.9): the request was not wrong, so a 400 would blame the
+/// client for its content, and clients and proxies know 408 may be retried on a new connection.
+/// The body is a JSON-RPC error (-32600, no id: the request was never read) with
+/// `Connection: close` (HTTP/1.1), since the rest of that body may still arrive.
+pub(crate) async fn read_body(shared: &Shared, body: Body, parts: &http::request::Parts) -> Result<Bytes, Response> {
+    let max = shared.config.max_body_bytes;
+    let timeout = shared.config.body_timeout;
+    match tokio::time::timeout(timeout, read_limited(body, &parts.headers, max)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(BodyError::TooLarge)) => Err(too_large(max)),
+        Ok(Err(BodyError::Io)) => Err(rpc_error(
+            400,
+            None,
+            &RpcError::parse_error("Could not read the request body"),
+        )),
+        Err(_) => {
+            tracing::debug!(?timeout, "request body timed out");
+            let e = RpcError::invalid_request(format!("Request body not received within {} ms", timeout.as_millis()));
+            let mut r = rpc_error(408, None, &e);
+            if parts.version < http::Version::HTTP_2 {
+                r.headers_mut()
+                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Err(r)
+        }
+    }
+}
+
 /// Handles a POST whose Origin and Host passed.
 pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
-    if !guard::accepts_post(req.headers()) {
+    let accepted = if shared.streams() {
+        guard::accepts_post(req.headers())
+    } else {
+        guard::accepts_json(req.headers())
+    };
+    if !accepted {
         let e = RpcError::invalid_request("Not Acceptable: Accept must list application/json and text/event-stream");
         return rpc_error(406, None, &e);
     }
@@ -139,10 +177,9 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         Err(c) => return challenge(&c),
     };
     let max = shared.config.max_body_bytes;
-    let bytes = match read_body(body, &parts.headers, max).await {
+    let bytes = match read_body(shared, body, &parts).await {
         Ok(b) => b,
-        Err(BodyError::TooLarge) => return too_large(max),
-        Err(BodyError::Io) => return rpc_error(400, None, &RpcError::parse_error("Could not read the request body")),
+        Err(r) => return r,
     };
     let limits = DecodeLimits {
         max_bytes: max,
@@ -174,7 +211,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
 /// A client response: delivered only to a session the caller owns, else dropped behind the same
 /// 202 (no oracle).
 pub(crate) fn deliver(cx: &PostCtx, r: RpcResponse) {
-    if !cx.shared.config.sessions_enabled {
+    if !cx.shared.sessions() {
         return;
     }
     match lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal) {
@@ -195,7 +232,7 @@ fn notification(cx: &PostCtx, n: &Notification) -> Response {
         tracing::debug!(method = %n.method, "modern notification accepted");
         return empty(StatusCode::ACCEPTED);
     }
-    let found = if cx.shared.config.sessions_enabled {
+    let found = if cx.shared.sessions() {
         lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal)
     } else {
         Lookup::Absent
@@ -247,6 +284,10 @@ async fn modern(cx: PostCtx, req: Request, transport: Option<Revision>) -> Respo
         }
     }
     if req.method == "subscriptions/listen" {
+        if !cx.shared.streams() {
+            let e = RpcError::invalid_request("subscriptions/listen needs a streaming transport");
+            return rpc_error(400, Some(&req.id), &e);
+        }
         return listen::open(cx, &req, &route);
     }
     let stream = progress_token(params).is_some() || route.modern.as_ref().is_some_and(|m| m.log_level.is_some());
@@ -258,7 +299,7 @@ async fn legacy(cx: PostCtx, req: Request, header: HeaderRevision) -> Response {
         return r;
     }
     let transport = header.revision();
-    let sessions = cx.shared.config.sessions_enabled;
+    let sessions = cx.shared.sessions();
     let found = if sessions {
         lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal)
     } else {
@@ -297,7 +338,7 @@ fn initialize(cx: &PostCtx, req: &Request, transport: Option<Revision>) -> Respo
     match runtime.initialize(req, &cx.auth) {
         Ok((result, session)) => {
             let mut resp = json(StatusCode::OK, encode_result(&req.id, &result));
-            if cx.shared.config.sessions_enabled
+            if cx.shared.sessions()
                 && let Ok(value) = HeaderValue::from_str(session.id())
             {
                 runtime.sessions().insert(session.clone());

@@ -1,4 +1,5 @@
-//! Sessions on the wire: resolving `Mcp-Session-Id` for a principal, the GET stream and DELETE.
+//! Sessions on the wire: resolving `Mcp-Session-Id` for a principal, the GET stream (or the
+//! resumption of a POST stream) and DELETE.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
 use crate::hub::{self, StreamSpec};
+use crate::resume::{self, Follow};
 use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required};
 use crate::{guard, sse};
 
@@ -47,9 +49,11 @@ fn modern_header(headers: &HeaderMap) -> bool {
         .is_some_and(|r| r.era() == Era::Modern)
 }
 
-/// GET: the legacy standalone SSE stream of a session.
+/// GET: the legacy standalone SSE stream of a session, or the resumption of one of its POST
+/// streams when `Last-Event-ID` names one (`<stream>-<seq>`; `204 No Content` when that stream has
+/// nothing left to send, so that the client stops reconnecting).
 pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
-    if !shared.config.sessions_enabled || modern_header(req.headers()) {
+    if !shared.sessions() || modern_header(req.headers()) {
         return shared.method_not_allowed();
     }
     if !guard::accepts_sse(req.headers()) {
@@ -69,8 +73,30 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         .headers
         .get("last-event-id")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let channel = shared.hub.channel(&session);
+    if let Some((number, cursor)) = last_event_id.as_deref().and_then(resume::parse_id) {
+        // A POST stream's id: resume that stream, never another one.
+        let Some(tape) = channel.streams.get(number).filter(|t| !t.consumed(cursor)) else {
+            tracing::debug!(session = %session.id(), stream = number, "nothing left to resume");
+            return empty(StatusCode::NO_CONTENT);
+        };
+        let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+        let follow = Follow {
+            streams: channel.streams.clone(),
+            tape,
+            from: Some(cursor),
+            close_at: None,
+            retry: shared.config.sse_retry,
+            keep_alive: shared.config.sse_keep_alive,
+            shutdown: shared.shutdown.clone(),
+            session: session.closed().clone(),
+        };
+        shared.tracker.spawn(resume::follow(follow, tx));
+        tracing::debug!(session = %session.id(), stream = number, "POST stream resumed");
+        return sse::response(rx);
+    }
     let spec = StreamSpec {
-        channel: shared.hub.channel(&session),
+        channel,
         last_event_id,
         retry: shared.config.sse_retry,
         keep_alive: shared.config.sse_keep_alive,
@@ -84,7 +110,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
 
 /// DELETE: ends the caller's session.
 pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
-    if !shared.config.sessions_enabled || modern_header(req.headers()) {
+    if !shared.sessions() || modern_header(req.headers()) {
         return shared.method_not_allowed();
     }
     let (parts, _body) = req.into_parts();

@@ -17,10 +17,12 @@ use tokio::sync::mpsc;
 pub(crate) const KEEP_ALIVE: &[u8] = b":\n\n";
 
 /// One event: an optional `id:` line and one `data:` line.
-pub(crate) fn event(id: Option<u64>, data: &[u8]) -> Bytes {
+pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(data.len() + 32);
     if let Some(id) = id {
-        out.extend_from_slice(format!("id: {id}\n").as_bytes());
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
     }
     out.extend_from_slice(b"data: ");
     out.extend_from_slice(data);
@@ -28,8 +30,19 @@ pub(crate) fn event(id: Option<u64>, data: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// One event with an `event:` type (the 2024-11-05 transport names its events).
+pub(crate) fn named(kind: &str, data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + kind.len() + 16);
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
 /// The SEP-1699 priming event: an id and empty data, preceded by the `retry:` delay.
-pub(crate) fn priming(id: u64, retry: Duration) -> Bytes {
+pub(crate) fn priming(id: &str, retry: Duration) -> Bytes {
     Bytes::from(format!("retry: {}\nid: {id}\ndata: \n\n", retry.as_millis()))
 }
 
@@ -63,10 +76,11 @@ mod tests {
     #[test]
     fn framing() {
         assert_eq!(&event(None, b"{}")[..], b"data: {}\n\n");
-        assert_eq!(&event(Some(7), b"{}")[..], b"id: 7\ndata: {}\n\n");
+        assert_eq!(&event(Some("7"), b"{}")[..], b"id: 7\ndata: {}\n\n");
+        assert_eq!(&named("message", b"{}")[..], b"event: message\ndata: {}\n\n");
         assert_eq!(
-            &priming(3, Duration::from_millis(1500))[..],
-            b"retry: 1500\nid: 3\ndata: \n\n"
+            &priming("2-0", Duration::from_millis(1500))[..],
+            b"retry: 1500\nid: 2-0\ndata: \n\n"
         );
     }
 }

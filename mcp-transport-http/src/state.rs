@@ -16,9 +16,10 @@ use mcp_runtime::registry::Catalog;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::HttpConfig;
+use crate::config::{HttpConfig, HttpMode};
 use crate::guard::{HostPolicy, OriginPolicy};
 use crate::hub::Hub;
+use crate::pair::Pairs;
 
 /// The lowercase name of the session header.
 pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -26,7 +27,6 @@ pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-sessi
 const BASE_ALLOW_HEADERS: &str =
     "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
 const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
-const ALLOW_METHODS: &str = "POST, GET, DELETE, OPTIONS";
 
 /// The state of one endpoint.
 pub(crate) struct Shared {
@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) origins: OriginPolicy,
     pub(crate) hosts: HostPolicy,
     pub(crate) hub: Arc<Hub>,
+    /// The open 2024-11-05 HTTP+SSE sessions.
+    pub(crate) pairs: Pairs,
     /// Request tasks and stream pumps, awaited by a graceful shutdown.
     pub(crate) tracker: TaskTracker,
     /// Cancelled when the server shuts down: streams end.
@@ -59,11 +61,22 @@ impl Shared {
             origins,
             hosts,
             hub,
+            pairs: Pairs::default(),
             tracker: TaskTracker::new(),
             shutdown,
             in_flight: Arc::new(AtomicUsize::new(0)),
             allow_headers: Mutex::new(None),
         }
+    }
+
+    /// Whether legacy sessions are minted (the streamable mode with sessions enabled).
+    pub(crate) fn sessions(&self) -> bool {
+        self.config.sessions_enabled && self.config.mode == HttpMode::Streamable
+    }
+
+    /// Whether replies may stream (not in the simple mode).
+    pub(crate) fn streams(&self) -> bool {
+        self.config.mode == HttpMode::Streamable
     }
 
     /// Takes one slot of the in-flight cap, or `None` when the server is full.
@@ -112,7 +125,10 @@ impl Shared {
         };
         headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         headers.append(VARY, HeaderValue::from_static("Origin"));
-        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOW_METHODS));
+        headers.insert(
+            ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static(self.allowed_methods()),
+        );
         headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, self.allow_headers());
         headers.insert(ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
         headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
@@ -120,7 +136,7 @@ impl Shared {
 
     /// The methods served on the endpoint (for `Allow`).
     pub(crate) fn allowed_methods(&self) -> &'static str {
-        if self.config.sessions_enabled {
+        if self.sessions() {
             "POST, GET, DELETE, OPTIONS"
         } else {
             "POST, OPTIONS"

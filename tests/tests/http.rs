@@ -3,13 +3,28 @@
 //! `127.0.0.1:0` and bounds itself with a timeout.
 //!
 //! This file holds the session and call tests; `http/checks.rs` the checks before any handler
-//! (both eras); `http/serving.rs` shutdown and embedding; `http/support.rs` the server, client
-//! and SSE reader.
+//! (both eras); `http/limits.rs` every limit; `http/ownership.rs` session ownership of client
+//! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
+//! HTTP+SSE pair; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
+//! `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
+//! challenges; `http/support.rs` the server, client and SSE reader.
 
 #[path = "http/checks.rs"]
 mod checks;
+#[path = "http/limits.rs"]
+mod limits;
+#[path = "http/ownership.rs"]
+mod ownership;
+#[path = "http/pair.rs"]
+mod pair;
+#[path = "http/protocols.rs"]
+mod protocols;
+#[path = "http/resume.rs"]
+mod resume;
 #[path = "http/serving.rs"]
 mod serving;
+#[path = "http/simple.rs"]
+mod simple;
 #[path = "http/support.rs"]
 mod support;
 
@@ -35,7 +50,7 @@ async fn initialize_mints_a_session() {
         let body = resp.json().await;
         assert_eq!(body["id"], 1);
         assert!(
-            body["result"]["tools"].as_array().is_some_and(|t| t.len() == 5),
+            body["result"]["tools"].as_array().is_some_and(|t| t.len() == 6),
             "{body}"
         );
     })
@@ -159,8 +174,18 @@ async fn progress_streams_sse_ending_with_the_response() {
         let resp = s.post(body).header("mcp-session-id", &sid).send().await;
         assert_eq!(resp.status, StatusCode::OK);
         let mut sse = resp.sse();
+        let priming = sse.next().await.expect("priming event");
+        assert!(
+            priming.data.is_empty() && priming.retry.is_some(),
+            "SEP-1699 priming first"
+        );
+        let prime_id = priming.id.expect("priming id");
+        assert!(prime_id.ends_with("-0"), "{prime_id}");
         for i in 1..=3 {
-            let e = sse.next().await.expect("progress event").json();
+            let e = sse.next().await.expect("progress event");
+            let stream = prime_id.trim_end_matches("-0");
+            assert_eq!(e.id, Some(format!("{stream}-{i}")), "ids name the stream");
+            let e = e.json();
             assert_eq!(e["method"], "notifications/progress");
             assert_eq!(e["params"]["progressToken"], "p1");
             assert_eq!(e["params"]["progress"], f64::from(i));
@@ -184,7 +209,7 @@ async fn legacy_sampling_travels_on_the_call_stream() {
             .send()
             .await;
         let mut sse = resp.sse();
-        let req = sse.next().await.expect("sampling request").json();
+        let req = sse.message().await.expect("sampling request");
         assert_eq!(req["method"], "sampling/createMessage");
         let answer = json!({"jsonrpc": "2.0", "id": req["id"], "result": {
             "role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"

@@ -206,3 +206,32 @@ async fn modern_header_rules() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn origin_and_host_are_checked_on_every_verb() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let sid = s.initialize().await;
+        for m in [Method::GET, Method::DELETE, Method::OPTIONS, Method::PUT] {
+            let foreign = s
+                .req(m.clone())
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", &sid)
+                .header("origin", "http://evil.example.com")
+                .send()
+                .await;
+            assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{m} with a foreign origin");
+            assert!(foreign.header("access-control-allow-origin").is_none());
+            let rebound = s
+                .req(m.clone())
+                .header("mcp-session-id", &sid)
+                .header("host", "evil.example.com:80")
+                .send()
+                .await;
+            assert_eq!(rebound.status, StatusCode::FORBIDDEN, "{m} with a foreign host");
+        }
+        let ok = s.req(Method::DELETE).header("mcp-session-id", &sid).send().await;
+        assert_eq!(ok.status, StatusCode::NO_CONTENT, "the session survived the refusals");
+    })
+    .await;
+}

@@ -1,11 +1,15 @@
-//! Serving: graceful shutdown, the public-bind guard, and mounting the router in an app.
+//! Serving: graceful shutdown, the public-bind guard, mounting the router in an app (with the
+//! app's middleware extensions reaching handlers), the RFC 9728 document, and auth challenges.
 
 use http::{Method, StatusCode};
+use mcp_protocol::model::CallToolResult;
+use mcp_runtime::Ctx;
 use mcp_transport_http::{HttpConfig, HttpError, router, serve};
+use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Server, bounded, list, runtime};
+use crate::support::{Server, bounded, call, list, modern, runtime, tool};
 
 #[tokio::test]
 async fn shutdown_ends_streams_and_returns() {
@@ -62,6 +66,136 @@ async fn router_mounts_in_an_app() {
         let resp = s.post(list(1)).header("mcp-session-id", &sid).send().await;
         assert_eq!(resp.status, StatusCode::OK);
         server.abort();
+    })
+    .await;
+}
+
+/// What the application's middleware tells handlers.
+#[derive(Clone)]
+struct Tenant(&'static str);
+
+async fn tenant_middleware(mut req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    req.extensions_mut().insert(Tenant("acme"));
+    next.run(req).await
+}
+
+#[tokio::test]
+async fn middleware_extensions_reach_handlers() {
+    bounded(async {
+        let (runtime, registry) = runtime();
+        async fn whoami(_: Map<String, Value>, ctx: Ctx) -> mcp_runtime::ToolResult {
+            let tenant = ctx.extensions().get::<Tenant>().map_or("none", |t| t.0);
+            Ok(CallToolResult::text(format!("tenant {tenant}")))
+        }
+        registry.add_tool(tool("whoami", json!({"type": "object"}), whoami));
+        let mcp = router(runtime.clone(), HttpConfig::default()).expect("router");
+        let app = axum::Router::new()
+            .merge(mcp)
+            .layer(axum::middleware::from_fn(tenant_middleware));
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let s = Server::external(addr, "/mcp", runtime, registry);
+        let sid = s.initialize().await;
+        let resp = s
+            .post(call(1, "whoami", None))
+            .header("mcp-session-id", &sid)
+            .send()
+            .await;
+        assert_eq!(resp.json().await["result"]["content"][0]["text"], "tenant acme");
+        let modern_call = modern(2, "tools/call", json!({"name": "whoami", "arguments": {}}));
+        let resp = s
+            .post(modern_call)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "whoami")
+            .send()
+            .await;
+        assert_eq!(resp.json().await["result"]["content"][0]["text"], "tenant acme");
+        server.abort();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn resource_metadata_is_served_before_the_origin_check() {
+    bounded(async {
+        let doc = json!({"resource": "http://127.0.0.1/mcp", "authorization_servers": ["https://as.example"]});
+        let s = Server::start(HttpConfig::default().with_resource_metadata(doc.clone())).await;
+        for path in [
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+        ] {
+            let resp = s
+                .req(Method::GET)
+                .at(path)
+                .header("origin", "http://evil.example.com")
+                .send()
+                .await;
+            assert_eq!(resp.status, StatusCode::OK, "{path}");
+            assert_eq!(resp.header("cache-control"), Some("public, max-age=300"));
+            assert_eq!(resp.header("content-type"), Some("application/json"));
+            assert_eq!(resp.json().await, doc);
+        }
+        let post = s
+            .req(Method::POST)
+            .at("/.well-known/oauth-protected-resource")
+            .send()
+            .await;
+        assert_eq!(post.status, StatusCode::METHOD_NOT_ALLOWED);
+        let plain = Server::default_config().await;
+        let none = plain
+            .req(Method::GET)
+            .at("/.well-known/oauth-protected-resource")
+            .send()
+            .await;
+        assert_eq!(none.status, StatusCode::NOT_FOUND, "not configured, not served");
+    })
+    .await;
+}
+
+/// Refuses everyone with a 403 `insufficient_scope` challenge.
+struct NoScope;
+
+impl mcp_auth::AuthProvider for NoScope {
+    fn authenticate<'a>(
+        &'a self,
+        _parts: &'a http::request::Parts,
+    ) -> mcp_auth::BoxFuture<'a, Result<mcp_auth::AuthInfo, mcp_auth::Challenge>> {
+        Box::pin(async {
+            Err(mcp_auth::Challenge::forbidden(
+                "Bearer error=\"insufficient_scope\", scope=\"mcp\"",
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn challenges_pass_through_on_every_verb() {
+    bounded(async {
+        let s = Server::start(
+            HttpConfig::default()
+                .auth(std::sync::Arc::new(NoScope))
+                .sse_pair("/sse", "/messages"),
+        )
+        .await;
+        let reqs = [
+            s.post(list(1)),
+            s.req(Method::GET).header("accept", "text/event-stream"),
+            s.req(Method::DELETE).header("mcp-session-id", "mcp_x"),
+            s.req(Method::GET).at("/sse").header("accept", "text/event-stream"),
+            s.post(list(1)).at("/messages?sessionId=mcp_x"),
+        ];
+        for r in reqs {
+            let resp = r.header("origin", "http://localhost:1").send().await;
+            assert_eq!(resp.status, StatusCode::FORBIDDEN);
+            assert_eq!(
+                resp.header("www-authenticate"),
+                Some("Bearer error=\"insufficient_scope\", scope=\"mcp\"")
+            );
+            let exposed = resp.header("access-control-expose-headers").unwrap_or_default();
+            assert!(exposed.contains("www-authenticate"), "{exposed}");
+        }
     })
     .await;
 }

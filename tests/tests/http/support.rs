@@ -36,6 +36,15 @@ pub(crate) fn call(id: i64, name: &str, meta: Option<Value>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
+/// A legacy `initialize` (id 0, the sampling capability) asking for `version`.
+pub(crate) fn init_body(version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version,
+        "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "http-suite", "version": "1"}
+    }})
+}
+
 /// A legacy `tools/list`.
 pub(crate) fn list(id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
@@ -85,6 +94,11 @@ async fn slow(_args: Map<String, Value>, ctx: Ctx) -> ToolResult {
         _ = tokio::time::sleep(Duration::from_secs(30)) => {}
     }
     Ok(CallToolResult::text("slow done"))
+}
+
+async fn nap(_args: Map<String, Value>, _ctx: Ctx) -> ToolResult {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(CallToolResult::text("nap done"))
 }
 
 /// A tool entry with a description and an empty object schema.
@@ -139,7 +153,8 @@ pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
     registry.add_tool(tool("echo", object.clone(), echo));
     registry.add_tool(tool("progress", object.clone(), progress));
     registry.add_tool(tool("sample", object.clone(), sample));
-    registry.add_tool(tool("slow", object, slow));
+    registry.add_tool(tool("slow", object.clone(), slow));
+    registry.add_tool(tool("nap", object, nap));
     let region = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
     registry.add_tool(tool("regional", region, echo));
     (
@@ -200,12 +215,7 @@ impl Server {
 
     /// Runs `initialize` (with the sampling capability) and returns the session id.
     pub(crate) async fn initialize(&self) -> String {
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"sampling": {}},
-            "clientInfo": {"name": "http-suite", "version": "1"}
-        }});
-        let resp = self.post(body).send().await;
+        let resp = self.post(init_body("2025-11-25")).send().await;
         assert_eq!(resp.status, StatusCode::OK);
         let sid = resp.header("mcp-session-id").expect("session id").to_owned();
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -232,31 +242,47 @@ impl Req {
         self
     }
 
+    /// Sets the path (and query).
+    pub(crate) fn at(mut self, path: &str) -> Self {
+        self.path = path.to_owned();
+        self
+    }
+
     /// Sets the body.
     pub(crate) fn body(mut self, body: Vec<u8>) -> Self {
         self.body = body;
         self
     }
 
-    /// Sends the request on a fresh connection.
-    pub(crate) async fn send(self) -> Resp {
-        let stream = TcpStream::connect(self.addr).await.expect("connect");
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(conn);
-        let mut builder = http::Request::builder().method(self.method).uri(self.path.as_str());
+    /// The request as an `http::Request`; `absolute` puts the authority in the URI (HTTP/2).
+    pub(crate) fn into_request(self, absolute: bool) -> http::Request<Full<Bytes>> {
+        let uri = if absolute {
+            format!("http://{}{}", self.addr, self.path)
+        } else {
+            self.path.clone()
+        };
+        let mut builder = http::Request::builder().method(self.method).uri(uri);
         for (n, v) in &self.headers {
+            if absolute && n.eq_ignore_ascii_case("host") {
+                continue;
+            }
             builder = builder.header(n.as_str(), v.as_str());
         }
-        let req = builder.body(Full::new(Bytes::from(self.body))).expect("request");
-        let resp = sender.send_request(req).await.expect("response");
-        let (parts, body) = resp.into_parts();
-        Resp {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-        }
+        builder.body(Full::new(Bytes::from(self.body))).expect("request")
+    }
+
+    /// Sends the request on a fresh connection.
+    pub(crate) async fn send(self) -> Resp {
+        self.try_send().await.expect("response")
+    }
+
+    /// Sends the request on a fresh connection; `None` when the connection fails.
+    pub(crate) async fn try_send(self) -> Option<Resp> {
+        let stream = TcpStream::connect(self.addr).await.ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
+        tokio::spawn(conn);
+        let resp = sender.send_request(self.into_request(false)).await.ok()?;
+        Some(Resp::new(resp))
     }
 }
 
@@ -268,6 +294,16 @@ pub(crate) struct Resp {
 }
 
 impl Resp {
+    /// Wraps a hyper response.
+    pub(crate) fn new(resp: http::Response<Incoming>) -> Resp {
+        let (parts, body) = resp.into_parts();
+        Resp {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
     /// A header as a string.
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
@@ -297,6 +333,7 @@ impl Resp {
 /// One SSE event.
 #[derive(Debug, Default)]
 pub(crate) struct Event {
+    pub(crate) event: Option<String>,
     pub(crate) id: Option<String>,
     pub(crate) retry: Option<String>,
     pub(crate) data: String,
@@ -321,6 +358,16 @@ impl Sse {
         tokio::time::timeout(wait, self.next()).await.ok().flatten()
     }
 
+    /// The next event with data (priming events skipped), as JSON.
+    pub(crate) async fn message(&mut self) -> Option<Value> {
+        loop {
+            let e = self.next().await?;
+            if !e.data.is_empty() {
+                return Some(e.json());
+            }
+        }
+    }
+
     /// The next event (comments and bare `retry:` blocks are folded into the next event), or
     /// `None` when the stream ends.
     pub(crate) async fn next(&mut self) -> Option<Event> {
@@ -331,7 +378,9 @@ impl Sse {
                 let text = String::from_utf8_lossy(&block);
                 let mut has_data = false;
                 for line in text.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        pending.event = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("id:") {
                         pending.id = Some(v.trim().to_owned());
                     } else if let Some(v) = line.strip_prefix("retry:") {
                         pending.retry = Some(v.trim().to_owned());

@@ -1,0 +1,487 @@
+//! The 2024-11-05 HTTP+SSE transport, served beside the Streamable endpoint when
+//! [`HttpConfig::sse_pair`](crate::HttpConfig::sse_pair) names its two paths.
+//!
+//! A GET on the SSE path authenticates, mints a session id (CSPRNG) bound to the principal,
+//! opens the stream and sends `event: endpoint` with `data: <message path>?sessionId=<id>`. The
+//! client POSTs every message there: the POST is answered `202` (or `400`/`413`/`408` when the
+//! body is unusable) and the reply travels on the stream as `event: message`. A POST without
+//! `sessionId` is `400`; an unknown id and another principal's are the same `404`.
+//!
+//! The session is the stream, as in the reference implementation: the pair exists from the GET,
+//! the runtime's [`Session`] is created by `runtime.initialize` when the client's `initialize`
+//! arrives on the message path (requests before it run without a session, like on a sessionless
+//! endpoint), and everything ends with the stream, however it ends (the client leaves, a write
+//! fails, the server shuts down): the pair is removed, the session closed (its calls cancelled,
+//! its pending server-to-client requests failed), and calls made before `initialize` cancelled.
+//! The session is not in the runtime's session store: no `Mcp-Session-Id` reaches it.
+//!
+//! Requests are classified with the transport revision pinned to 2024-11-05, so they are all
+//! legacy (`MCP-Protocol-Version` is ignored); `server/discover` is answered -32601 and a request
+//! carrying the modern `_meta` envelope -32600. `initialize` negotiates the session's revision as
+//! on the Streamable endpoint. The session receives list-changed and subscribed
+//! resource-updated notifications on its stream.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::header::{ACCEPT, ALLOW};
+use http::{HeaderValue, Method, StatusCode};
+use mcp_auth::AuthInfo;
+use mcp_protocol::classify::{check_batch, request_era};
+use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error, encode_response, encode_result};
+use mcp_protocol::{Era, Message, Notification, Request as RpcRequest, Revision, RpcError};
+use mcp_runtime::{Frame, InFlight, Reply, RequestEnv, Session, SessionStore, Sink};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Channel;
+use crate::post::{challenge, read_body};
+use crate::state::{Permit, Shared, empty, rpc_error, session_not_found};
+use crate::{guard, sse};
+
+/// The transport revision of the pair.
+const PINNED: Revision = Revision::V2024_11_05;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One open HTTP+SSE session.
+#[derive(Debug)]
+pub(crate) struct Pair {
+    principal: Arc<str>,
+    /// Replies and call frames, written to the stream by its pump.
+    out: mpsc::Sender<Frame>,
+    /// The runtime's session, once `initialize` ran.
+    session: Mutex<Option<Arc<Session>>>,
+    /// The session's event channel, once `initialize` ran.
+    joined: watch::Sender<Option<Arc<Channel>>>,
+    /// Cancelled when the stream ends: every call of the pair is cancelled.
+    ended: CancellationToken,
+    /// Calls made before `initialize`.
+    sessionless: InFlight,
+}
+
+impl Pair {
+    fn session(&self) -> Option<Arc<Session>> {
+        lock(&self.session).clone()
+    }
+
+    async fn push(&self, frame: Frame) {
+        if self.out.send(frame).await.is_err() {
+            tracing::debug!("HTTP+SSE stream gone; message dropped");
+        }
+    }
+}
+
+/// The open pairs of an endpoint, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Pairs {
+    map: Mutex<HashMap<Arc<str>, Arc<Pair>>>,
+}
+
+impl Pairs {
+    /// The pair `id` if `principal` opened it.
+    fn get(&self, id: &str, principal: &str) -> Option<Arc<Pair>> {
+        lock(&self.map)
+            .get(id)
+            .filter(|p| *p.principal == *principal && !p.ended.is_cancelled())
+            .cloned()
+    }
+}
+
+/// Ends a pair however its stream ends.
+struct Ending {
+    shared: Arc<Shared>,
+    id: Arc<str>,
+    pair: Arc<Pair>,
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        lock(&self.shared.pairs.map).remove(&self.id);
+        self.pair.ended.cancel();
+        if let Some(s) = self.pair.session() {
+            s.close();
+            self.shared.hub.remove(s.id());
+        }
+        tracing::debug!(pair = %self.id, "HTTP+SSE session ended with its stream");
+    }
+}
+
+fn not_allowed(allow: &'static str) -> Response {
+    let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// Every verb on the SSE path: Origin and Host first, then GET opens a stream.
+pub(crate) async fn stream_entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let cors = match crate::admit(&shared, &req) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    let resp = match *req.method() {
+        Method::GET => open(&shared, req).await,
+        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
+        _ => not_allowed("GET, OPTIONS"),
+    };
+    crate::with_cors(&shared, resp, cors)
+}
+
+/// Every verb on the message path: Origin and Host first, then POST delivers a message.
+pub(crate) async fn message_entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let cors = match crate::admit(&shared, &req) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    let resp = match *req.method() {
+        Method::POST => post(&shared, req).await,
+        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
+        _ => not_allowed("POST, OPTIONS"),
+    };
+    crate::with_cors(&shared, resp, cors)
+}
+
+async fn open(shared: &Arc<Shared>, req: Request) -> Response {
+    if req.headers().contains_key(ACCEPT) && !guard::accepts_sse(req.headers()) {
+        return empty(StatusCode::NOT_ACCEPTABLE);
+    }
+    let (parts, _body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => a,
+        Err(c) => return challenge(&c),
+    };
+    let Some((_, message_path)) = &shared.config.sse_pair else {
+        return empty(StatusCode::NOT_FOUND);
+    };
+    let capacity = shared.config.sse_buffer_size.max(1);
+    let id = SessionStore::mint_id();
+    let (out, frames) = mpsc::channel(capacity);
+    let pair = Arc::new(Pair {
+        principal: auth.principal.clone(),
+        out,
+        session: Mutex::new(None),
+        joined: watch::Sender::new(None),
+        ended: CancellationToken::new(),
+        sessionless: InFlight::new(),
+    });
+    lock(&shared.pairs.map).insert(id.clone(), pair.clone());
+    let (tx, rx) = sse::channel(capacity);
+    let endpoint = format!("{message_path}?sessionId={id}");
+    if tx.try_send(sse::named("endpoint", endpoint.as_bytes())).is_err() {
+        lock(&shared.pairs.map).remove(&id);
+        return empty(StatusCode::SERVICE_UNAVAILABLE);
+    }
+    tracing::debug!(pair = %id, "HTTP+SSE session opened");
+    let ending = Ending {
+        shared: shared.clone(),
+        id,
+        pair,
+    };
+    shared.tracker.spawn(pump(ending, frames, tx));
+    sse::response(rx)
+}
+
+/// Waits for a change of the session's events (forever before `initialize`).
+async fn changed(events: &mut Option<watch::Receiver<u64>>) -> bool {
+    match events {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes the pair's messages and its session's events until the stream ends; then the pair ends.
+async fn pump(ending: Ending, mut frames: mpsc::Receiver<Frame>, tx: mpsc::Sender<axum::body::Bytes>) {
+    let shared = ending.shared.clone();
+    let pair = ending.pair.clone();
+    let mut joined = pair.joined.subscribe();
+    let mut channel: Option<Arc<Channel>> = None;
+    let mut events: Option<watch::Receiver<u64>> = None;
+    let mut cursor = 0;
+    let mut tick = tokio::time::interval(shared.config.sse_keep_alive.max(Duration::from_millis(10)));
+    tick.reset();
+    loop {
+        tokio::select! {
+            _ = tx.closed() => break,
+            _ = shared.shutdown.cancelled() => break,
+            f = frames.recv() => match f {
+                Some(f) => {
+                    if tx.send(sse::named("message", &f)).await.is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+            r = joined.changed() => {
+                if r.is_err() {
+                    break;
+                }
+                if let Some(c) = joined.borrow_and_update().clone() {
+                    let (newest, rx) = c.watch();
+                    cursor = newest;
+                    events = Some(rx);
+                    channel = Some(c);
+                }
+            }
+            ok = changed(&mut events) => {
+                if !ok {
+                    break;
+                }
+                let Some(c) = &channel else { continue };
+                let backlog = c.events_after(cursor).unwrap_or_else(|| {
+                    tracing::debug!("HTTP+SSE stream fell behind its session's events");
+                    Vec::new()
+                });
+                cursor = c.watch().0.max(cursor);
+                for (_, frame) in backlog {
+                    if tx.send(sse::named("message", &frame)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                if tx.send(axum::body::Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
+                    break;
+                }
+                if let Some(s) = pair.session() {
+                    s.touch();
+                }
+            }
+        }
+    }
+    drop(ending);
+}
+
+/// The `sessionId` query parameter.
+fn session_param(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .filter(|v| !v.is_empty())
+}
+
+async fn post(shared: &Arc<Shared>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => Arc::new(a),
+        Err(c) => return challenge(&c),
+    };
+    let Some(id) = session_param(parts.uri.query()) else {
+        return rpc_error(
+            400,
+            None,
+            &RpcError::invalid_request("sessionId query parameter required"),
+        );
+    };
+    let Some(pair) = shared.pairs.get(id, &auth.principal) else {
+        return session_not_found(None);
+    };
+    let Some(permit) = shared.permit() else {
+        tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
+        return rpc_error(503, None, &RpcError::internal_with("Server is overloaded"));
+    };
+    let bytes = match read_body(shared, body, &parts).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let limits = DecodeLimits {
+        max_bytes: shared.config.max_body_bytes,
+        max_depth: shared.config.max_depth,
+    };
+    let inbound = match decode(&bytes, &limits) {
+        Ok(i) => i,
+        Err(e) if !e.wants_reply() => return empty(StatusCode::ACCEPTED),
+        Err(e) => return rpc_error(400, e.id(), &e.to_rpc_error()),
+    };
+    let cx = Call {
+        shared: shared.clone(),
+        pair,
+        auth,
+        extensions: parts.extensions,
+        permit,
+    };
+    match inbound {
+        Inbound::Single(Message::Response(r)) => {
+            if let Some(s) = cx.pair.session() {
+                s.deliver(&r.id, r.outcome);
+            }
+        }
+        Inbound::Single(Message::Notification(n)) => notification(&cx, &n),
+        // `initialize` is answered before the 202, so that the session exists when the client
+        // sends its next message.
+        Inbound::Single(Message::Request(r)) if r.method == "initialize" => {
+            let frame = initialize(&cx, &r);
+            cx.pair.push(frame).await;
+        }
+        Inbound::Single(Message::Request(r)) => {
+            let tracker = cx.shared.tracker.clone();
+            tracker.spawn(async move {
+                let pair = cx.pair.clone();
+                if let Some(frame) = answer(cx, r).await {
+                    pair.push(frame).await;
+                }
+            });
+        }
+        Inbound::Batch(items) => {
+            if let Some(refused) = batch(cx, items) {
+                return refused;
+            }
+        }
+    }
+    empty(StatusCode::ACCEPTED)
+}
+
+/// What one message of the pair runs with.
+#[derive(Clone)]
+struct Call {
+    shared: Arc<Shared>,
+    pair: Arc<Pair>,
+    auth: Arc<AuthInfo>,
+    extensions: http::Extensions,
+    permit: Arc<Permit>,
+}
+
+fn notification(cx: &Call, n: &Notification) {
+    let session = cx.pair.session();
+    let in_flight = session.as_ref().map_or(&cx.pair.sessionless, |s| s.in_flight());
+    cx.shared.runtime.notification(n, session.as_ref(), in_flight);
+}
+
+/// Creates the pair's session from the client's `initialize`.
+fn initialize(cx: &Call, req: &RpcRequest) -> Frame {
+    let runtime = &cx.shared.runtime;
+    let mut slot = lock(&cx.pair.session);
+    if slot.is_some() {
+        return encode_error(Some(&req.id), &RpcError::invalid_request("Session already initialized"));
+    }
+    if let Err(rej) = runtime.route(req, Some(PINNED), None) {
+        return encode_error(Some(&req.id), &rej.error);
+    }
+    match runtime.initialize(req, &cx.auth) {
+        Ok((result, session)) => {
+            *slot = Some(session.clone());
+            drop(slot);
+            cx.pair.joined.send_replace(Some(cx.shared.hub.channel(&session)));
+            if cx.pair.ended.is_cancelled() {
+                // The stream ended meanwhile: the session must not outlive it.
+                session.close();
+                cx.shared.hub.remove(session.id());
+            }
+            tracing::debug!(revision = %session.revision(), "HTTP+SSE session initialized");
+            encode_result(&req.id, &result)
+        }
+        Err(e) => encode_error(Some(&req.id), &e),
+    }
+}
+
+/// Runs one request of the pair; `None` when it was cancelled (nothing is answered).
+async fn answer(cx: Call, req: RpcRequest) -> Option<Frame> {
+    if req.method == "server/discover" {
+        return Some(encode_error(Some(&req.id), &RpcError::method_not_found(&req.method)));
+    }
+    if request_era(&req, Some(PINNED)) == Era::Modern {
+        let e = RpcError::invalid_request("The HTTP+SSE transport serves the legacy revisions only");
+        return Some(encode_error(Some(&req.id), &e));
+    }
+    if req.method == "initialize" {
+        return Some(initialize(&cx, &req));
+    }
+    let Call {
+        shared,
+        pair,
+        auth,
+        extensions,
+        permit,
+    } = cx;
+    let _permit = permit;
+    let session = pair.session();
+    let route = match shared.runtime.route(&req, Some(PINNED), session.as_deref()) {
+        Ok(r) => r,
+        Err(rej) => return Some(encode_error(Some(&req.id), &rej.error)),
+    };
+    let cancel = pair.ended.child_token();
+    let in_flight = session.as_ref().map_or(&pair.sessionless, |s| s.in_flight());
+    let _registration = match in_flight.begin(req.id.clone(), cancel.clone()) {
+        Ok(g) => g,
+        Err(dup) => return Some(encode_error(Some(&req.id), &RpcError::invalid_request(dup.to_string()))),
+    };
+    let id = req.id.clone();
+    let env = RequestEnv {
+        auth,
+        session: session.clone(),
+        sink: Sink::new(pair.out.clone()),
+        cancel: cancel.clone(),
+        extensions,
+    };
+    let reply = shared.runtime.dispatch(req, &route, env).await;
+    let reply = if cancel.is_cancelled() { Reply::Cancelled } else { reply };
+    reply.into_outcome().map(|o| encode_response(&id, &o))
+}
+
+/// A batch: checked against the session's revision, its requests run concurrently, and their
+/// replies go on the stream as one array.
+/// Returns the refusal of the whole batch, if any.
+fn batch(cx: Call, items: Vec<Result<Message, DecodeError>>) -> Option<Response> {
+    let mut out: Vec<Frame> = Vec::new();
+    let mut messages = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Ok(m) => messages.push(m),
+            Err(e) if e.wants_reply() => out.push(encode_error(e.id(), &e.to_rpc_error())),
+            Err(_) => {}
+        }
+    }
+    let revision = cx.pair.session().map_or(PINNED, |s| s.revision());
+    if let Err(e) = check_batch(Some(revision), &messages) {
+        return Some(rpc_error(400, None, &e));
+    }
+    let mut requests = Vec::new();
+    for m in messages {
+        match m {
+            Message::Response(r) => {
+                if let Some(s) = cx.pair.session() {
+                    s.deliver(&r.id, r.outcome);
+                }
+            }
+            Message::Notification(n) => notification(&cx, &n),
+            Message::Request(r) => requests.push(r),
+        }
+    }
+    let tracker = cx.shared.tracker.clone();
+    tracker.spawn(async move {
+        let pair = cx.pair.clone();
+        let answers = futures::future::join_all(requests.into_iter().map(|r| answer(cx.clone(), r))).await;
+        out.extend(answers.into_iter().flatten());
+        if out.is_empty() {
+            return;
+        }
+        let mut array = b"[".to_vec();
+        for (i, o) in out.iter().enumerate() {
+            if i > 0 {
+                array.push(b',');
+            }
+            array.extend_from_slice(o);
+        }
+        array.push(b']');
+        pair.push(array).await;
+    });
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_parameter() {
+        assert_eq!(session_param(Some("sessionId=mcp_1")), Some("mcp_1"));
+        assert_eq!(session_param(Some("a=b&sessionId=x")), Some("x"));
+        assert_eq!(session_param(Some("sessionId=")), None);
+        assert_eq!(session_param(Some("session=x")), None);
+        assert_eq!(session_param(None), None);
+    }
+}

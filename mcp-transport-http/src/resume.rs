@@ -1,0 +1,447 @@
+//! Resumable POST streams (SEP-1699): the buffer of one legacy call's stream, the readers that
+//! follow it (the POST response, then any GET that resumes it), and the per-session table.
+//!
+//! A streamed legacy call of a session writes its frames, then its reply, to a [`Tape`]
+//! instead of straight to the response. A reader follows the tape from a cursor: the POST
+//! response starts with a priming event (`retry:`, id `<stream>-0`, empty data), a resuming GET
+//! with a `retry:` field, then both write every event after their cursor with the id
+//! `<stream>-<seq>`, so that `Last-Event-ID` names the stream it came from and never resumes
+//! another. One reader at a time: a newer one ends the older.
+//!
+//! Bounds: while a reader is attached the call waits for it when `capacity` events are unread
+//! (back-pressure, as with a plain stream); with no reader the tape keeps the newest `capacity`
+//! events (a reader that resumes before the lost ones gets one `notifications/replay_truncated`)
+//! and always the reply. A tape is dropped once a reader has written its end; a finished tape
+//! that no reader delivered is kept for a later GET, at most [`RETAINED`] per session (oldest
+//! dropped first), and every tape goes with its session.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use mcp_protocol::jsonrpc::encode_notification;
+use serde_json::json;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::sse;
+
+/// Finished, undelivered streams kept per session for a late resumption.
+pub(crate) const RETAINED: usize = 16;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Parses a `Last-Event-ID` of a POST stream: `<stream>-<seq>`.
+pub(crate) fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = id.trim().split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+#[derive(Debug, Default)]
+struct State {
+    events: VecDeque<(u64, Bytes)>,
+    /// The next sequence number (0 is the priming event's).
+    next: u64,
+    /// The highest sequence number evicted (0: none).
+    evicted: u64,
+    /// The stream's end: the last sequence number and the reply (`None`: cancelled, no reply).
+    end: Option<(u64, Option<Bytes>)>,
+    /// The attached reader: its generation and the last sequence number it wrote.
+    reader: Option<(u64, u64)>,
+}
+
+/// What a reader writes next.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Batch {
+    /// Events after the cursor were lost (or the cursor is unknown).
+    pub(crate) truncated: bool,
+    /// Where the events resume: the cursor, or past the lost ones when truncated.
+    pub(crate) from: u64,
+    /// The events to write, in order.
+    pub(crate) events: Vec<(u64, Bytes)>,
+    /// After these events the stream is over.
+    pub(crate) done: bool,
+}
+
+/// The buffer of one POST stream.
+#[derive(Debug)]
+pub(crate) struct Tape {
+    number: u64,
+    capacity: usize,
+    state: Mutex<State>,
+    /// Bumped by every push and by the end.
+    latest: watch::Sender<u64>,
+    /// Bumped by every reader that attaches.
+    readers: watch::Sender<u64>,
+    /// A reader advanced or left: a waiting producer may go on.
+    room: Notify,
+}
+
+impl Tape {
+    fn new(number: u64, capacity: usize) -> Self {
+        Tape {
+            number,
+            capacity: capacity.max(1),
+            state: Mutex::new(State {
+                next: 1,
+                ..State::default()
+            }),
+            latest: watch::Sender::new(0),
+            readers: watch::Sender::new(0),
+            room: Notify::new(),
+        }
+    }
+
+    /// The stream's number (the first part of its event ids).
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Appends a frame, waiting while an attached reader has `capacity` events unread.
+    pub(crate) async fn push(&self, frame: Bytes) {
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut st = lock(&self.state);
+                let unread = st.reader.map_or(0, |(_, cursor)| (st.next - 1).saturating_sub(cursor));
+                if unread < self.capacity as u64 {
+                    let seq = st.next;
+                    st.next += 1;
+                    st.events.push_back((seq, frame));
+                    while st.events.len() > self.capacity {
+                        if let Some((old, _)) = st.events.pop_front() {
+                            st.evicted = old;
+                        }
+                    }
+                    drop(st);
+                    self.latest.send_modify(|n| *n += 1);
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Ends the stream, with the reply (`None`: the call was cancelled and answers nothing).
+    pub(crate) fn finish(&self, reply: Option<Bytes>) {
+        let mut st = lock(&self.state);
+        let last = if reply.is_some() { st.next } else { st.next - 1 };
+        st.next = last + 1;
+        st.end = Some((last, reply));
+        drop(st);
+        self.latest.send_modify(|n| *n += 1);
+    }
+
+    /// Whether a reader at `cursor` has nothing left to receive.
+    pub(crate) fn consumed(&self, cursor: u64) -> bool {
+        lock(&self.state).end.as_ref().is_some_and(|(last, _)| cursor >= *last)
+    }
+
+    /// What a reader at `cursor` writes next.
+    fn after(&self, cursor: u64) -> Batch {
+        let st = lock(&self.state);
+        let mut batch = Batch {
+            truncated: cursor < st.evicted || cursor >= st.next,
+            ..Batch::default()
+        };
+        let from = if batch.truncated {
+            st.evicted.max(cursor.min(st.next - 1))
+        } else {
+            cursor
+        };
+        batch.from = from;
+        batch.events = st.events.iter().filter(|(seq, _)| *seq > from).cloned().collect();
+        if let Some((last, reply)) = &st.end {
+            if let Some(reply) = reply
+                && *last > from
+            {
+                batch.events.push((*last, reply.clone()));
+            }
+            batch.done = true;
+        }
+        batch
+    }
+
+    fn attach(&self, cursor: u64) -> u64 {
+        let mut generation = 0;
+        self.readers.send_modify(|n| {
+            *n += 1;
+            generation = *n;
+        });
+        lock(&self.state).reader = Some((generation, cursor));
+        self.room.notify_waiters();
+        generation
+    }
+
+    fn advance(&self, generation: u64, cursor: u64) {
+        let mut st = lock(&self.state);
+        if let Some((g, c)) = &mut st.reader
+            && *g == generation
+        {
+            *c = cursor;
+            drop(st);
+            self.room.notify_waiters();
+        }
+    }
+
+    fn detach(&self, generation: u64) {
+        let mut st = lock(&self.state);
+        if st.reader.is_some_and(|(g, _)| g == generation) {
+            st.reader = None;
+            drop(st);
+            self.room.notify_waiters();
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    next: u64,
+    tapes: HashMap<u64, Arc<Tape>>,
+    retained: VecDeque<u64>,
+}
+
+/// The POST streams of one session.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    table: Mutex<Table>,
+    capacity: usize,
+}
+
+impl Streams {
+    /// No stream yet; each will keep `capacity` events.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Streams {
+            table: Mutex::new(Table::default()),
+            capacity,
+        }
+    }
+
+    /// Opens a stream with the next number (from 1).
+    pub(crate) fn open(&self) -> Arc<Tape> {
+        let mut t = lock(&self.table);
+        t.next += 1;
+        let number = t.next;
+        let tape = Arc::new(Tape::new(number, self.capacity));
+        t.tapes.insert(number, tape.clone());
+        tape
+    }
+
+    /// A stream still held.
+    pub(crate) fn get(&self, number: u64) -> Option<Arc<Tape>> {
+        lock(&self.table).tapes.get(&number).cloned()
+    }
+
+    /// A stream ended; it stays for a resumption until delivered or pushed out.
+    pub(crate) fn finished(&self, number: u64) {
+        let mut t = lock(&self.table);
+        if !t.tapes.contains_key(&number) {
+            return;
+        }
+        t.retained.push_back(number);
+        while t.retained.len() > RETAINED {
+            if let Some(old) = t.retained.pop_front() {
+                t.tapes.remove(&old);
+            }
+        }
+    }
+
+    /// A reader wrote the stream's end: nothing is left to resume.
+    fn delivered(&self, number: u64) {
+        let mut t = lock(&self.table);
+        t.tapes.remove(&number);
+        t.retained.retain(|n| *n != number);
+    }
+}
+
+/// What a reader of a POST stream needs.
+pub(crate) struct Follow {
+    pub(crate) streams: Arc<Streams>,
+    pub(crate) tape: Arc<Tape>,
+    /// `None`: a new stream (priming event first); else the resumed cursor.
+    pub(crate) from: Option<u64>,
+    /// When the server closes this reader (SEP-1699 polling).
+    pub(crate) close_at: Option<Instant>,
+    pub(crate) retry: Duration,
+    pub(crate) keep_alive: Duration,
+    pub(crate) shutdown: CancellationToken,
+    /// The session's `closed` token.
+    pub(crate) session: CancellationToken,
+}
+
+/// Detaches a reader however it ends.
+struct Attached(Arc<Tape>, u64);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.0.detach(self.1);
+    }
+}
+
+/// Writes a POST stream to one response until its end, the client leaves, a newer reader takes
+/// over, the server closes it for polling, the session ends or the server shuts down.
+pub(crate) async fn follow(f: Follow, tx: mpsc::Sender<Bytes>) {
+    let Follow {
+        streams,
+        tape,
+        from,
+        close_at,
+        retry,
+        keep_alive,
+        shutdown,
+        session,
+    } = f;
+    let number = tape.number();
+    let mut readers = tape.readers.subscribe();
+    let mine = tape.attach(from.unwrap_or(0));
+    readers.mark_unchanged();
+    let _attached = Attached(tape.clone(), mine);
+    let mut latest = tape.latest.subscribe();
+    let first = match from {
+        None => sse::priming(&format!("{number}-0"), retry),
+        Some(_) => sse::retry(retry),
+    };
+    if tx.send(first).await.is_err() {
+        return;
+    }
+    let mut cursor = from.unwrap_or(0);
+    let mut tick = tokio::time::interval(keep_alive.max(Duration::from_millis(10)));
+    tick.reset();
+    let close = async move {
+        match close_at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(close);
+    loop {
+        latest.mark_unchanged();
+        let batch = tape.after(cursor);
+        if batch.truncated {
+            if tx.send(sse::event(None, &truncated(number, cursor))).await.is_err() {
+                return;
+            }
+            cursor = batch.from;
+        }
+        for (seq, frame) in batch.events {
+            let id = format!("{number}-{seq}");
+            if tx.send(sse::event(Some(&id), &frame)).await.is_err() {
+                return;
+            }
+            cursor = seq;
+            tape.advance(mine, cursor);
+        }
+        if batch.done {
+            streams.delivered(number);
+            return;
+        }
+        tokio::select! {
+            _ = tx.closed() => return,
+            _ = shutdown.cancelled() => return,
+            _ = session.cancelled() => return,
+            r = readers.changed() => {
+                if r.is_err() || *readers.borrow_and_update() != mine {
+                    return;
+                }
+            }
+            r = latest.changed() => {
+                if r.is_err() {
+                    return;
+                }
+            }
+            _ = tick.tick() => {
+                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
+                    return;
+                }
+            }
+            _ = &mut close => {
+                tracing::debug!(stream = number, "POST stream closed by the server; the client resumes with GET");
+                return;
+            }
+        }
+    }
+}
+
+fn truncated(number: u64, cursor: u64) -> Bytes {
+    Bytes::from(encode_notification(
+        "notifications/replay_truncated",
+        Some(&json!({ "lastEventId": format!("{number}-{cursor}") })),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seqs(b: &Batch) -> Vec<u64> {
+        b.events.iter().map(|(s, _)| *s).collect()
+    }
+
+    #[tokio::test]
+    async fn window_end_and_reply() {
+        let tape = Tape::new(1, 2);
+        for _ in 0..3 {
+            tape.push(Bytes::from_static(b"{}")).await;
+        }
+        // seqs 1..=3 pushed with no reader, 1 evicted.
+        let b = tape.after(0);
+        assert!(b.truncated && !b.done);
+        assert_eq!(seqs(&b), vec![2, 3]);
+        assert_eq!(seqs(&tape.after(2)), vec![3]);
+        tape.finish(Some(Bytes::from_static(b"reply")));
+        let b = tape.after(3);
+        assert_eq!(seqs(&b), vec![4], "the reply is never evicted");
+        assert!(b.done && !b.truncated);
+        assert!(!tape.consumed(3));
+        assert!(tape.consumed(4));
+        let cancelled = Tape::new(2, 4);
+        cancelled.push(Bytes::new()).await;
+        cancelled.finish(None);
+        assert!(cancelled.consumed(1), "a cancelled stream ends after its last event");
+        assert!(cancelled.after(1).done);
+    }
+
+    #[tokio::test]
+    async fn an_attached_reader_holds_the_producer() {
+        let tape = Arc::new(Tape::new(1, 1));
+        let g = tape.attach(0);
+        tape.push(Bytes::new()).await;
+        let producer = {
+            let tape = tape.clone();
+            tokio::spawn(async move { tape.push(Bytes::new()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!producer.is_finished(), "waits for the reader");
+        tape.advance(g, 1);
+        producer.await.expect("pushed once the reader advanced");
+        let producer = {
+            let tape = tape.clone();
+            tokio::spawn(async move { tape.push(Bytes::new()).await })
+        };
+        tape.detach(g);
+        producer.await.expect("pushed once the reader left");
+        assert_eq!(tape.after(0).events.len(), 1, "no reader: the newest events only");
+    }
+
+    #[test]
+    fn table_retains_a_bounded_number() {
+        let streams = Streams::new(4);
+        let tapes: Vec<_> = (0..RETAINED + 2).map(|_| streams.open()).collect();
+        for t in &tapes {
+            streams.finished(t.number());
+        }
+        assert!(streams.get(1).is_none() && streams.get(2).is_none(), "oldest dropped");
+        assert!(streams.get(3).is_some());
+        streams.delivered(3);
+        assert!(streams.get(3).is_none());
+        assert_eq!(parse_id("3-7"), Some((3, 7)));
+        assert_eq!(parse_id("7"), None);
+        assert_eq!(parse_id("a-1"), None);
+    }
+}
