@@ -35,9 +35,8 @@ const LEGS: &[Leg] = &[
     Leg { name: "all-2025-03-26", args: &["--spec-version", "2025-03-26", "--suite", "all"], enabled: true },
     Leg { name: "req-2025-11-25", args: &["--requirements", "2025-11-25"], enabled: true },
     Leg { name: "all-2026-07-28", args: &["--spec-version", "2026-07-28", "--suite", "all"], enabled: true },
-    // These two include the tasks-extension scenarios: enabled when tasks are served.
-    Leg { name: "req-2026-07-28", args: &["--requirements", "2026-07-28"], enabled: false },
-    Leg { name: "all", args: &["--suite", "all"], enabled: false },
+    Leg { name: "req-2026-07-28", args: &["--requirements", "2026-07-28"], enabled: true },
+    Leg { name: "all", args: &["--suite", "all"], enabled: true },
 ];
 
 /// Options of `cargo xtask conformance`.
