@@ -154,6 +154,24 @@ pub fn http_status(era: Era, code: i32) -> u16 {
     }
 }
 
+/// The HTTP status of an error raised while running a method (after
+/// dispatch), per era.
+///
+/// Unlike [`http_status`], a modern -32602 raised by a handler (an unknown
+/// prompt, a resource that does not exist, a tampered `requestState`) travels
+/// in-band with 200: only the errors the specification maps to statuses keep
+/// them (-32601 404; -32020, -32021, -32022 400). Legacy errors are in-band.
+pub fn dispatch_http_status(era: Era, code: i32) -> u16 {
+    match (era, code) {
+        (Era::Modern, codes::METHOD_NOT_FOUND) => 404,
+        (
+            Era::Modern,
+            codes::HEADER_MISMATCH | codes::MISSING_REQUIRED_CLIENT_CAPABILITY | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => 400,
+        _ => 200,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +192,22 @@ mod tests {
         for (code, modern, legacy) in table {
             assert_eq!(http_status(Era::Modern, code), modern, "modern {code}");
             assert_eq!(http_status(Era::Legacy, code), legacy, "legacy {code}");
+        }
+    }
+
+    #[test]
+    fn dispatch_status_table() {
+        let table = [
+            (codes::METHOD_NOT_FOUND, 404),
+            (codes::INVALID_PARAMS, 200),
+            (codes::INTERNAL_ERROR, 200),
+            (codes::HEADER_MISMATCH, 400),
+            (codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400),
+            (codes::UNSUPPORTED_PROTOCOL_VERSION, 400),
+        ];
+        for (code, modern) in table {
+            assert_eq!(dispatch_http_status(Era::Modern, code), modern, "modern {code}");
+            assert_eq!(dispatch_http_status(Era::Legacy, code), 200, "legacy {code}");
         }
     }
 

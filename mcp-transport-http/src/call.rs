@@ -15,7 +15,8 @@ use axum::body::Bytes;
 use axum::response::Response;
 use http::StatusCode;
 use mcp_protocol::jsonrpc::{encode_error, encode_result};
-use mcp_protocol::{RequestId, RpcError, codes};
+use mcp_protocol::error::dispatch_http_status;
+use mcp_protocol::{Era, RequestId, RpcError};
 use mcp_runtime::{Frame, Reply, RequestEnv, Route, Session, Sink};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -40,19 +41,12 @@ pub(crate) enum Mode {
     },
 }
 
-/// The status of an error reply produced by the dispatcher (behaviour invariant 17). Handler
-/// errors travel in-band, except the modern errors the specification maps to a status.
 fn dispatch_status(mode: Mode, code: i32) -> u16 {
-    match mode {
-        Mode::Legacy => 200,
-        Mode::Modern { .. } => match code {
-            codes::METHOD_NOT_FOUND => 404,
-            codes::HEADER_MISMATCH
-            | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-            | codes::UNSUPPORTED_PROTOCOL_VERSION => 400,
-            _ => 200,
-        },
-    }
+    let era = match mode {
+        Mode::Legacy => Era::Legacy,
+        Mode::Modern { .. } => Era::Modern,
+    };
+    dispatch_http_status(era, code)
 }
 
 /// Runs a routed request (anything but a legacy `initialize`) and answers it.
@@ -291,25 +285,5 @@ async fn pump(
     }
     if let Some(last) = final_frame(&id, prefer_cancel(reply, &cancel)) {
         let _ = tx.send(sse::event(None, &last)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_of_dispatch_errors() {
-        let modern = Mode::Modern { stream: false };
-        let table = [
-            (codes::METHOD_NOT_FOUND, 404, 200),
-            (codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400, 200),
-            (codes::INVALID_PARAMS, 200, 200),
-            (codes::INTERNAL_ERROR, 200, 200),
-        ];
-        for (code, m, l) in table {
-            assert_eq!(dispatch_status(modern, code), m, "modern {code}");
-            assert_eq!(dispatch_status(Mode::Legacy, code), l, "legacy {code}");
-        }
     }
 }
