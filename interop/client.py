@@ -10,6 +10,14 @@ fixture's trigger tools (on a `subscriptions/listen` stream in the modern modes,
 notifications in legacy mode).
 
     client.py (--stdio "CMD ARGS" | --url URL) --mode legacy|auto|2026-07-28
+              [--bearer TOKEN | --api-key KEY | --mint-hs256 SECRET --audience AUD [--issuer ISS]]
+
+Over HTTP the client can authenticate: `--bearer TOKEN` sends `Authorization: Bearer TOKEN`,
+`--api-key KEY` sends `X-API-Key: KEY`, and `--mint-hs256 SECRET --audience AUD` mints a
+short-lived HS256 JWT itself (stdlib `hmac`) and sends it as a bearer token. The headers go on
+every request of the Streamable HTTP transport (an httpx2 client with default headers), and an
+extra check makes sure that the same endpoint refuses a request without them (401 with a
+`WWW-Authenticate` challenge). Credentials are never printed.
 
 Each check prints `ok <name>`, `FAIL <name>: <why>` or `skip <name> (<reason>)`; the last line
 is `N passed, N failed` and the exit code is 1 if any check failed. Every request is bounded by a
@@ -23,6 +31,8 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import os
 import shlex
@@ -34,8 +44,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import PromptsListChanged, Subscription, SubscriptionLost, ToolsListChanged
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 # ping, logging/setLevel and resources/(un)subscribe are deprecated or removed in 2026-07-28; the
@@ -807,6 +820,57 @@ async def protocol_version(client: Client, mode: str) -> None:
     expect_eq(client.protocol_version, EXPECTED_PROTOCOL[mode], "negotiated protocol version")
 
 
+def mint_hs256(secret: str, audience: str, issuer: str | None, subject: str = "interop") -> str:
+    """An HS256 JWT for `subject`, valid for ten minutes (RFC 7519, signed with stdlib hmac)."""
+
+    def b64url(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+    now = int(time.time())
+    claims: dict[str, Any] = {"sub": subject, "aud": audience, "iat": now, "exp": now + 600}
+    if issuer:
+        claims["iss"] = issuer
+    header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+    payload = b64url(json.dumps(claims, separators=(",", ":")).encode())
+    signing_input = f"{header}.{payload}".encode("ascii")
+    signature = hmac.new(secret.encode(), signing_input, hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64url(signature)}"
+
+
+def auth_headers(args: argparse.Namespace) -> dict[str, str]:
+    """The credential headers the options ask for (empty without credentials)."""
+    if args.mint_hs256:
+        return {"Authorization": f"Bearer {mint_hs256(args.mint_hs256, args.audience, args.issuer)}"}
+    if args.bearer:
+        return {"Authorization": f"Bearer {args.bearer}"}
+    if args.api_key:
+        return {"X-API-Key": args.api_key}
+    return {}
+
+
+async def refused_without_credentials(url: str, bearer: bool) -> None:
+    """The endpoint refuses an `initialize` that carries no credentials: 401 with a challenge."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "interop-no-credentials", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx2.AsyncClient(timeout=10.0) as http:
+        resp = await http.post(url, json=body, headers=headers)
+    expect_eq(resp.status_code, 401, "status without credentials")
+    challenge = resp.headers.get("www-authenticate", "")
+    expect(challenge != "", "a 401 carries a WWW-Authenticate challenge")
+    if bearer:
+        expect(challenge.startswith("Bearer "), f"a bearer challenge: {challenge!r}")
+        expect("resource_metadata=" in challenge, f"the challenge names the metadata document: {challenge!r}")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     target = p.add_mutually_exclusive_group(required=True)
@@ -815,7 +879,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mode", choices=MODES, required=True, help="version negotiation of mcp.Client")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per check (default 30)")
     p.add_argument("--total-timeout", type=float, default=300.0, help="seconds for the whole run (default 300)")
-    return p.parse_args(argv)
+    creds = p.add_mutually_exclusive_group()
+    creds.add_argument("--bearer", metavar="TOKEN", help="HTTP: send Authorization: Bearer TOKEN")
+    creds.add_argument("--api-key", metavar="KEY", help="HTTP: send X-API-Key: KEY")
+    creds.add_argument("--mint-hs256", metavar="SECRET", help="HTTP: mint an HS256 JWT (needs --audience)")
+    p.add_argument("--audience", help="the aud claim of a minted token")
+    p.add_argument("--issuer", help="the iss claim of a minted token (none by default)")
+    args = p.parse_args(argv)
+    if args.mint_hs256 and not args.audience:
+        p.error("--mint-hs256 needs --audience")
+    if args.stdio and (args.bearer or args.api_key or args.mint_hs256):
+        p.error("credentials apply to --url only")
+    return args
 
 
 def main(argv: list[str]) -> int:
@@ -831,6 +906,9 @@ def main(argv: list[str]) -> int:
     else:
         target = args.url
         where = args.url
+    headers = auth_headers(args)
+    if headers:
+        where += f" with {'a bearer token' if 'Authorization' in headers else 'an API key'}"
     print(f"interop: mcp.Client mode={args.mode} against {where}", flush=True)
 
     run = Runner(args.mode, args.timeout)
@@ -849,7 +927,18 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         try:
             with anyio.fail_after(args.total_timeout):
-                await run_checks(target, run)
+                if not headers:
+                    await run_checks(target, run)
+                    return
+                bearer = "Authorization" in headers
+
+                async def refused() -> None:
+                    await refused_without_credentials(args.url, bearer)
+
+                await run.check("auth: refused without credentials", refused)
+                # The SDK's transport takes a ready httpx2 client: ours carries the credentials.
+                async with create_mcp_http_client(headers=headers) as http:
+                    await run_checks(streamable_http_client(args.url, http_client=http), run)
         except TimeoutError:
             run.fail("run", f"timed out after {time.monotonic() - started:.0f} s")
         except BaseException as e:  # connection or teardown failure: report it as a failed check

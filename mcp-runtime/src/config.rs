@@ -6,6 +6,8 @@ use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
+use crate::visibility::Visibility;
+
 /// How a server presents itself and the bounds it keeps.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -65,6 +67,16 @@ pub struct ServerConfig {
     /// Most tasks one principal holds (all its sessions together) until they
     /// expire (default 1 000).
     pub max_tasks_per_principal: usize,
+    /// How long a 2025-11-25 URL-mode elicitation id stays valid for
+    /// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
+    /// (default 15 min).
+    pub elicitation_ttl: Duration,
+    /// Most live URL-mode elicitation ids one principal holds (default 20);
+    /// over it, a URL-mode elicitation is refused.
+    pub max_elicitations_per_principal: usize,
+    /// Which tools, prompts, resources and templates each principal sees
+    /// (default `None`: everyone sees everything). See [`Visibility`].
+    pub visibility: Option<Visibility>,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +104,9 @@ impl Default for ServerConfig {
             task_result_timeout: Duration::from_secs(300),
             max_tasks_total: 10_000,
             max_tasks_per_principal: 1_000,
+            elicitation_ttl: Duration::from_secs(15 * 60),
+            max_elicitations_per_principal: 20,
+            visibility: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use mcp_protocol::{Era, Feature, RequestId, Revision, RpcError};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::elicitation::{ElicitationError, Elicitations};
 use crate::handler::HandlerError;
 use crate::mrtr::InputRequired;
 use crate::session::Session;
@@ -40,6 +41,10 @@ pub enum ClientRequestError {
     /// The client answered with an error.
     #[error("client error: {0}")]
     Client(RpcError),
+    /// A URL-mode elicitation could not get its `elicitationId` (too many
+    /// pending for the principal).
+    #[error(transparent)]
+    Elicitation(ElicitationError),
 }
 
 impl From<ClientRequestError> for HandlerError {
@@ -47,6 +52,9 @@ impl From<ClientRequestError> for HandlerError {
         match e {
             ClientRequestError::CapabilityMissing(cap) => {
                 HandlerError::Rpc(RpcError::missing_capability(json!({ cap: {} })))
+            }
+            ClientRequestError::Elicitation(ElicitationError::TooMany) => {
+                HandlerError::Rpc(RpcError::internal_with("Too many pending URL elicitations"))
             }
             other => HandlerError::Internal(other.to_string()),
         }
@@ -80,6 +88,8 @@ pub(crate) struct CtxInner {
     pub(crate) request_state: Option<Value>,
     /// The 2025-11-25 task the call runs as, if any.
     pub(crate) task: Option<Arc<TaskLink>>,
+    /// The runtime's URL-mode elicitation records.
+    pub(crate) elicitations: Arc<Elicitations>,
 }
 
 /// The per-request context handed to every handler. Cheap to clone.
@@ -258,6 +268,11 @@ impl Ctx {
         Ctx::new(inner)
     }
 
+    /// The runtime's URL-mode elicitation records.
+    pub(crate) fn elicitations(&self) -> &Elicitations {
+        &self.inner.elicitations
+    }
+
     /// Where the request's messages go.
     pub(crate) fn sink(&self) -> &Sink {
         &self.inner.sink
@@ -354,7 +369,23 @@ impl Ctx {
     /// the task is `input_required` until the answer arrives, and the
     /// request travels on the task's stream: the creating call's while it is
     /// open (stdio), else the stream of the client's next `tasks/result`.
+    ///
+    /// A URL-mode `elicitation/create` of a 2025-11-25 session gets its
+    /// `elicitationId` from the runtime (see [`Ctx::elicit_url`]).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
+        let mut params = params;
+        let url_id = match method {
+            "elicitation/create" => self.prepare_url_elicitation(&mut params)?,
+            _ => None,
+        };
+        let outcome = self.request_as_task(method, params).await;
+        if let Some(id) = url_id {
+            self.settle_url_elicitation(&id, &outcome);
+        }
+        outcome
+    }
+
+    async fn request_as_task(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
         let Some(task) = self.inner.task.clone() else {
             return self.send_request(method, params).await;
         };

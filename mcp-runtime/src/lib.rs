@@ -19,7 +19,11 @@
 //!   subscriptions, and the [`SessionStore`] that expires idle ones;
 //! - [`tasks`]: long-running tool calls as tasks (2025-11-25 core tasks and
 //!   the 2026-07-28 extension), the inline-then-task hand-off, and the
-//!   pluggable [`TaskStore`] (in memory by default).
+//!   pluggable [`TaskStore`] (in memory by default);
+//! - 2025-11-25 URL-mode elicitation ids, owned by the principal and bound to
+//!   the session that elicited ([`Runtime::complete_elicitation`] notifies
+//!   that session only);
+//! - the optional [`Visibility`] hook filtering the catalog per principal.
 //!
 //! Transports (stdio, HTTP) decode bytes with `mcp-protocol`, call
 //! [`Runtime::route`] then [`Runtime::dispatch`] (or
@@ -30,6 +34,7 @@
 mod config;
 mod ctx;
 pub mod dispatch;
+mod elicitation;
 mod guard;
 pub mod handler;
 mod inflight;
@@ -40,14 +45,17 @@ mod session;
 mod sink;
 pub mod tasks;
 pub mod uri_template;
+pub mod visibility;
 
 pub use config::ServerConfig;
 pub use ctx::{ClientRequestError, Ctx};
 pub use dispatch::{Rejection, Reply, RequestEnv, Route, Runtime};
+pub use elicitation::{ElicitationError, UrlElicitation};
 pub use handler::{HandlerError, ToolResult};
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub use listen::{Listener, Subscriptions};
 pub use registry::Registry;
-pub use session::{Session, SessionStore};
+pub use session::{Outlet, Session, SessionStore};
 pub use sink::{Frame, Sink};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub use visibility::{CatalogKind, Visibility};

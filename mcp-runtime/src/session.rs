@@ -1,7 +1,8 @@
 //! Legacy sessions: what `initialize` negotiated, the session's log level and
-//! resource subscriptions, its pending server-to-client requests and its
-//! requests in flight. Sessions are bound to the principal that created them;
-//! another principal's lookup answers like an unknown id.
+//! resource subscriptions, its pending server-to-client requests, its
+//! requests in flight, and the outlet of the notifications meant for it
+//! alone. Sessions are bound to the principal that created them; another
+//! principal's lookup answers like an unknown id.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -17,8 +18,26 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::inflight::InFlight;
+use crate::sink::Frame;
 
 type Pending = oneshot::Sender<Result<Value, RpcError>>;
+
+/// Where the notifications meant for one session go (for example
+/// `notifications/elicitation/complete`): installed by the transport that
+/// serves the session (HTTP: the session's event buffer and GET stream;
+/// stdio: the writer). It answers whether the frame was accepted, and never
+/// waits.
+pub type Outlet = Arc<dyn Fn(Frame) -> bool + Send + Sync>;
+
+/// The session's outlet slot (the closure has no `Debug`).
+#[derive(Default)]
+struct OutletSlot(Mutex<Option<Outlet>>);
+
+impl std::fmt::Debug for OutletSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if lock(&self.0).is_some() { "Outlet" } else { "NoOutlet" })
+    }
+}
 
 /// One legacy session.
 #[derive(Debug)]
@@ -37,6 +56,7 @@ pub struct Session {
     last_activity_ms: AtomicU64,
     epoch: Instant,
     closed: CancellationToken,
+    outlet: OutletSlot,
 }
 
 impl Session {
@@ -63,6 +83,7 @@ impl Session {
             last_activity_ms: AtomicU64::new(0),
             epoch: Instant::now(),
             closed: CancellationToken::new(),
+            outlet: OutletSlot::default(),
         }
     }
 
@@ -177,10 +198,29 @@ impl Session {
         }
     }
 
+    /// Connects the session to the stream that carries the notifications
+    /// meant for it alone (the transport serving the session calls this; a
+    /// later call replaces the outlet).
+    pub fn set_outlet(&self, outlet: impl Fn(Frame) -> bool + Send + Sync + 'static) {
+        *lock(&self.outlet.0) = Some(Arc::new(outlet));
+    }
+
+    /// Sends a notification to this session only, through its outlet;
+    /// `false` when the session ended, no transport connected it, or the
+    /// stream refused the frame (notifications have no reply: nothing waits).
+    pub fn notify(&self, frame: Frame) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let outlet = lock(&self.outlet.0).clone();
+        outlet.is_some_and(|o| o(frame))
+    }
+
     /// Ends the session: in-flight calls are cancelled, pending requests fail
     /// at once, streams watching [`Session::closed`] end.
     pub fn close(&self) {
         self.closed.cancel();
+        lock(&self.outlet.0).take();
         self.in_flight.cancel_all();
         let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, tx)| tx).collect();
         for tx in pending {
@@ -356,6 +396,22 @@ mod tests {
         assert!(!s.deliver(&RequestId::from("other"), Ok(Value::Null)));
         assert!(s.deliver(&id, Ok(Value::Bool(true))));
         assert_eq!(rx.await.unwrap(), Ok(Value::Bool(true)));
+    }
+
+    #[test]
+    fn notifications_go_through_the_outlet_until_the_session_ends() {
+        let s = session("a");
+        assert!(!s.notify(b"x".to_vec()), "no outlet yet");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        s.set_outlet(move |f| {
+            lock(&sink).push(f);
+            true
+        });
+        assert!(s.notify(b"one".to_vec()));
+        s.close();
+        assert!(!s.notify(b"two".to_vec()));
+        assert_eq!(*lock(&seen), vec![b"one".to_vec()]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,7 +8,11 @@
 //! ```text
 //! cargo run --release --example everything -- --stdio
 //! cargo run --release --example everything -- --host 127.0.0.1 --port 3000   # http://127.0.0.1:3000/mcp
+//! cargo run --release --example everything -- --bearer-secret <32+ bytes> --audience mcp-test
 //! ```
+//!
+//! The authentication flags (`--bearer-secret`, `--api-key`, `--basic`,
+//! `--require-scope`, `--resource-url`) are in `everything/auth.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +24,8 @@ use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
 use serde_json::Map;
 
+#[path = "everything/auth.rs"]
+mod auth;
 #[path = "everything/tasks.rs"]
 mod tasks;
 
@@ -38,6 +44,8 @@ struct Args {
     /// Port to serve Streamable HTTP on; 0 picks a free port.
     #[arg(long, default_value_t = 0)]
     port: u16,
+    #[command(flatten)]
+    auth: auth::AuthArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -699,14 +707,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .init();
     let args = Args::parse();
+    // Every provider is built before the port is bound: a bad set-up binds nothing.
+    let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
     let server = server()?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
-    // The first stdout line tells the harness (`cargo xtask conformance`) where to connect.
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    let endpoint = format!("http://{local}/mcp");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -718,6 +728,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = HttpConfig::default()
         .poll_after(Duration::ZERO)
         .poll_tools(["test_reconnection"]);
+    let config = auth
+        .apply(config, &endpoint, local.ip().is_loopback())
+        .unwrap_or_else(|e| auth::exit(&e));
+    // The first stdout line tells the harness (`cargo xtask conformance`) where to connect.
+    println!("listening on {endpoint}");
     server.serve_http_on(listener, config, shutdown).await?;
     Ok(())
 }

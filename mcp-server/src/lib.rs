@@ -27,7 +27,14 @@
 //! Handlers receive a [`Ctx`]: the caller's principal, the era and revision,
 //! the client's capabilities, progress and log emitters, a cancellation
 //! token, and, for legacy clients, server-to-client requests (sampling,
-//! elicitation, roots).
+//! elicitation, roots). A 2025-11-25 URL-mode elicitation ([`Ctx::elicit_url`])
+//! gets an `elicitationId` owned by the caller, which
+//! [`McpServer::complete_elicitation`] ends.
+//!
+//! Authentication belongs to the transport ([`HttpConfig::auth`] with a
+//! provider of [`auth`]); the identity reaches handlers through
+//! [`Ctx::auth`], and [`McpServerBuilder::visibility`] filters the catalog
+//! per principal.
 //!
 //! ```no_run
 //! use mcp_server::prelude::*;
@@ -58,10 +65,12 @@ mod resource;
 mod server;
 mod tool;
 
+pub use mcp_auth as auth;
 pub use mcp_protocol as protocol;
 pub use mcp_runtime as runtime;
 pub use mcp_transport_http as http;
 
+pub use mcp_protocol::auth::AuthInfo;
 pub use mcp_protocol::model::{
     CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
     ResourceContents,
@@ -69,7 +78,7 @@ pub use mcp_protocol::model::{
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
-pub use mcp_runtime::{ClientRequestError, Ctx, HandlerError};
+pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, UrlElicitation};
 pub use mcp_transport_http::HttpConfig;
 pub use prompt::Prompt;
 pub use resource::{Resource, ResourceTemplate};

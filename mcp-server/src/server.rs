@@ -4,11 +4,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
 use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
-use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, TaskStore};
+use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, TaskStore, Visibility};
 use mcp_transport_http::HttpConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -115,6 +116,15 @@ impl McpServer {
         self.registry().notify_resource_updated(uri);
     }
 
+    /// Ends a 2025-11-25 URL-mode elicitation (see [`Ctx::elicit_url`]):
+    /// `notifications/elicitation/complete` goes to the session that
+    /// elicited, and only to it. `principal` is the identity the server acts
+    /// for; an unknown, expired, already completed or another principal's id
+    /// is [`ElicitationError::NotFound`].
+    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.runtime.complete_elicitation(elicitation_id, principal)
+    }
+
     /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the default
     /// [`HttpConfig`]) until Ctrl-C, then shuts down gracefully.
     pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
@@ -210,6 +220,16 @@ impl McpServerBuilder {
     /// Cache hint of lists and reads in the modern era (default 60 s, private).
     pub fn cache_hint(mut self, hint: CacheHint) -> Self {
         self.config.cache = hint;
+        self
+    }
+
+    /// Filters the catalog per caller: `hook(auth, kind, key)` says whether
+    /// `auth` sees a tool or prompt (by name), a resource (by URI) or a
+    /// template (by URI template). Hidden items are left out of the lists
+    /// and answer as unknown (a hidden tool's call is "Unknown tool: X").
+    /// Modern cache hints stay `private` while a hook is set.
+    pub fn visibility(mut self, hook: impl Fn(&AuthInfo, CatalogKind, &str) -> bool + Send + Sync + 'static) -> Self {
+        self.config.visibility = Some(Visibility::new(hook));
         self
     }
 

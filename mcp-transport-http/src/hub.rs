@@ -140,21 +140,38 @@ impl Hub {
         self.channels.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The channel of a session, created on first use.
+    /// The channel of a session, created on first use. A new channel becomes the session's
+    /// outlet: the notifications meant for that session alone (`Session::notify`) are buffered
+    /// and carried like the registry's, on its GET stream.
     pub(crate) fn channel(&self, session: &Arc<Session>) -> Arc<Channel> {
-        self.channels()
+        let mut created = None;
+        let channel = self
+            .channels()
             .entry(session.id().clone())
             .or_insert_with(|| {
-                Arc::new(Channel {
+                let c = Arc::new(Channel {
                     session: session.clone(),
                     ring: Mutex::new(Ring::default()),
                     capacity: self.capacity,
                     latest: watch::Sender::new(0),
                     generation: watch::Sender::new(0),
                     streams: Arc::new(Streams::new(self.capacity)),
-                })
+                });
+                created = Some(Arc::downgrade(&c));
+                c
             })
-            .clone()
+            .clone();
+        if let Some(weak) = created {
+            // Weak: the channel owns the session, which owns its outlet.
+            session.set_outlet(move |frame| match weak.upgrade() {
+                Some(c) => {
+                    c.push(Bytes::from(frame));
+                    true
+                }
+                None => false,
+            });
+        }
+        channel
     }
 
     /// Drops a session's channel.

@@ -271,11 +271,11 @@ async fn modern(cx: PostCtx, req: Request, transport: Option<Revision>) -> Respo
         Err(rej) => return rpc_error(rej.http_status(), Some(&req.id), &rej.error),
     };
     if req.method == "tools/call" {
-        let catalog = cx.shared.runtime.registry().snapshot();
+        // A tool hidden from the caller is unknown here too: its headers are not checked.
         let tool = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
-            .and_then(|n| catalog.tool(n));
+            .and_then(|n| cx.shared.runtime.tool_for(&cx.auth, n));
         if let Some(tool) = tool {
             let args = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
             if let Err(e) = check_param_headers(&tool.param_headers, args, &get) {

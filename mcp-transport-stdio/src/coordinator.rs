@@ -194,6 +194,9 @@ impl Coordinator {
                 .initialize(&req, &self.shared.auth)
                 .map(|(result, session)| {
                     tracing::info!(revision = %session.revision().as_str(), "legacy session started");
+                    // Notifications meant for this session alone go to the writer.
+                    let out = self.shared.out.clone();
+                    session.set_outlet(move |frame| out.try_notify(frame));
                     self.shared.set_session(session);
                     result
                 })

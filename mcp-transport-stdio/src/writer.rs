@@ -1,8 +1,9 @@
 //! The single writer: the only task that touches the output.
 //!
 //! Two channels feed it. The *sink* channel carries what handlers emit
-//! while they run (progress, log messages, server-to-client requests) and
-//! the legacy list-changed notifications; it is the channel behind every
+//! while they run (progress, log messages, server-to-client requests), the
+//! legacy list-changed notifications and the notifications meant for the
+//! session alone (`notifications/elicitation/complete`); it is the channel behind every
 //! request's [`Sink`]. The *response* channel carries responses, each with
 //! the in-flight guards of the requests it answers, so that an id stays
 //! "in flight" (and a reuse of it is refused) until its answer is written.
@@ -52,6 +53,12 @@ impl Outlets {
     /// Queues a server notification; `false` when the writer is gone.
     pub(crate) async fn notify(&self, frame: Frame) -> bool {
         self.sink.send(frame).await.is_ok()
+    }
+
+    /// Queues a server notification without waiting; `false` when the
+    /// writer is gone or its queue is full (a notification has no reply).
+    pub(crate) fn try_notify(&self, frame: Frame) -> bool {
+        self.sink.try_send(frame).is_ok()
     }
 
     /// Queues a response; the guards are released when it is written.

@@ -1,7 +1,16 @@
 //! `cargo xtask interop`: the Python SDK (`mcp==2.3.0`) drives the `everything` example through
-//! `interop/client.py`, once per leg of [`LEGS`] (transport × negotiation mode).
+//! `interop/client.py`, once per leg of [`LEGS`] (transport × negotiation mode × credentials).
+//!
+//! The legs with credentials start their own `everything` with `--bearer-secret <random 64 hex
+//! digits> --audience mcp-test` (the client mints its HS256 token with `--mint-hs256`) or with
+//! `--api-key <random>`; the client also checks that a request without them is refused.
 
-use std::process::Command;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::tools;
@@ -20,11 +29,27 @@ enum Transport {
     Http,
 }
 
+/// The credentials of an HTTP leg.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    /// No authentication (the shared server).
+    None,
+    /// `everything --bearer-secret S --audience mcp-test`; the client mints an HS256 token.
+    Bearer,
+    /// `everything --api-key K`; the client sends `X-API-Key`.
+    ApiKey,
+}
+
+/// The audience of the bearer legs.
+const AUDIENCE: &str = "mcp-test";
+
 /// One client run.
 struct Leg {
     transport: Transport,
     /// `mcp.Client(mode=…)`: `legacy`, `auto` or `2026-07-28`.
     mode: &'static str,
+    /// The credentials (HTTP legs only).
+    auth: Auth,
     /// Disabled legs are listed but not run.
     enabled: bool,
 }
@@ -32,12 +57,16 @@ struct Leg {
 /// The legs, in order. Adding one is one line (hence no rustfmt here).
 #[rustfmt::skip]
 const LEGS: &[Leg] = &[
-    Leg { transport: Transport::Stdio, mode: "legacy", enabled: true },
-    Leg { transport: Transport::Stdio, mode: "auto", enabled: true },
-    Leg { transport: Transport::Stdio, mode: "2026-07-28", enabled: true },
-    Leg { transport: Transport::Http, mode: "legacy", enabled: true },
-    Leg { transport: Transport::Http, mode: "auto", enabled: true },
-    Leg { transport: Transport::Http, mode: "2026-07-28", enabled: true },
+    Leg { transport: Transport::Stdio, mode: "legacy", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Stdio, mode: "auto", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Stdio, mode: "2026-07-28", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Http, mode: "legacy", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Http, mode: "auto", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Http, mode: "2026-07-28", auth: Auth::None, enabled: true },
+    Leg { transport: Transport::Http, mode: "legacy", auth: Auth::Bearer, enabled: true },
+    Leg { transport: Transport::Http, mode: "auto", auth: Auth::Bearer, enabled: true },
+    Leg { transport: Transport::Http, mode: "legacy", auth: Auth::ApiKey, enabled: true },
+    Leg { transport: Transport::Http, mode: "auto", auth: Auth::ApiKey, enabled: true },
 ];
 
 /// Options of `cargo xtask interop`.
@@ -58,6 +87,10 @@ pub(crate) fn run(opts: &Options) -> Result {
 
     // Started on the first HTTP leg, shared by the others, killed on every way out.
     let mut http: Option<HttpServer> = None;
+    // One per kind of credentials, started on its first leg; fresh secrets for every run.
+    let (secret, key) = (random_hex(), random_hex());
+    let mut bearer: Option<AuthServer> = None;
+    let mut api_key: Option<AuthServer> = None;
     let mut failed = Vec::new();
     for leg in LEGS {
         let name = leg_name(leg);
@@ -73,13 +106,30 @@ pub(crate) fn run(opts: &Options) -> Result {
                 cmd.arg("--stdio")
                     .arg(format!("{} --stdio", util::shell_quote(&binary)));
             }
-            Transport::Http => {
+            Transport::Http if leg.auth == Auth::None => {
                 let server = match &mut http {
                     Some(server) => server,
                     None => http.insert(HttpServer::start(&binary)?),
                 };
                 server.ensure_running()?;
                 cmd.arg("--url").arg(&server.url);
+            }
+            Transport::Http => {
+                let (slot, flags, client): (_, Vec<&str>, Vec<&str>) = match leg.auth {
+                    Auth::Bearer => (
+                        &mut bearer,
+                        vec!["--bearer-secret", &secret, "--audience", AUDIENCE],
+                        vec!["--mint-hs256", &secret, "--audience", AUDIENCE],
+                    ),
+                    _ => (&mut api_key, vec!["--api-key", &key], vec!["--api-key", &key]),
+                };
+                let server = match slot {
+                    Some(server) => server,
+                    None => slot.insert(AuthServer::start(&binary, &flags)?),
+                };
+                server.ensure_running()?;
+                cmd.arg("--url").arg(&server.url);
+                cmd.args(client);
             }
         }
         cmd.args(["--mode", leg.mode]);
@@ -107,7 +157,95 @@ fn leg_name(leg: &Leg) -> String {
         Transport::Stdio => "stdio",
         Transport::Http => "http",
     };
-    format!("{transport} {}", leg.mode)
+    match leg.auth {
+        Auth::None => format!("{transport} {}", leg.mode),
+        Auth::Bearer => format!("{transport} {} (bearer)", leg.mode),
+        Auth::ApiKey => format!("{transport} {} (api key)", leg.mode),
+    }
+}
+
+/// 64 random hex digits (a throwaway secret for one run: 32 bytes, enough for HS256).
+fn random_hex() -> String {
+    (0..4u64)
+        .map(|i| {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u64(i);
+            format!("{:016x}", h.finish())
+        })
+        .collect()
+}
+
+/// How long `everything` may take to print its URL.
+const AUTH_SERVER_START: Duration = Duration::from_secs(60);
+
+/// `everything` serving HTTP on a free loopback port with authentication flags; killed when
+/// dropped. (Port 0: the server picks the port and prints it, so no port can be taken in between.)
+struct AuthServer {
+    child: Child,
+    /// The endpoint it printed.
+    url: String,
+}
+
+impl AuthServer {
+    /// Starts `binary --host 127.0.0.1 --port 0 <flags>` and waits for its first stdout line,
+    /// `listening on http://127.0.0.1:P/mcp`; the rest of its stdout is forwarded to ours.
+    fn start(binary: &Path, flags: &[&str]) -> Result<Self> {
+        let mut cmd = Command::new(binary);
+        cmd.args(["--host", "127.0.0.1", "--port", "0"])
+            .args(flags)
+            .current_dir(util::root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let line = util::display(&cmd);
+        println!("$ {line} &");
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start `{line}`: {e}"))?;
+        let stdout = child.stdout.take().ok_or("stdout is piped")?;
+        let mut server = AuthServer {
+            child,
+            url: String::new(),
+        };
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next()
+                && tx.send(first).is_ok()
+            {
+                for rest in lines.map_while(std::result::Result::ok) {
+                    println!("{rest}");
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(AUTH_SERVER_START)
+            .map_err(|_| format!("`{line}` printed no `listening on …` line"))?;
+        println!("{first}");
+        match first.trim_end().strip_prefix("listening on ") {
+            Some(url) if url.starts_with("http://127.0.0.1:") => {
+                server.url = url.to_owned();
+                Ok(server)
+            }
+            _ => Err(format!(
+                "`{line}`: expected `listening on http://127.0.0.1:P/mcp`, got `{first}`"
+            )),
+        }
+    }
+
+    /// Fails if the server has exited (it should serve until dropped).
+    fn ensure_running(&mut self) -> Result {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => Err(format!("the everything server at {} exited ({status})", self.url)),
+            Err(e) => Err(format!("cannot poll the everything server: {e}")),
+        }
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// `interop/client.py` exists next to this crate (checked by `ci` before the long steps).

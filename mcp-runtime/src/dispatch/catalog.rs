@@ -1,6 +1,8 @@
 //! The catalog methods: lists, `resources/read`, `prompts/get`,
 //! `completion/complete`.
 
+use std::sync::Arc;
+
 use mcp_protocol::RpcError;
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
@@ -11,6 +13,7 @@ use crate::ctx::Ctx;
 use crate::guard::{Interrupted, run_guarded};
 use crate::handler::HandlerError;
 use crate::registry::CompletionKey;
+use crate::visibility::CatalogKind;
 
 fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
     match params.get("cursor") {
@@ -29,16 +32,29 @@ fn page(key: &str, items: Vec<Value>, next: Option<String>) -> Value {
     Value::Object(m)
 }
 
+/// The items of a list the caller sees (all of them without a visibility hook).
+fn shown<'a, T>(
+    rt: &Runtime,
+    ctx: &Ctx,
+    items: &'a [Arc<T>],
+    kind: CatalogKind,
+    key: impl Fn(&T) -> &str,
+) -> Vec<&'a Arc<T>> {
+    items.iter().filter(|i| rt.visible(ctx.auth(), kind, key(i))).collect()
+}
+
 pub(super) fn list_tools(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = rt.registry.snapshot();
-    let (items, next) = paginate(c.tools(), |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+    let tools = shown(rt, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name);
+    let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
 }
 
 pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = rt.registry.snapshot();
-    let (items, next) = paginate(c.resources(), |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
+    let resources = shown(rt, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri);
+    let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
         "resources",
@@ -49,7 +65,10 @@ pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value
 
 pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = rt.registry.snapshot();
-    let (items, next) = paginate(c.templates(), |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+    let templates = shown(rt, ctx, c.templates(), CatalogKind::ResourceTemplate, |t| {
+        &t.def.uri_template
+    });
+    let (items, next) = paginate(&templates, |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
         "resourceTemplates",
@@ -60,7 +79,8 @@ pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value
 
 pub(super) fn list_prompts(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = rt.registry.snapshot();
-    let (items, next) = paginate(c.prompts(), |p| &p.def.name, cursor(params)?, rt.config.page_size)?;
+    let prompts = shown(rt, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name);
+    let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
 }
@@ -82,9 +102,16 @@ pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, V
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("uri must be a string"))?;
     let c = rt.registry.snapshot();
-    let (handler, vars) = match c.resource(uri) {
+    let auth = ctx.auth();
+    // A hidden resource or template is absent for this caller.
+    let resource = c.resource(uri).filter(|_| rt.visible(auth, CatalogKind::Resource, uri));
+    let template = || {
+        c.match_template(uri)
+            .filter(|(t, _)| rt.visible(auth, CatalogKind::ResourceTemplate, &t.def.uri_template))
+    };
+    let (handler, vars) = match resource {
         Some(r) => (r.handler.clone(), Map::new()),
-        None => match c.match_template(uri) {
+        None => match template() {
             Some((t, vars)) => (t.handler.clone(), vars),
             None => return Err(RpcError::resource_not_found(ctx.era(), uri)),
         },
@@ -126,6 +153,7 @@ pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Valu
     let c = rt.registry.snapshot();
     let prompt = c
         .prompt(name)
+        .filter(|_| rt.visible(ctx.auth(), CatalogKind::Prompt, name))
         .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
     if let Some(missing) = prompt
         .def
@@ -153,6 +181,10 @@ pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>
         return Err(RpcError::method_not_found("completion/complete"));
     }
     let p: CompleteParams = parse_params(params)?;
+    let hidden = match &p.reference {
+        CompleteReference::Prompt { name } => !rt.visible(ctx.auth(), CatalogKind::Prompt, name),
+        CompleteReference::Resource { uri } => !rt.visible(ctx.auth(), CatalogKind::ResourceTemplate, uri),
+    };
     let key = match &p.reference {
         CompleteReference::Prompt { name } => CompletionKey::Prompt {
             name: name.clone(),
@@ -163,7 +195,7 @@ pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>
             argument: p.argument.name.clone(),
         },
     };
-    let completion = match c.completion(&key) {
+    let completion = match c.completion(&key).filter(|_| !hidden) {
         None => Completion::default(),
         Some(h) => {
             let cancel = ctx.cancellation().clone();

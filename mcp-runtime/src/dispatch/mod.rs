@@ -17,7 +17,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{allows_input_required, check_method, request_era};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
-use mcp_protocol::model::{ServerFeatures, server_capabilities};
+use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 use crate::ctx::{Ctx, CtxInner, Origin};
+use crate::elicitation::Elicitations;
 use crate::handler::HandlerError;
 use crate::inflight::InFlight;
 use crate::listen::Subscriptions;
@@ -123,6 +124,7 @@ pub struct Runtime {
     state_key: StateKey,
     subscriptions: Arc<Subscriptions>,
     tasks: Arc<Tasks>,
+    elicitations: Arc<Elicitations>,
 }
 
 impl Runtime {
@@ -138,6 +140,10 @@ impl Runtime {
         let state_key = config.request_state_key.clone().unwrap_or_else(random_state_key);
         let subscriptions: Arc<Subscriptions> = Arc::default();
         let tasks = Tasks::new(&config, store, subscriptions.clone());
+        let elicitations = Arc::new(Elicitations::new(
+            config.elicitation_ttl,
+            config.max_elicitations_per_principal,
+        ));
         Runtime {
             config,
             registry,
@@ -146,7 +152,13 @@ impl Runtime {
             state_key,
             subscriptions,
             tasks,
+            elicitations,
         }
+    }
+
+    /// The URL-mode elicitation records.
+    pub(crate) fn elicitations(&self) -> &Elicitations {
+        &self.elicitations
     }
 
     /// The tasks of this runtime.
@@ -269,6 +281,7 @@ impl Runtime {
             input_responses: round.responses,
             request_state: round.state,
             task: None,
+            elicitations: self.elicitations.clone(),
         })
     }
 
@@ -325,6 +338,9 @@ impl Runtime {
             Reply::Result(mut v) => {
                 let hint = if method == "server/discover" {
                     self.config.discover_cache
+                } else if self.config.visibility.is_some() {
+                    // A filtered catalog is the caller's own: never for a shared cache.
+                    CacheHint::new(self.config.cache.ttl_ms, CacheScope::Private)
                 } else {
                     self.config.cache
                 };

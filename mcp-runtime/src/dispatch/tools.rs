@@ -32,8 +32,8 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
         Err(e) => return Reply::Error(e),
     };
     let revision = ctx.revision();
-    let catalog = rt.registry.snapshot();
-    let Some(tool) = catalog.tool(&p.name).cloned() else {
+    // A tool hidden from the caller answers exactly as an unknown one.
+    let Some(tool) = rt.tool_for(ctx.auth(), &p.name) else {
         return Reply::Result(CallToolResult::error(format!("Unknown tool: {}", p.name)).render(revision));
     };
     let args = p.arguments.clone().unwrap_or_default();

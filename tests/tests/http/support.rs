@@ -166,7 +166,13 @@ pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
 impl Server {
     /// Serves the test tools with `config`.
     pub(crate) async fn start(config: HttpConfig) -> Server {
-        let (runtime, registry) = runtime();
+        let (runtime, _) = runtime();
+        Server::serve_runtime(runtime, config).await
+    }
+
+    /// Serves `runtime` with `config`.
+    pub(crate) async fn serve_runtime(runtime: Arc<Runtime>, config: HttpConfig) -> Server {
+        let registry = runtime.registry().clone();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let shutdown = CancellationToken::new();

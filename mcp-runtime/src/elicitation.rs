@@ -1,0 +1,352 @@
+//! URL-mode elicitation records (2025-11-25).
+//!
+//! When a handler of a 2025-11-25 session elicits in URL mode, the runtime
+//! gives the request an unguessable `elicitationId` (16 bytes from the OS
+//! CSPRNG) and records it, owned by the caller's principal and bound to the
+//! session that asked. When the out-of-band interaction is over, the server
+//! calls [`Runtime::complete_elicitation`] with the id and the principal it
+//! acts for: `notifications/elicitation/complete` then goes to the initiating
+//! session only. An unknown, expired, completed or another principal's id
+//! answers [`ElicitationError::NotFound`], the same for all (behaviour
+//! invariant: ownership answers like absence).
+//!
+//! Records live `elicitation_ttl` (default 15 min); one principal holds at
+//! most `max_elicitations_per_principal` live ones (default 20), and over it
+//! the URL-mode elicitation is refused. A record whose session ended is dead
+//! (its rows are dropped with the session) and counts for nothing. A record
+//! is forgotten as soon as its request fails or the user does not accept.
+//! The 2026-07-28 era has no elicitation ids.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use mcp_protocol::jsonrpc::encode_notification;
+use mcp_protocol::{Era, Feature};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::ctx::{ClientRequestError, Ctx};
+use crate::session::Session;
+
+/// Why a URL-mode elicitation id could not be made or completed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElicitationError {
+    /// The id is unknown, expired, already completed, its session ended, or
+    /// another principal owns it.
+    #[error("URL elicitation not found")]
+    NotFound,
+    /// The principal already holds the most live URL-mode elicitations.
+    #[error("too many pending URL elicitations")]
+    TooMany,
+    /// Elicitation ids exist only in a 2025-11-25 session.
+    #[error("URL elicitation ids need a 2025-11-25 session")]
+    NotInSession,
+    /// The operating system's random number generator failed.
+    #[error("the operating system's random number generator failed")]
+    Random,
+}
+
+#[derive(Debug)]
+struct Record {
+    principal: Arc<str>,
+    session: Weak<Session>,
+    expires: Instant,
+}
+
+impl Record {
+    /// The session the record still points at, if it is alive.
+    fn session(&self, now: Instant) -> Option<Arc<Session>> {
+        if now >= self.expires {
+            return None;
+        }
+        self.session.upgrade().filter(|s| !s.is_closed())
+    }
+}
+
+/// The URL-mode elicitation records of one runtime.
+#[derive(Debug)]
+pub(crate) struct Elicitations {
+    records: Mutex<HashMap<Arc<str>, Record>>,
+    ttl: Duration,
+    max_per_principal: usize,
+}
+
+impl Elicitations {
+    pub(crate) fn new(ttl: Duration, max_per_principal: usize) -> Self {
+        Elicitations {
+            records: Mutex::new(HashMap::new()),
+            ttl,
+            max_per_principal,
+        }
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Record>> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a fresh id owned by `principal` for `session`: refused over
+    /// the per-principal bound (dead records are dropped first).
+    pub(crate) fn register(&self, principal: &Arc<str>, session: &Arc<Session>) -> Result<Arc<str>, ElicitationError> {
+        let now = Instant::now();
+        let mut records = self.records();
+        records.retain(|_, r| r.session(now).is_some());
+        let live = records.values().filter(|r| r.principal == *principal).count();
+        if live >= self.max_per_principal {
+            tracing::warn!(principal = %principal, live, "URL elicitation refused: too many pending");
+            return Err(ElicitationError::TooMany);
+        }
+        let id = mint_id().ok_or(ElicitationError::Random)?;
+        records.insert(
+            id.clone(),
+            Record {
+                principal: principal.clone(),
+                session: Arc::downgrade(session),
+                expires: now + self.ttl,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Whether `id` is live, owned by `principal` and bound to `session`.
+    pub(crate) fn owns(&self, id: &str, principal: &str, session: &Session) -> bool {
+        let now = Instant::now();
+        self.records()
+            .get(id)
+            .is_some_and(|r| *r.principal == *principal && r.session(now).is_some_and(|s| s.id() == session.id()))
+    }
+
+    /// Drops a record (its request failed, or the user did not accept).
+    pub(crate) fn forget(&self, id: &str) {
+        self.records().remove(id);
+    }
+
+    /// Completes `id` for `principal`: the record is removed and
+    /// `notifications/elicitation/complete` goes to its session only.
+    pub(crate) fn complete(&self, id: &str, principal: &str) -> Result<(), ElicitationError> {
+        let now = Instant::now();
+        let session = {
+            let mut records = self.records();
+            let owned = records
+                .get(id)
+                .is_some_and(|r| *r.principal == *principal && r.session(now).is_some());
+            if !owned {
+                return Err(ElicitationError::NotFound);
+            }
+            let record = records.remove(id).ok_or(ElicitationError::NotFound)?;
+            record.session(now).ok_or(ElicitationError::NotFound)?
+        };
+        let frame = encode_notification(
+            "notifications/elicitation/complete",
+            Some(&json!({ "elicitationId": id })),
+        );
+        if !session.notify(frame) {
+            tracing::debug!(session = %session.id(), "elicitation completion not delivered: no stream took it");
+        }
+        Ok(())
+    }
+
+    /// How many live records `principal` holds.
+    pub(crate) fn live_for(&self, principal: &str) -> usize {
+        let now = Instant::now();
+        self.records()
+            .values()
+            .filter(|r| *r.principal == *principal && r.session(now).is_some())
+            .count()
+    }
+}
+
+/// A fresh id: `el_` and 32 hex digits from the OS CSPRNG.
+fn mint_id() -> Option<Arc<str>> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Some(Arc::from(format!("el_{hex}")))
+}
+
+/// A URL-mode elicitation's outcome: the id the runtime gave it (to pass to
+/// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation) later) and the client's answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UrlElicitation {
+    /// The `elicitationId` sent to the client.
+    pub elicitation_id: String,
+    /// The client's `ElicitResult` (`action`: `accept`, `decline` or `cancel`).
+    pub response: Value,
+}
+
+impl crate::Runtime {
+    /// Ends a 2025-11-25 URL-mode elicitation: sends
+    /// `notifications/elicitation/complete {elicitationId}` to the session
+    /// that elicited, and only to it. `principal` is the identity the server
+    /// acts for; an unknown, expired, already completed or another
+    /// principal's id is [`ElicitationError::NotFound`].
+    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.elicitations().complete(elicitation_id, principal)
+    }
+
+    /// How many URL-mode elicitations `principal` has pending (live ids).
+    pub fn pending_elicitations(&self, principal: &str) -> usize {
+        self.elicitations().live_for(principal)
+    }
+}
+
+impl Ctx {
+    /// The session if it serves URL elicitation ids (a 2025-11-25 session).
+    fn id_session(&self) -> Option<&Arc<Session>> {
+        self.session()
+            .filter(|s| self.era() == Era::Legacy && s.revision().has(Feature::ElicitationComplete))
+    }
+
+    /// Reserves a URL-mode `elicitationId` owned by the caller and this
+    /// session, to embed in the elicitation's URL before eliciting with it
+    /// (pass it as `params.elicitationId` to [`Ctx::elicit`]). Only in a
+    /// 2025-11-25 session; refused over `max_elicitations_per_principal`.
+    pub fn url_elicitation_id(&self) -> Result<String, ElicitationError> {
+        let session = self.id_session().ok_or(ElicitationError::NotInSession)?;
+        let id = self.elicitations().register(&self.auth().principal, session)?;
+        Ok(id.to_string())
+    }
+
+    /// Elicits in URL mode (`elicitation/create {mode: "url", message, url,
+    /// elicitationId}`, legacy 2025-11-25 sessions with the client's
+    /// `elicitation.url` capability) and returns the id the runtime gave it
+    /// with the client's answer. Call [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
+    /// with the id when the out-of-band interaction is over.
+    pub async fn elicit_url(&self, message: &str, url: &str) -> Result<UrlElicitation, ClientRequestError> {
+        if self.era() == Era::Modern {
+            return Err(ClientRequestError::NotInEra);
+        }
+        if !self.client_capabilities().elicitation_url(self.revision()) {
+            return Err(ClientRequestError::CapabilityMissing("elicitation"));
+        }
+        let id = self.url_elicitation_id().map_err(ClientRequestError::Elicitation)?;
+        let params = json!({"mode": "url", "message": message, "url": url, "elicitationId": id});
+        let response = self.elicit(params).await?;
+        Ok(UrlElicitation {
+            elicitation_id: id,
+            response,
+        })
+    }
+
+    /// Gives a URL-mode `elicitation/create` of a 2025-11-25 session its
+    /// `elicitationId`: the one already in `params` when the caller owns it
+    /// for this session, else a fresh one. Returns the id (`None`: not a
+    /// URL-mode elicitation of such a session).
+    pub(crate) fn prepare_url_elicitation(&self, params: &mut Value) -> Result<Option<Arc<str>>, ClientRequestError> {
+        if params.get("mode").and_then(Value::as_str) != Some("url") {
+            return Ok(None);
+        }
+        let Some(session) = self.id_session() else {
+            return Ok(None);
+        };
+        let principal = &self.auth().principal;
+        let given = params.get("elicitationId").and_then(Value::as_str);
+        let id = match given {
+            Some(id) if self.elicitations().owns(id, principal, session) => Arc::from(id),
+            _ => {
+                if given.is_some() {
+                    tracing::debug!("elicitationId not reserved by this session: replaced");
+                }
+                self.elicitations()
+                    .register(principal, session)
+                    .map_err(ClientRequestError::Elicitation)?
+            }
+        };
+        if let Some(obj) = params.as_object_mut() {
+            obj.insert("elicitationId".into(), Value::String(id.to_string()));
+        }
+        Ok(Some(id))
+    }
+
+    /// Keeps the record of an accepted URL elicitation; forgets it when the
+    /// request failed or the user declined or cancelled.
+    pub(crate) fn settle_url_elicitation(&self, id: &str, outcome: &Result<Value, ClientRequestError>) {
+        let accepted = outcome
+            .as_ref()
+            .is_ok_and(|v| v.get("action").and_then(Value::as_str) == Some("accept"));
+        if !accepted {
+            self.elicitations().forget(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_protocol::Revision;
+    use mcp_protocol::model::ClientCapabilities;
+
+    fn session(principal: &str) -> Arc<Session> {
+        Arc::new(Session::new(
+            crate::SessionStore::mint_id(),
+            Arc::from(principal),
+            Revision::V2025_11_25,
+            ClientCapabilities::default(),
+            Value::Null,
+        ))
+    }
+
+    fn capture(s: &Session) -> Arc<Mutex<Vec<Value>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        s.set_outlet(move |f| {
+            sink.lock().unwrap().push(serde_json::from_slice(&f).unwrap());
+            true
+        });
+        seen
+    }
+
+    #[test]
+    fn completion_reaches_the_initiating_session_only() {
+        let table = Elicitations::new(Duration::from_secs(60), 20);
+        let alice: Arc<str> = Arc::from("alice");
+        let (a1, a2) = (session("alice"), session("alice"));
+        let (seen1, seen2) = (capture(&a1), capture(&a2));
+        let id = table.register(&alice, &a1).unwrap();
+        assert!(id.starts_with("el_") && id.len() == 35);
+        assert!(table.owns(&id, "alice", &a1));
+        assert!(!table.owns(&id, "alice", &a2));
+        assert!(!table.owns(&id, "bob", &a1));
+        assert_eq!(table.complete(&id, "bob"), Err(ElicitationError::NotFound));
+        assert_eq!(table.complete(&id, "alice"), Ok(()));
+        assert_eq!(table.complete(&id, "alice"), Err(ElicitationError::NotFound), "once");
+        let got = seen1.lock().unwrap().clone();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["method"], "notifications/elicitation/complete");
+        assert_eq!(got[0]["params"]["elicitationId"], &*id);
+        assert!(seen2.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn bounded_per_principal_and_dead_sessions_free_their_slots() {
+        let table = Elicitations::new(Duration::from_secs(60), 2);
+        let alice: Arc<str> = Arc::from("alice");
+        let s = session("alice");
+        table.register(&alice, &s).unwrap();
+        let second = table.register(&alice, &s).unwrap();
+        assert_eq!(table.register(&alice, &s), Err(ElicitationError::TooMany));
+        assert!(
+            table.register(&Arc::from("bob"), &session("bob")).is_ok(),
+            "per principal"
+        );
+        table.forget(&second);
+        let third = table.register(&alice, &s).unwrap();
+        s.close();
+        assert_eq!(table.live_for("alice"), 0);
+        assert_eq!(table.complete(&third, "alice"), Err(ElicitationError::NotFound));
+        assert!(table.register(&alice, &session("alice")).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ids_expire() {
+        let table = Elicitations::new(Duration::from_secs(900), 20);
+        let s = session("alice");
+        let id = table.register(&Arc::from("alice"), &s).unwrap();
+        tokio::time::advance(Duration::from_secs(899)).await;
+        assert_eq!(table.live_for("alice"), 1);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(table.complete(&id, "alice"), Err(ElicitationError::NotFound));
+    }
+}

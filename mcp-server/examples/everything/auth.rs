@@ -1,0 +1,218 @@
+//! Authentication flags of `everything` (HTTP only), so that anyone can try
+//! the providers of `mcp-auth` against the fixture:
+//!
+//! ```text
+//! everything --bearer-secret "$(head -c 32 /dev/urandom | base64)" --audience mcp-test [--issuer ISS]
+//! everything --api-key KEY
+//! everything --basic USER:PASSWORD
+//! everything ... --require-scope SCOPE --resource-url https://mcp.example.com/mcp
+//! ```
+//!
+//! One provider at a time. A provider whose set-up fails (a secret shorter
+//! than 32 bytes, a missing audience, a bad URL, …) makes the example exit
+//! with an error before it binds its port. With a bearer provider the RFC 9728
+//! protected-resource document is served (for `--resource-url`, or for the
+//! endpoint's own URL on a loopback bind) and every bearer challenge names
+//! it: `resource_metadata="…"`. No secret is ever printed or logged.
+
+use std::fmt;
+use std::sync::Arc;
+
+use mcp_server::HttpConfig;
+use mcp_server::auth::{
+    ApiKey, ApiKeyAuth, AuthProvider, AuthProviderExt, AuthSetupError, BasicAuth, BasicUser, BearerAuth,
+    ResourceMetadata,
+};
+use serde_json::Value;
+
+/// The principal of the `--api-key` identity.
+const API_KEY_PRINCIPAL: &str = "api-key";
+
+/// The authentication flags.
+#[derive(clap::Args)]
+pub(super) struct AuthArgs {
+    /// Require `Authorization: Bearer <JWT>` signed with this HS256 secret (at least 32 bytes:
+    /// shorter secrets are refused). Needs --audience.
+    #[arg(long, value_name = "SECRET", requires = "audience", conflicts_with_all = ["api_key", "basic"])]
+    bearer_secret: Option<String>,
+    /// The audience (`aud`) bearer tokens must name.
+    #[arg(long, value_name = "AUD")]
+    audience: Option<String>,
+    /// The issuer (`iss`) bearer tokens must name (unchecked when absent).
+    #[arg(long, value_name = "ISS")]
+    issuer: Option<String>,
+    /// Require this API key in `x-api-key` (or `Authorization: ApiKey <key>`); principal `api-key`.
+    #[arg(long, value_name = "KEY", conflicts_with = "basic")]
+    api_key: Option<String>,
+    /// Require HTTP Basic authentication as USER with PASSWORD; principal USER.
+    #[arg(long, value_name = "USER:PASSWORD")]
+    basic: Option<String>,
+    /// Require a scope (repeatable); fails closed: API-key and basic identities carry no scopes,
+    /// so they are refused (403) — use it with --bearer-secret.
+    #[arg(long, value_name = "SCOPE")]
+    require_scope: Vec<String>,
+    /// The resource URL of this server (its MCP endpoint, e.g. https://mcp.example.com/mcp):
+    /// serves the RFC 9728 document for it and names the document in bearer challenges.
+    #[arg(long, value_name = "URL")]
+    resource_url: Option<String>,
+}
+
+impl fmt::Debug for AuthArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = |o: &Option<String>| o.as_ref().map(|_| "<redacted>");
+        f.debug_struct("AuthArgs")
+            .field("bearer_secret", &set(&self.bearer_secret))
+            .field("audience", &self.audience)
+            .field("issuer", &self.issuer)
+            .field("api_key", &set(&self.api_key))
+            .field("basic", &set(&self.basic))
+            .field("require_scope", &self.require_scope)
+            .field("resource_url", &self.resource_url)
+            .finish()
+    }
+}
+
+/// Why the flags cannot make a provider.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum AuthError {
+    /// A provider or the metadata document refused its configuration.
+    #[error("authentication set-up failed: {0}")]
+    Setup(#[from] AuthSetupError),
+    /// `--basic` is not `USER:PASSWORD`.
+    #[error("--basic expects USER:PASSWORD")]
+    BasicFormat,
+    /// Authentication flags only apply to HTTP.
+    #[error("authentication flags apply to HTTP only, not to --stdio")]
+    Stdio,
+}
+
+/// Reports a set-up failure (its message names no secret) and exits with status 2.
+pub(super) fn exit(e: &AuthError) -> ! {
+    eprintln!("everything: {e}");
+    std::process::exit(2)
+}
+
+/// The checked flags: everything that can fail is built here, before the port is bound.
+pub(super) struct AuthPlan {
+    args: AuthArgs,
+    /// The API-key or basic provider (built once: hashing is deliberately slow).
+    provider: Option<Arc<dyn AuthProvider>>,
+    /// The metadata document of `--resource-url`.
+    metadata: Option<ResourceMetadata>,
+}
+
+impl AuthArgs {
+    /// Whether any flag was given.
+    fn any(&self) -> bool {
+        self.bearer_secret.is_some()
+            || self.api_key.is_some()
+            || self.basic.is_some()
+            || !self.require_scope.is_empty()
+            || self.resource_url.is_some()
+    }
+
+    /// Checks the flags and builds what can be built before binding.
+    pub(super) fn plan(self, stdio: bool) -> Result<AuthPlan, AuthError> {
+        if stdio && self.any() {
+            return Err(AuthError::Stdio);
+        }
+        let metadata = match &self.resource_url {
+            Some(url) => Some(metadata(url, &self)?),
+            None => None,
+        };
+        let provider: Option<Arc<dyn AuthProvider>> = if let Some(key) = &self.api_key {
+            let p = ApiKeyAuth::builder()
+                .key(ApiKey::plain(key.clone(), API_KEY_PRINCIPAL))
+                .build()?;
+            Some(Arc::new(p))
+        } else if let Some(basic) = &self.basic {
+            let (user, password) = basic.split_once(':').ok_or(AuthError::BasicFormat)?;
+            Some(Arc::new(
+                BasicAuth::builder().user(BasicUser::plain(user, password)).build()?,
+            ))
+        } else {
+            None
+        };
+        let plan = AuthPlan {
+            args: self,
+            provider,
+            metadata,
+        };
+        // A trial build of the bearer provider, so that a bad secret or audience stops us here.
+        if plan.args.bearer_secret.is_some() {
+            plan.bearer(Some("http://127.0.0.1/.well-known/oauth-protected-resource/mcp"))?;
+        }
+        Ok(plan)
+    }
+}
+
+/// The RFC 9728 document of `resource`.
+fn metadata(resource: &str, args: &AuthArgs) -> Result<ResourceMetadata, AuthSetupError> {
+    let mut b = ResourceMetadata::builder(resource)
+        .scopes_supported(args.require_scope.iter().cloned())
+        .resource_name("mcp-rs everything");
+    if let Some(iss) = args
+        .issuer
+        .as_deref()
+        .filter(|i| i.starts_with("https://") || i.starts_with("http://"))
+    {
+        b = b.authorization_server(iss);
+    }
+    b.build()
+}
+
+impl AuthPlan {
+    fn bearer(&self, metadata_url: Option<&str>) -> Result<Option<BearerAuth>, AuthSetupError> {
+        let Some(secret) = &self.args.bearer_secret else {
+            return Ok(None);
+        };
+        let mut b = BearerAuth::builder()
+            .hs256_secret(secret.as_bytes().to_vec())
+            .required_scopes(self.args.require_scope.iter().cloned());
+        if let Some(aud) = &self.args.audience {
+            b = b.audience(aud.clone());
+        }
+        if let Some(iss) = &self.args.issuer {
+            b = b.issuer(iss.clone());
+        }
+        if let Some(url) = metadata_url {
+            b = b.resource_metadata(url);
+        }
+        b.build().map(Some)
+    }
+
+    /// The HTTP configuration for the endpoint `endpoint` (`http://host:port/mcp`): the provider,
+    /// the metadata document, and the scope requirement.
+    pub(super) fn apply(self, config: HttpConfig, endpoint: &str, loopback: bool) -> Result<HttpConfig, AuthError> {
+        let metadata = match self.metadata.clone() {
+            Some(m) => Some(m),
+            // The endpoint's own document, for bearer challenges to name.
+            None if self.args.bearer_secret.is_some() && loopback => Some(metadata(endpoint, &self.args)?),
+            None => None,
+        };
+        let url = metadata.as_ref().map(|m| m.metadata_url().to_owned());
+        let mut config = config;
+        if let Some(m) = &metadata {
+            config = config.with_resource_metadata(Value::Object(m.document().clone()));
+        }
+        let provider: Arc<dyn AuthProvider> = match (self.bearer(url.as_deref())?, self.provider) {
+            // The bearer provider checks its own required scopes (named in its 401s too).
+            (Some(bearer), _) => Arc::new(bearer),
+            (None, Some(p)) if !self.args.require_scope.is_empty() => {
+                let mut wrapped = p.require_scopes(self.args.require_scope.iter().cloned());
+                if let Some(url) = &url {
+                    wrapped = wrapped.resource_metadata(url.clone());
+                }
+                Arc::new(wrapped)
+            }
+            (None, Some(p)) => p,
+            (None, None) if !self.args.require_scope.is_empty() => {
+                // No credentials at all: everyone is anonymous, with no scopes; fail closed.
+                Arc::new(mcp_server::auth::NoAuth.require_scopes(self.args.require_scope.iter().cloned()))
+            }
+            (None, None) => return Ok(config),
+        };
+        tracing::info!(metadata = ?url, "authentication enabled");
+        Ok(config.auth(provider))
+    }
+}
