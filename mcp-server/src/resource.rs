@@ -103,6 +103,7 @@ impl Resource {
 pub struct ResourceTemplate {
     def: ResourceTemplateDef,
     handler: Arc<dyn ResourceHandler>,
+    cache: Option<CacheHint>,
 }
 
 impl std::fmt::Debug for ResourceTemplate {
@@ -125,6 +126,7 @@ impl ResourceTemplate {
         ResourceTemplate {
             def: ResourceTemplateDef::new(uri_template, name),
             handler: wrap(handler),
+            cache: None,
         }
     }
 
@@ -146,8 +148,16 @@ impl ResourceTemplate {
         self
     }
 
+    /// Sets a cache hint for reads through this template (modern era).
+    pub fn cache(mut self, hint: CacheHint) -> Self {
+        self.cache = Some(hint);
+        self
+    }
+
     /// The registry entry.
     pub fn into_entry(self) -> Result<TemplateEntry, RegistryError> {
-        TemplateEntry::new(self.def, self.handler)
+        let mut e = TemplateEntry::new(self.def, self.handler)?;
+        e.cache = self.cache;
+        Ok(e)
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{
-    CallToolResult, Completion, GetPromptResult, PromptArgument, PromptDef, ReadResourceResult, ResourceContents,
-    ResourceDef, ToolDef,
+    CacheHint, CacheScope, CallToolResult, Completion, GetPromptResult, PromptArgument, PromptDef, ReadResourceResult,
+    ResourceContents, ResourceDef, ToolDef,
 };
 use mcp_protocol::{Era, Request, RequestId};
 use mcp_runtime::registry::{CompletionKey, PromptEntry, ResourceEntry, ToolEntry};

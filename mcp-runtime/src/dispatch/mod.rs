@@ -333,17 +333,35 @@ impl Runtime {
         self.finish(&req.method, &params, route, reply)
     }
 
+    /// The cache hint of a cacheable result: `server/discover`'s own; for
+    /// `resources/read`, the resource's (or its template's) when it has one;
+    /// else the server's. A server with a visibility hook answers each
+    /// caller with its own catalog: never for a shared cache.
+    fn cache_hint(&self, method: &str, params: &Map<String, Value>) -> CacheHint {
+        if method == "server/discover" {
+            return self.config.discover_cache;
+        }
+        let mut hint = self.config.cache;
+        if method == "resources/read"
+            && let Some(uri) = params.get("uri").and_then(Value::as_str)
+        {
+            let catalog = self.registry.snapshot();
+            let own = match catalog.resource(uri) {
+                Some(r) => r.cache,
+                None => catalog.match_template(uri).and_then(|(t, _)| t.cache),
+            };
+            hint = own.unwrap_or(hint);
+        }
+        if self.config.visibility.is_some() {
+            hint.scope = CacheScope::Private;
+        }
+        hint
+    }
+
     fn finish(&self, method: &str, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
         match reply {
             Reply::Result(mut v) => {
-                let hint = if method == "server/discover" {
-                    self.config.discover_cache
-                } else if self.config.visibility.is_some() {
-                    // A filtered catalog is the caller's own: never for a shared cache.
-                    CacheHint::new(self.config.cache.ttl_ms, CacheScope::Private)
-                } else {
-                    self.config.cache
-                };
+                let hint = self.cache_hint(method, params);
                 let info = self.config.send_server_info.then_some(&self.server_info);
                 finalize(route.era, &mut v, info, cache_hint_for(method, Some(params), hint));
                 Reply::Result(v)
