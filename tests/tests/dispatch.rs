@@ -89,7 +89,7 @@ fn runtime() -> Arc<Runtime> {
             |_, _| async move { Ok(CallToolResult::text("bulk")) },
         ));
     }
-    registry.add_resource(ResourceEntry::new(
+    let mut a = ResourceEntry::new(
         ResourceDef::new("test://a", "a"),
         Arc::new(|uri: String, _: Map<String, Value>, _: Ctx| async move {
             Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -98,7 +98,9 @@ fn runtime() -> Arc<Runtime> {
                 "A",
             )]))
         }),
-    ));
+    );
+    a.cache = Some(CacheHint::new(5_000, CacheScope::Public));
+    registry.add_resource(a);
     registry.add_prompt(PromptEntry::new(
         PromptDef::new("greet")
             .with_description("greets")
@@ -306,6 +308,11 @@ async fn resources_prompts_and_completions() {
             .0,
     );
     assert_eq!(v["contents"][0]["text"], "A");
+    assert!(v.get("ttlMs").is_none(), "no cache hints for legacy clients");
+    let modern_read = json!({"_meta": modern_meta(json!({})), "uri": "test://a"});
+    let v = result(run(&rt, request(1, "resources/read", modern_read)).await.0);
+    assert_eq!(v["ttlMs"], 5000, "the resource's own hint");
+    assert_eq!(v["cacheScope"], "public", "the resource's own hint");
     let legacy_missing = run(&rt, request(1, "resources/read", json!({"uri": "test://none"})))
         .await
         .0;
