@@ -7,12 +7,15 @@
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
-//! - `bench`: not yet implemented.
+//! - `bench [--quick] [--skip-build]`: our server against rmcp and a bare HTTP floor (the bench
+//!   workspace under `bench/`, built into `target/bench-build`), every workload in one run; prints
+//!   a table and writes `target/bench/report.json`.
 //!
 //! The only requirements on the machine are the Rust toolchain, `python3` and `npm`: everything
 //! else is installed under `target/`. Subprocesses inherit stdout and stderr; servers started
 //! here are killed on every way out. A failure exits non-zero with a one-line reason.
 
+mod bench;
 mod ci;
 mod conformance;
 mod interop;
@@ -30,7 +33,9 @@ commands:
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
-  bench                   load test (not yet implemented)";
+  bench [--quick] [--skip-build]
+                          load test against rmcp and a bare HTTP floor; writes target/bench/report.json
+                          (--quick: short runs, under two minutes once built)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,10 +49,6 @@ fn main() -> ExitCode {
             eprintln!("xtask: {reason}\n\n{USAGE}");
             ExitCode::from(2)
         }
-        Outcome::NotImplemented(what) => {
-            println!("{what}");
-            ExitCode::from(2)
-        }
     }
 }
 
@@ -55,7 +56,6 @@ enum Outcome {
     Done,
     Failed(String),
     Usage(String),
-    NotImplemented(&'static str),
 }
 
 impl From<util::Result> for Outcome {
@@ -84,7 +84,10 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => conformance::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
-        "bench" => Outcome::NotImplemented("not yet implemented: see issue 7"),
+        "bench" => match parse_bench(rest) {
+            Ok(opts) => bench::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Outcome::Done
@@ -106,6 +109,18 @@ fn parse_interop(rest: &[String]) -> Result<interop::Options, String> {
         match arg.as_str() {
             "--skip-build" => opts.skip_build = true,
             other => return Err(format!("interop: unexpected argument `{other}`")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
+    let mut opts = bench::Options::default();
+    for arg in rest {
+        match arg.as_str() {
+            "--quick" => opts.quick = true,
+            "--skip-build" => opts.skip_build = true,
+            other => return Err(format!("bench: unexpected argument `{other}`")),
         }
     }
     Ok(opts)

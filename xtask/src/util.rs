@@ -130,6 +130,16 @@ impl ChildGuard {
         Ok(Self { child, line })
     }
 
+    /// The child's process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child's piped stdout (once).
+    pub(crate) fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
     /// The exit status if the child has exited.
     pub(crate) fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
         self.child

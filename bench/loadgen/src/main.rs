@@ -1,0 +1,186 @@
+//! `loadgen`: the bench's load generator, the same client for every target (issue 7).
+//!
+//! ```text
+//! loadgen http  --url URL --workload w1|w2|w3|w4 [--clients N] [--warmup-ms MS] [--duration-ms MS]
+//!               [--pid PID] [--tools N] [--lenient]
+//! loadgen stdio [--inflight K] [--warmup-ms MS] [--duration-ms MS] [--lenient] -- SERVER ARGS…
+//! loadgen mem   --url URL --pid PID [--sessions N] [--connections N] [--streams N]
+//! ```
+//!
+//! Each command prints one line of JSON on stdout (see `stats::Outcome` and `mem::Memory`)
+//! and exits non-zero with a one-line reason on stderr if the target does not answer as the
+//! workload expects. Before measuring, one operation is checked in full (every answer parsed;
+//! `--lenient` skips that, for the floor, whose answers are fixed). HTTP load runs on a
+//! single-threaded runtime (the bench pins the generator to one core): `--clients` tasks, each
+//! with its own keep-alive connection, one operation after the other. Only loopback URLs are
+//! accepted.
+
+mod client;
+mod mcp;
+mod mem;
+mod run;
+mod stats;
+mod stdio;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::client::{Result, Target};
+use crate::run::{LoadOpts, Workload};
+
+#[derive(Parser, Debug)]
+#[command(about = "The bench's load generator")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Durations and concurrency shared by the load commands.
+#[derive(clap::Args, Debug)]
+struct Timing {
+    /// Time run before measuring, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    warmup_ms: u64,
+    /// Time measured, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    duration_ms: u64,
+    /// Skip the full check of one operation before the run (for the floor).
+    #[arg(long)]
+    lenient: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Load an HTTP endpoint with one workload.
+    Http {
+        /// The endpoint (`http://127.0.0.1:PORT/mcp`).
+        #[arg(long)]
+        url: String,
+        /// The workload.
+        #[arg(long, value_enum)]
+        workload: Workload,
+        /// Concurrent clients, one keep-alive connection each.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// The server's pid, to report its peak resident size.
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Tools `tools/list` must return in all (W4's full check).
+        #[arg(long, default_value_t = 200)]
+        tools: usize,
+        #[command(flatten)]
+        timing: Timing,
+    },
+    /// Spawn a server on stdio and measure round trips.
+    Stdio {
+        /// Requests in flight at once (1: sequential).
+        #[arg(long, default_value_t = 1)]
+        inflight: usize,
+        #[command(flatten)]
+        timing: Timing,
+        /// The server command line.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Measure the resident memory of a server: idle, per session, per connection, per listen
+    /// stream.
+    Mem {
+        /// The endpoint (`http://127.0.0.1:PORT/mcp`).
+        #[arg(long)]
+        url: String,
+        /// The server's pid.
+        #[arg(long)]
+        pid: u32,
+        /// Idle legacy sessions to open (0: skip).
+        #[arg(long, default_value_t = 10_000)]
+        sessions: usize,
+        /// Idle keep-alive connections to hold open (0: skip).
+        #[arg(long, default_value_t = 2_000)]
+        connections: usize,
+        /// `subscriptions/listen` streams to hold open (0: skip).
+        #[arg(long, default_value_t = 2_000)]
+        streams: usize,
+    },
+}
+
+impl Timing {
+    fn opts(&self, clients: usize) -> LoadOpts {
+        LoadOpts {
+            clients,
+            warmup: Duration::from_millis(self.warmup_ms),
+            duration: Duration::from_millis(self.duration_ms),
+        }
+    }
+}
+
+async fn execute(cli: Cli) -> Result<String> {
+    let json = |v: serde_json::Result<String>| v.map_err(|e| format!("JSON: {e}"));
+    match cli.command {
+        Command::Http {
+            url,
+            workload,
+            clients,
+            pid,
+            tools,
+            timing,
+        } => {
+            let target = Target::parse(&url)?;
+            if !timing.lenient {
+                run::probe(&target, workload, tools).await?;
+            }
+            let mut outcome = run::run(&target, workload, &timing.opts(clients)).await?;
+            if let Some(pid) = pid {
+                outcome.peak_rss_kb = Some(stats::proc_status_kb(pid, "VmHWM")?);
+            }
+            json(serde_json::to_string(&outcome))
+        }
+        Command::Stdio {
+            inflight,
+            timing,
+            command,
+        } => {
+            let outcome = stdio::run(&command, inflight, &timing.opts(inflight), !timing.lenient).await?;
+            json(serde_json::to_string(&outcome))
+        }
+        Command::Mem {
+            url,
+            pid,
+            sessions,
+            connections,
+            streams,
+        } => {
+            let target = Target::parse(&url)?;
+            let counts = mem::Counts {
+                sessions,
+                connections,
+                streams,
+            };
+            let memory = mem::measure(&target, pid, counts).await?;
+            json(serde_json::to_string(&memory))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loadgen: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    match local.block_on(&runtime, execute(cli)) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

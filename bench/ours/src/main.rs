@@ -1,0 +1,111 @@
+//! `ours`: the bench target built on this repository's library (`mcp_server::McpServer`).
+//!
+//! It exposes the `echo` tool (input `{"text": string}`, output one text block with the same
+//! text) and, with `--tools N`, `N - 1` more tools of the same shape (`echo_1` …), for the
+//! `tools/list` workload.
+//!
+//! ```text
+//! ours --http PORT [--tools N]    # Streamable HTTP on 127.0.0.1:PORT/mcp, HttpConfig::default()
+//! ours --stdio [--tools N]        # newline-delimited JSON-RPC on stdin/stdout
+//! ours --stdio-pipes              # the same through epoll-driven pipes (an experiment)
+//! ```
+//!
+//! `--stdio` is `McpServer::serve_stdio`, which the bench measures. `--stdio-pipes` is an
+//! experiment for issue 7's W5 finding: the same transport (`mcp_transport_stdio::serve_io`)
+//! given stdin and stdout as tokio `unix::pipe` ends (non-blocking, driven by epoll) instead of
+//! `tokio::io::stdin()`/`stdout()`, which do every read and write on tokio's blocking thread
+//! pool. It needs stdin and stdout to be pipes.
+//!
+//! Over HTTP it prints `listening on http://127.0.0.1:PORT/mcp` once bound, then serves until
+//! killed. The server configuration is the library's default except `max_listeners_per_principal`
+//! (raised so that the memory workload can hold 2,000 anonymous `subscriptions/listen` streams)
+//! and, with `--page-size`, the page size of the catalog lists.
+
+use clap::Parser;
+use mcp_server::prelude::*;
+use mcp_server::runtime::ServerConfig;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser, Debug)]
+#[command(about = "The bench target on our library")]
+struct Args {
+    /// Serve Streamable HTTP on 127.0.0.1:PORT (0 picks a free port).
+    #[arg(long, conflicts_with = "stdio")]
+    http: Option<u16>,
+    /// Serve newline-delimited JSON-RPC on stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
+    /// Like `--stdio`, through epoll-driven pipes (stdin and stdout must be pipes).
+    #[arg(long, conflicts_with_all = ["stdio", "http"])]
+    stdio_pipes: bool,
+    /// How many tools to register (the first is `echo`).
+    #[arg(long, default_value_t = 1)]
+    tools: usize,
+    /// Page size of `tools/list` (default: the library's default; 0 means no paging).
+    #[arg(long)]
+    page_size: Option<usize>,
+}
+
+/// The echo tool's input.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Echo {
+    /// The text to send back.
+    text: String,
+}
+
+/// A tool of the echo shape named `name`.
+fn echo_tool(name: String) -> Tool {
+    Tool::typed(
+        name,
+        "Echoes the text back",
+        |input: Echo, _ctx| async move { input.text },
+    )
+}
+
+/// The server: `tools` tools of the echo shape, the first named `echo`.
+fn server(tools: usize, page_size: Option<usize>) -> Result<McpServer, ServerError> {
+    let mut config = ServerConfig::default();
+    config.max_listeners_per_principal = 100_000;
+    if let Some(size) = page_size {
+        config.page_size = size;
+    }
+    let mut builder = McpServer::builder().config(config).name("bench-ours").version("1.0.0");
+    for i in 0..tools.max(1) {
+        let name = if i == 0 { "echo".to_owned() } else { format!("echo_{i}") };
+        builder = builder.tool(echo_tool(name));
+    }
+    builder.build()
+}
+
+/// `--stdio-pipes`: the stdio transport on non-blocking pipe ends of duplicates of fds 0 and 1.
+async fn serve_pipes(server: McpServer) -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let stdin = pipe::Receiver::from_owned_fd(std::io::stdin().as_fd().try_clone_to_owned()?)?;
+    let stdout = pipe::Sender::from_owned_fd(std::io::stdout().as_fd().try_clone_to_owned()?)?;
+    let config = mcp_transport_stdio::StdioConfig::default();
+    mcp_transport_stdio::serve_io(server.runtime().clone(), config, stdin, stdout).await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let server = server(args.tools, args.page_size)?;
+    if args.stdio {
+        server.serve_stdio().await?;
+        return Ok(());
+    }
+    if args.stdio_pipes {
+        return serve_pipes(server).await;
+    }
+    let Some(port) = args.http else {
+        return Err("give --http PORT or --stdio".into());
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    server
+        .serve_http_on(listener, HttpConfig::default(), CancellationToken::new())
+        .await?;
+    Ok(())
+}

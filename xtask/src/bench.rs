@@ -1,0 +1,442 @@
+//! `cargo xtask bench [--quick] [--skip-build]`: our server against rmcp and against the floor,
+//! in one run (issue 7).
+//!
+//! It builds the bench workspace (`bench/`, its own workspace, into `target/bench-build`) in
+//! release, then for each workload starts each target afresh (`ours`, `rmcp-peer`, `floor`) and
+//! runs the same load generator (`loadgen`) against it, with the server and the generator pinned
+//! to different cores when the machine has two or more (`taskset`). The full run measures each
+//! (workload, target) cell in three rounds of 5 s, interleaved across the targets, and keeps the
+//! median round, so that a burst of load from elsewhere on a shared machine skews one round
+//! rather than one target; `--quick` measures one round of 2 s. It prints a table and writes
+//! `target/bench/report.json` (see [`report`]).
+//!
+//! Workloads: W1 modern stateless `tools/call`, W2 legacy session `tools/call`, W3 session
+//! churn, W4 `tools/list` of 200 tools, W5 stdio round trips (sequential and 8 in flight), M1
+//! resident memory (idle, per idle legacy session, per idle keep-alive connection, per open
+//! `subscriptions/listen` stream).
+//! Every server listens on 127.0.0.1 only; every run is bounded in count and duration.
+
+mod report;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{self, ChildGuard, Result};
+
+/// The options of `cargo xtask bench`.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// Short durations and fewer sessions: under two minutes once built.
+    pub(crate) quick: bool,
+    /// Use the binaries already in `target/bench-build/release`.
+    pub(crate) skip_build: bool,
+}
+
+/// Durations and counts of one run.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// Runs of each (workload, target) cell, interleaved across targets; the median is kept.
+    rounds: usize,
+    clients: usize,
+    warmup_ms: u64,
+    duration_ms: u64,
+    sessions: usize,
+    streams: usize,
+    tools: usize,
+}
+
+impl Plan {
+    fn new(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                rounds: 1,
+                clients: 16,
+                warmup_ms: 500,
+                duration_ms: 2_000,
+                sessions: 1_000,
+                streams: 200,
+                tools: 200,
+            }
+        } else {
+            Plan {
+                rounds: 3,
+                clients: 16,
+                warmup_ms: 1_000,
+                duration_ms: 5_000,
+                sessions: 10_000,
+                streams: 2_000,
+                tools: 200,
+            }
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "rounds": self.rounds,
+            "clients": self.clients,
+            "warmup_ms": self.warmup_ms,
+            "duration_ms": self.duration_ms,
+            "sessions": self.sessions,
+            "streams": self.streams,
+            "tools": self.tools,
+        })
+    }
+}
+
+/// The three targets, in the order they run.
+pub(crate) const TARGETS: [&str; 3] = ["ours", "rmcp", "floor"];
+
+/// The binary of a target.
+fn binary_name(target: &str) -> &'static str {
+    match target {
+        "ours" => "ours",
+        "rmcp" => "rmcp-peer",
+        _ => "floor",
+    }
+}
+
+/// Where the bench binaries are and how processes are pinned.
+struct Bench {
+    bin: PathBuf,
+    /// `taskset -c N` prefixes for the server and the generator (empty when not pinning).
+    server_pin: Vec<String>,
+    loadgen_pin: Vec<String>,
+    plan: Plan,
+}
+
+/// Runs the bench.
+pub(crate) fn run(opts: &Options) -> Result {
+    let plan = Plan::new(opts.quick);
+    let build_dir = util::target_dir().join("bench-build");
+    if !opts.skip_build {
+        util::banner("build the bench workspace (release)");
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.current_dir(util::root().join("bench"))
+            .env("CARGO_TARGET_DIR", &build_dir)
+            .args(["build", "--release", "--workspace"]);
+        util::run(&mut cmd)?;
+    }
+    let bin = build_dir.join("release");
+    for target in TARGETS.iter().map(|t| binary_name(t)).chain(["loadgen"]) {
+        if !bin.join(target).is_file() {
+            return Err(format!(
+                "{} does not exist: run without --skip-build",
+                bin.join(target).display()
+            ));
+        }
+    }
+    let (server_pin, loadgen_pin, pinning) = pinning();
+    let bench = Bench {
+        bin,
+        server_pin,
+        loadgen_pin,
+        plan,
+    };
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+
+    let workloads = [
+        ("W1", Load::Http("w1"), "modern tools/call (2026-07-28, stateless)"),
+        ("W2", Load::Http("w2"), "legacy tools/call (one session per client)"),
+        (
+            "W3",
+            Load::Http("w3"),
+            "session churn (initialize, initialized, call, DELETE)",
+        ),
+        ("W4", Load::Http("w4"), "tools/list of 200 tools (every page)"),
+        ("W5a", Load::Stdio(1), "stdio round trips, sequential"),
+        ("W5b", Load::Stdio(8), "stdio round trips, 8 in flight"),
+    ];
+    for (id, load, title) in workloads {
+        util::banner(&format!("{id}: {title}"));
+        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); TARGETS.len()];
+        let mut body_bytes = 0;
+        for round in 1..=plan.rounds {
+            for (i, target) in TARGETS.into_iter().enumerate() {
+                let outcome = match load {
+                    Load::Http(workload) => bench.http_run(target, workload, body_bytes),
+                    Load::Stdio(inflight) => bench.stdio_run(target, inflight, body_bytes),
+                };
+                if target == "ours" && body_bytes == 0 {
+                    body_bytes = outcome.as_ref().map_or(0, |o| o["body_bytes"].as_u64().unwrap_or(0));
+                }
+                let what = format!("{id} round {round}/{}", plan.rounds);
+                if let Some(v) = record(target, &what, outcome, &mut failures) {
+                    runs[i].push(v);
+                }
+            }
+        }
+        let results = TARGETS
+            .into_iter()
+            .zip(runs)
+            .map(|(target, runs)| (target.to_owned(), median(runs)))
+            .collect();
+        rows.push(report::row(id, title, results));
+    }
+
+    util::banner("M1: resident memory");
+    let mut memory = serde_json::Map::new();
+    for target in TARGETS {
+        let outcome = bench.memory(target);
+        let value = record(target, "M1", outcome, &mut failures);
+        memory.insert(target.to_owned(), value.unwrap_or_else(|| json!({"error": "failed"})));
+    }
+
+    let report = report::Report {
+        quick: opts.quick,
+        plan: plan.json(),
+        pinning,
+        rows,
+        memory: Value::Object(memory),
+        elapsed: started.elapsed(),
+    };
+    let path = util::target_dir().join("bench/report.json");
+    report.write(&path)?;
+    println!("\n{}", report.table());
+    println!("report: {}", path.display());
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} run(s) failed: {}", failures.len(), failures.join("; ")))
+    }
+}
+
+/// The JSON of one run, printed; a failure is printed and remembered in `failures`.
+fn record(target: &str, what: &str, outcome: Result<Value>, failures: &mut Vec<String>) -> Option<Value> {
+    match outcome {
+        Ok(v) => {
+            println!("{target:>5}: {v}");
+            Some(v)
+        }
+        Err(e) => {
+            eprintln!("xtask: {what} {target}: {e}");
+            failures.push(format!("{what} {target}: {e}"));
+            None
+        }
+    }
+}
+
+/// The run of median throughput among a target's rounds, with every round's `rps` in `rounds`
+/// (`{"error": …}` when no round succeeded).
+fn median(mut runs: Vec<Value>) -> Value {
+    if runs.is_empty() {
+        return json!({"error": "every round failed"});
+    }
+    let rps = |v: &Value| v["rps"].as_f64().unwrap_or(0.0);
+    runs.sort_by(|a, b| rps(a).total_cmp(&rps(b)));
+    let all: Vec<f64> = runs.iter().map(rps).collect();
+    let mut chosen = runs.swap_remove(runs.len() / 2);
+    chosen["rounds_rps"] = json!(all);
+    chosen
+}
+
+/// How a workload loads its target.
+#[derive(Debug, Clone, Copy)]
+enum Load {
+    /// `loadgen http --workload W` against a server started here.
+    Http(&'static str),
+    /// `loadgen stdio --inflight K`, which spawns the server.
+    Stdio(usize),
+}
+
+/// `taskset` prefixes that pin the server to core 1 and the generator to core 0, when the
+/// machine has two cores or more and `taskset` (util-linux) is there; and their description.
+fn pinning() -> (Vec<String>, Vec<String>, Value) {
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    let taskset = Command::new("taskset")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if cores >= 2 && taskset {
+        let pin = |core: &str| vec!["taskset".to_owned(), "-c".to_owned(), core.to_owned()];
+        let note = json!({"pinned": true, "server_cpu": 1, "loadgen_cpu": 0, "cores": cores});
+        (pin("1"), pin("0"), note)
+    } else {
+        let why = if cores < 2 { "one core" } else { "no taskset" };
+        (
+            Vec::new(),
+            Vec::new(),
+            json!({"pinned": false, "why": why, "cores": cores}),
+        )
+    }
+}
+
+/// A server started for one run, killed when dropped.
+struct Server {
+    child: ChildGuard,
+    url: String,
+}
+
+impl Bench {
+    /// The command line `pin… binary args…`.
+    fn command(&self, pin: &[String], program: &Path, args: &[String]) -> Command {
+        let mut cmd = match pin.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        cmd.args(args).current_dir(util::root());
+        cmd
+    }
+
+    /// The server arguments of a target (`--tools`, the floor's `--body-bytes`).
+    fn server_args(&self, target: &str, tools: bool, body_bytes: u64) -> Vec<String> {
+        let mut args = Vec::new();
+        if target == "floor" {
+            if body_bytes > 0 {
+                args.extend(["--body-bytes".to_owned(), body_bytes.to_string()]);
+            }
+        } else if tools {
+            args.extend(["--tools".to_owned(), self.plan.tools.to_string()]);
+        }
+        args
+    }
+
+    /// Starts a target over HTTP on a free loopback port and waits for its `listening on URL`.
+    fn start(&self, target: &str, extra: Vec<String>) -> Result<Server> {
+        let port = util::free_port()?;
+        let mut args = vec!["--http".to_owned(), port.to_string()];
+        args.extend(extra);
+        let mut cmd = self.command(&self.server_pin, &self.bin.join(binary_name(target)), &args);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let line = util::display(&cmd);
+        let mut child = ChildGuard::spawn(&mut cmd)?;
+        let stdout = child.take_stdout().ok_or("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            for _ in lines.map_while(std::result::Result::ok) {}
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| format!("`{line}` did not print `listening on …` within 30 s"))?;
+        let url = first
+            .strip_prefix("listening on ")
+            .filter(|u| u.starts_with("http://127.0.0.1:"))
+            .ok_or_else(|| format!("`{line}` printed `{first}`"))?
+            .to_owned();
+        Ok(Server { child, url })
+    }
+
+    /// Runs `loadgen ARGS` pinned, within `timeout`, and parses the JSON line it prints.
+    fn loadgen(&self, args: &[String], timeout: Duration) -> Result<Value> {
+        let mut cmd = self.command(&self.loadgen_pin, &self.bin.join("loadgen"), args);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let line = util::display(&cmd);
+        let mut child = ChildGuard::spawn(&mut cmd)?;
+        let mut stdout = child.take_stdout().ok_or("no stdout")?;
+        let reader = thread::spawn(move || {
+            let mut out = String::new();
+            let _ = stdout.read_to_string(&mut out);
+            out
+        });
+        let status = child.wait_timeout(timeout)?;
+        let out = reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(format!("`{line}` failed ({})", util::describe(status)));
+        }
+        serde_json::from_str(out.trim()).map_err(|e| format!("`{line}` printed no JSON ({e}): {out}"))
+    }
+
+    fn timing(&self) -> Vec<String> {
+        vec![
+            "--warmup-ms".to_owned(),
+            self.plan.warmup_ms.to_string(),
+            "--duration-ms".to_owned(),
+            self.plan.duration_ms.to_string(),
+        ]
+    }
+
+    fn run_timeout(&self) -> Duration {
+        Duration::from_millis(self.plan.warmup_ms + self.plan.duration_ms) + Duration::from_secs(60)
+    }
+
+    /// One HTTP workload against one target, on a fresh server.
+    fn http_run(&self, target: &str, workload: &str, body_bytes: u64) -> Result<Value> {
+        let tools = workload == "w4";
+        let mut server = self.start(target, self.server_args(target, tools, body_bytes))?;
+        let mut args = vec![
+            "http".to_owned(),
+            "--url".to_owned(),
+            server.url.clone(),
+            "--workload".to_owned(),
+            workload.to_owned(),
+            "--clients".to_owned(),
+            self.plan.clients.to_string(),
+            "--pid".to_owned(),
+            server.child.id().to_string(),
+            "--tools".to_owned(),
+            (if tools { self.plan.tools } else { 1 }).to_string(),
+        ];
+        args.extend(self.timing());
+        if target == "floor" {
+            args.push("--lenient".to_owned());
+        }
+        let outcome = self.loadgen(&args, self.run_timeout());
+        ensure_alive(&mut server.child, target)?;
+        outcome
+    }
+
+    /// W5 against one target: the generator spawns the server on stdio (pinned).
+    fn stdio_run(&self, target: &str, inflight: usize, body_bytes: u64) -> Result<Value> {
+        let mut args = vec!["stdio".to_owned(), "--inflight".to_owned(), inflight.to_string()];
+        args.extend(self.timing());
+        if target == "floor" {
+            args.push("--lenient".to_owned());
+        }
+        args.push("--".to_owned());
+        args.extend(self.server_pin.iter().cloned());
+        args.push(self.bin.join(binary_name(target)).display().to_string());
+        args.push("--stdio".to_owned());
+        args.extend(self.server_args(target, false, body_bytes));
+        self.loadgen(&args, self.run_timeout())
+    }
+
+    /// M1 against one target: idle size; sessions (not the floor's); idle keep-alive connections
+    /// (as many as streams: the part of a stream's figure that is its connection); listen
+    /// streams (ours only: rmcp has no `subscriptions/listen`).
+    fn memory(&self, target: &str) -> Result<Value> {
+        let mut server = self.start(target, Vec::new())?;
+        let sessions = if target == "floor" { 0 } else { self.plan.sessions };
+        let streams = if target == "ours" { self.plan.streams } else { 0 };
+        let args = vec![
+            "mem".to_owned(),
+            "--url".to_owned(),
+            server.url.clone(),
+            "--pid".to_owned(),
+            server.child.id().to_string(),
+            "--sessions".to_owned(),
+            sessions.to_string(),
+            "--connections".to_owned(),
+            self.plan.streams.to_string(),
+            "--streams".to_owned(),
+            streams.to_string(),
+        ];
+        let outcome = self.loadgen(&args, Duration::from_secs(300));
+        ensure_alive(&mut server.child, target)?;
+        outcome
+    }
+}
+
+/// Fails if the server died during its run.
+fn ensure_alive(child: &mut ChildGuard, target: &str) -> Result {
+    match child.try_wait()? {
+        None => Ok(()),
+        Some(status) => Err(format!("the {target} server exited ({})", util::describe(status))),
+    }
+}

@@ -1,0 +1,279 @@
+//! The bench report: ratios, the issue's targets, the table printed (Markdown, ready for the
+//! README) and `target/bench/report.json`.
+//!
+//! The JSON holds `machine` (`nproc`, CPU model), `pinning`, `plan` (clients, durations, counts),
+//! `workloads` (per row: each target's outcome as the load generator printed it — `rps`,
+//! `p50_ms`, `p99_ms`, `peak_rss_kb`, `errors`… — and `ratios`: `ours_rmcp` and `ours_floor` of
+//! operations per second, `p99_ours_rmcp`), `memory` (per target: `idle_rss_kb`,
+//! `bytes_per_session`, `bytes_per_connection`, `bytes_per_stream`, `peak_rss_kb`) and `targets`
+//! (each goal of the issue, its value and whether it is met).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::TARGETS;
+use crate::util::Result;
+
+/// Everything one run measured.
+pub(super) struct Report {
+    /// Whether this was `--quick`.
+    pub(super) quick: bool,
+    /// Durations and counts.
+    pub(super) plan: Value,
+    /// How processes were pinned.
+    pub(super) pinning: Value,
+    /// One row per workload (from [`row`]).
+    pub(super) rows: Vec<Value>,
+    /// M1 per target.
+    pub(super) memory: Value,
+    /// Wall time of the measuring.
+    pub(super) elapsed: Duration,
+}
+
+/// A workload's row: each target's outcome and the ratios.
+pub(super) fn row(id: &str, title: &str, results: Map<String, Value>) -> Value {
+    let rps = |t: &str| results.get(t).and_then(|r| r["rps"].as_f64());
+    let p99 = |t: &str| results.get(t).and_then(|r| r["p99_ms"].as_f64());
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
+        _ => Value::Null,
+    };
+    json!({
+        "id": id,
+        "title": title,
+        "targets": results,
+        "ratios": {
+            "ours_rmcp": ratio(rps("ours"), rps("rmcp")),
+            "ours_floor": ratio(rps("ours"), rps("floor")),
+            "p99_ours_rmcp": ratio(p99("ours"), p99("rmcp")),
+        },
+    })
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// `nproc` and the CPU model (from `/proc/cpuinfo`).
+fn machine() -> Value {
+    let nproc = std::thread::available_parallelism().map_or(1, usize::from);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    json!({"nproc": nproc, "cpu": cpu})
+}
+
+impl Report {
+    /// The issue's targets, each with its value and whether it is met (`null`: not measured).
+    fn targets(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut goal = |what: String, value: Option<f64>, op: &str, bound: f64| {
+            let met = value.map(|v| if op == ">=" { v >= bound } else { v <= bound });
+            out.push(
+                json!({"what": what, "value": value.map(|v| round(v, 3)), "goal": format!("{op} {bound}"), "met": met}),
+            );
+        };
+        for row in &self.rows {
+            let id = row["id"].as_str().unwrap_or_default();
+            let bound = if id.starts_with("W5") { 1.5 } else { 1.25 };
+            goal(
+                format!("{id} ours/rmcp ops/s"),
+                row["ratios"]["ours_rmcp"].as_f64(),
+                ">=",
+                bound,
+            );
+            goal(
+                format!("{id} p99 ours/rmcp"),
+                row["ratios"]["p99_ours_rmcp"].as_f64(),
+                "<=",
+                1.0,
+            );
+            if id == "W1" {
+                goal(
+                    format!("{id} ours/floor ops/s"),
+                    row["ratios"]["ours_floor"].as_f64(),
+                    ">=",
+                    0.6,
+                );
+            }
+        }
+        let ours = &self.memory["ours"];
+        goal(
+            "M1 bytes per idle legacy session".to_owned(),
+            ours["bytes_per_session"].as_f64(),
+            "<=",
+            2048.0,
+        );
+        goal(
+            "M1 bytes per open listen stream".to_owned(),
+            ours["bytes_per_stream"].as_f64(),
+            "<=",
+            8192.0,
+        );
+        out
+    }
+
+    /// The whole report as JSON.
+    fn json(&self) -> Value {
+        json!({
+            "generated_by": if self.quick { "cargo xtask bench --quick" } else { "cargo xtask bench" },
+            "unix_time": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            "elapsed_s": round(self.elapsed.as_secs_f64(), 1),
+            "machine": machine(),
+            "pinning": self.pinning,
+            "plan": self.plan,
+            "workloads": self.rows,
+            "memory": self.memory,
+            "targets": self.targets(),
+        })
+    }
+
+    /// Writes the JSON report to `path` (creating its directory).
+    pub(super) fn write(&self, path: &Path) -> Result {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(&self.json()).map_err(|e| format!("report: {e}"))?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// The tables (Markdown) and the targets, as printed and as the README shows them.
+    pub(super) fn table(&self) -> String {
+        let machine = machine();
+        let mut t = String::new();
+        let pinned = if self.pinning["pinned"] == true {
+            "server on CPU 1, load generator on CPU 0 (taskset)".to_owned()
+        } else {
+            format!("not pinned ({})", self.pinning["why"].as_str().unwrap_or("?"))
+        };
+        let _ = writeln!(
+            t,
+            "Machine: {} × {}; {pinned}. {} clients; per cell the median of {} round(s) of {} ms warm-up \
+             and {} ms measured, targets interleaved{}.\n",
+            machine["nproc"],
+            machine["cpu"].as_str().unwrap_or("?"),
+            self.plan["clients"],
+            self.plan["rounds"],
+            self.plan["warmup_ms"],
+            self.plan["duration_ms"],
+            if self.quick { " (--quick)" } else { "" }
+        );
+        t.push_str(concat!(
+            "| workload | ours ops/s | rmcp ops/s | floor ops/s | ours/rmcp | ours/floor ",
+            "| p50 ms ours / rmcp / floor | p99 ms ours / rmcp / floor | peak RSS MiB ours / rmcp / floor |\n"
+        ));
+        t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for row in &self.rows {
+            let cell = |target: &str, key: &str| -> String {
+                let r = &row["targets"][target];
+                if r.get("error").is_some() {
+                    return "error".to_owned();
+                }
+                match (key, r[key].as_f64()) {
+                    ("rps", Some(v)) => format!("{v:.0}"),
+                    ("peak_rss_kb", Some(v)) => format!("{:.1}", v / 1024.0),
+                    (_, Some(v)) => format!("{v:.3}"),
+                    (_, None) => "–".to_owned(),
+                }
+            };
+            let three = |key: &str| TARGETS.map(|target| cell(target, key)).join(" / ");
+            let ratio = |key: &str| {
+                row["ratios"][key]
+                    .as_f64()
+                    .map_or("–".to_owned(), |v| format!("{v:.2}"))
+            };
+            let _ = writeln!(
+                t,
+                "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                row["id"].as_str().unwrap_or_default(),
+                row["title"].as_str().unwrap_or_default(),
+                cell("ours", "rps"),
+                cell("rmcp", "rps"),
+                cell("floor", "rps"),
+                ratio("ours_rmcp"),
+                ratio("ours_floor"),
+                three("p50_ms"),
+                three("p99_ms"),
+                three("peak_rss_kb"),
+            );
+        }
+        t.push_str(&self.memory_table());
+        t.push_str("\nTargets of issue 7:\n\n");
+        for target in self.targets() {
+            let mark = match target["met"].as_bool() {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "not measured",
+            };
+            let value = target["value"].as_f64().map_or("–".to_owned(), |v| format!("{v}"));
+            let _ = writeln!(
+                t,
+                "- {}: {value} (goal {}): {mark}",
+                target["what"].as_str().unwrap_or_default(),
+                target["goal"].as_str().unwrap_or_default()
+            );
+        }
+        t
+    }
+
+    fn memory_table(&self) -> String {
+        let mut t = String::from("\n| M1 memory | ours | rmcp | floor |\n|---|---:|---:|---:|\n");
+        let cell = |target: &str, key: &str| -> String {
+            let m = &self.memory[target];
+            if m.get("error").is_some() {
+                return "error".to_owned();
+            }
+            match (key, m[key].as_f64()) {
+                ("idle_rss_kb" | "peak_rss_kb", Some(v)) => format!("{:.1} MiB", v / 1024.0),
+                (_, Some(v)) => format!("{v:.0} B"),
+                ("bytes_per_stream", None) if target == "rmcp" => "n/a (no subscriptions/listen)".to_owned(),
+                (_, None) => "n/a".to_owned(),
+            }
+        };
+        let sessions = &self.plan["sessions"];
+        let streams = &self.plan["streams"];
+        for (label, key) in [
+            ("idle resident size".to_owned(), "idle_rss_kb"),
+            (format!("per idle legacy session ({sessions})"), "bytes_per_session"),
+            (
+                format!("per idle keep-alive connection ({streams})"),
+                "bytes_per_connection",
+            ),
+            (
+                format!("per open listen stream ({streams}, its connection included)"),
+                "bytes_per_stream",
+            ),
+            ("peak resident size".to_owned(), "peak_rss_kb"),
+        ] {
+            let _ = writeln!(
+                t,
+                "| {label} | {} | {} | {} |",
+                cell("ours", key),
+                cell("rmcp", key),
+                cell("floor", key)
+            );
+        }
+        let ours = &self.memory["ours"];
+        if let (Some(stream), Some(conn)) = (ours["bytes_per_stream"].as_f64(), ours["bytes_per_connection"].as_f64()) {
+            let _ = writeln!(
+                t,
+                "| per open listen stream beyond an idle connection's | {:.0} B | n/a | n/a |",
+                stream - conn
+            );
+        }
+        t
+    }
+}
