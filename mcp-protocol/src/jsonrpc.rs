@@ -399,10 +399,10 @@ impl<'de> Visitor<'de> for ValueSeed {
 }
 
 #[derive(Serialize)]
-struct ResultOut<'a> {
+struct ResultOut<'a, T: ?Sized> {
     jsonrpc: &'static str,
     id: &'a RequestId,
-    result: &'a Value,
+    result: &'a T,
 }
 
 #[derive(Serialize)]
@@ -429,8 +429,9 @@ struct RequestOut<'a> {
     params: Option<&'a Value>,
 }
 
-/// Encodes a success response.
-pub fn encode_result(id: &RequestId, result: &Value) -> Vec<u8> {
+/// Encodes a success response (the result may be a `Value` or an already
+/// serialized `RawValue`).
+pub fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
     to_vec(&ResultOut {
         jsonrpc: "2.0",
         id,

@@ -49,7 +49,7 @@ pub mod visibility;
 
 pub use config::ServerConfig;
 pub use ctx::{ClientRequestError, Ctx};
-pub use dispatch::{Rejection, Reply, RequestEnv, Route, Runtime};
+pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime};
 pub use elicitation::{ElicitationError, UrlElicitation};
 pub use handler::{HandlerError, ToolResult};
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};

@@ -12,6 +12,8 @@ use arc_swap::ArcSwap;
 use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
 use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
 use mcp_protocol::schema::{CompiledSchema, SchemaError, compile};
+use mcp_protocol::{Era, Revision};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
@@ -199,9 +201,47 @@ pub struct Catalog {
     prompts: Vec<Arc<PromptEntry>>,
     prompt_index: HashMap<String, usize>,
     completions: HashMap<CompletionKey, Arc<dyn CompletionHandler>>,
+    pages: Arc<PageCache>,
+}
+
+/// Identifies one finalized page of a catalog list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PageKey {
+    pub(crate) method: &'static str,
+    pub(crate) revision: Option<Revision>,
+    pub(crate) era: Era,
+    pub(crate) cursor: Option<String>,
+}
+
+/// The most pages one catalog snapshot keeps (cursors are client input).
+const MAX_CACHED_PAGES: usize = 256;
+
+/// Finalized, serialized list pages of one catalog snapshot: a new snapshot
+/// starts empty, so a change never serves a stale page.
+#[derive(Default)]
+struct PageCache {
+    pages: Mutex<HashMap<PageKey, Arc<RawValue>>>,
 }
 
 impl Catalog {
+    /// A cached page.
+    pub(crate) fn page(&self, key: &PageKey) -> Option<Arc<RawValue>> {
+        self.pages
+            .pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Keeps a page (up to a bound).
+    pub(crate) fn store_page(&self, key: PageKey, page: Arc<RawValue>) {
+        let mut pages = self.pages.pages.lock().unwrap_or_else(PoisonError::into_inner);
+        if pages.len() < MAX_CACHED_PAGES {
+            pages.insert(key, page);
+        }
+    }
+
     /// Tools sorted by name.
     pub fn tools(&self) -> &[Arc<ToolEntry>] {
         &self.tools
@@ -255,6 +295,7 @@ impl Catalog {
     }
 
     fn reindex(&mut self) {
+        self.pages = Arc::default();
         self.tools.sort_by(|a, b| a.def.name.cmp(&b.def.name));
         self.tool_index = self
             .tools

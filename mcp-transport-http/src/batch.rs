@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use http::StatusCode;
 use mcp_protocol::classify::check_batch;
-use mcp_protocol::jsonrpc::{DecodeError, encode_error, encode_response};
+use mcp_protocol::jsonrpc::{DecodeError, encode_error};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::{InFlight, RequestEnv, Sink};
 use tokio_util::sync::CancellationToken;
@@ -96,8 +96,8 @@ pub(crate) async fn handle(cx: PostCtx, items: Vec<Result<Message, DecodeError>>
     for (id, job) in calls {
         match job.await {
             Ok(reply) => {
-                if let Some(outcome) = reply.into_outcome() {
-                    out.push(encode_response(&id, &outcome));
+                if let Some(frame) = reply.encode(&id) {
+                    out.push(frame);
                 }
             }
             Err(e) => {

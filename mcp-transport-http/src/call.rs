@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::response::Response;
 use http::StatusCode;
 use mcp_protocol::error::dispatch_http_status;
-use mcp_protocol::jsonrpc::{encode_error, encode_result};
+use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
 use mcp_runtime::{Frame, Reply, RequestEnv, Route, Session, Sink};
 use serde_json::Value;
@@ -220,10 +220,13 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
 
 fn json_reply(id: &RequestId, r: Result<Reply, tokio::task::JoinError>, mode: Mode) -> Response {
     match r {
-        Ok(Reply::Result(v)) => json(StatusCode::OK, encode_result(id, &v)),
         Ok(Reply::Error(e)) => rpc_error(dispatch_status(mode, e.code), Some(id), &e),
         // A cancelled call is answered with an empty 200 (behaviour invariant 13).
         Ok(Reply::Cancelled) => empty(StatusCode::OK),
+        Ok(reply) => match reply.encode(id) {
+            Some(body) => json(StatusCode::OK, body),
+            None => empty(StatusCode::OK),
+        },
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");
             rpc_error(500, Some(id), &RpcError::internal())
@@ -234,9 +237,7 @@ fn json_reply(id: &RequestId, r: Result<Reply, tokio::task::JoinError>, mode: Mo
 /// The final message of a stream (`None`: cancelled, nothing is written).
 fn final_frame(id: &RequestId, r: Result<Reply, tokio::task::JoinError>) -> Option<Vec<u8>> {
     match r {
-        Ok(Reply::Result(v)) => Some(encode_result(id, &v)),
-        Ok(Reply::Error(e)) => Some(encode_error(Some(id), &e)),
-        Ok(Reply::Cancelled) => None,
+        Ok(reply) => reply.encode(id),
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");
             Some(encode_error(Some(id), &RpcError::internal()))

@@ -31,7 +31,7 @@ use http::header::{ACCEPT, ALLOW};
 use http::{HeaderValue, Method, StatusCode};
 use mcp_auth::AuthInfo;
 use mcp_protocol::classify::{check_batch, request_era};
-use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error, encode_response, encode_result};
+use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error, encode_result};
 use mcp_protocol::{Era, Message, Notification, Request as RpcRequest, Revision, RpcError};
 use mcp_runtime::{Frame, InFlight, Reply, RequestEnv, Session, SessionStore, Sink};
 use tokio::sync::{mpsc, watch};
@@ -419,7 +419,7 @@ async fn answer(cx: Call, req: RpcRequest) -> Option<Frame> {
     };
     let reply = shared.runtime.dispatch(req, &route, env).await;
     let reply = if cancel.is_cancelled() { Reply::Cancelled } else { reply };
-    reply.into_outcome().map(|o| encode_response(&id, &o))
+    reply.encode(&id)
 }
 
 /// A batch: checked against the session's revision, its requests run concurrently, and their

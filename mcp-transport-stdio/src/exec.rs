@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::join_all;
-use mcp_protocol::jsonrpc::encode_response;
 use mcp_protocol::{Request, RpcError};
 use mcp_runtime::{Frame, InFlightGuard, Reply, RequestEnv, Route, Session};
 
@@ -109,7 +108,7 @@ async fn run(shared: &Shared, prepared: Prepared) -> (Option<Frame>, InFlightGua
     // race against the cancellation (behaviour invariant 13).
     let frame = match reply {
         _ if cancel.is_cancelled() => None,
-        reply => reply.into_outcome().map(|o| encode_response(&id, &o)),
+        reply => reply.encode(&id),
     };
     if frame.is_none() {
         tracing::debug!(%id, method, "request cancelled; no answer");

@@ -149,6 +149,7 @@ async fn run(rt: &Runtime, req: Request) -> (Reply, Vec<Value>) {
 fn result(reply: Reply) -> Value {
     match reply {
         Reply::Result(v) => v,
+        Reply::Encoded(e) => e.to_value(),
         other => panic!("expected a result, got {other:?}"),
     }
 }
@@ -297,6 +298,29 @@ async fn pagination_and_cursors() {
         .await
         .0;
     assert_eq!(error_code(bad), -32602);
+}
+
+#[tokio::test]
+async fn list_pages_are_cached_per_snapshot_revision_and_era() {
+    let rt = runtime();
+    let modern = || request(1, "tools/list", json!({"_meta": modern_meta(json!({}))}));
+    let (a, b) = (run(&rt, modern()).await.0, run(&rt, modern()).await.0);
+    assert!(matches!(a, Reply::Encoded(_)), "{a:?}");
+    assert_eq!(a, b, "the same page, served from the cache");
+    let legacy = result(run(&rt, request(1, "tools/list", json!({}))).await.0);
+    assert!(legacy.get("resultType").is_none(), "one page per era");
+    let before = result(a).get("tools").and_then(Value::as_array).map(Vec::len);
+    // A registry change publishes a new snapshot: no stale page.
+    rt.registry().remove_tool("bulk_000");
+    let after = result(run(&rt, modern()).await.0);
+    assert_eq!(after["tools"].as_array().map(Vec::len), before);
+    assert!(
+        after["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "bulk_000")
+    );
 }
 
 #[tokio::test]

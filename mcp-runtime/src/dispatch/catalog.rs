@@ -12,7 +12,7 @@ use super::{Runtime, handler_error, parse_params};
 use crate::ctx::Ctx;
 use crate::guard::{Interrupted, run_guarded};
 use crate::handler::HandlerError;
-use crate::registry::CompletionKey;
+use crate::registry::{Catalog, CompletionKey};
 use crate::visibility::CatalogKind;
 
 fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
@@ -43,16 +43,19 @@ fn shown<'a, T>(
     items.iter().filter(|i| rt.visible(ctx.auth(), kind, key(i))).collect()
 }
 
-pub(super) fn list_tools(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let c = rt.registry.snapshot();
+pub(super) fn list_tools(rt: &Runtime, c: &Catalog, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let tools = shown(rt, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name);
     let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
 }
 
-pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let c = rt.registry.snapshot();
+pub(super) fn list_resources(
+    rt: &Runtime,
+    c: &Catalog,
+    ctx: &Ctx,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let resources = shown(rt, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri);
     let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();
@@ -63,8 +66,12 @@ pub(super) fn list_resources(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value
     ))
 }
 
-pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let c = rt.registry.snapshot();
+pub(super) fn list_templates(
+    rt: &Runtime,
+    c: &Catalog,
+    ctx: &Ctx,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let templates = shown(rt, ctx, c.templates(), CatalogKind::ResourceTemplate, |t| {
         &t.def.uri_template
     });
@@ -77,8 +84,12 @@ pub(super) fn list_templates(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value
     ))
 }
 
-pub(super) fn list_prompts(rt: &Runtime, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let c = rt.registry.snapshot();
+pub(super) fn list_prompts(
+    rt: &Runtime,
+    c: &Catalog,
+    ctx: &Ctx,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let prompts = shown(rt, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name);
     let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, rt.config.page_size)?;
     let rev = ctx.revision();

@@ -15,12 +15,14 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{allows_input_required, check_method, request_era};
+use mcp_protocol::jsonrpc::{encode_error, encode_result};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -32,9 +34,13 @@ use crate::inflight::InFlight;
 use crate::listen::Subscriptions;
 use crate::mrtr::Round;
 use crate::registry::Registry;
+use crate::registry::{Catalog, PageKey};
 use crate::session::{Session, SessionStore};
 use crate::sink::Sink;
 use crate::tasks::{InMemoryTaskStore, TaskStore, Tasks};
+
+/// A catalog list method.
+type ListFn = fn(&Runtime, &Catalog, &Ctx, &Map<String, Value>) -> Result<Value, RpcError>;
 
 /// A request routed to its era.
 #[derive(Debug, Clone)]
@@ -64,11 +70,36 @@ impl Rejection {
     }
 }
 
+/// A finalized result already serialized (a cached catalog page): written
+/// as it is, never re-serialized.
+#[derive(Debug, Clone)]
+pub struct EncodedResult(Arc<RawValue>);
+
+impl EncodedResult {
+    /// The serialized result.
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The result as a JSON value (a parse: for the rare paths that need one).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for EncodedResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// A result, finalized for the era.
     Result(Value),
+    /// A result, finalized and serialized.
+    Encoded(EncodedResult),
     /// An error response.
     Error(RpcError),
     /// Cancelled: nothing is answered.
@@ -80,7 +111,18 @@ impl Reply {
     pub fn into_outcome(self) -> Option<Result<Value, RpcError>> {
         match self {
             Reply::Result(v) => Some(Ok(v)),
+            Reply::Encoded(e) => Some(Ok(e.to_value())),
             Reply::Error(e) => Some(Err(e)),
+            Reply::Cancelled => None,
+        }
+    }
+
+    /// The encoded response to request `id` (`None` when cancelled).
+    pub fn encode(&self, id: &RequestId) -> Option<Vec<u8>> {
+        match self {
+            Reply::Result(v) => Some(encode_result(id, v)),
+            Reply::Encoded(e) => Some(encode_result(id, e.as_raw())),
+            Reply::Error(e) => Some(encode_error(Some(id), e)),
             Reply::Cancelled => None,
         }
     }
@@ -304,7 +346,9 @@ impl Runtime {
             "logging/setLevel" => lifecycle::set_level(&ctx, &params),
             "resources/subscribe" => lifecycle::subscribe(&ctx, &params, true),
             "resources/unsubscribe" => lifecycle::subscribe(&ctx, &params, false),
-            "tools/list" => catalog::list_tools(self, &ctx, &params),
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+                return self.list(&req.method, &params, route, &ctx);
+            }
             "tools/call" => {
                 let reply = tools::call(self, ctx, &params).await;
                 if cancel.is_cancelled() {
@@ -312,10 +356,7 @@ impl Runtime {
                 }
                 return self.finish(&req.method, &params, route, reply);
             }
-            "resources/list" => catalog::list_resources(self, &ctx, &params),
-            "resources/templates/list" => catalog::list_templates(self, &ctx, &params),
             "resources/read" => catalog::read_resource(self, ctx, &params).await,
-            "prompts/list" => catalog::list_prompts(self, &ctx, &params),
             "prompts/get" => catalog::get_prompt(self, ctx, &params).await,
             "completion/complete" => catalog::complete(self, ctx, &params).await,
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
@@ -331,6 +372,44 @@ impl Runtime {
             Err(e) => Reply::Error(e),
         };
         self.finish(&req.method, &params, route, reply)
+    }
+
+    /// A catalog list. Without a visibility hook every caller of a revision
+    /// and era gets the same page, so finalized pages are kept serialized in
+    /// the catalog snapshot and written as they are.
+    fn list(&self, method: &str, params: &Map<String, Value>, route: &Route, ctx: &Ctx) -> Reply {
+        let catalog = self.registry.snapshot();
+        let (method, list): (&'static str, ListFn) = match method {
+            "tools/list" => ("tools/list", catalog::list_tools),
+            "resources/list" => ("resources/list", catalog::list_resources),
+            "resources/templates/list" => ("resources/templates/list", catalog::list_templates),
+            _ => ("prompts/list", catalog::list_prompts),
+        };
+        let key = self.config.visibility.is_none().then(|| PageKey {
+            method,
+            revision: ctx.revision(),
+            era: route.era,
+            cursor: params.get("cursor").and_then(Value::as_str).map(str::to_owned),
+        });
+        if let Some(page) = key.as_ref().and_then(|k| catalog.page(k)) {
+            return Reply::Encoded(EncodedResult(page));
+        }
+        let reply = match list(self, &catalog, ctx, params) {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        };
+        let reply = self.finish(method, params, route, reply);
+        match (key, &reply) {
+            (Some(key), Reply::Result(v)) => match serde_json::value::to_raw_value(v) {
+                Ok(raw) => {
+                    let page: Arc<RawValue> = Arc::from(raw);
+                    catalog.store_page(key, page.clone());
+                    Reply::Encoded(EncodedResult(page))
+                }
+                Err(_) => reply,
+            },
+            _ => reply,
+        }
     }
 
     /// The cache hint of a cacheable result: `server/discover`'s own; for

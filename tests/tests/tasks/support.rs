@@ -214,6 +214,7 @@ impl Client {
     pub(crate) async fn ok(&self, method: &str, params: Value) -> Value {
         match self.call(method, params).await {
             Reply::Result(v) => v,
+            Reply::Encoded(e) => e.to_value(),
             other => panic!("{method}: expected a result, got {other:?}"),
         }
     }
