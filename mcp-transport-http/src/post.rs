@@ -341,8 +341,9 @@ fn initialize(cx: &PostCtx, req: &Request, transport: Option<Revision>) -> Respo
             if cx.shared.sessions()
                 && let Ok(value) = HeaderValue::from_str(session.id())
             {
+                // The session's event channel (ring buffer, GET stream state) is created
+                // when it is first needed: most sessions never open a stream.
                 runtime.sessions().insert(session.clone());
-                cx.shared.hub.channel(&session);
                 resp.headers_mut().insert(SESSION_HEADER, value);
                 tracing::debug!(session = %session.id(), revision = %session.revision(), "session minted");
             }

@@ -104,11 +104,43 @@ use state::Shared;
 
 /// Serves MCP on the process's stdin and stdout until stdin closes.
 ///
-/// See [`serve_io`]. Note that tokio reads stdin on a blocking thread: if
-/// serving ends because stdout failed while stdin stays open, that thread
-/// lingers until stdin yields or the process exits.
+/// When stdin and stdout are pipes (as when a client spawns the server),
+/// they are driven by the reactor as non-blocking pipes; otherwise (a file,
+/// a terminal) through tokio's `stdin()`/`stdout()`, which read and write on
+/// the blocking thread pool. See [`serve_io`]. Note that in the second case,
+/// if serving ends because stdout failed while stdin stays open, the reading
+/// thread lingers until stdin yields or the process exits.
 pub async fn serve(runtime: Arc<Runtime>, config: StdioConfig) -> Result<(), StdioError> {
+    #[cfg(unix)]
+    if let Some((stdin, stdout)) = pipes() {
+        return serve_io(runtime, config, stdin, stdout).await;
+    }
     serve_io(runtime, config, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes.
+#[cfg(unix)]
+fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    use tokio::net::unix::pipe;
+    let is_pipe = |fd: &OwnedFd| {
+        fd.try_clone()
+            .map(std::fs::File::from)
+            .and_then(|f| f.metadata())
+            .is_ok_and(|m| m.file_type().is_fifo())
+    };
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    // Both must be pipes before either is made non-blocking: a half switch
+    // would leave the blocking fallback on a non-blocking descriptor.
+    if !(is_pipe(&stdin) && is_pipe(&stdout)) {
+        tracing::debug!("stdin or stdout is not a pipe: blocking stdio");
+        return None;
+    }
+    let reader = pipe::Receiver::from_owned_fd(stdin).ok()?;
+    let writer = pipe::Sender::from_owned_fd(stdout).ok()?;
+    Some((reader, writer))
 }
 
 /// Serves MCP on `reader` and `writer` until `reader` ends.

@@ -162,12 +162,18 @@ pub(crate) fn list_page(reply: &Reply) -> Result<(usize, Option<String>)> {
 
 /// The `nextCursor` of a `tools/list` answer, looked for only when the body names one.
 pub(crate) fn next_cursor(reply: &Reply) -> Result<Option<String>> {
-    if !contains(&reply.body, b"\"nextCursor\"") {
+    // A byte scan, not a parse: the generator must not spend more on a page than the
+    // servers do, whichever way a target pages its list. Cursors are plain strings.
+    const KEY: &[u8] = b"\"nextCursor\":\"";
+    let Some(at) = reply.body.windows(KEY.len()).position(|w| w == KEY) else {
         return Ok(None);
-    }
-    Ok(response_of(&reply.body)?["result"]["nextCursor"]
-        .as_str()
-        .map(str::to_owned))
+    };
+    let rest = &reply.body[at + KEY.len()..];
+    let end = rest
+        .iter()
+        .position(|b| *b == b'"')
+        .ok_or_else(|| format!("unterminated nextCursor: {}", snippet(&reply.body)))?;
+    Ok(Some(String::from_utf8_lossy(&rest[..end]).into_owned()))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
