@@ -9,6 +9,24 @@
 //! Tasks ([`task`]) have one model rendered per era (nested or flat
 //! `CreateTaskResult`, `ttl` or `ttlMs`).
 
+/// Builder setters of the definitions' optional presentation fields:
+/// `text` fields take `impl Into<String>`, `json` fields a `Value`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($field:ident: $kind:tt);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, v: setters!(@ty $kind)) -> Self {
+                self.$field = Some(setters!(@into $kind v));
+                self
+            }
+        )*
+    };
+    (@ty text) => { impl Into<String> };
+    (@ty json) => { serde_json::Value };
+    (@into text $v:ident) => { $v.into() };
+    (@into json $v:ident) => { $v };
+}
+
 mod capabilities;
 mod completion;
 mod content;
@@ -30,3 +48,41 @@ pub use render::{CacheHint, CacheScope};
 pub use resource::{ReadResourceResult, ResourceDef, ResourceTemplateDef};
 pub use task::{Task, TaskPayload, TaskStatus};
 pub use tool::{CallToolParams, CallToolResult, ToolDef};
+
+use serde_json::{Map, Value};
+
+use crate::revision::{Feature, Revision};
+
+/// The presentation fields every definition may carry, borrowed for
+/// rendering.
+#[derive(Default)]
+struct Shown<'a> {
+    title: Option<&'a String>,
+    description: Option<&'a String>,
+    mime_type: Option<&'a String>,
+    annotations: Option<&'a Value>,
+    icons: Option<&'a Value>,
+    meta: Option<&'a Value>,
+}
+
+impl Shown<'_> {
+    /// Writes the fields the revision knows (`title` from 2025-06-18, `icons`
+    /// from 2025-11-25; `None`: every field).
+    fn render(&self, m: &mut Map<String, Value>, revision: Option<Revision>) {
+        let has = |f: Feature| revision.is_none_or(|r| r.has(f));
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.into(), v);
+            }
+        };
+        put(
+            "title",
+            self.title.filter(|_| has(Feature::Titles)).cloned().map(Value::String),
+        );
+        put("description", self.description.cloned().map(Value::String));
+        put("mimeType", self.mime_type.cloned().map(Value::String));
+        put("annotations", self.annotations.cloned());
+        put("icons", self.icons.filter(|_| has(Feature::Icons)).cloned());
+        put("_meta", self.meta.cloned());
+    }
+}

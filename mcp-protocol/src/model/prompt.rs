@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Shown;
 use super::content::Content;
 use crate::revision::{Feature, Revision};
 
@@ -66,50 +67,36 @@ impl PromptDef {
         }
     }
 
-    /// Sets the title.
-    pub fn with_title(mut self, v: impl Into<String>) -> Self {
-        self.title = Some(v.into());
-        self
-    }
-
-    /// Sets the description.
-    pub fn with_description(mut self, v: impl Into<String>) -> Self {
-        self.description = Some(v.into());
-        self
+    setters! {
+        /// Sets the title.
+        with_title(title: text);
+        /// Sets the description.
+        with_description(description: text);
+        /// Sets the icons.
+        with_icons(icons: json);
+        /// Sets `_meta`.
+        with_meta(meta: json);
     }
 
     /// Adds an argument.
     pub fn with_argument(mut self, v: PromptArgument) -> Self {
-        self.arguments = {
-            let mut a = self.arguments;
-            a.push(v);
-            a
-        };
+        self.arguments.push(v);
         self
     }
 
-    /// Sets the icons.
-    pub fn with_icons(mut self, v: Value) -> Self {
-        self.icons = Some(v);
-        self
-    }
-
-    /// Sets `_meta`.
-    pub fn with_meta(mut self, v: Value) -> Self {
-        self.meta = Some(v);
-        self
-    }
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.clone()));
-        if let Some(t) = self.title.as_ref().filter(|_| has(Feature::Titles)) {
-            m.insert("title".into(), Value::String(t.clone()));
-        }
-        if let Some(d) = &self.description {
-            m.insert("description".into(), Value::String(d.clone()));
-        }
+        let shown = Shown {
+            title: self.title.as_ref(),
+            description: self.description.as_ref(),
+            icons: self.icons.as_ref(),
+            meta: self.meta.as_ref(),
+            ..Shown::default()
+        };
+        shown.render(&mut m, revision);
         if !self.arguments.is_empty() {
             let args = self
                 .arguments
@@ -125,12 +112,6 @@ impl PromptDef {
                 })
                 .collect();
             m.insert("arguments".into(), Value::Array(args));
-        }
-        if let Some(i) = self.icons.as_ref().filter(|_| has(Feature::Icons)) {
-            m.insert("icons".into(), i.clone());
-        }
-        if let Some(meta) = &self.meta {
-            m.insert("_meta".into(), meta.clone());
         }
         Value::Object(m)
     }

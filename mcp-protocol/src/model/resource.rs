@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Shown;
 use super::content::ResourceContents;
-use crate::revision::{Feature, Revision};
+use crate::revision::Revision;
 
 /// A concrete resource as listed by `resources/list`.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,40 +47,19 @@ impl ResourceDef {
         }
     }
 
-    /// Sets the title.
-    pub fn with_title(mut self, v: impl Into<String>) -> Self {
-        self.title = Some(v.into());
-        self
-    }
-
-    /// Sets the description.
-    pub fn with_description(mut self, v: impl Into<String>) -> Self {
-        self.description = Some(v.into());
-        self
-    }
-
-    /// Sets the MIME type.
-    pub fn with_mime_type(mut self, v: impl Into<String>) -> Self {
-        self.mime_type = Some(v.into());
-        self
-    }
-
-    /// Sets the annotations.
-    pub fn with_annotations(mut self, v: Value) -> Self {
-        self.annotations = Some(v);
-        self
-    }
-
-    /// Sets the icons.
-    pub fn with_icons(mut self, v: Value) -> Self {
-        self.icons = Some(v);
-        self
-    }
-
-    /// Sets `_meta`.
-    pub fn with_meta(mut self, v: Value) -> Self {
-        self.meta = Some(v);
-        self
+    setters! {
+        /// Sets the title.
+        with_title(title: text);
+        /// Sets the description.
+        with_description(description: text);
+        /// Sets the MIME type.
+        with_mime_type(mime_type: text);
+        /// Sets the annotations.
+        with_annotations(annotations: json);
+        /// Sets the icons.
+        with_icons(icons: json);
+        /// Sets `_meta`.
+        with_meta(meta: json);
     }
 
     /// Sets the size in bytes.
@@ -87,6 +67,17 @@ impl ResourceDef {
         self.size = Some(v);
         self
     }
+    fn shown(&self) -> Shown<'_> {
+        Shown {
+            title: self.title.as_ref(),
+            description: self.description.as_ref(),
+            mime_type: self.mime_type.as_ref(),
+            annotations: self.annotations.as_ref(),
+            icons: self.icons.as_ref(),
+            meta: self.meta.as_ref(),
+        }
+    }
+
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut m = Map::new();
@@ -95,16 +86,7 @@ impl ResourceDef {
         if let Some(s) = self.size {
             m.insert("size".into(), Value::from(s));
         }
-        render_common(
-            &mut m,
-            revision,
-            &self.title,
-            &self.description,
-            &self.mime_type,
-            &self.annotations,
-            &self.icons,
-            &self.meta,
-        );
+        self.shown().render(&mut m, revision);
         Value::Object(m)
     }
 }
@@ -146,89 +128,39 @@ impl ResourceTemplateDef {
         }
     }
 
-    /// Sets the title.
-    pub fn with_title(mut self, v: impl Into<String>) -> Self {
-        self.title = Some(v.into());
-        self
+    setters! {
+        /// Sets the title.
+        with_title(title: text);
+        /// Sets the description.
+        with_description(description: text);
+        /// Sets the MIME type.
+        with_mime_type(mime_type: text);
+        /// Sets the annotations.
+        with_annotations(annotations: json);
+        /// Sets the icons.
+        with_icons(icons: json);
+        /// Sets `_meta`.
+        with_meta(meta: json);
     }
 
-    /// Sets the description.
-    pub fn with_description(mut self, v: impl Into<String>) -> Self {
-        self.description = Some(v.into());
-        self
+    fn shown(&self) -> Shown<'_> {
+        Shown {
+            title: self.title.as_ref(),
+            description: self.description.as_ref(),
+            mime_type: self.mime_type.as_ref(),
+            annotations: self.annotations.as_ref(),
+            icons: self.icons.as_ref(),
+            meta: self.meta.as_ref(),
+        }
     }
 
-    /// Sets the MIME type.
-    pub fn with_mime_type(mut self, v: impl Into<String>) -> Self {
-        self.mime_type = Some(v.into());
-        self
-    }
-
-    /// Sets the annotations.
-    pub fn with_annotations(mut self, v: Value) -> Self {
-        self.annotations = Some(v);
-        self
-    }
-
-    /// Sets the icons.
-    pub fn with_icons(mut self, v: Value) -> Self {
-        self.icons = Some(v);
-        self
-    }
-
-    /// Sets `_meta`.
-    pub fn with_meta(mut self, v: Value) -> Self {
-        self.meta = Some(v);
-        self
-    }
     /// Renders for a revision.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut m = Map::new();
         m.insert("uriTemplate".into(), Value::String(self.uri_template.clone()));
         m.insert("name".into(), Value::String(self.name.clone()));
-        render_common(
-            &mut m,
-            revision,
-            &self.title,
-            &self.description,
-            &self.mime_type,
-            &self.annotations,
-            &self.icons,
-            &self.meta,
-        );
+        self.shown().render(&mut m, revision);
         Value::Object(m)
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn render_common(
-    m: &mut Map<String, Value>,
-    revision: Option<Revision>,
-    title: &Option<String>,
-    description: &Option<String>,
-    mime_type: &Option<String>,
-    annotations: &Option<Value>,
-    icons: &Option<Value>,
-    meta: &Option<Value>,
-) {
-    let has = |f: Feature| revision.is_none_or(|r| r.has(f));
-    if let Some(t) = title.as_ref().filter(|_| has(Feature::Titles)) {
-        m.insert("title".into(), Value::String(t.clone()));
-    }
-    if let Some(d) = description {
-        m.insert("description".into(), Value::String(d.clone()));
-    }
-    if let Some(mt) = mime_type {
-        m.insert("mimeType".into(), Value::String(mt.clone()));
-    }
-    if let Some(a) = annotations {
-        m.insert("annotations".into(), a.clone());
-    }
-    if let Some(i) = icons.as_ref().filter(|_| has(Feature::Icons)) {
-        m.insert("icons".into(), i.clone());
-    }
-    if let Some(meta) = meta {
-        m.insert("_meta".into(), meta.clone());
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::Shown;
 use super::content::Content;
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TaskSupport;
@@ -47,16 +48,17 @@ impl ToolDef {
         }
     }
 
-    /// Sets the title.
-    pub fn with_title(mut self, v: impl Into<String>) -> Self {
-        self.title = Some(v.into());
-        self
-    }
-
-    /// Sets the description.
-    pub fn with_description(mut self, v: impl Into<String>) -> Self {
-        self.description = Some(v.into());
-        self
+    setters! {
+        /// Sets the title.
+        with_title(title: text);
+        /// Sets the description.
+        with_description(description: text);
+        /// Sets the annotations.
+        with_annotations(annotations: json);
+        /// Sets the icons.
+        with_icons(icons: json);
+        /// Sets `_meta`.
+        with_meta(meta: json);
     }
 
     /// Sets the input schema (kept verbatim).
@@ -71,24 +73,6 @@ impl ToolDef {
         self
     }
 
-    /// Sets the annotations.
-    pub fn with_annotations(mut self, v: Value) -> Self {
-        self.annotations = Some(v);
-        self
-    }
-
-    /// Sets the icons.
-    pub fn with_icons(mut self, v: Value) -> Self {
-        self.icons = Some(v);
-        self
-    }
-
-    /// Sets `_meta`.
-    pub fn with_meta(mut self, v: Value) -> Self {
-        self.meta = Some(v);
-        self
-    }
-
     /// Sets the task support.
     pub fn with_task_support(mut self, v: TaskSupport) -> Self {
         self.task_support = v;
@@ -100,28 +84,22 @@ impl ToolDef {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.clone()));
-        if let Some(t) = self.title.as_ref().filter(|_| has(Feature::Titles)) {
-            m.insert("title".into(), Value::String(t.clone()));
-        }
-        if let Some(d) = &self.description {
-            m.insert("description".into(), Value::String(d.clone()));
-        }
         m.insert("inputSchema".into(), self.input_schema.clone());
         if let Some(o) = self.output_schema.as_ref().filter(|_| has(Feature::OutputSchema)) {
             m.insert("outputSchema".into(), o.clone());
         }
-        if let Some(a) = &self.annotations {
-            m.insert("annotations".into(), a.clone());
-        }
-        if let Some(i) = self.icons.as_ref().filter(|_| has(Feature::Icons)) {
-            m.insert("icons".into(), i.clone());
-        }
+        let shown = Shown {
+            title: self.title.as_ref(),
+            description: self.description.as_ref(),
+            annotations: self.annotations.as_ref(),
+            icons: self.icons.as_ref(),
+            meta: self.meta.as_ref(),
+            ..Shown::default()
+        };
+        shown.render(&mut m, revision);
         let tasks = revision.is_some_and(|r| r.has(Feature::CoreTasks) || r.era() == Era::Modern);
         if tasks && self.task_support != TaskSupport::Forbidden {
             m.insert("execution".into(), json!({"taskSupport": self.task_support}));
-        }
-        if let Some(meta) = &self.meta {
-            m.insert("_meta".into(), meta.clone());
         }
         Value::Object(m)
     }
