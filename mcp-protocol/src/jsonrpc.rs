@@ -206,6 +206,41 @@ impl DecodeError {
     pub fn wants_reply(&self) -> bool {
         !matches!(self, DecodeError::Invalid { notification: true, .. })
     }
+
+    /// The encoded error response, or `None` when no answer is due.
+    pub fn answer(&self) -> Option<Vec<u8>> {
+        self.wants_reply()
+            .then(|| encode_error(self.id(), &self.to_rpc_error()))
+    }
+}
+
+/// Splits a decoded batch into its messages and the encoded answers of the
+/// elements that could not be decoded (malformed notifications get none).
+pub fn split_batch(items: Vec<Result<Message, DecodeError>>) -> (Vec<Message>, Vec<Vec<u8>>) {
+    let mut messages = Vec::with_capacity(items.len());
+    let mut answers = Vec::new();
+    for item in items {
+        match item {
+            Ok(m) => messages.push(m),
+            Err(e) => answers.extend(e.answer()),
+        }
+    }
+    (messages, answers)
+}
+
+/// Encodes already-encoded responses as one batch array.
+pub fn encode_batch(responses: &[Vec<u8>]) -> Vec<u8> {
+    let len = responses.iter().map(|r| r.len() + 1).sum::<usize>() + 1;
+    let mut out = Vec::with_capacity(len);
+    out.push(b'[');
+    for (i, r) in responses.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(r);
+    }
+    out.push(b']');
+    out
 }
 
 fn capitalize(s: &str) -> String {
@@ -605,6 +640,22 @@ mod tests {
         };
         assert_eq!(items.len(), 3);
         assert!(items[2].is_err());
+    }
+
+    #[test]
+    fn batch_helpers() {
+        assert_eq!(encode_batch(&[b"1".to_vec()]), b"[1]");
+        assert_eq!(encode_batch(&[b"1".to_vec(), b"{}".to_vec()]), b"[1,{}]");
+        let Inbound::Batch(items) =
+            dec(r#"[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y","params":3},7]"#).unwrap()
+        else {
+            panic!()
+        };
+        let (messages, answers) = split_batch(items);
+        assert_eq!(messages.len(), 1, "the malformed notification is dropped");
+        assert_eq!(answers.len(), 1, "the non-object element is answered");
+        let answer: Value = serde_json::from_slice(&answers[0]).unwrap();
+        assert_eq!(answer["error"]["code"], -32600);
     }
 
     #[test]

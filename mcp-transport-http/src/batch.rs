@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use http::StatusCode;
 use mcp_protocol::classify::check_batch;
-use mcp_protocol::jsonrpc::{DecodeError, encode_error};
+use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::{InFlight, RequestEnv, Sink};
 use tokio_util::sync::CancellationToken;
@@ -34,15 +34,7 @@ pub(crate) async fn handle(cx: PostCtx, items: Vec<Result<Message, DecodeError>>
         Lookup::Unknown => return session_not_found(None),
         Lookup::Absent => None,
     };
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut messages = Vec::with_capacity(items.len());
-    for item in items {
-        match item {
-            Ok(m) => messages.push(m),
-            Err(e) if e.wants_reply() => out.push(encode_error(e.id(), &e.to_rpc_error())),
-            Err(_) => {}
-        }
-    }
+    let (messages, mut out) = split_batch(items);
     let revision = header.revision().or(session.as_ref().map(|s| s.revision()));
     if let Err(e) = check_batch(revision, &messages) {
         return rpc_error(400, None, &e);
@@ -109,14 +101,5 @@ pub(crate) async fn handle(cx: PostCtx, items: Vec<Result<Message, DecodeError>>
     if out.is_empty() {
         return empty(StatusCode::ACCEPTED);
     }
-    let mut body = Vec::with_capacity(out.iter().map(|o| o.len() + 1).sum::<usize>() + 2);
-    body.push(b'[');
-    for (i, o) in out.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(o);
-    }
-    body.push(b']');
-    json(StatusCode::OK, body)
+    json(StatusCode::OK, encode_batch(&out))
 }

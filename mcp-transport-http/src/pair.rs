@@ -31,7 +31,9 @@ use http::header::{ACCEPT, ALLOW};
 use http::{HeaderValue, Method, StatusCode};
 use mcp_auth::AuthInfo;
 use mcp_protocol::classify::{check_batch, request_era};
-use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error, encode_result};
+use mcp_protocol::jsonrpc::{
+    DecodeError, DecodeLimits, Inbound, decode, encode_batch, encode_error, encode_result, split_batch,
+};
 use mcp_protocol::{Era, Message, Notification, Request as RpcRequest, Revision, RpcError};
 use mcp_runtime::{Frame, InFlight, Reply, RequestEnv, Session, SessionStore, Sink};
 use tokio::sync::{mpsc, watch};
@@ -426,15 +428,7 @@ async fn answer(cx: Call, req: RpcRequest) -> Option<Frame> {
 /// replies go on the stream as one array.
 /// Returns the refusal of the whole batch, if any.
 fn batch(cx: Call, items: Vec<Result<Message, DecodeError>>) -> Option<Response> {
-    let mut out: Vec<Frame> = Vec::new();
-    let mut messages = Vec::with_capacity(items.len());
-    for item in items {
-        match item {
-            Ok(m) => messages.push(m),
-            Err(e) if e.wants_reply() => out.push(encode_error(e.id(), &e.to_rpc_error())),
-            Err(_) => {}
-        }
-    }
+    let (messages, mut out) = split_batch(items);
     let revision = cx.pair.session().map_or(PINNED, |s| s.revision());
     if let Err(e) = check_batch(Some(revision), &messages) {
         return Some(rpc_error(400, None, &e));
@@ -459,15 +453,7 @@ fn batch(cx: Call, items: Vec<Result<Message, DecodeError>>) -> Option<Response>
         if out.is_empty() {
             return;
         }
-        let mut array = b"[".to_vec();
-        for (i, o) in out.iter().enumerate() {
-            if i > 0 {
-                array.push(b',');
-            }
-            array.extend_from_slice(o);
-        }
-        array.push(b']');
-        pair.push(array).await;
+        pair.push(encode_batch(&out)).await;
     });
     None
 }

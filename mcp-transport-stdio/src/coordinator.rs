@@ -19,12 +19,14 @@
 use std::sync::Arc;
 
 use mcp_protocol::classify::check_batch;
-use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error, encode_response};
+use mcp_protocol::jsonrpc::{
+    DecodeError, DecodeLimits, Inbound, decode, encode_batch, encode_error, encode_response, split_batch,
+};
 use mcp_protocol::{Era, Message, Notification, Request, Response, RpcError};
 use mcp_runtime::{DuplicateId, Frame, InFlightGuard, Session};
 use tokio::sync::mpsc;
 
-use crate::exec::{self, Prepared, encode_array};
+use crate::exec::{self, Prepared};
 use crate::framing::Input;
 use crate::pool::Pool;
 use crate::state::Shared;
@@ -250,14 +252,7 @@ impl Coordinator {
 
     async fn batch(&self, items: Vec<Result<Message, DecodeError>>) {
         let session = self.shared.session();
-        let mut messages = Vec::with_capacity(items.len());
-        let mut answers = Vec::new();
-        for item in items {
-            match item {
-                Ok(m) => messages.push(m),
-                Err(e) => answers.extend(decode_answer(&e)),
-            }
-        }
+        let (messages, mut answers) = split_batch(items);
         if let Err(e) = check_batch(session.as_ref().map(|s| s.revision()), &messages) {
             tracing::debug!(error = %e.message, "batch refused");
             return self.answer(encode_error(None, &e), None).await;
@@ -279,7 +274,7 @@ impl Coordinator {
         }
         if prepared.is_empty() {
             if !answers.is_empty() {
-                self.shared.out.respond(encode_array(&answers), guards).await;
+                self.shared.out.respond(encode_batch(&answers), guards).await;
             }
             return;
         }
@@ -295,7 +290,7 @@ impl Coordinator {
                     answers.push(encode_error(Some(&p.req.id), &overloaded()));
                     guards.push(p.guard);
                 }
-                self.shared.out.respond(encode_array(&answers), guards).await;
+                self.shared.out.respond(encode_batch(&answers), guards).await;
             }
         }
     }
@@ -309,7 +304,7 @@ fn decode_answer(e: &DecodeError) -> Option<Frame> {
         return None;
     }
     tracing::debug!(error = %e, "undecodable message");
-    Some(encode_error(e.id(), &e.to_rpc_error()))
+    e.answer()
 }
 
 fn overloaded() -> RpcError {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::join_all;
+use mcp_protocol::jsonrpc::encode_batch;
 use mcp_protocol::{Request, RpcError};
 use mcp_runtime::{Frame, InFlightGuard, Reply, RequestEnv, Route, Session};
 
@@ -57,24 +58,9 @@ pub(crate) fn batch(
             guards.push(guard);
         }
         if !frames.is_empty() {
-            shared.out.respond(encode_array(&frames), guards).await;
+            shared.out.respond(encode_batch(&frames), guards).await;
         }
     })
-}
-
-/// Encodes responses as one JSON array.
-pub(crate) fn encode_array(frames: &[Frame]) -> Frame {
-    let len = frames.iter().map(|f| f.len() + 1).sum::<usize>() + 1;
-    let mut out = Vec::with_capacity(len);
-    out.push(b'[');
-    for (i, f) in frames.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(f);
-    }
-    out.push(b']');
-    out
 }
 
 /// Runs one request; the encoded response (`None` when cancelled) and the
@@ -114,15 +100,4 @@ async fn run(shared: &Shared, prepared: Prepared) -> (Option<Frame>, InFlightGua
         tracing::debug!(%id, method, "request cancelled; no answer");
     }
     (frame, guard)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arrays() {
-        assert_eq!(encode_array(&[b"1".to_vec()]), b"[1]");
-        assert_eq!(encode_array(&[b"1".to_vec(), b"{}".to_vec()]), b"[1,{}]");
-    }
 }
