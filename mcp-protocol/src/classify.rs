@@ -1,12 +1,13 @@
-//! Classification of inbound requests: the era (decided once, body first), the
-//! method catalogue of each era, and the batch rules.
+//! Classification of inbound requests: the era (decided once, body first) and
+//! the batch rules. The method catalogue is [`crate::method`].
 
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
 use crate::jsonrpc::{Message, Request};
 use crate::meta;
-use crate::revision::{Era, Feature, Revision};
+use crate::method::Method;
+use crate::revision::{Era, Revision};
 
 /// Decides the era of a request (behaviour invariant 1).
 ///
@@ -26,97 +27,6 @@ pub fn request_era(req: &Request, transport_revision: Option<Revision>) -> Era {
     era_of(req.params.as_ref(), transport_revision)
 }
 
-/// Which eras (and legacy revisions) serve a client-to-server method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Served {
-    /// Legacy revisions only.
-    Legacy,
-    /// The modern era only.
-    Modern,
-    /// Both eras.
-    Both,
-    /// Legacy revisions with core tasks, and the modern era (extension).
-    TasksBoth,
-    /// Legacy revisions with core tasks only.
-    TasksLegacy,
-    /// The modern era's tasks extension only.
-    TasksModern,
-}
-
-/// The catalogue of client-to-server requests.
-const REQUESTS: &[(&str, Served)] = &[
-    ("initialize", Served::Legacy),
-    ("ping", Served::Legacy),
-    ("server/discover", Served::Both),
-    ("tools/list", Served::Both),
-    ("tools/call", Served::Both),
-    ("resources/list", Served::Both),
-    ("resources/templates/list", Served::Both),
-    ("resources/read", Served::Both),
-    ("resources/subscribe", Served::Legacy),
-    ("resources/unsubscribe", Served::Legacy),
-    ("prompts/list", Served::Both),
-    ("prompts/get", Served::Both),
-    ("completion/complete", Served::Both),
-    ("logging/setLevel", Served::Legacy),
-    ("subscriptions/listen", Served::Modern),
-    ("tasks/get", Served::TasksBoth),
-    ("tasks/cancel", Served::TasksBoth),
-    ("tasks/result", Served::TasksLegacy),
-    ("tasks/list", Served::TasksLegacy),
-    ("tasks/update", Served::TasksModern),
-];
-
-/// The catalogue of client-to-server notifications.
-const NOTIFICATIONS: &[(&str, Served)] = &[
-    ("notifications/initialized", Served::Legacy),
-    ("initialized", Served::Legacy),
-    ("notifications/cancelled", Served::Both),
-    ("notifications/progress", Served::Legacy),
-    ("notifications/roots/list_changed", Served::Legacy),
-];
-
-fn served_in(served: Served, era: Era, revision: Option<Revision>) -> bool {
-    let core_tasks = || revision.is_none_or(|r| r.has(Feature::CoreTasks));
-    match (served, era) {
-        (Served::Both, _) => true,
-        (Served::Legacy, Era::Legacy) | (Served::Modern, Era::Modern) => true,
-        (Served::TasksBoth, Era::Modern) | (Served::TasksModern, Era::Modern) => true,
-        (Served::TasksBoth, Era::Legacy) | (Served::TasksLegacy, Era::Legacy) => core_tasks(),
-        _ => false,
-    }
-}
-
-/// Whether a request method is served in an era. For the legacy era,
-/// `revision` is the negotiated one (`None` before negotiation: no gating).
-/// Methods removed in 2026-07-28 answer -32601 there.
-pub fn serves_request(method: &str, era: Era, revision: Option<Revision>) -> bool {
-    REQUESTS
-        .iter()
-        .any(|(m, s)| *m == method && served_in(*s, era, revision))
-}
-
-/// Whether a notification method is understood in an era.
-pub fn serves_notification(method: &str, era: Era) -> bool {
-    NOTIFICATIONS
-        .iter()
-        .any(|(m, s)| *m == method && served_in(*s, era, None))
-}
-
-/// Checks a request method against the era's catalogue (-32601 otherwise).
-pub fn check_method(method: &str, era: Era, revision: Option<Revision>) -> Result<(), RpcError> {
-    if serves_request(method, era, revision) {
-        Ok(())
-    } else {
-        Err(RpcError::method_not_found(method))
-    }
-}
-
-/// Whether a method may answer `input_required` (MRTR).
-pub fn allows_input_required(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
-}
-
 /// Checks whether a batch may be served (behaviour invariant 2).
 ///
 /// Batches are accepted for 2025-03-26 and, for compatibility, 2024-11-05 (and
@@ -131,7 +41,7 @@ pub fn check_batch(revision: Option<Revision>, items: &[Message]) -> Result<(), 
     }
     for item in items {
         match item {
-            Message::Request(r) if r.method == "initialize" => {
+            Message::Request(r) if r.method == Method::Initialize => {
                 return Err(RpcError::invalid_request("initialize must not be part of a batch"));
             }
             Message::Request(Request { params, .. }) if meta::claims_modern(params.as_ref()) => {
@@ -186,50 +96,6 @@ mod tests {
     }
 
     #[test]
-    fn method_catalogue() {
-        use Revision::*;
-        // (method, legacy at 2025-06-18, legacy at 2025-11-25, modern)
-        let table = [
-            ("initialize", true, true, false),
-            ("ping", true, true, false),
-            ("server/discover", true, true, true),
-            ("tools/list", true, true, true),
-            ("tools/call", true, true, true),
-            ("resources/list", true, true, true),
-            ("resources/templates/list", true, true, true),
-            ("resources/read", true, true, true),
-            ("resources/subscribe", true, true, false),
-            ("resources/unsubscribe", true, true, false),
-            ("prompts/list", true, true, true),
-            ("prompts/get", true, true, true),
-            ("completion/complete", true, true, true),
-            ("logging/setLevel", true, true, false),
-            ("subscriptions/listen", false, false, true),
-            ("tasks/get", false, true, true),
-            ("tasks/cancel", false, true, true),
-            ("tasks/result", false, true, false),
-            ("tasks/list", false, true, false),
-            ("tasks/update", false, false, true),
-            ("sampling/createMessage", false, false, false),
-            ("nonsense", false, false, false),
-        ];
-        for (m, l18, l25, modern) in table {
-            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_06_18)), l18, "{m} 2025-06-18");
-            assert_eq!(serves_request(m, Era::Legacy, Some(V2025_11_25)), l25, "{m} 2025-11-25");
-            assert_eq!(serves_request(m, Era::Modern, Some(V2026_07_28)), modern, "{m} modern");
-        }
-        assert_eq!(check_method("ping", Era::Modern, None).unwrap_err().code, -32601);
-    }
-
-    #[test]
-    fn notification_catalogue() {
-        assert!(serves_notification("notifications/initialized", Era::Legacy));
-        assert!(!serves_notification("notifications/initialized", Era::Modern));
-        assert!(serves_notification("notifications/cancelled", Era::Modern));
-        assert!(!serves_notification("notifications/roots/list_changed", Era::Modern));
-    }
-
-    #[test]
     fn batch_rules() {
         use Revision::*;
         let call = Message::Request(req("tools/list", json!({})));
@@ -256,18 +122,6 @@ mod tests {
             if let Err(e) = got {
                 assert_eq!(e.code, -32600);
             }
-        }
-    }
-
-    #[test]
-    fn mrtr_methods() {
-        for (m, ok) in [
-            ("tools/call", true),
-            ("prompts/get", true),
-            ("resources/read", true),
-            ("tools/list", false),
-        ] {
-            assert_eq!(allows_input_required(m), ok, "{m}");
         }
     }
 }

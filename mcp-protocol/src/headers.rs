@@ -8,7 +8,7 @@
 //! | --- | --- | --- |
 //! | `MCP-Protocol-Version` | `params._meta["io.modelcontextprotocol/protocolVersion"]` | every request |
 //! | `Mcp-Method` | `method` | every request |
-//! | `Mcp-Name` | `params.name` / `params.uri` / `params.taskId` (see [`name_field`]) | those methods |
+//! | `Mcp-Name` | `params.name` / `params.uri` / `params.taskId` (see [`Method::name_field`]) | those methods |
 //! | `Mcp-Param-{Name}` | the tool argument annotated `x-mcp-header: "{Name}"` | `tools/call`, when the value is present and non-null |
 //!
 //! Values travel as-is when they are plain header-safe ASCII, and otherwise as
@@ -31,6 +31,7 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Number, Value};
 
 use crate::error::RpcError;
+use crate::method::Method;
 
 mod param;
 
@@ -146,18 +147,8 @@ pub fn decode_header_value(raw: &[u8]) -> Result<String, HeaderError> {
     }
 }
 
-/// The params field that `Mcp-Name` mirrors for a method, if any.
-pub fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
-}
-
 /// Checks `MCP-Protocol-Version` (against `meta_version`, the body's
-/// `_meta` version), `Mcp-Method` and, for the methods of [`name_field`],
+/// `_meta` version), `Mcp-Method` and, for the methods with a [`Method::name_field`],
 /// `Mcp-Name`.
 ///
 /// `get` looks a header up by its lowercase name and returns its raw value.
@@ -165,14 +156,14 @@ pub fn name_field(method: &str) -> Option<&'static str> {
 /// field (a body without one is refused later, as invalid params). Any
 /// missing, differing or undecodable header is -32020.
 pub fn check_standard_headers<'h>(
-    method: &str,
+    method: &Method,
     params: Option<&Map<String, Value>>,
     meta_version: &str,
     get: &dyn Fn(&str) -> Option<&'h [u8]>,
 ) -> Result<(), RpcError> {
     expect_equal(get, PROTOCOL_VERSION_HEADER, "MCP-Protocol-Version", meta_version)?;
-    expect_equal(get, METHOD_HEADER, "Mcp-Method", method)?;
-    let name = name_field(method).and_then(|field| params?.get(field)?.as_str());
+    expect_equal(get, METHOD_HEADER, "Mcp-Method", method.as_str())?;
+    let name = method.name_field().and_then(|field| params?.get(field)?.as_str());
     if let Some(body) = name {
         expect_equal(get, NAME_HEADER, "Mcp-Name", body)?;
     }
@@ -374,7 +365,7 @@ mod tests {
             ("server/discover", None),
         ];
         for (m, want) in table {
-            assert_eq!(name_field(m), want, "{m}");
+            assert_eq!(Method::parse(m).name_field(), want, "{m}");
         }
     }
 
@@ -425,7 +416,7 @@ mod tests {
         for (what, headers, params, want) in table {
             let h: HashMap<&str, &[u8]> = headers.into_iter().collect();
             let get = |n: &str| h.get(n).copied();
-            let got = check_standard_headers("tools/call", Some(&params), v, &get);
+            let got = check_standard_headers(&Method::ToolsCall, Some(&params), v, &get);
             match (got, want) {
                 (Ok(()), Ok(())) => {}
                 (Err(e), Err(msg)) => {
@@ -465,14 +456,14 @@ mod tests {
             let get = |n: &str| h.get(n).copied();
             let p = obj(params);
             assert_eq!(
-                check_standard_headers(method, Some(&p), "2026-07-28", &get),
+                check_standard_headers(&Method::parse(method), Some(&p), "2026-07-28", &get),
                 Ok(()),
                 "{method}"
             );
             if name.is_some() {
                 h.remove("mcp-name");
                 let get = |n: &str| h.get(n).copied();
-                let e = check_standard_headers(method, Some(&p), "2026-07-28", &get).unwrap_err();
+                let e = check_standard_headers(&Method::parse(method), Some(&p), "2026-07-28", &get).unwrap_err();
                 assert_eq!(e.message, "Missing required header: Mcp-Name", "{method}");
             }
         }

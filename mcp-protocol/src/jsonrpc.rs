@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
+use crate::method::{Method, NotificationMethod};
 
 /// The default cap on JSON nesting.
 pub const DEFAULT_MAX_DEPTH: usize = 64;
@@ -91,8 +92,8 @@ impl From<&str> for RequestId {
 pub struct Request {
     /// The request id.
     pub id: RequestId,
-    /// The method name.
-    pub method: String,
+    /// The method, parsed from its name.
+    pub method: Method,
     /// The params object, if any.
     pub params: Option<Map<String, Value>>,
 }
@@ -100,8 +101,8 @@ pub struct Request {
 /// A notification: no id, no response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
-    /// The method name.
-    pub method: String,
+    /// The method, parsed from its name.
+    pub method: NotificationMethod,
     /// The params object, if any.
     pub params: Option<Map<String, Value>>,
 }
@@ -130,8 +131,8 @@ impl Message {
     /// The method, for requests and notifications.
     pub fn method(&self) -> Option<&str> {
         match self {
-            Message::Request(r) => Some(&r.method),
-            Message::Notification(n) => Some(&n.method),
+            Message::Request(r) => Some(r.method.as_str()),
+            Message::Notification(n) => Some(n.method.as_str()),
             Message::Response(_) => None,
         }
     }
@@ -322,8 +323,15 @@ pub fn message_from_value(value: Value) -> Result<Message, DecodeError> {
                 Some(_) => return Err(invalid(id, "params must be an object", !has_id)),
             };
             Ok(match id {
-                Some(id) => Message::Request(Request { id, method, params }),
-                None => Message::Notification(Notification { method, params }),
+                Some(id) => Message::Request(Request {
+                    id,
+                    method: Method::parse(&method),
+                    params,
+                }),
+                None => Message::Notification(Notification {
+                    method: NotificationMethod::parse(&method),
+                    params,
+                }),
             })
         }
         Some(_) => Err(invalid(id, "method must be a string", !has_id)),

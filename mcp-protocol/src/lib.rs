@@ -13,8 +13,10 @@
 //!   id and shape rules) and encoded.
 //! - [`revision`]: the enumerated set of protocol revisions, their eras and the
 //!   feature table (never a string comparison).
-//! - [`classify`]: the era of an inbound request (decided once, body first),
-//!   the method catalogue of each era, and the batch rules per revision.
+//! - [`classify`]: the era of an inbound request (decided once, body first)
+//!   and the batch rules per revision.
+//! - [`method`]: the [`Method`] a client sends, parsed once, with the
+//!   catalogue of which eras serve it and what it needs.
 //! - [`meta`]: the modern per-request `_meta` envelope and its validation.
 //! - [`headers`]: the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
 //!   `Mcp-Param-*` agreement rules, the `=?base64?…?=` codec, and validation of
@@ -38,6 +40,7 @@ pub mod error;
 pub mod headers;
 pub mod jsonrpc;
 pub mod meta;
+pub mod method;
 pub mod model;
 pub mod mrtr;
 pub mod request_state;
@@ -47,4 +50,5 @@ pub mod task_mode;
 
 pub use error::{RpcError, codes};
 pub use jsonrpc::{Message, Notification, Request, RequestId, Response};
+pub use method::{Method, NotificationMethod};
 pub use revision::{Era, Feature, Revision};

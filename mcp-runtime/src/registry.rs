@@ -207,7 +207,7 @@ pub struct Catalog {
 /// Identifies one finalized page of a catalog list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PageKey {
-    pub(crate) method: &'static str,
+    pub(crate) method: mcp_protocol::Method,
     pub(crate) revision: Option<Revision>,
     pub(crate) era: Era,
     pub(crate) cursor: Option<String>,

@@ -383,7 +383,10 @@ fn initialize(cx: &Call, req: &RpcRequest) -> Frame {
 /// Runs one request of the pair; `None` when it was cancelled (nothing is answered).
 async fn answer(cx: Call, req: RpcRequest) -> Option<Frame> {
     if req.method == "server/discover" {
-        return Some(encode_error(Some(&req.id), &RpcError::method_not_found(&req.method)));
+        return Some(encode_error(
+            Some(&req.id),
+            &RpcError::method_not_found(req.method.as_str()),
+        ));
     }
     if request_era(&req, Some(PINNED)) == Era::Modern {
         let e = RpcError::invalid_request("The HTTP+SSE transport serves the legacy revisions only");

@@ -121,10 +121,10 @@ impl Coordinator {
         match self.notifications.try_send(note) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(n)) => {
-                tracing::warn!(method = n.method, "notification queue full; dropped");
+                tracing::warn!(method = %n.method, "notification queue full; dropped");
             }
             Err(mpsc::error::TrySendError::Closed(n)) => {
-                tracing::debug!(method = n.method, "notification handler stopped; dropped");
+                tracing::debug!(method = %n.method, "notification handler stopped; dropped");
             }
         }
     }

@@ -87,7 +87,7 @@ async fn run(shared: &Shared, prepared: Prepared) -> (Option<Frame>, InFlightGua
         .catch_unwind()
         .await;
     let reply = dispatched.unwrap_or_else(|_| {
-        tracing::error!(%id, method, "request handler panicked");
+        tracing::error!(%id, %method, "request handler panicked");
         Reply::Error(RpcError::internal())
     });
     // A cancelled request is never answered, even when its handler won the
@@ -97,7 +97,7 @@ async fn run(shared: &Shared, prepared: Prepared) -> (Option<Frame>, InFlightGua
         reply => reply.encode(&id),
     };
     if frame.is_none() {
-        tracing::debug!(%id, method, "request cancelled; no answer");
+        tracing::debug!(%id, %method, "request cancelled; no answer");
     }
     (frame, guard)
 }

@@ -31,7 +31,7 @@ pub(crate) fn spawn_inbound(shared: Arc<Shared>, capacity: usize) -> (mpsc::Send
                 shared.runtime.notification(&note, session.as_ref(), &shared.in_flight);
             }));
             if handled.is_err() {
-                tracing::error!(method = note.method, "notification handler panicked");
+                tracing::error!(method = %note.method, "notification handler panicked");
             }
         }
     });

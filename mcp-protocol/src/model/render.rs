@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::meta::SERVER_INFO;
+use crate::method::Method;
 use crate::revision::Era;
 
 /// Who may reuse a cached result.
@@ -41,27 +42,14 @@ impl CacheHint {
     }
 }
 
-/// Whether complete results of a method carry cache hints.
-pub fn is_cacheable(method: &str) -> bool {
-    matches!(
-        method,
-        "server/discover"
-            | "tools/list"
-            | "prompts/list"
-            | "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-    )
-}
-
 /// Whether request params make the request an MRTR retry (never cached).
 pub fn is_retry(params: Option<&Map<String, Value>>) -> bool {
     params.is_some_and(|p| p.contains_key("inputResponses") || p.contains_key("requestState"))
 }
 
 /// The cache hint a result gets, if any: cacheable method, not a retry.
-pub fn cache_hint_for(method: &str, params: Option<&Map<String, Value>>, hint: CacheHint) -> Option<CacheHint> {
-    (is_cacheable(method) && !is_retry(params)).then_some(hint)
+pub fn cache_hint_for(method: &Method, params: Option<&Map<String, Value>>, hint: CacheHint) -> Option<CacheHint> {
+    (method.is_cacheable() && !is_retry(params)).then_some(hint)
 }
 
 /// Decorates a result for its era (see the module doc).
@@ -140,7 +128,11 @@ mod tests {
             ("completion/complete", None, false),
         ];
         for (m, p, want) in table {
-            assert_eq!(cache_hint_for(m, p.as_ref(), HINT).is_some(), want, "{m}");
+            assert_eq!(
+                cache_hint_for(&Method::parse(m), p.as_ref(), HINT).is_some(),
+                want,
+                "{m}"
+            );
         }
     }
 

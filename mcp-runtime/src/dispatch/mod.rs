@@ -14,14 +14,14 @@ pub(crate) mod tools;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::classify::{allows_input_required, check_method, request_era};
+use mcp_protocol::classify::request_era;
 use mcp_protocol::jsonrpc::{encode_error, encode_result};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::task_mode::TaskSupport;
-use mcp_protocol::{Era, Notification, Request, RequestId, Revision, RpcError};
+use mcp_protocol::{Era, Method, Notification, Request, RequestId, Revision, RpcError};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -276,7 +276,7 @@ impl Runtime {
         let era = request_era(req, transport_revision);
         match era {
             Era::Modern => {
-                check_method(&req.method, era, None).map_err(|error| Rejection { era, error })?;
+                req.method.check(era, None).map_err(|error| Rejection { era, error })?;
                 let meta = parse_modern_meta(req.params.as_ref(), &self.config.advertise.revisions())
                     .map_err(|error| Rejection { era, error })?;
                 Ok(Route {
@@ -287,7 +287,9 @@ impl Runtime {
             }
             Era::Legacy => {
                 let revision = session.map(Session::revision);
-                check_method(&req.method, era, revision).map_err(|error| Rejection { era, error })?;
+                req.method
+                    .check(era, revision)
+                    .map_err(|error| Rejection { era, error })?;
                 Ok(Route {
                     era,
                     revision,
@@ -330,8 +332,8 @@ impl Runtime {
     /// Runs a routed request (anything but a legacy `initialize`).
     pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
         let cancel = env.cancel.clone();
-        let round = if route.era == Era::Modern && allows_input_required(&req.method) {
-            match self.open_round(&req.method, req.params.as_ref(), &env.auth.principal) {
+        let round = if route.era == Era::Modern && req.method.allows_input_required() {
+            match self.open_round(req.method.as_str(), req.params.as_ref(), &env.auth.principal) {
                 Ok(r) => r,
                 Err(e) => return Reply::Error(e),
             }
@@ -340,29 +342,31 @@ impl Runtime {
         };
         let ctx = self.ctx(&req, route, env, round);
         let params = req.params.unwrap_or_default();
-        let outcome = match req.method.as_str() {
-            "ping" => Ok(Value::Object(Map::new())),
-            "server/discover" => Ok(self.discover()),
-            "logging/setLevel" => lifecycle::set_level(&ctx, &params),
-            "resources/subscribe" => lifecycle::subscribe(&ctx, &params, true),
-            "resources/unsubscribe" => lifecycle::subscribe(&ctx, &params, false),
-            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
-                return self.list(&req.method, &params, route, &ctx);
-            }
-            "tools/call" => {
+        let outcome = match &req.method {
+            Method::Ping => Ok(Value::Object(Map::new())),
+            Method::Discover => Ok(self.discover()),
+            Method::SetLogLevel => lifecycle::set_level(&ctx, &params),
+            Method::ResourcesSubscribe => lifecycle::subscribe(&ctx, &params, true),
+            Method::ResourcesUnsubscribe => lifecycle::subscribe(&ctx, &params, false),
+            m if m.lists_catalog() => return self.list(m, &params, route, &ctx),
+            Method::ToolsCall => {
                 let reply = tools::call(self, ctx, &params).await;
                 if cancel.is_cancelled() {
                     return Reply::Cancelled;
                 }
                 return self.finish(&req.method, &params, route, reply);
             }
-            "resources/read" => catalog::read_resource(self, ctx, &params).await,
-            "prompts/get" => catalog::get_prompt(self, ctx, &params).await,
-            "completion/complete" => catalog::complete(self, ctx, &params).await,
-            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" | "tasks/update" => {
-                self.tasks_method(&ctx, &req.method, &params).await
-            }
-            other => Err(RpcError::method_not_found(other)),
+            Method::ResourcesRead => catalog::read_resource(self, ctx, &params).await,
+            Method::PromptsGet => catalog::get_prompt(self, ctx, &params).await,
+            Method::Complete => catalog::complete(self, ctx, &params).await,
+            m @ (Method::TasksGet
+            | Method::TasksResult
+            | Method::TasksList
+            | Method::TasksCancel
+            | Method::TasksUpdate) => self.tasks_method(&ctx, m, &params).await,
+            // `initialize` runs through `Runtime::initialize`, `subscriptions/listen` through
+            // `Runtime::listen`; anything else is unknown.
+            other => Err(RpcError::method_not_found(other.as_str())),
         };
         if cancel.is_cancelled() {
             return Reply::Cancelled;
@@ -377,16 +381,16 @@ impl Runtime {
     /// A catalog list. Without a visibility hook every caller of a revision
     /// and era gets the same page, so finalized pages are kept serialized in
     /// the catalog snapshot and written as they are.
-    fn list(&self, method: &str, params: &Map<String, Value>, route: &Route, ctx: &Ctx) -> Reply {
+    fn list(&self, method: &Method, params: &Map<String, Value>, route: &Route, ctx: &Ctx) -> Reply {
         let catalog = self.registry.snapshot();
-        let (method, list): (&'static str, ListFn) = match method {
-            "tools/list" => ("tools/list", catalog::list_tools),
-            "resources/list" => ("resources/list", catalog::list_resources),
-            "resources/templates/list" => ("resources/templates/list", catalog::list_templates),
-            _ => ("prompts/list", catalog::list_prompts),
+        let list: ListFn = match method {
+            Method::ToolsList => catalog::list_tools,
+            Method::ResourcesList => catalog::list_resources,
+            Method::ResourceTemplatesList => catalog::list_templates,
+            _ => catalog::list_prompts,
         };
         let key = self.config.visibility.is_none().then(|| PageKey {
-            method,
+            method: method.clone(),
             revision: ctx.revision(),
             era: route.era,
             cursor: params.get("cursor").and_then(Value::as_str).map(str::to_owned),
@@ -416,12 +420,12 @@ impl Runtime {
     /// `resources/read`, the resource's (or its template's) when it has one;
     /// else the server's. A server with a visibility hook answers each
     /// caller with its own catalog: never for a shared cache.
-    fn cache_hint(&self, method: &str, params: &Map<String, Value>) -> CacheHint {
-        if method == "server/discover" {
+    fn cache_hint(&self, method: &Method, params: &Map<String, Value>) -> CacheHint {
+        if *method == Method::Discover {
             return self.config.discover_cache;
         }
         let mut hint = self.config.cache;
-        if method == "resources/read"
+        if *method == Method::ResourcesRead
             && let Some(uri) = params.get("uri").and_then(Value::as_str)
         {
             let catalog = self.registry.snapshot();
@@ -437,7 +441,7 @@ impl Runtime {
         hint
     }
 
-    fn finish(&self, method: &str, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
+    fn finish(&self, method: &Method, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
         match reply {
             Reply::Result(mut v) => {
                 let hint = self.cache_hint(method, params);

@@ -17,7 +17,7 @@ use mcp_protocol::model::task::{get_task_result, list_tasks_result, task_id_para
 use mcp_protocol::model::{Task, TaskStatus};
 use mcp_protocol::mrtr::parse_input_responses;
 use mcp_protocol::task_mode::refusal;
-use mcp_protocol::{Era, RpcError};
+use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value};
 
 use super::lifecycle::payload;
@@ -43,7 +43,7 @@ impl Runtime {
     pub(crate) async fn tasks_method(
         &self,
         ctx: &Ctx,
-        method: &str,
+        method: &Method,
         params: &Map<String, Value>,
     ) -> Result<Value, RpcError> {
         let era = ctx.era();
@@ -52,14 +52,14 @@ impl Runtime {
         }
         let owner = owner_of(ctx);
         match (method, era) {
-            ("tasks/get", _) => {
+            (Method::TasksGet, _) => {
                 let rec = self.tasks().lookup(task_id_param(params)?, owner.as_ref()).await?;
                 Ok(get_task_result(&rec.task(), era, payload(&rec)))
             }
-            ("tasks/cancel", _) => self.cancel_task(task_id_param(params)?, owner.as_ref(), era).await,
-            ("tasks/result", Era::Legacy) => self.task_result(ctx, task_id_param(params)?, owner.as_ref()).await,
-            ("tasks/list", Era::Legacy) => self.list_tasks(params, owner.as_ref()).await,
-            ("tasks/update", Era::Modern) => {
+            (Method::TasksCancel, _) => self.cancel_task(task_id_param(params)?, owner.as_ref(), era).await,
+            (Method::TasksResult, Era::Legacy) => self.task_result(ctx, task_id_param(params)?, owner.as_ref()).await,
+            (Method::TasksList, Era::Legacy) => self.list_tasks(params, owner.as_ref()).await,
+            (Method::TasksUpdate, Era::Modern) => {
                 let id = task_id_param(params)?;
                 let responses = params
                     .get("inputResponses")
@@ -69,7 +69,7 @@ impl Runtime {
                 self.tasks().feed_input(id, responses).await?;
                 Ok(Value::Object(Map::new()))
             }
-            (other, _) => Err(RpcError::method_not_found(other)),
+            (other, _) => Err(RpcError::method_not_found(other.as_str())),
         }
     }
 

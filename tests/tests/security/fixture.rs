@@ -207,7 +207,8 @@ pub(crate) fn modern_with(id: i64, method: &str, params: Value, caps: Value) -> 
 /// A modern POST by `who`: the body with its `_meta`, and the `MCP-Protocol-Version`,
 /// `Mcp-Method` and `Mcp-Name` headers that must agree with it.
 pub(crate) fn modern_by(s: &Server, who: &str, id: i64, method: &str, params: Value, caps: Value) -> Req {
-    let name = mcp_protocol::headers::name_field(method)
+    let name = mcp_protocol::Method::parse(method)
+        .name_field()
         .and_then(|f| params.get(f))
         .and_then(Value::as_str)
         .map(str::to_owned);
