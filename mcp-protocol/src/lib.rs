@@ -17,6 +17,8 @@
 //!   and the batch rules per revision.
 //! - [`method`]: the [`Method`] a client sends, parsed once, with the
 //!   catalogue of which eras serve it and what it needs.
+//! - [`notifications`]: the notifications the server emits on its own (list
+//!   changes, resource updates, replay truncation), one frame for every stream.
 //! - [`meta`]: the modern per-request `_meta` envelope and its validation.
 //! - [`headers`]: the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
 //!   `Mcp-Param-*` agreement rules, the `=?base64?…?=` codec, and validation of
@@ -43,6 +45,7 @@ pub mod meta;
 pub mod method;
 pub mod model;
 pub mod mrtr;
+pub mod notifications;
 pub mod request_state;
 pub mod revision;
 pub mod schema;

@@ -118,7 +118,7 @@ impl Subscriptions {
             if !e.filter.wants(change) {
                 continue;
             }
-            let frame = notification_frame(change, &e.listen_id);
+            let frame = change.frame(Some(&e.listen_id));
             if let Err(mpsc::error::TrySendError::Closed(_)) = e.tx.try_send(frame) {
                 gone.push(*e.key());
             }
@@ -127,21 +127,6 @@ impl Subscriptions {
             self.remove(key);
         }
     }
-}
-
-fn notification_frame(change: &Change, listen_id: &RequestId) -> Frame {
-    let mut params = Map::new();
-    params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: listen_id }));
-    let method = match change {
-        Change::Tools => "notifications/tools/list_changed",
-        Change::Prompts => "notifications/prompts/list_changed",
-        Change::Resources => "notifications/resources/list_changed",
-        Change::ResourceUpdated(uri) => {
-            params.insert("uri".into(), Value::String(uri.to_string()));
-            "notifications/resources/updated"
-        }
-    };
-    encode_notification(method, Some(&Value::Object(params)))
 }
 
 /// One open subscription, held by the transport that serves its stream.
@@ -302,12 +287,9 @@ impl Runtime {
                 loop {
                     tokio::select! {
                         _ = hub.closing.cancelled() => break,
-                        c = changes.recv() => match c {
-                            Ok(change) => hub.fan_out(&change),
-                            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                                tracing::warn!(missed = n, "subscription fan-out lagged behind registry changes");
-                            }
-                            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                        c = changes.next() => match c {
+                            Some(batch) => batch.iter().for_each(|change| hub.fan_out(change)),
+                            None => break,
                         },
                     }
                 }

@@ -177,17 +177,25 @@ pub enum CompletionKey {
     },
 }
 
-/// What changed in the registry, or a resource update to announce.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// The tool list changed.
-    Tools,
-    /// The resource or template list changed.
-    Resources,
-    /// The prompt list changed.
-    Prompts,
-    /// A resource's contents changed.
-    ResourceUpdated(Arc<str>),
+pub use mcp_protocol::notifications::Change;
+
+/// The registry changes one stream receives, with the one lag policy: a receiver that fell
+/// behind gets every list announced as changed ([`Change::EVERY_LIST`]), never a silent loss.
+#[derive(Debug)]
+pub struct ChangeFeed(broadcast::Receiver<Change>);
+
+impl ChangeFeed {
+    /// The next changes to announce; `None` once the registry is gone.
+    pub async fn next(&mut self) -> Option<Vec<Change>> {
+        match self.0.recv().await {
+            Ok(change) => Some(vec![change]),
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "registry changes missed; announcing every list as changed");
+                Some(Change::EVERY_LIST.to_vec())
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
 }
 
 /// One immutable version of everything registered.
@@ -363,8 +371,8 @@ impl Registry {
     }
 
     /// Changes as they happen.
-    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
-        self.changes.subscribe()
+    pub fn subscribe(&self) -> ChangeFeed {
+        ChangeFeed(self.changes.subscribe())
     }
 
     fn update(&self, change: Change, edit: impl FnOnce(&mut Catalog) -> bool) -> bool {
@@ -497,9 +505,9 @@ mod tests {
         assert!(r.snapshot().tool("a").is_some());
         assert!(r.remove_tool("a"));
         assert!(!r.remove_tool("a"));
-        assert_eq!(rx.try_recv().unwrap(), Change::Tools);
+        assert_eq!(rx.0.try_recv().unwrap(), Change::Tools);
         let mut n = 1;
-        while rx.try_recv().is_ok() {
+        while rx.0.try_recv().is_ok() {
             n += 1;
         }
         assert_eq!(n, 4, "3 adds and 1 effective remove");

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::inflight::InFlight;
+use crate::registry::Change;
 use crate::sink::Frame;
 
 type Pending = oneshot::Sender<Result<Value, RpcError>>;
@@ -172,6 +173,18 @@ impl Session {
     /// Whether the session subscribed to a URI.
     pub fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Whether the session is told about a change: every list change while it is open, a
+    /// resource update only for a URI it subscribed to.
+    pub fn wants(&self, change: &Change) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        match change {
+            Change::ResourceUpdated(uri) => self.is_subscribed(uri),
+            _ => true,
+        }
     }
 
     /// Registers a server-to-client request and returns its id and the
@@ -352,6 +365,18 @@ mod tests {
             ClientCapabilities::default(),
             Value::Null,
         ))
+    }
+
+    #[test]
+    fn which_changes_a_session_wants() {
+        let s = session("alice");
+        let updated = Change::ResourceUpdated(Arc::from("file:///a"));
+        assert!(s.wants(&Change::Prompts));
+        assert!(!s.wants(&updated), "not subscribed");
+        s.subscribe("file:///a");
+        assert!(s.wants(&updated));
+        s.close();
+        assert!(!s.wants(&Change::Tools), "closed");
     }
 
     #[test]

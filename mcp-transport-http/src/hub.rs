@@ -17,11 +17,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use mcp_protocol::jsonrpc::encode_notification;
-use mcp_runtime::registry::Change;
+use mcp_protocol::notifications::replay_truncated;
+use mcp_runtime::registry::{Change, ChangeFeed};
 use mcp_runtime::{Runtime, Session};
-use serde_json::json;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::resume::Streams;
@@ -196,42 +195,27 @@ impl Hub {
 
     /// Delivers one change to every session channel that wants it.
     fn deliver(&self, change: &Change) {
-        let (frame, uri) = match change {
-            Change::Tools => (encode_notification("notifications/tools/list_changed", None), None),
-            Change::Resources => (encode_notification("notifications/resources/list_changed", None), None),
-            Change::Prompts => (encode_notification("notifications/prompts/list_changed", None), None),
-            Change::ResourceUpdated(uri) => (
-                encode_notification("notifications/resources/updated", Some(&json!({ "uri": &**uri }))),
-                Some(uri),
-            ),
-        };
-        let frame = Bytes::from(frame);
+        let frame = Bytes::from(change.frame(None));
         let channels: Vec<Arc<Channel>> = self.channels().values().cloned().collect();
         for c in channels {
-            if c.session.is_closed() || uri.is_some_and(|u| !c.session.is_subscribed(u)) {
-                continue;
+            if c.session.wants(change) {
+                c.push(frame.clone());
             }
-            c.push(frame.clone());
         }
     }
 }
 
-async fn fan_out(hub: Weak<Hub>, mut rx: broadcast::Receiver<Change>, shutdown: CancellationToken) {
+async fn fan_out(hub: Weak<Hub>, mut feed: ChangeFeed, shutdown: CancellationToken) {
     loop {
-        let change = tokio::select! {
+        let changes = tokio::select! {
             _ = shutdown.cancelled() => return,
-            r = rx.recv() => r,
+            c = feed.next() => c,
         };
-        let Some(hub) = hub.upgrade() else { return };
-        match change {
-            Ok(change) => hub.deliver(&change),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "registry changes lagged; announcing every list as changed");
-                for c in [Change::Tools, Change::Resources, Change::Prompts] {
-                    hub.deliver(&c);
-                }
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
+        let (Some(hub), Some(changes)) = (hub.upgrade(), changes) else {
+            return;
+        };
+        for change in &changes {
+            hub.deliver(change);
         }
     }
 }
@@ -337,10 +321,7 @@ pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
 }
 
 fn truncated(last: &str) -> Bytes {
-    Bytes::from(encode_notification(
-        "notifications/replay_truncated",
-        Some(&json!({ "lastEventId": last })),
-    ))
+    Bytes::from(replay_truncated(last))
 }
 
 #[cfg(test)]

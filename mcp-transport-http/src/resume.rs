@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use mcp_protocol::jsonrpc::encode_notification;
-use serde_json::json;
+use mcp_protocol::notifications::replay_truncated;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -369,10 +368,7 @@ pub(crate) async fn follow(f: Follow, tx: mpsc::Sender<Bytes>) {
 }
 
 fn truncated(number: u64, cursor: u64) -> Bytes {
-    Bytes::from(encode_notification(
-        "notifications/replay_truncated",
-        Some(&json!({ "lastEventId": format!("{number}-{cursor}") })),
-    ))
+    Bytes::from(replay_truncated(&format!("{number}-{cursor}")))
 }
 
 #[cfg(test)]
