@@ -19,6 +19,9 @@ pub mod codes {
     pub const INTERNAL_ERROR: i32 = -32603;
     /// Resource not found (legacy revisions only).
     pub const RESOURCE_NOT_FOUND: i32 = -32002;
+    /// The legacy session a request names is unknown, ended, or another principal's (all
+    /// answered alike).
+    pub const SESSION_NOT_FOUND: i32 = -32001;
     /// HTTP headers disagree with the body (2026-07-28).
     pub const HEADER_MISMATCH: i32 = -32020;
     /// A needed client capability was not declared (2026-07-28).
@@ -98,6 +101,33 @@ impl RpcError {
         Self::new(code, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
     }
 
+    /// -32001: the named session is unknown, ended, or another principal's (one answer for
+    /// all three, so that it tells nothing about other callers' sessions).
+    pub fn session_not_found() -> Self {
+        Self::new(codes::SESSION_NOT_FOUND, "Session not found")
+    }
+
+    /// -32600: a legacy request other than `initialize` and `server/discover` names no
+    /// session where the transport keeps them.
+    pub fn session_required() -> Self {
+        Self::invalid_request("Mcp-Session-Id header required")
+    }
+
+    /// -32600: `initialize` on a session that already exists.
+    pub fn already_initialized() -> Self {
+        Self::invalid_request("Session already initialized")
+    }
+
+    /// -32600: a request reuses the id of one still in flight.
+    pub fn duplicate_id() -> Self {
+        Self::invalid_request("Duplicate request id")
+    }
+
+    /// -32603: the server refuses work over one of its bounds.
+    pub fn overloaded() -> Self {
+        Self::internal_with("Server is overloaded")
+    }
+
     /// -32020.
     pub fn header_mismatch(message: impl Into<String>) -> Self {
         Self::new(codes::HEADER_MISMATCH, message)
@@ -151,6 +181,35 @@ pub fn http_status(era: Era, code: i32) -> u16 {
             codes::PARSE_ERROR | codes::INVALID_REQUEST => 400,
             _ => 200,
         },
+    }
+}
+
+/// Where in the pipeline an error was raised: its HTTP status depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before the era is known: the body or the transport's revision header is unusable.
+    Envelope,
+    /// The legacy session a request names (or fails to name).
+    Session,
+    /// The checks before any handler runs ([`http_status`]).
+    Route,
+    /// While running the method ([`dispatch_http_status`]).
+    Dispatch,
+}
+
+/// The HTTP status of an error raised at `stage` in `era`: the one mapping every HTTP answer
+/// goes through.
+///
+/// Envelope errors are 400. Session errors are 404 for -32001 (unknown, ended or another
+/// principal's session) and 400 otherwise (no session named, `initialize` twice). Route and
+/// dispatch errors follow [`http_status`] and [`dispatch_http_status`].
+pub fn status_at(stage: Stage, era: Era, code: i32) -> u16 {
+    match stage {
+        Stage::Envelope => 400,
+        Stage::Session if code == codes::SESSION_NOT_FOUND => 404,
+        Stage::Session => 400,
+        Stage::Route => http_status(era, code),
+        Stage::Dispatch => dispatch_http_status(era, code),
     }
 }
 
@@ -209,6 +268,25 @@ mod tests {
             assert_eq!(dispatch_http_status(Era::Modern, code), modern, "modern {code}");
             assert_eq!(dispatch_http_status(Era::Legacy, code), 200, "legacy {code}");
         }
+    }
+
+    #[test]
+    fn status_by_stage() {
+        use Stage::*;
+        let table = [
+            (Envelope, Era::Legacy, codes::INVALID_REQUEST, 400),
+            (Session, Era::Legacy, codes::SESSION_NOT_FOUND, 404),
+            (Session, Era::Legacy, codes::INVALID_REQUEST, 400),
+            (Route, Era::Modern, codes::METHOD_NOT_FOUND, 404),
+            (Route, Era::Modern, codes::INVALID_PARAMS, 400),
+            (Route, Era::Legacy, codes::METHOD_NOT_FOUND, 200),
+            (Dispatch, Era::Modern, codes::INVALID_PARAMS, 200),
+            (Dispatch, Era::Legacy, codes::INVALID_REQUEST, 200),
+        ];
+        for (stage, era, code, want) in table {
+            assert_eq!(status_at(stage, era, code), want, "{stage:?} {era:?} {code}");
+        }
+        assert_eq!(RpcError::session_not_found().code, -32001);
     }
 
     #[test]
