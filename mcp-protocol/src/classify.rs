@@ -27,6 +27,24 @@ pub fn request_era(req: &Request, transport_revision: Option<Revision>) -> Era {
     era_of(req.params.as_ref(), transport_revision)
 }
 
+/// Whether a request's reply may travel on a stream (behaviour invariant 16), where the
+/// transport can stream at all: a legacy reply whenever the handler emits something first; a
+/// modern one only when the request asked for what it emits (a progress token, or a `_meta`
+/// log level), so that its early errors keep their HTTP status.
+pub fn may_stream(era: Era, params: Option<&Map<String, Value>>, log_level_set: bool) -> bool {
+    match era {
+        Era::Legacy => true,
+        Era::Modern => meta::progress_token(params).is_some() || log_level_set,
+    }
+}
+
+/// Whether a client that goes away (closes the request's stream or connection) cancels the
+/// request (behaviour invariant 14): in the modern era it does; a legacy call keeps running, and
+/// a legacy client cancels with `notifications/cancelled`.
+pub fn disconnect_cancels(era: Era) -> bool {
+    era == Era::Modern
+}
+
 /// Checks whether a batch may be served (behaviour invariant 2).
 ///
 /// Batches are accepted for 2025-03-26 and, for compatibility, 2024-11-05 (and
@@ -93,6 +111,17 @@ mod tests {
         for (r, transport, want) in table {
             assert_eq!(request_era(&r, transport), want, "{} {transport:?}", r.method);
         }
+    }
+
+    #[test]
+    fn streaming_and_disconnect() {
+        let token = json!({"_meta": {"progressToken": 1}});
+        assert!(may_stream(Era::Legacy, None, false));
+        assert!(!may_stream(Era::Modern, None, false));
+        assert!(may_stream(Era::Modern, token.as_object(), false));
+        assert!(may_stream(Era::Modern, None, true));
+        assert!(disconnect_cancels(Era::Modern));
+        assert!(!disconnect_cancels(Era::Legacy));
     }
 
     #[test]

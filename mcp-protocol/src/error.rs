@@ -123,6 +123,22 @@ impl RpcError {
         Self::invalid_request("Duplicate request id")
     }
 
+    /// -32600: the transport's revision header (HTTP `MCP-Protocol-Version`) names no revision.
+    pub fn unknown_revision_header(value: &str) -> Self {
+        Self::invalid_request(format!("Unsupported MCP-Protocol-Version: {value}"))
+    }
+
+    /// -32600: a modern request on a transport that serves the legacy revisions only (the
+    /// 2024-11-05 HTTP+SSE pair).
+    pub fn legacy_only_transport() -> Self {
+        Self::invalid_request("This transport serves the legacy revisions only")
+    }
+
+    /// -32600: a method answered with a stream, on a transport that cannot stream.
+    pub fn needs_streaming(method: &str) -> Self {
+        Self::invalid_request(format!("{method} needs a streaming transport"))
+    }
+
     /// -32603: the server refuses work over one of its bounds.
     pub fn overloaded() -> Self {
         Self::internal_with("Server is overloaded")

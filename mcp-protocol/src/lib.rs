@@ -54,4 +54,4 @@ pub mod task_mode;
 pub use error::{RpcError, codes};
 pub use jsonrpc::{Message, Notification, Request, RequestId, Response};
 pub use method::{Method, NotificationMethod};
-pub use revision::{Era, Feature, Revision};
+pub use revision::{Era, Feature, Revision, TransportRevision};

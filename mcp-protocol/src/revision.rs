@@ -30,6 +30,40 @@ pub enum Era {
     Modern,
 }
 
+/// The revision a transport declares beside the body (the HTTP `MCP-Protocol-Version`
+/// header; stdio declares none).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TransportRevision {
+    /// None declared.
+    #[default]
+    Absent,
+    /// A known revision.
+    Known(Revision),
+    /// A value that names no revision (legacy requests are refused with -32600).
+    Unknown(String),
+}
+
+impl TransportRevision {
+    /// Parses the declared value, if any (surrounding whitespace ignored).
+    pub fn parse(value: Option<&[u8]>) -> Self {
+        match value {
+            None => TransportRevision::Absent,
+            Some(v) => {
+                let s = String::from_utf8_lossy(v).trim().to_owned();
+                Revision::parse(&s).map_or(TransportRevision::Unknown(s), TransportRevision::Known)
+            }
+        }
+    }
+
+    /// The declared revision, when it is a known one.
+    pub fn known(&self) -> Option<Revision> {
+        match self {
+            TransportRevision::Known(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
 impl Revision {
     /// Every revision, oldest first.
     pub const ALL: [Revision; 5] = [

@@ -21,7 +21,7 @@ use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::task_mode::TaskSupport;
-use mcp_protocol::{Era, Method, Notification, Request, RequestId, Revision, RpcError};
+use mcp_protocol::{Era, Method, Notification, NotificationMethod, Request, RequestId, Revision, RpcError};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -456,13 +456,13 @@ impl Runtime {
     /// Handles a client notification. `in_flight` is where the transport
     /// registered the requests a `notifications/cancelled` may name.
     pub fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
-        match note.method.as_str() {
-            "notifications/initialized" | "initialized" => {
+        match &note.method {
+            m if m.is_initialized() => {
                 if let Some(s) = session {
                     s.mark_initialized();
                 }
             }
-            "notifications/cancelled" => {
+            NotificationMethod::Cancelled => {
                 let id = note
                     .params
                     .as_ref()
@@ -474,7 +474,7 @@ impl Runtime {
                     tracing::debug!(%id, "cancellation for a request not in flight");
                 }
             }
-            other => tracing::debug!(method = other, "notification ignored"),
+            other => tracing::debug!(method = %other, "notification ignored"),
         }
     }
 }

@@ -1,0 +1,134 @@
+//! JSON-RPC batches: legacy only, where the revision allows them (`check_batch`: 2025-03-26 and,
+//! for compatibility, 2024-11-05). A batch uses the session its transport names and never mints
+//! one; its elements are split, each answered (decode errors and refusals at once), and its
+//! requests run concurrently into one array.
+
+use futures::future::join_all;
+use mcp_protocol::classify::check_batch;
+use mcp_protocol::error::Stage;
+use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch};
+use mcp_protocol::{Era, Message, RpcError, TransportRevision};
+
+use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, register};
+use crate::inflight::InFlightGuard;
+use crate::sink::{Frame, Sink};
+
+/// What the engine made of a batch.
+#[derive(Debug)]
+pub enum BatchStep {
+    /// The whole batch is refused.
+    Answer(Answer),
+    /// Its elements, to run.
+    Run(Batch),
+}
+
+/// A checked batch: the answers already known, and the requests to run.
+#[derive(Debug)]
+pub struct Batch {
+    answers: Vec<Frame>,
+    calls: Vec<Call>,
+}
+
+/// A batch that ended.
+#[derive(Debug)]
+pub struct BatchDone {
+    /// The array of answers (`None` when nothing in the batch is answered: HTTP 202).
+    pub frame: Option<Frame>,
+    /// The registrations of its requests, to drop once the answer is written.
+    pub guards: Vec<InFlightGuard>,
+}
+
+impl Batch {
+    /// Whether the batch has requests to run (otherwise [`Batch::run`] finishes at once).
+    pub fn has_calls(&self) -> bool {
+        !self.calls.is_empty()
+    }
+
+    /// Runs the requests concurrently (each with a clone of `sink` for what it emits), then
+    /// answers with one array.
+    pub async fn run(self, sink: Sink) -> BatchDone {
+        let Batch { mut answers, calls } = self;
+        let mut guards = Vec::new();
+        let done = join_all(calls.into_iter().map(|c| c.run(sink.clone()))).await;
+        for mut completed in done {
+            answers.extend(completed.frame());
+            guards.extend(completed.guard.take());
+        }
+        finish(answers, guards)
+    }
+
+    /// Answers every request with `error` without running it (the transport is over a bound).
+    pub fn refuse(self, error: &RpcError) -> BatchDone {
+        let Batch { mut answers, calls } = self;
+        let mut guards = Vec::new();
+        for c in calls {
+            answers.push(encode_error(Some(c.id()), error));
+            guards.extend(c.into_guard());
+        }
+        finish(answers, guards)
+    }
+}
+
+fn finish(answers: Vec<Frame>, guards: Vec<InFlightGuard>) -> BatchDone {
+    BatchDone {
+        frame: (!answers.is_empty()).then(|| encode_batch(&answers)),
+        guards,
+    }
+}
+
+impl Engine {
+    /// Checks a decoded batch and prepares its elements.
+    pub fn batch(&self, peer: &Peer<'_>, items: Vec<Result<Message, DecodeError>>) -> BatchStep {
+        let refuse = |stage, e: &RpcError| BatchStep::Answer(Answer::error(stage, Era::Legacy, None, e));
+        if let TransportRevision::Unknown(v) = &peer.revision {
+            return refuse(Stage::Envelope, &RpcError::unknown_revision_header(v));
+        }
+        let session = match self.resolve(peer) {
+            Resolved::Found(s) => Some(s),
+            Resolved::Unknown => return refuse(Stage::Session, &RpcError::session_not_found()),
+            Resolved::Absent => None,
+        };
+        let (messages, mut answers) = split_batch(items);
+        let revision = session.as_ref().map(|s| s.revision()).or(peer.revision.known());
+        if let Err(e) = check_batch(revision, &messages) {
+            tracing::debug!(error = %e.message, "batch refused");
+            return refuse(Stage::Envelope, &e);
+        }
+        let has_requests = messages.iter().any(|m| matches!(m, Message::Request(_)));
+        if has_requests && session.is_none() && matches!(peer.sessions, Sessions::Store(_)) {
+            return refuse(Stage::Session, &RpcError::session_required());
+        }
+        let mut calls = Vec::new();
+        for message in messages {
+            match message {
+                Message::Response(r) => deliver_to(session.as_deref(), r),
+                Message::Notification(n) => self.notify_in(peer, Era::Legacy, session.as_ref(), &n),
+                Message::Request(req) => {
+                    let route = match self.runtime.route(&req, peer.revision.known(), session.as_deref()) {
+                        Ok(r) => r,
+                        Err(rej) => {
+                            answers.push(encode_error(Some(&req.id), &rej.error));
+                            continue;
+                        }
+                    };
+                    let (guard, cancel) = match register(peer, route.era, session.as_ref(), &req.id) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            answers.push(encode_error(Some(&req.id), &e));
+                            continue;
+                        }
+                    };
+                    let env = call::Env {
+                        auth: peer.auth.clone(),
+                        session: session.clone(),
+                        cancel,
+                        guard,
+                        extensions: peer.extensions.clone(),
+                    };
+                    calls.push(Call::new(self.runtime.clone(), req, route, env, true));
+                }
+            }
+        }
+        BatchStep::Run(Batch { answers, calls })
+    }
+}

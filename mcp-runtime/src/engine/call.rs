@@ -1,0 +1,188 @@
+//! A request that passed every check, ready to run, and how it ended.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::classify::disconnect_cancels;
+use mcp_protocol::error::{Stage, status_at};
+use mcp_protocol::{Era, Method, Request, RequestId, RpcError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::{Reply, RequestEnv, Route, Runtime};
+use crate::inflight::InFlightGuard;
+use crate::session::Session;
+use crate::sink::{Frame, Sink};
+
+/// What a call runs with besides its request.
+#[derive(Debug)]
+pub(crate) struct Env {
+    pub(crate) auth: Arc<AuthInfo>,
+    pub(crate) session: Option<Arc<Session>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) guard: Option<InFlightGuard>,
+    pub(crate) extensions: http::Extensions,
+}
+
+/// A routed, registered request: the transport gives it a sink and runs it where it likes (a
+/// task, a worker of its pool).
+#[derive(Debug)]
+pub struct Call {
+    runtime: Arc<Runtime>,
+    req: Request,
+    route: Route,
+    env: Env,
+    stream: bool,
+}
+
+impl Call {
+    pub(crate) fn new(runtime: Arc<Runtime>, req: Request, route: Route, env: Env, stream: bool) -> Self {
+        Call {
+            runtime,
+            req,
+            route,
+            env,
+            stream,
+        }
+    }
+
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.req.id
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.req.method
+    }
+
+    /// The era the request was classified in.
+    pub fn era(&self) -> Era {
+        self.route.era
+    }
+
+    /// The legacy session it runs in, if any.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.env.session.as_ref()
+    }
+
+    /// Whether what the handler emits travels on the request's own stream (behaviour
+    /// invariant 16, and the transport can stream); otherwise the sink is detached.
+    pub fn may_stream(&self) -> bool {
+        self.stream
+    }
+
+    /// Whether the client going away cancels the call (behaviour invariant 14).
+    pub fn disconnect_cancels(&self) -> bool {
+        disconnect_cancels(self.route.era)
+    }
+
+    /// The tool a `tools/call` names.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self.req.method {
+            Method::ToolsCall => self.req.params.as_ref()?.get("name")?.as_str(),
+            _ => None,
+        }
+    }
+
+    /// The call's cancellation token (cancelled by `notifications/cancelled`, a closed
+    /// session, or the transport).
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.env.cancel
+    }
+
+    /// Gives up a call that will not run: its registration, to release with its answer.
+    pub fn into_guard(self) -> Option<InFlightGuard> {
+        self.env.guard
+    }
+
+    /// Runs the call: dispatch with `sink` (detached unless [`Call::may_stream`]), a panic
+    /// answered as an internal error, and a cancellation seen at the end winning over the
+    /// outcome (behaviour invariant 13).
+    pub async fn run(self, sink: Sink) -> Completed {
+        let Call {
+            runtime,
+            req,
+            route,
+            env,
+            stream,
+        } = self;
+        let id = req.id.clone();
+        let era = route.era;
+        let cancel = env.cancel;
+        if cancel.is_cancelled() {
+            tracing::debug!(%id, "request cancelled before it started");
+            return Completed::new(id, era, Reply::Cancelled, env.guard);
+        }
+        let method = req.method.clone();
+        let renv = RequestEnv {
+            auth: env.auth,
+            session: env.session,
+            sink: if stream { sink } else { Sink::detached() },
+            cancel: cancel.clone(),
+            extensions: env.extensions,
+        };
+        let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!(%id, %method, "request handler panicked");
+                Reply::Error(RpcError::internal())
+            });
+        let reply = if cancel.is_cancelled() {
+            tracing::debug!(%id, %method, "request cancelled; no answer");
+            Reply::Cancelled
+        } else {
+            reply
+        };
+        Completed::new(id, era, reply, env.guard)
+    }
+}
+
+/// How a call ended.
+#[derive(Debug)]
+pub struct Completed {
+    id: RequestId,
+    era: Era,
+    /// The reply ([`Reply::Cancelled`] when cancelled: nothing is answered).
+    pub reply: Reply,
+    /// The request's registration: the id stays in flight until it is dropped (stdio drops it
+    /// when the answer is written).
+    pub guard: Option<InFlightGuard>,
+}
+
+impl Completed {
+    fn new(id: RequestId, era: Era, reply: Reply, guard: Option<InFlightGuard>) -> Self {
+        Completed { id, era, reply, guard }
+    }
+
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Whether the call was cancelled (nothing is answered).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.reply, Reply::Cancelled)
+    }
+
+    /// The encoded response (`None` when cancelled).
+    pub fn frame(&self) -> Option<Frame> {
+        self.reply.encode(&self.id)
+    }
+
+    /// The HTTP status of the answer (errors raised while running the method).
+    pub fn status(&self) -> u16 {
+        match &self.reply {
+            Reply::Error(e) => status_at(Stage::Dispatch, self.era, e.code),
+            _ => 200,
+        }
+    }
+
+    /// The reply as a response outcome (`None` when cancelled).
+    pub fn into_outcome(self) -> Option<Result<Value, RpcError>> {
+        self.reply.into_outcome()
+    }
+}
