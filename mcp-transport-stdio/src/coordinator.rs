@@ -1,39 +1,34 @@
-//! The coordinator: decodes each frame and sends every message where it
-//! belongs (behaviour invariant 28).
+//! The coordinator: decodes each frame and hands every message to the
+//! engine, in the order behaviour invariant 28 asks for.
 //!
 //! - undecodable frames and invalid messages are answered at once (with the
 //!   id when it could be read, else `null`); malformed notifications are
 //!   dropped;
-//! - a client response goes to the session's pending server-to-client
-//!   request (unknown ids are dropped);
-//! - `notifications/cancelled` is handled here and now, never queued behind
-//!   the request it cancels;
-//! - other notifications wait, in order, in a bounded queue;
-//! - a request is checked (duplicate id, then era and method), then
-//!   admitted to the worker pool or refused with "Server is overloaded".
-//!   A legacy `initialize` runs here, so that the session exists before the
-//!   next frame is read.
-//! - a batch is checked against the session's revision, then its requests
-//!   run as one job that writes one array.
+//! - a client response is delivered by the engine to the session's pending
+//!   server-to-client request (unknown ids are dropped);
+//! - `notifications/cancelled` is routed here and now, never queued behind
+//!   the request it cancels; other notifications wait, in order, in a
+//!   bounded queue;
+//! - a request goes through the engine's checks; what it answers at once
+//!   (refusals, `initialize`, so that the session exists before the next
+//!   frame is read) is written here, a call is admitted to the worker pool
+//!   or refused with "Server is overloaded", a `subscriptions/listen`
+//!   stream runs in its own task;
+//! - a batch is checked by the engine, then its calls run as one job that
+//!   writes one array.
 
 use std::sync::Arc;
 
-use mcp_protocol::classify::check_batch;
-use mcp_protocol::jsonrpc::{
-    DecodeError, DecodeLimits, Inbound, decode, encode_batch, encode_error, encode_response, split_batch,
-};
-use mcp_protocol::{Era, Message, Notification, Request, Response, RpcError};
-use mcp_runtime::{DuplicateId, Frame, InFlightGuard, Session};
+use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_error};
+use mcp_protocol::{Message, Notification, Request, RpcError};
+use mcp_runtime::engine::{BatchStep, Listening};
+use mcp_runtime::{Frame, InFlightGuard, Step};
 use tokio::sync::mpsc;
 
-use crate::exec::{self, Prepared};
+use crate::exec;
 use crate::framing::Input;
 use crate::pool::Pool;
 use crate::state::Shared;
-
-/// A request refused before it ran: its answer, and the guard (if the id
-/// was registered) to release once the answer is written.
-type Refusal = (Frame, Option<InFlightGuard>);
 
 /// Classifies inbound messages and starts their handling.
 #[derive(Debug)]
@@ -77,7 +72,9 @@ impl Coordinator {
                 self.answer(encode_error(None, &e.to_rpc_error()), None).await;
             }
             Input::Line(bytes) => match decode(&bytes, &self.limits) {
-                Ok(Inbound::Single(message)) => self.message(message).await,
+                Ok(Inbound::Single(Message::Response(r))) => self.shared.engine.deliver(&self.shared.peer(), r),
+                Ok(Inbound::Single(Message::Notification(n))) => self.notification(n),
+                Ok(Inbound::Single(Message::Request(r))) => self.request(r).await,
                 Ok(Inbound::Batch(items)) => self.batch(items).await,
                 Err(e) => {
                     if let Some(frame) = decode_answer(&e) {
@@ -92,30 +89,10 @@ impl Coordinator {
         self.shared.out.respond(frame, guard.into_iter().collect()).await;
     }
 
-    async fn message(&self, message: Message) {
-        match message {
-            Message::Response(r) => self.deliver(r),
-            Message::Notification(n) => self.notification(n),
-            Message::Request(r) => self.request(r).await,
-        }
-    }
-
-    /// A client's answer to one of our server-to-client requests.
-    fn deliver(&self, response: Response) {
-        let Response { id, outcome } = response;
-        let delivered = self.shared.session().is_some_and(|s| s.deliver(&id, outcome));
-        if !delivered {
-            tracing::debug!(%id, "response to no pending request dropped");
-        }
-    }
-
     fn notification(&self, note: Notification) {
-        if note.method == "notifications/cancelled" {
+        if note.method.is_cancellation() {
             // Routed at once: the request it names may be queued or running.
-            let session = self.shared.session();
-            self.shared
-                .runtime
-                .notification(&note, session.as_ref(), &self.shared.in_flight);
+            self.shared.engine.notification(&self.shared.peer(), &note);
             return;
         }
         match self.notifications.try_send(note) {
@@ -130,80 +107,27 @@ impl Coordinator {
     }
 
     async fn request(&self, req: Request) {
-        let session = self.shared.session();
-        let prepared = match self.prepare(req, session) {
-            Ok(p) => p,
-            Err((frame, guard)) => return self.answer(frame, guard).await,
-        };
-        if prepared.route.era == Era::Legacy && prepared.req.method == "initialize" {
-            return self.initialize(prepared).await;
-        }
-        if prepared.route.era == Era::Modern && prepared.req.method == "subscriptions/listen" {
-            return self.listen(prepared).await;
-        }
-        match self.pool.reserve() {
-            Ok(slot) => {
-                let job = exec::single(self.shared.clone(), prepared);
-                self.pool.submit(slot, job);
-            }
-            Err(_) => {
-                tracing::warn!(id = %prepared.req.id, "pool full; request refused");
-                let frame = encode_error(Some(&prepared.req.id), &overloaded());
-                self.answer(frame, Some(prepared.guard)).await;
-            }
-        }
-    }
-
-    /// The checks before admission: the id is not in flight (then it is
-    /// registered), the method is served in the request's era, and the
-    /// modern `_meta` is valid.
-    fn prepare(&self, req: Request, session: Option<Arc<Session>>) -> Result<Prepared, Refusal> {
-        let guard = match self.shared.in_flight.begin(req.id.clone(), self.pool.token()) {
-            Ok(g) => g,
-            Err(DuplicateId(id)) => {
-                tracing::warn!(%id, "duplicate request id refused");
-                let e = RpcError::invalid_request("Duplicate request id");
-                return Err((encode_error(Some(&id), &e), None));
-            }
-        };
-        let route = match self.shared.runtime.route(&req, None, session.as_deref()) {
-            Ok(r) => r,
-            Err(rejection) => {
-                let frame = encode_error(Some(&req.id), &rejection.error);
-                return Err((frame, Some(guard)));
-            }
-        };
-        // Modern requests are stateless: they never see the session.
-        let session = session.filter(|_| route.era == Era::Legacy);
-        Ok(Prepared {
-            req,
-            route,
-            session,
-            guard,
-        })
-    }
-
-    /// A legacy `initialize`: one session per process. A second one is
-    /// refused with -32600 "Already initialized" (the first session, its
-    /// subscriptions and pending requests stay as they are).
-    async fn initialize(&self, prepared: Prepared) {
-        let Prepared { req, guard, .. } = prepared;
-        let outcome = if self.shared.session().is_some() {
-            Err(RpcError::invalid_request("Already initialized"))
-        } else {
-            self.shared
-                .runtime
-                .initialize(&req, &self.shared.auth)
-                .map(|(result, session)| {
+        let step = self.shared.engine.request(&self.shared.peer(), req);
+        match step {
+            Step::Answer(answer) => {
+                if let Some(session) = &answer.session {
                     tracing::info!(revision = %session.revision().as_str(), "legacy session started");
                     // Notifications meant for this session alone go to the writer.
                     let out = self.shared.out.clone();
                     session.set_outlet(move |frame| out.try_notify(frame));
-                    self.shared.set_session(session);
-                    result
-                })
-        };
-        self.answer(encode_response(&req.id, &outcome), Some(guard)).await;
+                }
+                self.answer(answer.frame, None).await;
+            }
+            Step::Listen(listening) => self.listen(listening).await,
+            Step::Call(call) => match self.pool.reserve() {
+                Ok(slot) => self.pool.submit(slot, exec::single(self.shared.clone(), call)),
+                Err(_) => {
+                    tracing::warn!(id = %call.id(), "pool full; request refused");
+                    let frame = encode_error(Some(call.id()), &RpcError::overloaded());
+                    self.answer(frame, call.into_guard()).await;
+                }
+            },
+        }
     }
 
     /// `subscriptions/listen`: the acknowledgement first, then the
@@ -211,22 +135,14 @@ impl Coordinator {
     /// ends it with `notifications/cancelled` (no answer); a server shutdown
     /// ends it with `notifications/cancelled` naming the listen id and then
     /// the completion result; the end of input ends it silently.
-    async fn listen(&self, prepared: Prepared) {
-        let Prepared { req, route, guard, .. } = prepared;
-        let tasks = route
-            .modern
-            .as_ref()
-            .is_some_and(|m| m.client_capabilities.tasks_extension());
-        let mut listener = match self.shared.runtime.listen(&req, &self.shared.auth.principal, tasks) {
-            Ok(l) => l,
-            Err(e) => return self.answer(encode_error(Some(&req.id), &e), Some(guard)).await,
-        };
+    async fn listen(&self, listening: Listening) {
+        let Listening { mut listener, guard } = listening;
         if let Some(ack) = listener.take_ack() {
             self.shared.out.notify(ack).await;
         }
         let shared = self.shared.clone();
         tokio::spawn(async move {
-            let cancelled = guard.token().clone();
+            let cancelled = guard.as_ref().map(|g| g.token().clone()).unwrap_or_default();
             loop {
                 tokio::select! {
                     biased;
@@ -240,7 +156,7 @@ impl Coordinator {
                         }
                         None => {
                             shared.out.notify(listener.server_cancel_frame()).await;
-                            shared.out.respond(listener.completion_frame(), vec![guard]).await;
+                            shared.out.respond(listener.completion_frame(), guard.into_iter().collect()).await;
                             return;
                         }
                     },
@@ -251,46 +167,25 @@ impl Coordinator {
     }
 
     async fn batch(&self, items: Vec<Result<Message, DecodeError>>) {
-        let session = self.shared.session();
-        let (messages, mut answers) = split_batch(items);
-        if let Err(e) = check_batch(session.as_ref().map(|s| s.revision()), &messages) {
-            tracing::debug!(error = %e.message, "batch refused");
-            return self.answer(encode_error(None, &e), None).await;
-        }
-        let mut guards = Vec::new();
-        let mut prepared = Vec::new();
-        for message in messages {
-            match message {
-                Message::Response(r) => self.deliver(r),
-                Message::Notification(n) => self.notification(n),
-                Message::Request(r) => match self.prepare(r, session.clone()) {
-                    Ok(p) => prepared.push(p),
-                    Err((frame, guard)) => {
-                        answers.push(frame);
-                        guards.extend(guard);
-                    }
-                },
-            }
-        }
-        if prepared.is_empty() {
-            if !answers.is_empty() {
-                self.shared.out.respond(encode_batch(&answers), guards).await;
+        let batch = match self.shared.engine.batch(&self.shared.peer(), items) {
+            BatchStep::Answer(answer) => return self.answer(answer.frame, None).await,
+            BatchStep::Run(batch) => batch,
+        };
+        if !batch.has_calls() {
+            let done = batch.run(self.shared.out.sink()).await;
+            if let Some(frame) = done.frame {
+                self.shared.out.respond(frame, done.guards).await;
             }
             return;
         }
         match self.pool.reserve() {
-            Ok(slot) => {
-                // The refusals' guards go with the answers they belong to.
-                let job = exec::batch(self.shared.clone(), answers, guards, prepared);
-                self.pool.submit(slot, job);
-            }
+            Ok(slot) => self.pool.submit(slot, exec::batch(self.shared.clone(), batch)),
             Err(_) => {
                 tracing::warn!("pool full; batch refused");
-                for p in prepared {
-                    answers.push(encode_error(Some(&p.req.id), &overloaded()));
-                    guards.push(p.guard);
+                let done = batch.refuse(&RpcError::overloaded());
+                if let Some(frame) = done.frame {
+                    self.shared.out.respond(frame, done.guards).await;
                 }
-                self.shared.out.respond(encode_batch(&answers), guards).await;
             }
         }
     }
@@ -305,8 +200,4 @@ fn decode_answer(e: &DecodeError) -> Option<Frame> {
     }
     tracing::debug!(error = %e, "undecodable message");
     e.answer()
-}
-
-fn overloaded() -> RpcError {
-    RpcError::internal_with("Server is overloaded")
 }

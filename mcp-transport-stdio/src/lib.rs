@@ -24,25 +24,27 @@
 //!    is tolerated. The next frame is read only once the previous one has
 //!    been dispatched, which is the back-pressure on the client.
 //! 2. **Coordinator** (`coordinator`): decodes each frame with
-//!    `mcp-protocol` (size, depth, id and shape rules) and sends each
-//!    message where it belongs: errors are answered at once, client
-//!    responses are delivered to the session's pending server-to-client
-//!    request, `notifications/cancelled` is applied at once (never queued
-//!    behind the request it cancels), other notifications go to a bounded
-//!    queue handled in order, and requests are checked (duplicate id,
-//!    era/method) and admitted to the pool. A legacy `initialize` is
-//!    answered by the coordinator itself, so that the session exists
-//!    before the next frame is read.
+//!    `mcp-protocol` (size, depth, id and shape rules) and hands each
+//!    message to the runtime's [`Engine`](mcp_runtime::Engine), the one
+//!    pipeline every transport uses: decode errors are answered at once,
+//!    client responses are delivered to the session's pending
+//!    server-to-client request, `notifications/cancelled` is routed at once
+//!    (never queued behind the request it cancels), other notifications go
+//!    to a bounded queue handled in order, and requests go through the
+//!    engine's checks (era, method, duplicate id, session) and are admitted
+//!    to the pool. What the engine answers at once (a refusal, a legacy
+//!    `initialize`) is written by the coordinator itself, so that the
+//!    session exists before the next frame is read.
 //! 3. **Workers** (`pool`, `exec`): at most
 //!    [`max_workers`](StdioConfig::max_workers) requests run at once, at
 //!    most [`max_queue`](StdioConfig::max_queue) more wait (FIFO); past
 //!    that a request is answered at once with -32603 "Server is
-//!    overloaded". Each request runs through `mcp-runtime`
-//!    ([`Runtime::dispatch`]) with its own cancellation token, registered in
-//!    the process's [`InFlight`](mcp_runtime::InFlight) set so that a
-//!    duplicate id is refused and a cancellation finds it, queued or
-//!    running. A cancelled request gets no answer. A batch runs as one job
-//!    and is answered with one array.
+//!    overloaded". Each request runs as the engine's
+//!    [`Call`](mcp_runtime::Call) with its own cancellation token,
+//!    registered in the process's [`SessionSlot`](mcp_runtime::SessionSlot)
+//!    so that a duplicate id is refused and a cancellation finds it, queued
+//!    or running. A cancelled request gets no answer. A batch runs as one
+//!    job and is answered with one array.
 //! 4. **Writer** (`writer`): the only task that writes the output. It
 //!    receives encoded frames through channels (the handlers' [`Sink`]s
 //!    feed one of them, so progress, log messages and server-to-client
@@ -57,7 +59,7 @@
 //! ## Sessions
 //!
 //! One legacy session per process, as in the reference implementation. A
-//! second `initialize` is refused with -32600 "Already initialized"; a
+//! second `initialize` is refused with -32600 "Session already initialized"; a
 //! failed one (invalid params) leaves the process uninitialized, so the
 //! client may retry. Requests sent before `initialize` get their normal
 //! answers (an unknown method is -32601): the process never exits on them.
@@ -91,7 +93,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::jsonrpc::DecodeLimits;
-use mcp_runtime::Runtime;
+use mcp_runtime::{Engine, Runtime};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use config::StdioConfig;
@@ -158,14 +160,14 @@ where
     // Subscribe before anything runs, so that no change is missed.
     let changes = runtime.registry().subscribe();
     let (outlets, writer) = writer::spawn(writer);
-    let shared = Arc::new(Shared::new(runtime, outlets));
+    let shared = Arc::new(Shared::new(Engine::new(runtime), outlets));
     let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
     let limits = DecodeLimits {
         max_bytes: config.max_frame_bytes,
         max_depth: config.max_depth,
     };
-    let pool = Pool::new(config.workers(), config.max_queue);
+    let pool = Pool::new(config.workers(), config.max_queue, shared.slot.root().clone());
     let coordinator = Coordinator::new(shared.clone(), pool, notifications, limits);
     tracing::debug!(?config, "stdio transport serving");
 

@@ -23,9 +23,8 @@ pub(crate) fn spawn_inbound(shared: Arc<Shared>, capacity: usize) -> (mpsc::Send
     let (tx, mut rx) = mpsc::channel::<Notification>(capacity.max(1));
     let task = tokio::spawn(async move {
         while let Some(note) = rx.recv().await {
-            let session = shared.session();
             let handled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                shared.runtime.notification(&note, session.as_ref(), &shared.in_flight);
+                shared.engine.notification(&shared.peer(), &note);
             }));
             if handled.is_err() {
                 tracing::error!(method = %note.method, "notification handler panicked");
@@ -40,10 +39,9 @@ pub(crate) fn spawn_inbound(shared: Arc<Shared>, capacity: usize) -> (mpsc::Send
 pub(crate) async fn forward_changes(shared: Arc<Shared>, mut changes: ChangeFeed) {
     while let Some(batch) = changes.next().await {
         for change in batch {
-            let Some(session) = shared.session().filter(|s| s.wants(&change)) else {
+            if !shared.session().is_some_and(|s| s.wants(&change)) {
                 continue;
-            };
-            drop(session);
+            }
             if !shared.out.notify(change.frame(None)).await {
                 return;
             }

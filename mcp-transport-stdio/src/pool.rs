@@ -54,22 +54,19 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// A pool of `workers` (at least one) with `queue` waiting places.
-    pub(crate) fn new(workers: usize, queue: usize) -> Self {
+    /// A pool of `workers` (at least one) with `queue` waiting places;
+    /// `stop` is cancelled when the drain timeout passes (every job's token
+    /// descends from it).
+    pub(crate) fn new(workers: usize, queue: usize, stop: CancellationToken) -> Self {
         let workers = workers.max(1);
         let (tx, rx) = mpsc::unbounded_channel();
         Pool {
             tx,
             admitted: Arc::new(AtomicUsize::new(0)),
             capacity: workers.saturating_add(queue),
-            stop: CancellationToken::new(),
+            stop,
             dispatcher: tokio::spawn(dispatch(rx, workers)),
         }
-    }
-
-    /// A cancellation token for a new job, cancelled with the pool.
-    pub(crate) fn token(&self) -> CancellationToken {
-        self.stop.child_token()
     }
 
     /// Reserves an admission, or refuses when the pool is full.
@@ -150,7 +147,7 @@ mod tests {
 
     #[tokio::test]
     async fn admission_is_bounded_and_released() {
-        let pool = Pool::new(1, 1);
+        let pool = Pool::new(1, 1, CancellationToken::new());
         let gate = Arc::new(Notify::new());
         let job = |g: Arc<Notify>| -> Job { Box::pin(async move { g.notified().await }) };
         let admit = |j: Job| pool.reserve().map(|s| pool.submit(s, j));
@@ -172,8 +169,9 @@ mod tests {
 
     #[tokio::test]
     async fn drain_cancels_after_the_timeout() {
-        let pool = Pool::new(2, 2);
-        let token = pool.token();
+        let stop = CancellationToken::new();
+        let pool = Pool::new(2, 2, stop.clone());
+        let token = stop.child_token();
         let seen = token.clone();
         let job: Job = Box::pin(async move { seen.cancelled().await });
         pool.submit(pool.reserve().unwrap(), job);

@@ -548,7 +548,7 @@ async fn legacy_flow_with_a_server_to_client_request() {
         // One session per process.
         let m = c.call(5, "initialize", init_params("2025-11-25")).await;
         assert_eq!(error_code(&m), -32600);
-        assert_eq!(m["error"]["message"], "Already initialized");
+        assert_eq!(m["error"]["message"], "Session already initialized");
 
         let (result, rest) = c.finish().await;
         assert_clean_finish(result, &rest);
