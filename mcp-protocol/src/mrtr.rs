@@ -1,5 +1,6 @@
 //! Multi round-trip requests (SEP-2322): the shape rules of input requests
-//! and input responses, and which client capability each input request needs.
+//! and input responses, which client capability each input request needs,
+//! and the `input_required` result that carries them.
 //!
 //! The sealing of `requestState` lives in [`crate::request_state`].
 
@@ -74,6 +75,39 @@ pub fn check_input_requests(requests: &Map<String, Value>) -> Result<(), String>
     Ok(())
 }
 
+/// A modern `input_required` result: the input requests the client is to
+/// answer and the sealed `requestState` to send back on the retry. At least
+/// one of the two is present in a valid result.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InputRequiredResult {
+    /// `inputRequests`, by key (left out when empty).
+    pub input_requests: Map<String, Value>,
+    /// `requestState`: the sealed token (see [`crate::request_state`]).
+    pub request_state: Option<String>,
+}
+
+impl InputRequiredResult {
+    /// Whether the result carries neither input requests nor state (not a
+    /// valid answer: the client would have nothing to do).
+    pub fn is_empty(&self) -> bool {
+        self.input_requests.is_empty() && self.request_state.is_none()
+    }
+
+    /// The result object: `resultType: "input_required"`, then
+    /// `inputRequests` and `requestState` when present.
+    pub fn render(self) -> Value {
+        let mut result = Map::new();
+        result.insert("resultType".into(), Value::String("input_required".into()));
+        if !self.input_requests.is_empty() {
+            result.insert("inputRequests".into(), Value::Object(self.input_requests));
+        }
+        if let Some(token) = self.request_state {
+            result.insert("requestState".into(), Value::String(token));
+        }
+        Value::Object(result)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +168,39 @@ mod tests {
         }
         let old = Some(Revision::V2025_06_18);
         assert!(missing_capability(&url, &caps(json!({"elicitation": {"url": {}}})), old).is_some());
+    }
+
+    #[test]
+    fn input_required_result() {
+        let empty = InputRequiredResult::default();
+        assert!(empty.is_empty());
+        assert_eq!(empty.render(), json!({"resultType": "input_required"}));
+
+        let mut requests = Map::new();
+        requests.insert("a".into(), json!({"method": "roots/list", "params": {}}));
+        let both = InputRequiredResult {
+            input_requests: requests.clone(),
+            request_state: Some("tok".into()),
+        };
+        assert!(!both.is_empty());
+        assert_eq!(
+            serde_json::to_string(&both.render()).unwrap(),
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list","params":{}}},"requestState":"tok"}"#
+        );
+        let state_only = InputRequiredResult {
+            input_requests: Map::new(),
+            request_state: Some("tok".into()),
+        };
+        assert!(!state_only.is_empty());
+        assert_eq!(
+            state_only.render(),
+            json!({"resultType": "input_required", "requestState": "tok"})
+        );
+        let requests_only = InputRequiredResult {
+            input_requests: requests,
+            request_state: None,
+        };
+        assert!(requests_only.render().get("requestState").is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The server-to-client notifications the library emits on its own, written once: list
 //! changes and resource updates (the same frame for a legacy session's stream and a modern
-//! `subscriptions/listen` stream, which adds its subscription id), and the replay-truncation
-//! notice of a resumed SSE stream.
+//! `subscriptions/listen` stream, which adds its subscription id), task status changes on a
+//! subscription, the server's cancellation of a request it answers with a stream, and the
+//! replay-truncation notice of a resumed SSE stream.
 
 use std::sync::Arc;
 
@@ -53,6 +54,26 @@ impl Change {
     }
 }
 
+/// `notifications/tasks` (tasks extension) on a `subscriptions/listen` stream: a task's
+/// `DetailedTask` (see [`crate::model::task::task_notification`]) tagged with the id of the
+/// subscription (`subscription`) in `_meta`.
+pub fn task_status(detailed: &Map<String, Value>, subscription: &RequestId) -> Vec<u8> {
+    let mut params = detailed.clone();
+    params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: subscription }));
+    encode_notification("notifications/tasks", Some(&Value::Object(params)))
+}
+
+/// `notifications/cancelled` naming `request_id`, with an optional human-readable `reason`:
+/// how a stdio server ends a request it answers with a stream (a `subscriptions/listen`).
+pub fn cancelled(request_id: &RequestId, reason: Option<&str>) -> Vec<u8> {
+    let mut params = Map::new();
+    params.insert("requestId".into(), json!(request_id));
+    if let Some(reason) = reason {
+        params.insert("reason".into(), Value::String(reason.to_owned()));
+    }
+    encode_notification("notifications/cancelled", Some(&Value::Object(params)))
+}
+
 /// `notifications/replay_truncated`: some events after `last_event_id` were lost before a
 /// stream resumed (the client should re-read what it cares about).
 pub fn replay_truncated(last_event_id: &str) -> Vec<u8> {
@@ -92,6 +113,30 @@ mod tests {
         assert_eq!(
             text(replay_truncated("3-1")),
             r#"{"jsonrpc":"2.0","method":"notifications/replay_truncated","params":{"lastEventId":"3-1"}}"#
+        );
+    }
+
+    #[test]
+    fn cancelled_frames() {
+        assert_eq!(
+            text(cancelled(&RequestId::Number(9), Some("The server is shutting down"))),
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"The server is shutting down"}}"#
+        );
+        assert_eq!(
+            text(cancelled(&RequestId::String("l".into()), None)),
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l"}}"#
+        );
+    }
+
+    #[test]
+    fn task_status_is_tagged() {
+        let detailed = json!({"taskId": "t", "status": "working"});
+        let v: Value =
+            serde_json::from_slice(&task_status(detailed.as_object().unwrap(), &RequestId::Number(4))).unwrap();
+        assert_eq!(v["method"], "notifications/tasks");
+        assert_eq!(
+            v["params"],
+            json!({"taskId": "t", "status": "working", "_meta": {SUBSCRIPTION_ID: 4}})
         );
     }
 }

@@ -8,16 +8,15 @@
 //! directly and never waits: a subscriber whose channel is full misses the
 //! notification (notifications have no reply), and a closed one is removed.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use dashmap::DashMap;
-use mcp_protocol::jsonrpc::{encode_notification, encode_result};
-use mcp_protocol::meta::SUBSCRIPTION_ID;
-use mcp_protocol::task_mode::refusal;
+use mcp_protocol::jsonrpc::encode_result;
+use mcp_protocol::model::{ListenFilter, listen_completion};
+use mcp_protocol::notifications::{cancelled, task_status};
 use mcp_protocol::{Request, RequestId, RpcError};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,33 +28,14 @@ use crate::tasks::TaskOwner;
 /// How many notifications wait for a slow listener before it misses some.
 const LISTENER_BUFFER: usize = 64;
 
-/// What a subscription asked for and was granted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Filter {
-    tools: bool,
-    prompts: bool,
-    resources: bool,
-    resource_uris: HashSet<String>,
-    /// Tasks whose status changes are announced (`notifications/tasks`).
-    task_ids: HashSet<String>,
-}
-
-impl Filter {
-    fn wants(&self, change: &Change) -> bool {
-        match change {
-            Change::Tools => self.tools,
-            Change::Prompts => self.prompts,
-            Change::Resources => self.resources,
-            Change::ResourceUpdated(uri) => self.resource_uris.contains(&**uri),
-        }
-    }
-}
+/// Why a server ends a subscription (the `reason` of its `notifications/cancelled`).
+const SHUTDOWN_REASON: &str = "The server is shutting down";
 
 #[derive(Debug)]
 struct Entry {
     principal: Arc<str>,
     listen_id: RequestId,
-    filter: Filter,
+    filter: ListenFilter,
     tx: mpsc::Sender<Frame>,
 }
 
@@ -97,12 +77,10 @@ impl Subscriptions {
     pub(crate) fn task_changed(&self, task_id: &str, detailed: Map<String, Value>) {
         let mut gone = Vec::new();
         for e in self.entries.iter() {
-            if !e.filter.task_ids.contains(task_id) {
+            if !e.filter.wants_task(task_id) {
                 continue;
             }
-            let mut params = detailed.clone();
-            params.insert("_meta".into(), json!({ SUBSCRIPTION_ID: e.listen_id }));
-            let frame = encode_notification("notifications/tasks", Some(&Value::Object(params)));
+            let frame = task_status(&detailed, &e.listen_id);
             if let Err(mpsc::error::TrySendError::Closed(_)) = e.tx.try_send(frame) {
                 gone.push(*e.key());
             }
@@ -137,6 +115,7 @@ pub struct Listener {
     id: RequestId,
     hub: Arc<Subscriptions>,
     ack: Option<Frame>,
+    completion: Frame,
     rx: mpsc::Receiver<Frame>,
 }
 
@@ -165,16 +144,14 @@ impl Listener {
     /// `notifications/cancelled` naming the listen request: how a stdio
     /// server ends a subscription (its only allowed use).
     pub fn server_cancel_frame(&self) -> Frame {
-        let params = json!({"requestId": self.id, "reason": "The server is shutting down"});
-        encode_notification("notifications/cancelled", Some(&params))
+        cancelled(&self.id, Some(SHUTDOWN_REASON))
     }
 
-    /// The result that completes a subscription the server ends gracefully.
+    /// The result that completes a subscription the server ends gracefully
+    /// (decorated like every modern result; rendered when the subscription
+    /// opened).
     pub fn completion_frame(&self) -> Frame {
-        encode_result(
-            &self.id,
-            &json!({"resultType": "complete", "_meta": { SUBSCRIPTION_ID: self.id }}),
-        )
+        self.completion.clone()
     }
 }
 
@@ -194,37 +171,10 @@ impl Runtime {
     pub fn listen(&self, req: &Request, ctx_principal: &Arc<str>, tasks_declared: bool) -> Result<Listener, RpcError> {
         let hub = self.subscriptions().clone();
         self.start_fanout();
-        let requested = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("notifications"))
-            .ok_or_else(|| RpcError::invalid_params("notifications must be an object"))?
-            .as_object()
-            .ok_or_else(|| RpcError::invalid_params("notifications must be an object"))?;
-        if requested.contains_key("taskIds") && !tasks_declared {
-            return Err(refusal());
-        }
-        let features = self.features();
-        let flag = |k: &str| requested.get(k).and_then(Value::as_bool) == Some(true) && features.list_changed;
-        let mut filter = Filter {
-            tools: flag("toolsListChanged"),
-            prompts: flag("promptsListChanged"),
-            resources: flag("resourcesListChanged"),
-            ..Filter::default()
-        };
-        if features.resource_subscriptions
-            && let Some(uris) = requested.get("resourceSubscriptions").and_then(Value::as_array)
-        {
-            filter.resource_uris = uris.iter().filter_map(Value::as_str).map(str::to_owned).collect();
-        }
-        if let Some(ids) = requested.get("taskIds").and_then(Value::as_array) {
+        let mut filter = ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared)?;
+        if !filter.task_ids.is_empty() {
             let owner = TaskOwner::Principal(ctx_principal.to_string());
-            filter.task_ids = ids
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|id| self.tasks().owns(id, &owner))
-                .map(str::to_owned)
-                .collect();
+            filter.retain_task_ids(|id| self.tasks().owns(id, &owner));
         }
         {
             let mut counts = hub.per_principal.lock().unwrap_or_else(PoisonError::into_inner);
@@ -234,26 +184,11 @@ impl Runtime {
             }
             *n += 1;
         }
-        let mut honoured = Map::new();
-        for (key, on) in [
-            ("toolsListChanged", filter.tools),
-            ("promptsListChanged", filter.prompts),
-            ("resourcesListChanged", filter.resources),
-        ] {
-            if on {
-                honoured.insert(key.into(), Value::Bool(true));
-            }
-        }
-        if !filter.resource_uris.is_empty() {
-            let mut uris: Vec<&String> = filter.resource_uris.iter().collect();
-            uris.sort();
-            honoured.insert("resourceSubscriptions".into(), json!(uris));
-        }
-        if !filter.task_ids.is_empty() {
-            let mut ids: Vec<&String> = filter.task_ids.iter().collect();
-            ids.sort();
-            honoured.insert("taskIds".into(), json!(ids));
-        }
+        let server_info = self
+            .config()
+            .send_server_info
+            .then(|| self.config().server_info.render(None));
+        let completion = encode_result(&req.id, &listen_completion(&req.id, server_info.as_ref()));
         let (tx, rx) = mpsc::channel(LISTENER_BUFFER);
         let key = hub.next.fetch_add(1, Ordering::Relaxed);
         hub.entries.insert(
@@ -261,17 +196,17 @@ impl Runtime {
             Entry {
                 principal: ctx_principal.clone(),
                 listen_id: req.id.clone(),
-                filter,
+                filter: filter.clone(),
                 tx,
             },
         );
-        let ack_params = json!({"_meta": { SUBSCRIPTION_ID: req.id }, "notifications": honoured});
-        let ack = encode_notification("notifications/subscriptions/acknowledged", Some(&ack_params));
+        let ack = filter.acknowledgement(&req.id);
         Ok(Listener {
             key,
             id: req.id.clone(),
             hub,
             ack: Some(ack),
+            completion,
             rx,
         })
     }
@@ -309,7 +244,9 @@ mod tests {
     use super::*;
     use crate::registry::ToolEntry;
     use crate::{Registry, ServerConfig, ToolResult};
+    use mcp_protocol::meta::{SERVER_INFO, SUBSCRIPTION_ID};
     use mcp_protocol::model::{CallToolResult, ToolDef};
+    use serde_json::json;
     use std::time::Duration;
 
     fn runtime(max: usize) -> Runtime {
@@ -410,11 +347,29 @@ mod tests {
             .unwrap();
         rt.shutdown();
         assert!(l.next().await.is_none());
-        assert_eq!(frame(l.server_cancel_frame())["params"]["requestId"], 9);
+        assert_eq!(
+            frame(l.server_cancel_frame()),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 9, "reason": "The server is shutting down"}})
+        );
         let done = frame(l.completion_frame());
+        assert_eq!(done["id"], 9);
         assert_eq!(
             done["result"],
-            json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: 9}})
+            json!({"_meta": {SUBSCRIPTION_ID: 9, SERVER_INFO: rt.config().server_info.render(None)},
+                   "resultType": "complete"})
+        );
+
+        // Without `send_server_info` the completion carries only the subscription id.
+        let config = ServerConfig {
+            send_server_info: false,
+            ..Default::default()
+        };
+        let rt = Runtime::new(config, Arc::new(Registry::new()));
+        let l = rt.listen(&listen_req(4, json!({})), &Arc::from("p"), false).unwrap();
+        assert_eq!(
+            frame(l.completion_frame())["result"],
+            json!({"_meta": {SUBSCRIPTION_ID: 4}, "resultType": "complete"})
         );
     }
 }

@@ -92,7 +92,8 @@ impl crate::Runtime {
     /// Answers a modern call whose handler needs input: checks each input
     /// request against the client's declared capabilities (-32021 with the
     /// nested `requiredCapabilities`), then seals the handler's state and the
-    /// responses gathered so far into `requestState`.
+    /// responses gathered so far into `requestState`; the result's shape is
+    /// [`mcp_protocol::mrtr::InputRequiredResult`].
     pub(crate) fn input_required(
         &self,
         ctx: &crate::Ctx,
@@ -100,7 +101,7 @@ impl crate::Runtime {
         ir: InputRequired,
     ) -> Result<Value, mcp_protocol::RpcError> {
         use mcp_protocol::RpcError;
-        use mcp_protocol::mrtr::{check_input_requests, missing_capability};
+        use mcp_protocol::mrtr::{InputRequiredResult, check_input_requests, missing_capability};
         use mcp_protocol::request_state::seal;
         if let Err(why) = check_input_requests(&ir.requests) {
             tracing::error!(method = ctx.method(), %why, "handler returned a malformed input request");
@@ -112,12 +113,7 @@ impl crate::Runtime {
             }
         }
         let gathered = ctx.input_responses().cloned().unwrap_or_default();
-        let mut result = Map::new();
-        result.insert("resultType".into(), Value::String("input_required".into()));
-        if !ir.requests.is_empty() {
-            result.insert("inputRequests".into(), Value::Object(ir.requests));
-        }
-        if ir.state.is_some() || !gathered.is_empty() {
+        let request_state = if ir.state.is_some() || !gathered.is_empty() {
             let payload = json!({ "s": ir.state, "r": gathered });
             let ttl = self.config().request_state_ttl.as_millis() as u64;
             let token = seal(
@@ -133,16 +129,22 @@ impl crate::Runtime {
                 tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
                 RpcError::internal()
             })?;
-            result.insert("requestState".into(), Value::String(token));
-        }
-        if result.len() == 1 {
+            Some(token)
+        } else {
+            None
+        };
+        let result = InputRequiredResult {
+            input_requests: ir.requests,
+            request_state,
+        };
+        if result.is_empty() {
             tracing::error!(
                 method = ctx.method(),
                 "handler asked for input without requests or state"
             );
             return Err(RpcError::internal());
         }
-        Ok(Value::Object(result))
+        Ok(result.render())
     }
 
     /// Runs a handler through its rounds (see [`run_rounds`]) under this

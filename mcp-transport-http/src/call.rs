@@ -1,4 +1,4 @@
-//! Running a routed request and writing its answer: JSON when the reply comes before any frame,
+//! Running a call the engine prepared and writing its answer: JSON when the reply comes before any frame,
 //! SSE once the handler emits a frame (progress, a log message, a legacy server-to-client
 //! request) — every frame of a call travels on that call's own stream.
 //!
@@ -14,109 +14,54 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::response::Response;
 use http::StatusCode;
-use mcp_protocol::error::dispatch_http_status;
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
-use mcp_runtime::{Frame, Reply, RequestEnv, Route, Session, Sink};
-use serde_json::Value;
+use mcp_runtime::{Call, Completed, Frame, Session, Sink};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
-use crate::post::PostCtx;
 use crate::resume::{self, Follow, Streams, Tape};
 use crate::sse;
-use crate::state::{Shared, empty, json, rpc_error};
+use crate::state::{Permit, Shared, empty, json, rpc_error};
 
-/// The era of a call, as far as its answer is concerned.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Mode {
-    /// Legacy: streams whenever the handler emits; disconnect is not cancellation.
-    Legacy,
-    /// Modern: streams only when asked (progress token or log level); disconnect cancels.
-    Modern {
-        /// Whether the request asked for a stream.
-        stream: bool,
-    },
-}
-
-fn dispatch_status(mode: Mode, code: i32) -> u16 {
-    let era = match mode {
-        Mode::Legacy => Era::Legacy,
-        Mode::Modern { .. } => Era::Modern,
-    };
-    dispatch_http_status(era, code)
-}
-
-/// Runs a routed request (anything but a legacy `initialize`) and answers it.
-pub(crate) async fn run(
-    cx: PostCtx,
-    req: mcp_protocol::Request,
-    route: Route,
-    session: Option<Arc<Session>>,
-    mode: Mode,
-) -> Response {
-    let shared = cx.shared.clone();
-    let id = req.id.clone();
-    let cancel = CancellationToken::new();
-    let registration = match &session {
-        Some(s) => match s.in_flight().begin(id.clone(), cancel.clone()) {
-            Ok(g) => Some(g),
-            Err(dup) => return rpc_error(200, Some(&id), &RpcError::invalid_request(dup.to_string())),
-        },
-        None => None,
-    };
-    let streams = shared.streams()
-        && match mode {
-            Mode::Legacy => true,
-            Mode::Modern { stream } => stream,
-        };
-    let poll = match (&session, mode) {
-        (Some(_), Mode::Legacy) if streams && req.method == "tools/call" => req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .and_then(|tool| shared.config.polls(tool)),
+/// Runs a call the engine prepared and answers it.
+pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -> Response {
+    let id = call.id().clone();
+    let streams = call.may_stream();
+    let session = call.session().cloned();
+    let legacy = call.era() == Era::Legacy;
+    let poll = match &session {
+        Some(_) if legacy && streams => call.tool_name().and_then(|tool| shared.config.polls(tool)),
         _ => None,
     };
     let (sink, mut frames) = Sink::channel(shared.config.sse_buffer_size.max(1));
-    let sink = if streams { sink } else { Sink::detached() };
-    let env = RequestEnv {
-        auth: cx.auth,
-        session: session.clone(),
-        sink,
-        cancel: cancel.clone(),
-        extensions: cx.parts.extensions,
-    };
-    let runtime = shared.runtime.clone();
-    let permit = cx.permit;
+    let guard = call
+        .disconnect_cancels()
+        .then(|| call.cancel_token().clone().drop_guard());
     let mut job = shared.tracker.spawn(async move {
-        let _registration = registration;
         let _permit = permit;
-        runtime.dispatch(req, &route, env).await
+        call.run(sink).await
     });
-    let seen = cancel.clone();
-    let guard = matches!(mode, Mode::Modern { .. }).then(|| cancel.drop_guard());
     let close_at = poll.map(|after| Instant::now() + after);
     let first = tokio::select! {
         biased;
         f = frames.recv() => f,
-        r = &mut job => return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode)),
+        r = &mut job => return finish(guard, json_reply(&id, r)),
         _ = until(close_at) => None,
     };
-    if let (Some(session), Mode::Legacy) = (&session, mode)
+    if let (Some(session), true) = (&session, legacy)
         && (first.is_some() || close_at.is_some_and(|at| at <= Instant::now()))
     {
-        return resumable(&shared, session, first, frames, job, seen, id, close_at);
+        return resumable(shared, session, first, frames, job, id, close_at);
     }
     let Some(first) = first else {
         let r = (&mut job).await;
-        return finish(guard, json_reply(&id, prefer_cancel(r, &seen), mode));
+        return finish(guard, json_reply(&id, r));
     };
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
-    shared.tracker.spawn(pump(first, frames, job, tx, guard, seen, id));
+    shared.tracker.spawn(pump(first, frames, job, tx, guard, id));
     sse::response(rx)
 }
 
@@ -136,22 +81,15 @@ fn resumable(
     session: &Arc<Session>,
     first: Option<Frame>,
     frames: mpsc::Receiver<Frame>,
-    job: JoinHandle<Reply>,
-    cancel: CancellationToken,
+    job: JoinHandle<Completed>,
     id: RequestId,
     close_at: Option<Instant>,
 ) -> Response {
     let channel = shared.hub.channel(session);
     let tape = channel.streams.open();
-    shared.tracker.spawn(collect(
-        tape.clone(),
-        channel.streams.clone(),
-        first,
-        frames,
-        job,
-        cancel,
-        id,
-    ));
+    shared
+        .tracker
+        .spawn(collect(tape.clone(), channel.streams.clone(), first, frames, job, id));
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
     let follow = Follow {
         streams: channel.streams.clone(),
@@ -173,8 +111,7 @@ async fn collect(
     streams: Arc<Streams>,
     first: Option<Frame>,
     mut frames: mpsc::Receiver<Frame>,
-    mut job: JoinHandle<Reply>,
-    cancel: CancellationToken,
+    mut job: JoinHandle<Completed>,
     id: RequestId,
 ) {
     if let Some(f) = first {
@@ -194,20 +131,8 @@ async fn collect(
     while let Ok(f) = frames.try_recv() {
         tape.push(Bytes::from(f)).await;
     }
-    tape.finish(final_frame(&id, prefer_cancel(reply, &cancel)).map(Bytes::from));
+    tape.finish(final_frame(&id, reply).map(Bytes::from));
     streams.finished(tape.number());
-}
-
-/// A call whose cancellation was seen is answered as cancelled, even when its handler raced to
-/// an outcome (behaviour invariant 13).
-fn prefer_cancel(
-    r: Result<Reply, tokio::task::JoinError>,
-    cancel: &CancellationToken,
-) -> Result<Reply, tokio::task::JoinError> {
-    match r {
-        Ok(_) if cancel.is_cancelled() => Ok(Reply::Cancelled),
-        other => other,
-    }
 }
 
 /// The call is over: its token no longer needs cancelling on drop.
@@ -218,13 +143,11 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
     resp
 }
 
-fn json_reply(id: &RequestId, r: Result<Reply, tokio::task::JoinError>, mode: Mode) -> Response {
+fn json_reply(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> Response {
     match r {
-        Ok(Reply::Error(e)) => rpc_error(dispatch_status(mode, e.code), Some(id), &e),
-        // A cancelled call is answered with an empty 200 (behaviour invariant 13).
-        Ok(Reply::Cancelled) => empty(StatusCode::OK),
-        Ok(reply) => match reply.encode(id) {
-            Some(body) => json(StatusCode::OK, body),
+        Ok(done) => match done.frame() {
+            Some(body) => json(StatusCode::from_u16(done.status()).unwrap_or(StatusCode::OK), body),
+            // A cancelled call is answered with an empty 200 (behaviour invariant 13).
             None => empty(StatusCode::OK),
         },
         Err(e) => {
@@ -235,9 +158,9 @@ fn json_reply(id: &RequestId, r: Result<Reply, tokio::task::JoinError>, mode: Mo
 }
 
 /// The final message of a stream (`None`: cancelled, nothing is written).
-fn final_frame(id: &RequestId, r: Result<Reply, tokio::task::JoinError>) -> Option<Vec<u8>> {
+fn final_frame(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> Option<Vec<u8>> {
     match r {
-        Ok(reply) => reply.encode(id),
+        Ok(done) => done.frame(),
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");
             Some(encode_error(Some(id), &RpcError::internal()))
@@ -250,10 +173,9 @@ fn final_frame(id: &RequestId, r: Result<Reply, tokio::task::JoinError>) -> Opti
 async fn pump(
     first: Frame,
     mut frames: mpsc::Receiver<Frame>,
-    mut job: JoinHandle<Reply>,
+    mut job: JoinHandle<Completed>,
     tx: mpsc::Sender<Bytes>,
     _guard: Option<DropGuard>,
-    cancel: CancellationToken,
     id: RequestId,
 ) {
     if tx.send(sse::event(None, &first)).await.is_err() {
@@ -284,7 +206,7 @@ async fn pump(
             return;
         }
     }
-    if let Some(last) = final_frame(&id, prefer_cancel(reply, &cancel)) {
+    if let Some(last) = final_frame(&id, reply) {
         let _ = tx.send(sse::event(None, &last)).await;
     }
 }

@@ -1,5 +1,5 @@
 //! The legacy GET stream: per-session event buffers, the fan-out of registry changes, replay
-//! after `Last-Event-ID`, and the stream pump.
+//! after `Last-Event-ID`, and the stream's [`Feed`] (run by the [`pump`](crate::pump)).
 //!
 //! Every session gets a channel when it is minted, so that events raised while no GET stream is
 //! open are buffered too (the reference implementation lost them: invariant 19's gap). A channel
@@ -17,12 +17,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use mcp_protocol::notifications::replay_truncated;
 use mcp_runtime::registry::{Change, ChangeFeed};
 use mcp_runtime::{Runtime, Session};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::pump::{self, Feed, Step};
 use crate::resume::Streams;
 use crate::sse;
 
@@ -239,89 +239,121 @@ pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
         keep_alive,
         shutdown,
     } = spec;
-    let mut generation = channel.generation.subscribe();
-    let mine = {
-        let mut g = 0;
-        channel.generation.send_modify(|n| {
-            *n += 1;
-            g = *n;
-        });
-        generation.mark_unchanged();
-        g
-    };
-    let mut latest = channel.latest.subscribe();
-    let (first, mut cursor, mut backlog) = {
-        let mut ring = channel.ring();
-        match last_event_id {
-            None => {
-                let id = ring.allocate();
-                (sse::priming(&id.to_string(), retry), id, Vec::new())
-            }
-            Some(last) => {
-                let parsed = last.trim().parse::<u64>().ok();
-                let resume = parsed.map_or(Resume::Truncated, |c| ring.after(c));
-                let newest = ring.newest();
-                match resume {
-                    Resume::From(events) => (sse::retry(retry), parsed.unwrap_or(newest), events),
-                    Resume::Truncated => {
-                        let note = truncated(&last);
-                        (sse::retry(retry), newest, vec![(0, note)])
-                    }
+    let feed = Live::new(channel, last_event_id.as_deref(), retry);
+    pump::run(feed, tx, keep_alive, shutdown).await;
+}
+
+/// The [`Feed`] of a GET stream: its session's events past a cursor.
+struct Live {
+    channel: Arc<Channel>,
+    /// The stream's generation number: another one means a newer stream took over.
+    mine: u64,
+    generation: watch::Receiver<u64>,
+    latest: watch::Receiver<u64>,
+    /// The last event id written (or skipped past, after a truncation).
+    cursor: u64,
+    /// The opening: the priming event or `retry:` field, then any replay.
+    opening: Vec<Bytes>,
+}
+
+impl Live {
+    /// Takes the session's events over from any older stream, and prepares the opening: a
+    /// priming event (whose id the ring allocates), or, when the client resumes after `last`, a
+    /// `retry:` field and the events after it (or the truncation notice when some were lost).
+    fn new(channel: Arc<Channel>, last: Option<&str>, retry: Duration) -> Self {
+        let mut generation = channel.generation.subscribe();
+        let mine = {
+            let mut g = 0;
+            channel.generation.send_modify(|n| {
+                *n += 1;
+                g = *n;
+            });
+            generation.mark_unchanged();
+            g
+        };
+        let latest = channel.latest.subscribe();
+        let (opening, cursor) = {
+            let mut ring = channel.ring();
+            match last {
+                None => {
+                    let id = ring.allocate();
+                    (vec![sse::priming(&id.to_string(), retry)], id)
+                }
+                Some(last) => {
+                    let parsed = last.trim().parse::<u64>().ok();
+                    let resume = parsed.map_or(Resume::Truncated, |c| ring.after(c));
+                    let newest = ring.newest();
+                    let mut opening = vec![sse::retry(retry)];
+                    let cursor = match resume {
+                        Resume::From(events) => write(&mut opening, parsed.unwrap_or(newest), events),
+                        Resume::Truncated => {
+                            opening.push(sse::truncated(last));
+                            newest
+                        }
+                    };
+                    (opening, cursor)
                 }
             }
-        }
-    };
-    if tx.send(first).await.is_err() {
-        return;
-    }
-    let mut tick = tokio::time::interval(keep_alive.max(Duration::from_millis(10)));
-    tick.reset();
-    loop {
-        for (id, frame) in backlog.drain(..) {
-            // id 0: the synthetic truncation notice, which carries no id.
-            let chunk = sse::event((id != 0).then(|| id.to_string()).as_deref(), &frame);
-            if tx.send(chunk).await.is_err() {
-                return;
-            }
-            cursor = cursor.max(id);
-        }
-        tokio::select! {
-            _ = tx.closed() => return,
-            _ = shutdown.cancelled() => return,
-            _ = channel.session.closed().cancelled() => return,
-            r = generation.changed() => {
-                if r.is_err() || *generation.borrow_and_update() != mine {
-                    return;
-                }
-            }
-            r = latest.changed() => {
-                if r.is_err() {
-                    return;
-                }
-                latest.mark_unchanged();
-                let ring = channel.ring();
-                backlog = match ring.after(cursor) {
-                    Resume::From(events) => events,
-                    Resume::Truncated => {
-                        let note = truncated(&cursor.to_string());
-                        cursor = ring.newest();
-                        vec![(0, note)]
-                    }
-                };
-            }
-            _ = tick.tick() => {
-                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
-                    return;
-                }
-                // An open stream is activity: the idle sweep spares its session.
-                channel.session.touch();
-            }
+        };
+        Live {
+            channel,
+            mine,
+            generation,
+            latest,
+            cursor,
+            opening,
         }
     }
 }
 
-fn truncated(last: &str) -> Bytes {
-    Bytes::from(replay_truncated(last))
+/// Frames `events` onto `out` with their ids; returns the cursor past them.
+fn write(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Bytes)>) -> u64 {
+    for (id, frame) in events {
+        out.push(sse::event(Some(&id.to_string()), &frame));
+        cursor = cursor.max(id);
+    }
+    cursor
+}
+
+impl Feed for Live {
+    fn open(&mut self) -> Step {
+        Step::Write(std::mem::take(&mut self.opening))
+    }
+
+    async fn next(&mut self) -> Step {
+        loop {
+            tokio::select! {
+                biased;
+                () = self.channel.session.closed().cancelled() => return Step::Stop,
+                r = self.generation.changed() => {
+                    if r.is_err() || *self.generation.borrow_and_update() != self.mine {
+                        return Step::Stop;
+                    }
+                }
+                r = self.latest.changed() => {
+                    if r.is_err() {
+                        return Step::Stop;
+                    }
+                    self.latest.mark_unchanged();
+                    let ring = self.channel.ring();
+                    let mut out = Vec::new();
+                    self.cursor = match ring.after(self.cursor) {
+                        Resume::From(events) => write(&mut out, self.cursor, events),
+                        Resume::Truncated => {
+                            out.push(sse::truncated(&self.cursor.to_string()));
+                            ring.newest()
+                        }
+                    };
+                    return Step::Write(out);
+                }
+            }
+        }
+    }
+
+    fn on_keep_alive(&mut self) {
+        // An open stream is activity: the idle sweep spares its session.
+        self.channel.session.touch();
+    }
 }
 
 #[cfg(test)]

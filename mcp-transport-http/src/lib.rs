@@ -81,6 +81,7 @@ mod hub;
 mod listen;
 mod pair;
 mod post;
+mod pump;
 mod resume;
 mod server;
 mod session;

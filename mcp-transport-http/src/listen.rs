@@ -1,10 +1,10 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived POST answered with an SSE stream.
 //!
-//! The runtime registers the subscription before it builds the acknowledgement; the pump writes
-//! that acknowledgement first, then every notification of the subscription, with keep-alive
-//! comments in between. The client ends a subscription by closing the stream (dropping the
-//! runtime's `Listener` unsubscribes); a server that shuts down writes the completion result,
-//! then closes.
+//! The runtime registers the subscription before it builds the acknowledgement; the stream (a
+//! [`Feed`] run by the [`pump`](crate::pump)) writes that acknowledgement first, then every
+//! notification of the subscription, with keep-alive comments in between. The client ends a
+//! subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a server
+//! that shuts down writes the completion result, then closes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::post::PostCtx;
+use crate::pump::{self, Feed, Outcome, Step};
 use crate::sse;
 use crate::state::{Permit, rpc_error};
 
@@ -40,41 +41,60 @@ pub(crate) fn open(cx: PostCtx, req: &Request, route: &Route) -> Response {
     sse::response(rx)
 }
 
+/// Runs one subscription's stream; the permit is held until it ends.
 async fn pump(
-    mut listener: Listener,
+    listener: Listener,
     tx: mpsc::Sender<Bytes>,
     keep_alive: Duration,
     shutdown: CancellationToken,
     _permit: Arc<Permit>,
 ) {
-    if let Some(ack) = listener.take_ack()
-        && tx.send(sse::event(None, &ack)).await.is_err()
-    {
-        return;
+    let id = listener.id().clone();
+    if pump::run(Subscription(listener), tx, keep_alive, shutdown).await == Outcome::ClientGone {
+        tracing::debug!(%id, "subscription closed by the client");
     }
-    let mut tick = tokio::time::interval(keep_alive.max(Duration::from_millis(10)));
-    tick.reset();
-    loop {
-        tokio::select! {
-            _ = tx.closed() => {
-                tracing::debug!(id = %listener.id(), "subscription closed by the client");
-                return;
-            }
-            _ = shutdown.cancelled() => break,
-            next = listener.next() => match next {
-                Some(frame) => {
-                    if tx.send(sse::event(None, &frame)).await.is_err() {
-                        return;
-                    }
-                }
-                None => break,
-            },
-            _ = tick.tick() => {
-                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
-                    return;
-                }
-            }
+}
+
+/// The [`Feed`] of a subscription: its acknowledgement, its notifications, then (when the
+/// server ends it) the completion result.
+struct Subscription(Listener);
+
+impl Subscription {
+    fn completion(&self) -> Bytes {
+        sse::event(None, &self.0.completion_frame())
+    }
+}
+
+impl Feed for Subscription {
+    fn open(&mut self) -> Step {
+        Step::Write(
+            self.0
+                .take_ack()
+                .map(|ack| sse::event(None, &ack))
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    async fn next(&mut self) -> Step {
+        match self.0.next().await {
+            Some(frame) => Step::Write(vec![sse::event(None, &frame)]),
+            None => Step::End(vec![self.completion()]),
         }
     }
-    let _ = tx.send(sse::event(None, &listener.completion_frame())).await;
+
+    fn on_shutdown(&mut self) -> Option<Bytes> {
+        Some(self.completion())
+    }
+}
+
+/// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
+pub(crate) fn serve(shared: &crate::state::Shared, permit: Arc<Permit>, listening: mcp_runtime::Listening) -> Response {
+    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+    let keep_alive = shared.config.sse_keep_alive;
+    let shutdown = shared.shutdown.clone();
+    shared
+        .tracker
+        .spawn(pump(listening.listener, tx, keep_alive, shutdown, permit));
+    sse::response(rx)
 }

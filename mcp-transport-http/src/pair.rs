@@ -15,11 +15,12 @@
 //! its pending server-to-client requests failed), and calls made before `initialize` cancelled.
 //! The session is not in the runtime's session store: no `Mcp-Session-Id` reaches it.
 //!
-//! Requests are classified with the transport revision pinned to 2024-11-05, so they are all
-//! legacy (`MCP-Protocol-Version` is ignored); `server/discover` is answered -32601 and a request
-//! carrying the modern `_meta` envelope -32600. `initialize` negotiates the session's revision as
-//! on the Streamable endpoint. The session receives list-changed and subscribed
-//! resource-updated notifications on its stream.
+//! Every message goes to the runtime's engine with no transport revision (`MCP-Protocol-Version`
+//! is not part of this transport and is ignored), the pair's [`SessionSlot`] and "legacy only": a request
+//! carrying the modern `_meta` envelope is -32600, everything else is answered as on any other
+//! transport (`server/discover` included, by the one method table). `initialize` negotiates the
+//! session's revision as on the Streamable endpoint. The session receives list-changed and
+//! subscribed resource-updated notifications on its stream.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -29,23 +30,17 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use http::header::{ACCEPT, ALLOW};
 use http::{HeaderValue, Method, StatusCode};
-use mcp_auth::AuthInfo;
-use mcp_protocol::classify::{check_batch, request_era};
-use mcp_protocol::jsonrpc::{
-    DecodeError, DecodeLimits, Inbound, decode, encode_batch, encode_error, encode_result, split_batch,
-};
-use mcp_protocol::{Era, Message, Notification, Request as RpcRequest, Revision, RpcError};
-use mcp_runtime::{Frame, InFlight, Reply, RequestEnv, Session, SessionStore, Sink};
+use mcp_protocol::jsonrpc::{DecodeLimits, Inbound, decode};
+use mcp_protocol::{Message, RpcError};
+use mcp_runtime::engine::BatchStep;
+use mcp_runtime::{Frame, Peer, Session, SessionSlot, SessionStore, Sessions, Sink, Step};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Channel;
-use crate::post::{challenge, read_body};
-use crate::state::{Permit, Shared, empty, rpc_error, session_not_found};
+use crate::post::{answer, challenge, read_body};
+use crate::state::{Shared, empty, rpc_error, session_not_found};
 use crate::{guard, sse};
-
-/// The transport revision of the pair.
-const PINNED: Revision = Revision::V2024_11_05;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -57,19 +52,20 @@ pub(crate) struct Pair {
     principal: Arc<str>,
     /// Replies and call frames, written to the stream by its pump.
     out: mpsc::Sender<Frame>,
-    /// The runtime's session, once `initialize` ran.
-    session: Mutex<Option<Arc<Session>>>,
+    /// The runtime's session once `initialize` ran, and the pair's requests in flight. Its
+    /// root token is cancelled when the stream ends: every call of the pair is cancelled.
+    slot: SessionSlot,
     /// The session's event channel, once `initialize` ran.
     joined: watch::Sender<Option<Arc<Channel>>>,
-    /// Cancelled when the stream ends: every call of the pair is cancelled.
-    ended: CancellationToken,
-    /// Calls made before `initialize`.
-    sessionless: InFlight,
 }
 
 impl Pair {
     fn session(&self) -> Option<Arc<Session>> {
-        lock(&self.session).clone()
+        self.slot.session()
+    }
+
+    fn ended(&self) -> &CancellationToken {
+        self.slot.root()
     }
 
     async fn push(&self, frame: Frame) {
@@ -90,7 +86,7 @@ impl Pairs {
     fn get(&self, id: &str, principal: &str) -> Option<Arc<Pair>> {
         lock(&self.map)
             .get(id)
-            .filter(|p| *p.principal == *principal && !p.ended.is_cancelled())
+            .filter(|p| *p.principal == *principal && !p.ended().is_cancelled())
             .cloned()
     }
 }
@@ -105,7 +101,7 @@ struct Ending {
 impl Drop for Ending {
     fn drop(&mut self) {
         lock(&self.shared.pairs.map).remove(&self.id);
-        self.pair.ended.cancel();
+        self.pair.ended().cancel();
         if let Some(s) = self.pair.session() {
             s.close();
             self.shared.hub.remove(s.id());
@@ -166,10 +162,8 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     let pair = Arc::new(Pair {
         principal: auth.principal.clone(),
         out,
-        session: Mutex::new(None),
+        slot: SessionSlot::new(CancellationToken::new()),
         joined: watch::Sender::new(None),
-        ended: CancellationToken::new(),
-        sessionless: InFlight::new(),
     });
     lock(&shared.pairs.map).insert(id.clone(), pair.clone());
     let (tx, rx) = sse::channel(capacity);
@@ -280,11 +274,11 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
         );
     };
     let Some(pair) = shared.pairs.get(id, &auth.principal) else {
-        return session_not_found(None);
+        return session_not_found();
     };
     let Some(permit) = shared.permit() else {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
-        return rpc_error(503, None, &RpcError::internal_with("Server is overloaded"));
+        return rpc_error(503, None, &RpcError::overloaded());
     };
     let bytes = match read_body(shared, body, &parts).await {
         Ok(b) => b,
@@ -299,166 +293,64 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
         Err(e) if !e.wants_reply() => return empty(StatusCode::ACCEPTED),
         Err(e) => return rpc_error(400, e.id(), &e.to_rpc_error()),
     };
-    let cx = Call {
-        shared: shared.clone(),
-        pair,
-        auth,
-        extensions: parts.extensions,
-        permit,
-    };
+    // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
+    // body, and the pair serves the legacy revisions only.
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot));
+    peer.legacy_only = true;
+    peer.extensions = parts.extensions;
+    let engine = &shared.engine;
     match inbound {
-        Inbound::Single(Message::Response(r)) => {
-            if let Some(s) = cx.pair.session() {
-                s.deliver(&r.id, r.outcome);
-            }
+        Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r),
+        Inbound::Single(Message::Notification(n)) => {
+            engine.notification(&peer, &n);
         }
-        Inbound::Single(Message::Notification(n)) => notification(&cx, &n),
-        // `initialize` is answered before the 202, so that the session exists when the client
-        // sends its next message.
-        Inbound::Single(Message::Request(r)) if r.method == "initialize" => {
-            let frame = initialize(&cx, &r);
-            cx.pair.push(frame).await;
-        }
-        Inbound::Single(Message::Request(r)) => {
-            let tracker = cx.shared.tracker.clone();
-            tracker.spawn(async move {
-                let pair = cx.pair.clone();
-                if let Some(frame) = answer(cx, r).await {
-                    pair.push(frame).await;
+        Inbound::Single(Message::Request(r)) => match engine.request(&peer, r) {
+            // Written before the 202, so that a session `initialize` minted exists when the
+            // client sends its next message.
+            Step::Answer(a) => {
+                if let Some(session) = &a.session {
+                    joined(shared, &pair, session);
                 }
-            });
-        }
-        Inbound::Batch(items) => {
-            if let Some(refused) = batch(cx, items) {
-                return refused;
+                pair.push(a.frame).await;
             }
-        }
+            Step::Call(call) => {
+                let out = pair.clone();
+                shared.tracker.spawn(async move {
+                    let _permit = permit;
+                    let done = call.run(Sink::new(out.out.clone())).await;
+                    if let Some(frame) = done.frame() {
+                        out.push(frame).await;
+                    }
+                });
+            }
+            Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
+        },
+        Inbound::Batch(items) => match engine.batch(&peer, items) {
+            BatchStep::Answer(a) => return answer(a),
+            BatchStep::Run(batch) => {
+                let out = pair.clone();
+                shared.tracker.spawn(async move {
+                    let _permit = permit;
+                    let done = batch.run(Sink::new(out.out.clone())).await;
+                    if let Some(frame) = done.frame {
+                        out.push(frame).await;
+                    }
+                });
+            }
+        },
     }
     empty(StatusCode::ACCEPTED)
 }
 
-/// What one message of the pair runs with.
-#[derive(Clone)]
-struct Call {
-    shared: Arc<Shared>,
-    pair: Arc<Pair>,
-    auth: Arc<AuthInfo>,
-    extensions: http::Extensions,
-    permit: Arc<Permit>,
-}
-
-fn notification(cx: &Call, n: &Notification) {
-    let session = cx.pair.session();
-    let in_flight = session.as_ref().map_or(&cx.pair.sessionless, |s| s.in_flight());
-    cx.shared.runtime.notification(n, session.as_ref(), in_flight);
-}
-
-/// Creates the pair's session from the client's `initialize`.
-fn initialize(cx: &Call, req: &RpcRequest) -> Frame {
-    let runtime = &cx.shared.runtime;
-    let mut slot = lock(&cx.pair.session);
-    if slot.is_some() {
-        return encode_error(Some(&req.id), &RpcError::invalid_request("Session already initialized"));
+/// The pair's session exists: its events reach the stream from now on.
+fn joined(shared: &Shared, pair: &Pair, session: &Arc<Session>) {
+    pair.joined.send_replace(Some(shared.hub.channel(session)));
+    if pair.ended().is_cancelled() {
+        // The stream ended meanwhile: the session must not outlive it.
+        session.close();
+        shared.hub.remove(session.id());
     }
-    if let Err(rej) = runtime.route(req, Some(PINNED), None) {
-        return encode_error(Some(&req.id), &rej.error);
-    }
-    match runtime.initialize(req, &cx.auth) {
-        Ok((result, session)) => {
-            *slot = Some(session.clone());
-            drop(slot);
-            cx.pair.joined.send_replace(Some(cx.shared.hub.channel(&session)));
-            if cx.pair.ended.is_cancelled() {
-                // The stream ended meanwhile: the session must not outlive it.
-                session.close();
-                cx.shared.hub.remove(session.id());
-            }
-            tracing::debug!(revision = %session.revision(), "HTTP+SSE session initialized");
-            encode_result(&req.id, &result)
-        }
-        Err(e) => encode_error(Some(&req.id), &e),
-    }
-}
-
-/// Runs one request of the pair; `None` when it was cancelled (nothing is answered).
-async fn answer(cx: Call, req: RpcRequest) -> Option<Frame> {
-    if req.method == "server/discover" {
-        return Some(encode_error(
-            Some(&req.id),
-            &RpcError::method_not_found(req.method.as_str()),
-        ));
-    }
-    if request_era(&req, Some(PINNED)) == Era::Modern {
-        let e = RpcError::invalid_request("The HTTP+SSE transport serves the legacy revisions only");
-        return Some(encode_error(Some(&req.id), &e));
-    }
-    if req.method == "initialize" {
-        return Some(initialize(&cx, &req));
-    }
-    let Call {
-        shared,
-        pair,
-        auth,
-        extensions,
-        permit,
-    } = cx;
-    let _permit = permit;
-    let session = pair.session();
-    let route = match shared.runtime.route(&req, Some(PINNED), session.as_deref()) {
-        Ok(r) => r,
-        Err(rej) => return Some(encode_error(Some(&req.id), &rej.error)),
-    };
-    let cancel = pair.ended.child_token();
-    let in_flight = session.as_ref().map_or(&pair.sessionless, |s| s.in_flight());
-    let _registration = match in_flight.begin(req.id.clone(), cancel.clone()) {
-        Ok(g) => g,
-        Err(dup) => return Some(encode_error(Some(&req.id), &RpcError::invalid_request(dup.to_string()))),
-    };
-    let id = req.id.clone();
-    let env = RequestEnv {
-        auth,
-        session: session.clone(),
-        sink: Sink::new(pair.out.clone()),
-        cancel: cancel.clone(),
-        extensions,
-    };
-    let reply = shared.runtime.dispatch(req, &route, env).await;
-    let reply = if cancel.is_cancelled() { Reply::Cancelled } else { reply };
-    reply.encode(&id)
-}
-
-/// A batch: checked against the session's revision, its requests run concurrently, and their
-/// replies go on the stream as one array.
-/// Returns the refusal of the whole batch, if any.
-fn batch(cx: Call, items: Vec<Result<Message, DecodeError>>) -> Option<Response> {
-    let (messages, mut out) = split_batch(items);
-    let revision = cx.pair.session().map_or(PINNED, |s| s.revision());
-    if let Err(e) = check_batch(Some(revision), &messages) {
-        return Some(rpc_error(400, None, &e));
-    }
-    let mut requests = Vec::new();
-    for m in messages {
-        match m {
-            Message::Response(r) => {
-                if let Some(s) = cx.pair.session() {
-                    s.deliver(&r.id, r.outcome);
-                }
-            }
-            Message::Notification(n) => notification(&cx, &n),
-            Message::Request(r) => requests.push(r),
-        }
-    }
-    let tracker = cx.shared.tracker.clone();
-    tracker.spawn(async move {
-        let pair = cx.pair.clone();
-        let answers = futures::future::join_all(requests.into_iter().map(|r| answer(cx.clone(), r))).await;
-        out.extend(answers.into_iter().flatten());
-        if out.is_empty() {
-            return;
-        }
-        pair.push(encode_batch(&out)).await;
-    });
-    None
+    tracing::debug!(revision = %session.revision(), "HTTP+SSE session initialized");
 }
 
 #[cfg(test)]

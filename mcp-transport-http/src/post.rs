@@ -1,10 +1,11 @@
-//! POST: the checks in their order (behaviour invariant 3), then the era fork.
+//! POST: the transport's checks in their order (behaviour invariant 3), then the engine.
 //!
 //! Origin and Host were checked by the caller. Here: `Accept` (406) → the in-flight cap (503) →
-//! authentication (401/403) → body size (413) and decoding (400) → client responses (202) →
-//! notifications (202) → requests, classified into their era *before* any session lookup. A
-//! modern request never looks a session up nor mints one; a legacy one resolves its session
-//! (`initialize` mints one) and then runs.
+//! authentication (401/403) → body size (413) and decoding (400). The decoded message goes to
+//! the runtime's engine with what only HTTP knows (the caller, `MCP-Protocol-Version`,
+//! `Mcp-Session-Id`, the headers for the modern agreement checks, whether replies may stream);
+//! the engine classifies it into its era *before* any session lookup, runs every check, and
+//! hands back an answer, a call to run, or a subscription stream, which this crate writes.
 
 use std::sync::Arc;
 
@@ -15,18 +16,14 @@ use futures::StreamExt;
 use http::header::{CONTENT_LENGTH, HeaderValue, WWW_AUTHENTICATE};
 use http::{HeaderMap, StatusCode};
 use mcp_auth::{AuthInfo, Challenge};
-use mcp_protocol::classify::{era_of, request_era};
-use mcp_protocol::headers::{PROTOCOL_VERSION_HEADER, check_param_headers, check_standard_headers};
-use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode, encode_result};
-use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of, progress_token};
-use mcp_protocol::{Era, Message, Notification, Request, Response as RpcResponse, Revision, RpcError};
-use mcp_runtime::InFlight;
-use serde_json::Value;
+use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
+use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode};
+use mcp_protocol::{Message, RpcError, TransportRevision};
+use mcp_runtime::engine::HeaderLookup;
+use mcp_runtime::{Answer, Peer, Sessions, Step};
 
-use crate::call::{self, Mode};
-use crate::session::{Lookup, lookup};
-use crate::state::{Permit, SESSION_HEADER, Shared, empty, json, rpc_error, session_not_found, session_required};
-use crate::{batch, guard, listen};
+use crate::state::{Permit, SESSION_HEADER, Shared, empty, json, rpc_error};
+use crate::{batch, call, guard, listen};
 
 /// What the checks established about a POST.
 pub(crate) struct PostCtx {
@@ -36,45 +33,36 @@ pub(crate) struct PostCtx {
     pub(crate) permit: Arc<Permit>,
 }
 
-/// The `MCP-Protocol-Version` header.
-pub(crate) enum HeaderRevision {
-    /// Not sent.
-    Absent,
-    /// A known revision.
-    Known(Revision),
-    /// A value that names no revision.
-    Unknown(String),
+impl PostCtx {
+    /// What the engine is told about this POST.
+    pub(crate) fn peer<'a>(&'a self, headers: &'a HeaderLookup<'a>) -> Peer<'a> {
+        let h = &self.parts.headers;
+        let sessions = if self.shared.sessions() {
+            // A header that is not text names no session that exists.
+            Sessions::Store(h.get(SESSION_HEADER).map(|v| v.to_str().unwrap_or("")))
+        } else {
+            Sessions::None
+        };
+        let mut peer = Peer::new(self.auth.clone(), sessions);
+        peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
+        peer.streams = self.shared.streams();
+        peer.headers = Some(headers);
+        peer.extensions = self.parts.extensions.clone();
+        peer
+    }
 }
 
-impl HeaderRevision {
-    pub(crate) fn of(headers: &HeaderMap) -> Self {
-        match headers.get(PROTOCOL_VERSION_HEADER) {
-            None => HeaderRevision::Absent,
-            Some(v) => {
-                let s = String::from_utf8_lossy(v.as_bytes()).trim().to_owned();
-                Revision::parse(&s).map_or(HeaderRevision::Unknown(s), HeaderRevision::Known)
-            }
-        }
+/// The HTTP response of an answer the engine gave at once (with `Mcp-Session-Id` when
+/// `initialize` minted a session).
+pub(crate) fn answer(a: Answer) -> Response {
+    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut resp = json(status, a.frame);
+    if let Some(session) = a.session
+        && let Ok(value) = HeaderValue::from_str(session.id())
+    {
+        resp.headers_mut().insert(SESSION_HEADER, value);
     }
-
-    pub(crate) fn revision(&self) -> Option<Revision> {
-        match self {
-            HeaderRevision::Known(r) => Some(*r),
-            _ => None,
-        }
-    }
-
-    /// The legacy answer to an unknown value: 400.
-    pub(crate) fn reject_unknown(&self, id: Option<&mcp_protocol::RequestId>) -> Option<Response> {
-        match self {
-            HeaderRevision::Unknown(v) => Some(rpc_error(
-                400,
-                id,
-                &RpcError::invalid_request(format!("Unsupported MCP-Protocol-Version: {v}")),
-            )),
-            _ => None,
-        }
-    }
+    resp
 }
 
 /// The answer to a refused authentication.
@@ -169,7 +157,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     }
     let Some(permit) = shared.permit() else {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
-        return rpc_error(503, None, &RpcError::internal_with("Server is overloaded"));
+        return rpc_error(503, None, &RpcError::overloaded());
     };
     let (parts, body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
@@ -197,158 +185,32 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         auth,
         permit,
     };
+    let headers = &cx.parts.headers;
+    let get = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    let peer = cx.peer(&get);
+    let engine = &shared.engine;
     match inbound {
         Inbound::Single(Message::Response(r)) => {
-            deliver(&cx, r);
+            engine.deliver(&peer, r);
             empty(StatusCode::ACCEPTED)
         }
-        Inbound::Single(Message::Notification(n)) => notification(&cx, &n),
-        Inbound::Single(Message::Request(r)) => request(cx, r).await,
-        Inbound::Batch(items) => batch::handle(cx, items).await,
-    }
-}
-
-/// A client response: delivered only to a session the caller owns, else dropped behind the same
-/// 202 (no oracle).
-pub(crate) fn deliver(cx: &PostCtx, r: RpcResponse) {
-    if !cx.shared.sessions() {
-        return;
-    }
-    match lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal) {
-        Lookup::Found(s) => {
-            if !s.deliver(&r.id, r.outcome) {
-                tracing::debug!(id = %r.id, "client response matches no pending request");
+        Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n) {
+            Some(refused) => answer(refused),
+            None => empty(StatusCode::ACCEPTED),
+        },
+        Inbound::Single(Message::Request(r)) => {
+            let step = engine.request(&peer, r);
+            drop(peer);
+            match step {
+                Step::Answer(a) => answer(a),
+                Step::Call(c) => call::run(&cx.shared, cx.permit.clone(), c).await,
+                Step::Listen(l) => listen::serve(&cx.shared, cx.permit.clone(), l),
             }
         }
-        _ => tracing::debug!(id = %r.id, "client response for no owned session dropped"),
-    }
-}
-
-fn notification(cx: &PostCtx, n: &Notification) -> Response {
-    let header = HeaderRevision::of(&cx.parts.headers);
-    let runtime = &cx.shared.runtime;
-    if era_of(n.params.as_ref(), header.revision()) == Era::Modern {
-        // Modern cancellation is the closing of the request's stream.
-        tracing::debug!(method = %n.method, "modern notification accepted");
-        return empty(StatusCode::ACCEPTED);
-    }
-    let found = if cx.shared.sessions() {
-        lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal)
-    } else {
-        Lookup::Absent
-    };
-    match found {
-        Lookup::Found(s) => runtime.notification(n, Some(&s), s.in_flight()),
-        Lookup::Unknown => return session_not_found(None),
-        Lookup::Absent => runtime.notification(n, None, &InFlight::new()),
-    }
-    empty(StatusCode::ACCEPTED)
-}
-
-async fn request(cx: PostCtx, req: Request) -> Response {
-    let header = HeaderRevision::of(&cx.parts.headers);
-    match request_era(&req, header.revision()) {
-        Era::Modern => modern(cx, req, header.revision()).await,
-        Era::Legacy => legacy(cx, req, header).await,
-    }
-}
-
-async fn modern(cx: PostCtx, req: Request, transport: Option<Revision>) -> Response {
-    let headers = &cx.parts.headers;
-    let get = |name: &str| headers.get(name).map(|v| v.as_bytes());
-    let params = req.params.as_ref();
-    // Header/body agreement first (-32020); without a `_meta` version string the route below
-    // refuses the envelope itself.
-    if let Some(version) = meta_of(params)
-        .and_then(|m| m.get(PROTOCOL_VERSION))
-        .and_then(Value::as_str)
-        && let Err(e) = check_standard_headers(&req.method, params, version, &get)
-    {
-        return rpc_error(400, Some(&req.id), &e);
-    }
-    let route = match cx.shared.runtime.route(&req, transport, None) {
-        Ok(r) => r,
-        Err(rej) => return rpc_error(rej.http_status(), Some(&req.id), &rej.error),
-    };
-    if req.method == "tools/call" {
-        // A tool hidden from the caller is unknown here too: its headers are not checked.
-        let tool = params
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .and_then(|n| cx.shared.runtime.tool_for(&cx.auth, n));
-        if let Some(tool) = tool {
-            let args = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
-            if let Err(e) = check_param_headers(&tool.param_headers, args, &get) {
-                return rpc_error(400, Some(&req.id), &e);
-            }
+        Inbound::Batch(items) => {
+            let step = engine.batch(&peer, items);
+            drop(peer);
+            batch::run(&cx.shared, cx.permit.clone(), step).await
         }
-    }
-    if req.method == "subscriptions/listen" {
-        if !cx.shared.streams() {
-            let e = RpcError::invalid_request("subscriptions/listen needs a streaming transport");
-            return rpc_error(400, Some(&req.id), &e);
-        }
-        return listen::open(cx, &req, &route);
-    }
-    let stream = progress_token(params).is_some() || route.modern.as_ref().is_some_and(|m| m.log_level.is_some());
-    call::run(cx, req, route, None, Mode::Modern { stream }).await
-}
-
-async fn legacy(cx: PostCtx, req: Request, header: HeaderRevision) -> Response {
-    if let Some(r) = header.reject_unknown(Some(&req.id)) {
-        return r;
-    }
-    let transport = header.revision();
-    let sessions = cx.shared.sessions();
-    let found = if sessions {
-        lookup(&cx.shared, &cx.parts.headers, &cx.auth.principal)
-    } else {
-        Lookup::Absent
-    };
-    if req.method == "initialize" {
-        return match found {
-            Lookup::Absent => initialize(&cx, &req, transport),
-            Lookup::Unknown => session_not_found(Some(&req.id)),
-            Lookup::Found(_) => rpc_error(
-                400,
-                Some(&req.id),
-                &RpcError::invalid_request("Session already initialized"),
-            ),
-        };
-    }
-    let session = match found {
-        Lookup::Found(s) => Some(s),
-        Lookup::Unknown => return session_not_found(Some(&req.id)),
-        Lookup::Absent if !sessions || req.method == "server/discover" => None,
-        Lookup::Absent => return session_required(Some(&req.id)),
-    };
-    let route = match cx.shared.runtime.route(&req, transport, session.as_deref()) {
-        Ok(r) => r,
-        Err(rej) => return rpc_error(rej.http_status(), Some(&req.id), &rej.error),
-    };
-    call::run(cx, req, route, session, Mode::Legacy).await
-}
-
-/// A legacy `initialize` without a session header: mints the session.
-fn initialize(cx: &PostCtx, req: &Request, transport: Option<Revision>) -> Response {
-    let runtime = &cx.shared.runtime;
-    if let Err(rej) = runtime.route(req, transport, None) {
-        return rpc_error(rej.http_status(), Some(&req.id), &rej.error);
-    }
-    match runtime.initialize(req, &cx.auth) {
-        Ok((result, session)) => {
-            let mut resp = json(StatusCode::OK, encode_result(&req.id, &result));
-            if cx.shared.sessions()
-                && let Ok(value) = HeaderValue::from_str(session.id())
-            {
-                // The session's event channel (ring buffer, GET stream state) is created
-                // when it is first needed: most sessions never open a stream.
-                runtime.sessions().insert(session.clone());
-                resp.headers_mut().insert(SESSION_HEADER, value);
-                tracing::debug!(session = %session.id(), revision = %session.revision(), "session minted");
-            }
-            resp
-        }
-        Err(e) => rpc_error(200, Some(&req.id), &e),
     }
 }

@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use mcp_protocol::notifications::replay_truncated;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::pump::{self, Feed, Outcome, Step};
 use crate::sse;
 
 /// Finished, undelivered streams kept per session for a late resumption.
@@ -301,74 +301,146 @@ pub(crate) async fn follow(f: Follow, tx: mpsc::Sender<Bytes>) {
     let mine = tape.attach(from.unwrap_or(0));
     readers.mark_unchanged();
     let _attached = Attached(tape.clone(), mine);
-    let mut latest = tape.latest.subscribe();
+    let latest = tape.latest.subscribe();
     let first = match from {
         None => sse::priming(&format!("{number}-0"), retry),
         Some(_) => sse::retry(retry),
     };
-    if tx.send(first).await.is_err() {
-        return;
-    }
-    let mut cursor = from.unwrap_or(0);
-    let mut tick = tokio::time::interval(keep_alive.max(Duration::from_millis(10)));
-    tick.reset();
-    let close = async move {
-        match close_at {
-            Some(at) => tokio::time::sleep_until(at).await,
-            None => std::future::pending().await,
-        }
+    let mut reader = Reader {
+        tape,
+        mine,
+        readers,
+        latest,
+        cursor: from.unwrap_or(0),
+        queue: VecDeque::new(),
+        done: false,
+        writing: None,
+        first: Some(first),
+        close_at,
+        session,
     };
-    tokio::pin!(close);
-    loop {
-        latest.mark_unchanged();
-        let batch = tape.after(cursor);
+    reader.load();
+    if pump::run(reader, tx, keep_alive, shutdown).await == Outcome::Complete {
+        streams.delivered(number);
+    }
+}
+
+/// The [`Feed`] of one reader of a tape: its events past the cursor, one per step, then the
+/// end.
+///
+/// One event per step because the pump asks for the next step only once the previous one is
+/// written: that is when the tape learns the reader's new cursor, event by event, which is
+/// what paces a producer waiting for room (see [`Tape::push`]).
+struct Reader {
+    tape: Arc<Tape>,
+    /// The reader's generation: another one means a newer reader took over.
+    mine: u64,
+    readers: watch::Receiver<u64>,
+    latest: watch::Receiver<u64>,
+    /// Where the next batch starts: past every chunk queued.
+    cursor: u64,
+    /// Chunks to write, each with the sequence number the reader reaches once it is written
+    /// (`None`: the truncation notice).
+    queue: VecDeque<(Bytes, Option<u64>)>,
+    /// The queue ends with the stream's end.
+    done: bool,
+    /// The sequence number of the chunk the pump is writing.
+    writing: Option<u64>,
+    /// The priming event or `retry:` field, written first.
+    first: Option<Bytes>,
+    close_at: Option<Instant>,
+    /// The session's `closed` token.
+    session: CancellationToken,
+}
+
+impl Reader {
+    /// Queues the tape's events past the cursor (after a truncation notice when some were
+    /// lost), and notes whether the stream's end is among them.
+    fn load(&mut self) {
+        self.latest.mark_unchanged();
+        let number = self.tape.number();
+        let batch = self.tape.after(self.cursor);
         if batch.truncated {
-            if tx.send(sse::event(None, &truncated(number, cursor))).await.is_err() {
-                return;
-            }
-            cursor = batch.from;
+            let notice = sse::truncated(&format!("{number}-{}", self.cursor));
+            self.queue.push_back((notice, None));
+            self.cursor = batch.from;
         }
         for (seq, frame) in batch.events {
-            let id = format!("{number}-{seq}");
-            if tx.send(sse::event(Some(&id), &frame)).await.is_err() {
-                return;
-            }
-            cursor = seq;
-            tape.advance(mine, cursor);
+            let event = sse::event(Some(&format!("{number}-{seq}")), &frame);
+            self.queue.push_back((event, Some(seq)));
+            self.cursor = seq;
         }
-        if batch.done {
-            streams.delivered(number);
-            return;
-        }
-        tokio::select! {
-            _ = tx.closed() => return,
-            _ = shutdown.cancelled() => return,
-            _ = session.cancelled() => return,
-            r = readers.changed() => {
-                if r.is_err() || *readers.borrow_and_update() != mine {
-                    return;
-                }
+        self.done = batch.done;
+    }
+
+    /// The next queued chunk (the last one ends the stream once the end is queued), or `None`
+    /// when the reader has to wait for the tape.
+    fn step(&mut self) -> Option<Step> {
+        match self.queue.pop_front() {
+            Some((chunk, seq)) => {
+                self.writing = seq;
+                let chunks = vec![chunk];
+                Some(if self.queue.is_empty() && self.done {
+                    Step::End(chunks)
+                } else {
+                    Step::Write(chunks)
+                })
             }
-            r = latest.changed() => {
-                if r.is_err() {
-                    return;
-                }
-            }
-            _ = tick.tick() => {
-                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
-                    return;
-                }
-            }
-            _ = &mut close => {
-                tracing::debug!(stream = number, "POST stream closed by the server; the client resumes with GET");
-                return;
-            }
+            None if self.done => Some(Step::End(Vec::new())),
+            None => None,
         }
     }
 }
 
-fn truncated(number: u64, cursor: u64) -> Bytes {
-    Bytes::from(replay_truncated(&format!("{number}-{cursor}")))
+/// Waits until `at`, or forever.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Feed for Reader {
+    fn open(&mut self) -> Step {
+        Step::Write(self.first.take().into_iter().collect())
+    }
+
+    async fn next(&mut self) -> Step {
+        if let Some(seq) = self.writing.take() {
+            // Written: a producer waiting for room may go on.
+            self.tape.advance(self.mine, seq);
+        }
+        if let Some(step) = self.step() {
+            return step;
+        }
+        loop {
+            tokio::select! {
+                biased;
+                () = self.session.cancelled() => return Step::Stop,
+                r = self.readers.changed() => {
+                    if r.is_err() || *self.readers.borrow_and_update() != self.mine {
+                        return Step::Stop;
+                    }
+                }
+                r = self.latest.changed() => {
+                    if r.is_err() {
+                        return Step::Stop;
+                    }
+                    self.load();
+                    if let Some(step) = self.step() {
+                        return step;
+                    }
+                }
+                () = until(self.close_at) => {
+                    tracing::debug!(
+                        stream = self.tape.number(),
+                        "POST stream closed by the server; the client resumes with GET"
+                    );
+                    return Step::Stop;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

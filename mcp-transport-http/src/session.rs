@@ -65,8 +65,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         Err(challenge) => return crate::post::challenge(&challenge),
     };
     let session = match lookup(shared, &parts.headers, &auth.principal) {
-        Lookup::Absent => return session_required(None),
-        Lookup::Unknown => return session_not_found(None),
+        Lookup::Absent => return session_required(),
+        Lookup::Unknown => return session_not_found(),
         Lookup::Found(s) => s,
     };
     let last_event_id = parts
@@ -119,16 +119,16 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
         Err(challenge) => return crate::post::challenge(&challenge),
     };
     let Some(raw) = parts.headers.get(SESSION_HEADER) else {
-        return session_required(None);
+        return session_required();
     };
     let Ok(id) = raw.to_str() else {
-        return session_not_found(None);
+        return session_not_found();
     };
     if shared.runtime.sessions().remove(id, &auth.principal) {
         shared.hub.remove(id);
         tracing::debug!(session = id, "session deleted");
         empty(StatusCode::NO_CONTENT)
     } else {
-        session_not_found(None)
+        session_not_found()
     }
 }

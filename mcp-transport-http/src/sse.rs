@@ -11,6 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::response::Response;
 use http::HeaderValue;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use mcp_protocol::notifications::replay_truncated;
 use tokio::sync::mpsc;
 
 /// A keep-alive comment.
@@ -28,6 +29,12 @@ pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     out.extend_from_slice(data);
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
+}
+
+/// The `notifications/replay_truncated` event (no id): the events after `last_event_id` were
+/// lost, the stream goes on with the next one it still has.
+pub(crate) fn truncated(last_event_id: &str) -> Bytes {
+    event(None, &replay_truncated(last_event_id))
 }
 
 /// One event with an `event:` type (the 2024-11-05 transport names its events).
@@ -81,6 +88,11 @@ mod tests {
         assert_eq!(
             &priming("2-0", Duration::from_millis(1500))[..],
             b"retry: 1500\nid: 2-0\ndata: \n\n"
+        );
+        assert_eq!(&retry(Duration::from_secs(1))[..], b"retry: 1000\n\n");
+        assert_eq!(
+            &truncated("3-1")[..],
+            &b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/replay_truncated\",\"params\":{\"lastEventId\":\"3-1\"}}\n\n"[..]
         );
     }
 }

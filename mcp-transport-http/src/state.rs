@@ -8,11 +8,12 @@ use axum::body::Body;
 use axum::response::Response;
 use http::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, VARY};
 use http::{HeaderMap, StatusCode};
+use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::headers::param_header_names;
 use mcp_protocol::jsonrpc::encode_error;
-use mcp_protocol::{RequestId, RpcError};
-use mcp_runtime::Runtime;
+use mcp_protocol::{Era, RequestId, RpcError};
 use mcp_runtime::registry::Catalog;
+use mcp_runtime::{Engine, Runtime};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -31,6 +32,8 @@ const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenti
 /// The state of one endpoint.
 pub(crate) struct Shared {
     pub(crate) runtime: Arc<Runtime>,
+    /// The message pipeline every verb hands its messages to.
+    pub(crate) engine: Engine,
     pub(crate) config: HttpConfig,
     pub(crate) origins: OriginPolicy,
     pub(crate) hosts: HostPolicy,
@@ -56,6 +59,7 @@ impl Shared {
     ) -> Self {
         let hub = Arc::new(Hub::new(config.sse_buffer_size));
         Shared {
+            engine: Engine::new(runtime.clone()),
             runtime,
             config,
             origins,
@@ -184,12 +188,18 @@ pub(crate) fn rpc_error(status: u16, id: Option<&RequestId>, error: &RpcError) -
     json(status, encode_error(id, error))
 }
 
+/// A session failure outside the engine's pipeline (GET, DELETE, the pair's message path),
+/// with the status `mcp-protocol` gives it.
+fn session_error(e: &RpcError) -> Response {
+    rpc_error(status_at(Stage::Session, Era::Legacy, e.code), None, e)
+}
+
 /// The answer for an unknown, deleted or another principal's session: always the same 404.
-pub(crate) fn session_not_found(id: Option<&RequestId>) -> Response {
-    rpc_error(404, id, &RpcError::new(-32001, "Session not found"))
+pub(crate) fn session_not_found() -> Response {
+    session_error(&RpcError::session_not_found())
 }
 
 /// The answer for a legacy request without `Mcp-Session-Id`.
-pub(crate) fn session_required(id: Option<&RequestId>) -> Response {
-    rpc_error(400, id, &RpcError::invalid_request("Mcp-Session-Id header required"))
+pub(crate) fn session_required() -> Response {
+    session_error(&RpcError::session_required())
 }

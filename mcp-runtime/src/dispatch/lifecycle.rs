@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
-use mcp_protocol::revision::negotiate_initialize;
+use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel};
 use mcp_protocol::{Era, Request, Revision, RpcError};
 use serde_json::{Map, Value, json};
 
@@ -20,38 +19,23 @@ impl Runtime {
     /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
     /// for the process.
     pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
-        let params = req
-            .params
-            .as_ref()
-            .ok_or_else(|| RpcError::invalid_params("Missing initialize params"))?;
-        let version = params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| RpcError::invalid_params("protocolVersion must be a string"))?;
-        let capabilities = params
-            .get("capabilities")
-            .and_then(Value::as_object)
-            .ok_or_else(|| RpcError::invalid_params("capabilities must be an object"))?;
-        let client_info = params
-            .get("clientInfo")
-            .filter(|v| v.is_object())
-            .ok_or_else(|| RpcError::invalid_params("clientInfo must be an object"))?;
-        let revision = negotiate_initialize(version);
+        let params = InitializeParams::parse(req.params.as_ref())?;
+        let revision = params.revision();
         let session = Arc::new(Session::new(
             SessionStore::mint_id(),
             auth.principal.clone(),
             revision,
-            ClientCapabilities::new(capabilities.clone()),
-            client_info.clone(),
+            params.capabilities,
+            params.client_info,
         ));
-        let mut result = Map::new();
-        result.insert("protocolVersion".into(), Value::String(revision.as_str().into()));
-        result.insert("capabilities".into(), self.capabilities(Some(revision)));
-        result.insert("serverInfo".into(), self.config.server_info.render(Some(revision)));
-        if let Some(i) = &self.config.instructions {
-            result.insert("instructions".into(), Value::String(i.clone()));
-        }
-        Ok((Value::Object(result), session))
+        let capabilities = self.capabilities(Some(revision));
+        let result = InitializeResult {
+            revision,
+            capabilities: &capabilities,
+            server_info: &self.config().server_info,
+            instructions: self.config().instructions.as_deref(),
+        };
+        Ok((result.render(), session))
     }
 
     /// The `server/discover` result (before era decoration).

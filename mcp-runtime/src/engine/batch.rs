@@ -89,7 +89,7 @@ impl Engine {
             Resolved::Absent => None,
         };
         let (messages, mut answers) = split_batch(items);
-        let revision = session.as_ref().map(|s| s.revision()).or(peer.revision.known());
+        let revision = peer.revision.known().or(session.as_ref().map(|s| s.revision()));
         if let Err(e) = check_batch(revision, &messages) {
             tracing::debug!(error = %e.message, "batch refused");
             return refuse(Stage::Envelope, &e);

@@ -111,9 +111,18 @@ async fn the_pair_is_legacy_only() {
         assert_eq!(next(&mut sse).await["result"]["protocolVersion"], "2025-06-18");
         let discover = json!({"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": {}});
         assert_eq!(message(&s, &url, discover).send().await.status, StatusCode::ACCEPTED);
+        // Served by the one method table, as on every transport.
+        let discovered = next(&mut sse).await;
+        assert_eq!(discovered["id"], 7);
+        assert!(discovered["result"]["supportedVersions"].is_array(), "{discovered}");
+        let modern = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}});
+        message(&s, &url, modern).send().await;
         let refused = next(&mut sse).await;
-        assert_eq!(refused["id"], 7);
-        assert_eq!(refused["error"]["code"], -32601);
+        assert_eq!(refused["id"], 8);
+        assert_eq!(refused["error"]["code"], -32600);
         let bad = s.req(Method::POST).at(&url).body(b"{".to_vec()).send().await;
         assert_eq!(bad.status, StatusCode::BAD_REQUEST);
         assert_eq!(bad.json().await["error"]["code"], -32700);

@@ -1,0 +1,415 @@
+//! The one SSE stream pump: every long-lived stream of the transport is a [`Feed`] run by
+//! [`run`].
+//!
+//! A stream's response body is the receiving end of a bounded channel (see
+//! [`sse::channel`](crate::sse::channel)); its pump task writes SSE chunks into the sender. What a
+//! stream carries differs (the GET stream's session events, a resumable POST stream's tape, a
+//! `subscriptions/listen` subscription, the 2024-11-05 pair's messages), but the way it is
+//! written does not, and that part lives here, once:
+//!
+//! - **Opening.** [`Feed::open`] is written first, before anything else is watched: the
+//!   priming event, a `retry:` field, a replay, the listen acknowledgement. A stream opened
+//!   while the server is shutting down still starts with it.
+//! - **Writing.** Each [`Step`] the feed returns is written whole, chunk after chunk, nothing
+//!   between them (no keep-alive inside a step). The pump asks for the next step only once the
+//!   previous one is written, so a feed that reaches [`Feed::next`] again knows its last step
+//!   reached the body (a resumable stream advances its reader's cursor there).
+//! - **Keep-alive.** A `:` comment ([`sse::KEEP_ALIVE`]) every `keep_alive` (at least
+//!   [`MIN_KEEP_ALIVE`]) while the feed has nothing ready, then [`Feed::on_keep_alive`]; a tick
+//!   missed while the pump was busy writing is written once, not as a burst.
+//! - **The client leaving.** The body being dropped (`tx.closed()`) or any write failing ends
+//!   the stream at once, writing nothing more: [`Outcome::ClientGone`].
+//! - **Shutdown.** The server's shutdown token ends the stream after the frame
+//!   [`Feed::on_shutdown`] returns, if any (the listen stream's completion result):
+//!   [`Outcome::Shutdown`].
+//! - **The end.** [`Step::End`] writes its chunks then ends the stream ([`Outcome::Complete`]);
+//!   [`Step::Stop`] ends it silently ([`Outcome::Stopped`]: a newer stream took over, the
+//!   session ended, the server closed the stream for polling).
+//!
+//! The pump waits with a `biased` select, in this order: the client leaving, shutdown, the feed,
+//! the keep-alive tick. A departed client is noticed before any more work, shutdown before a
+//! busy feed could starve it, and a feed with frames ready is never delayed by a keep-alive.
+//!
+//! SSE framing stays in [`sse`](crate::sse): a feed returns finished chunks
+//! ([`sse::event`](crate::sse::event), [`sse::truncated`](crate::sse::truncated), …).
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use tokio::sync::mpsc;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use crate::sse;
+
+/// The shortest keep-alive interval: a smaller configured one (even zero) is raised to this.
+pub(crate) const MIN_KEEP_ALIVE: Duration = Duration::from_millis(10);
+
+/// What a stream does next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Write these chunks (possibly none), then ask the feed again.
+    Write(Vec<Bytes>),
+    /// Write these chunks (possibly none), then end the stream: it is complete.
+    End(Vec<Bytes>),
+    /// End the stream now, writing nothing more.
+    Stop,
+}
+
+/// How a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The feed returned [`Step::End`] and every chunk of it was written.
+    Complete,
+    /// The feed returned [`Step::Stop`].
+    Stopped,
+    /// The client left: the body was dropped, or a write failed.
+    ClientGone,
+    /// The server shut down (after the [`Feed::on_shutdown`] frame, if any, was offered).
+    Shutdown,
+}
+
+/// The source of one stream's chunks, run by [`run`].
+pub(crate) trait Feed: Send {
+    /// The first step, written before the pump watches the client, shutdown or the clock.
+    /// Nothing by default.
+    fn open(&mut self) -> Step {
+        Step::Write(Vec::new())
+    }
+
+    /// Waits for the next step. Called only once the previous step was written.
+    ///
+    /// Cancel safety: the pump drops this future whenever a keep-alive tick, the client leaving
+    /// or shutdown comes first, and calls `next` again later; so wait first, and build the step
+    /// with no `.await` after changing the feed's state.
+    fn next(&mut self) -> impl Future<Output = Step> + Send;
+
+    /// Called after each keep-alive comment was written (an open stream is activity).
+    fn on_keep_alive(&mut self) {}
+
+    /// At server shutdown: the last chunk to write before the stream ends (`None`: nothing).
+    fn on_shutdown(&mut self) -> Option<Bytes> {
+        None
+    }
+}
+
+/// Writes the chunks in order; `false` once the client is gone.
+async fn write(tx: &mpsc::Sender<Bytes>, chunks: Vec<Bytes>) -> bool {
+    for chunk in chunks {
+        if tx.send(chunk).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs one stream: writes `feed`'s steps to `tx` (the response body's sender) with a
+/// keep-alive comment every `keep_alive` while idle, until the feed ends it, the client leaves
+/// or `shutdown` is cancelled. The feed is dropped before this returns.
+pub(crate) async fn run<F: Feed>(
+    mut feed: F,
+    tx: mpsc::Sender<Bytes>,
+    keep_alive: Duration,
+    shutdown: CancellationToken,
+) -> Outcome {
+    let mut step = feed.open();
+    let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // An interval's first tick is immediate: the first keep-alive is due one period from now.
+    tick.reset();
+    loop {
+        match step {
+            Step::Write(chunks) => {
+                if !write(&tx, chunks).await {
+                    return Outcome::ClientGone;
+                }
+            }
+            Step::End(chunks) => {
+                return if write(&tx, chunks).await {
+                    Outcome::Complete
+                } else {
+                    Outcome::ClientGone
+                };
+            }
+            Step::Stop => return Outcome::Stopped,
+        }
+        step = tokio::select! {
+            biased;
+            () = tx.closed() => return Outcome::ClientGone,
+            () = shutdown.cancelled() => {
+                if let Some(last) = feed.on_shutdown() {
+                    // The client may be gone already: the stream ends either way.
+                    let _ = tx.send(last).await;
+                }
+                return Outcome::Shutdown;
+            }
+            step = feed.next() => step,
+            _ = tick.tick() => {
+                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
+                    return Outcome::ClientGone;
+                }
+                feed.on_keep_alive();
+                Step::Write(Vec::new())
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::task::JoinHandle;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    const PERIOD: Duration = Duration::from_secs(15);
+
+    /// A feed scripted by the test: its steps come from a channel (`Stop` once it is closed).
+    struct Script {
+        opening: Vec<Bytes>,
+        steps: mpsc::UnboundedReceiver<Step>,
+        keep_alives: Arc<AtomicUsize>,
+        last: Option<Bytes>,
+    }
+
+    impl Feed for Script {
+        fn open(&mut self) -> Step {
+            Step::Write(std::mem::take(&mut self.opening))
+        }
+
+        async fn next(&mut self) -> Step {
+            self.steps.recv().await.unwrap_or(Step::Stop)
+        }
+
+        fn on_keep_alive(&mut self) {
+            self.keep_alives.fetch_add(1, Ordering::SeqCst);
+        }
+
+        fn on_shutdown(&mut self) -> Option<Bytes> {
+            self.last.take()
+        }
+    }
+
+    /// A running pump and the test's ends of it.
+    struct Harness {
+        steps: mpsc::UnboundedSender<Step>,
+        body: mpsc::Receiver<Bytes>,
+        keep_alives: Arc<AtomicUsize>,
+        shutdown: CancellationToken,
+        pump: JoinHandle<Outcome>,
+    }
+
+    fn start(opening: &[&'static [u8]], last: Option<&'static [u8]>, keep_alive: Duration) -> Harness {
+        let (steps, rx) = mpsc::unbounded_channel();
+        let (tx, body) = sse::channel(4);
+        let keep_alives = Arc::new(AtomicUsize::new(0));
+        let shutdown = CancellationToken::new();
+        let feed = Script {
+            opening: opening.iter().map(|c| Bytes::from_static(c)).collect(),
+            steps: rx,
+            keep_alives: keep_alives.clone(),
+            last: last.map(Bytes::from_static),
+        };
+        let pump = tokio::spawn(run(feed, tx, keep_alive, shutdown.clone()));
+        Harness {
+            steps,
+            body,
+            keep_alives,
+            shutdown,
+            pump,
+        }
+    }
+
+    fn chunks(c: &[&'static [u8]]) -> Vec<Bytes> {
+        c.iter().map(|c| Bytes::from_static(c)).collect()
+    }
+
+    async fn next(body: &mut mpsc::Receiver<Bytes>) -> Option<Vec<u8>> {
+        body.recv().await.map(|b| b.to_vec())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn opening_then_steps_in_order() {
+        let mut h = start(&[b"prime"], None, PERIOD);
+        h.steps.send(Step::Write(chunks(&[b"a", b"b"]))).unwrap();
+        h.steps.send(Step::Write(Vec::new())).unwrap();
+        h.steps.send(Step::Write(chunks(&[b"c"]))).unwrap();
+        for want in [&b"prime"[..], b"a", b"b", b"c"] {
+            assert_eq!(next(&mut h.body).await.as_deref(), Some(want));
+        }
+        drop(h.steps);
+        assert_eq!(next(&mut h.body).await, None, "a closed script stops the stream");
+        assert_eq!(h.pump.await.unwrap(), Outcome::Stopped);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keep_alive_when_idle() {
+        let mut h = start(&[b"prime"], None, PERIOD);
+        let opened = Instant::now();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"prime"[..]));
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), PERIOD, "one period after the stream opened");
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), PERIOD * 2);
+        assert_eq!(h.keep_alives.load(Ordering::SeqCst), 2, "the hook follows each comment");
+        // A write does not move the cadence; the next comment is still due at 3 periods.
+        tokio::time::sleep(PERIOD / 2).await;
+        h.steps.send(Step::Write(chunks(&[b"event"]))).unwrap();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"event"[..]));
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), PERIOD * 3);
+        h.shutdown.cancel();
+        assert_eq!(h.pump.await.unwrap(), Outcome::Shutdown);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keep_alive_has_a_floor() {
+        let mut h = start(&[], None, Duration::ZERO);
+        let opened = Instant::now();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), MIN_KEEP_ALIVE);
+        h.shutdown.cancel();
+        assert_eq!(h.pump.await.unwrap(), Outcome::Shutdown);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_missed_tick_is_written_once() {
+        let (steps, rx) = mpsc::unbounded_channel();
+        // Room for one chunk: a client that stops reading blocks the pump's writes.
+        let (tx, mut body) = sse::channel(1);
+        let feed = Script {
+            opening: Vec::new(),
+            steps: rx,
+            keep_alives: Arc::new(AtomicUsize::new(0)),
+            last: None,
+        };
+        let shutdown = CancellationToken::new();
+        let pump = tokio::spawn(run(feed, tx, PERIOD, shutdown.clone()));
+        let opened = Instant::now();
+        steps.send(Step::Write(chunks(&[b"a", b"b"]))).unwrap();
+        // The client reads nothing for five periods: the pump is stuck writing "b".
+        tokio::time::sleep(PERIOD * 5).await;
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"a"[..]));
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"b"[..]));
+        assert_eq!(next(&mut body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), PERIOD * 5, "the overdue tick, at once");
+        assert_eq!(next(&mut body).await.as_deref(), Some(sse::KEEP_ALIVE));
+        assert_eq!(opened.elapsed(), PERIOD * 6, "then one period later, not a burst");
+        shutdown.cancel();
+        assert_eq!(pump.await.unwrap(), Outcome::Shutdown);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ready_feed_goes_before_the_keep_alive() {
+        let (steps, rx) = mpsc::unbounded_channel();
+        for c in [&b"a"[..], b"b", b"c"] {
+            steps.send(Step::Write(vec![Bytes::from_static(c)])).unwrap();
+        }
+        let (tx, mut body) = sse::channel(1);
+        let feed = Script {
+            opening: Vec::new(),
+            steps: rx,
+            keep_alives: Arc::new(AtomicUsize::new(0)),
+            last: None,
+        };
+        let shutdown = CancellationToken::new();
+        let pump = tokio::spawn(run(feed, tx, PERIOD, shutdown.clone()));
+        // The client reads nothing for two periods: the tick is overdue and steps are ready.
+        tokio::time::sleep(PERIOD * 2).await;
+        for want in [&b"a"[..], b"b", b"c", sse::KEEP_ALIVE] {
+            assert_eq!(next(&mut body).await.as_deref(), Some(want));
+        }
+        shutdown.cancel();
+        assert_eq!(pump.await.unwrap(), Outcome::Shutdown);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stops_when_the_client_leaves() {
+        let mut h = start(&[b"prime"], Some(b"never"), PERIOD);
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"prime"[..]));
+        let started = Instant::now();
+        drop(h.body);
+        assert_eq!(h.pump.await.unwrap(), Outcome::ClientGone);
+        assert_eq!(started.elapsed(), Duration::ZERO, "noticed at once, not at a tick");
+        assert_eq!(h.keep_alives.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_write_is_the_client_leaving() {
+        let (tx, body) = sse::channel(1);
+        drop(body);
+        let (steps, rx) = mpsc::unbounded_channel::<Step>();
+        let feed = Script {
+            opening: chunks(&[b"prime"]),
+            steps: rx,
+            keep_alives: Arc::new(AtomicUsize::new(0)),
+            last: None,
+        };
+        let outcome = run(feed, tx, PERIOD, CancellationToken::new()).await;
+        assert_eq!(outcome, Outcome::ClientGone);
+        drop(steps);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ends_with_the_last_chunk() {
+        let mut h = start(&[b"prime"], Some(b"unused"), PERIOD);
+        h.steps.send(Step::Write(chunks(&[b"a"]))).unwrap();
+        h.steps.send(Step::End(chunks(&[b"b", b"last"]))).unwrap();
+        h.steps.send(Step::Write(chunks(&[b"after the end"]))).unwrap();
+        for want in [&b"prime"[..], b"a", b"b", b"last"] {
+            assert_eq!(next(&mut h.body).await.as_deref(), Some(want));
+        }
+        assert_eq!(next(&mut h.body).await, None, "nothing after the end");
+        assert_eq!(h.pump.await.unwrap(), Outcome::Complete);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_is_silent() {
+        let mut h = start(&[b"prime"], Some(b"unused"), PERIOD);
+        h.steps.send(Step::Stop).unwrap();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"prime"[..]));
+        assert_eq!(next(&mut h.body).await, None);
+        assert_eq!(h.pump.await.unwrap(), Outcome::Stopped);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_writes_the_hook_frame_last() {
+        let mut h = start(&[b"ack"], Some(b"completion"), PERIOD);
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"ack"[..]));
+        h.shutdown.cancel();
+        // Shutdown goes before a feed with steps ready.
+        h.steps.send(Step::Write(chunks(&[b"late"]))).unwrap();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"completion"[..]));
+        assert_eq!(next(&mut h.body).await, None);
+        assert_eq!(h.pump.await.unwrap(), Outcome::Shutdown);
+
+        let mut h = start(&[b"prime"], None, PERIOD);
+        h.shutdown.cancel();
+        assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"prime"[..]));
+        assert_eq!(next(&mut h.body).await, None, "no hook frame: a silent end");
+        assert_eq!(h.pump.await.unwrap(), Outcome::Shutdown);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_opening_is_written_even_at_shutdown() {
+        let (steps, rx) = mpsc::unbounded_channel::<Step>();
+        let (tx, mut body) = sse::channel(4);
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        let feed = Script {
+            opening: chunks(&[b"ack"]),
+            steps: rx,
+            keep_alives: Arc::new(AtomicUsize::new(0)),
+            last: Some(Bytes::from_static(b"completion")),
+        };
+        assert_eq!(run(feed, tx, PERIOD, shutdown).await, Outcome::Shutdown);
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"ack"[..]));
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"completion"[..]));
+        assert_eq!(next(&mut body).await, None);
+        drop(steps);
+    }
+}
