@@ -7,7 +7,9 @@
 //! it with a [`Challenge`] (401 or 403 with an RFC 6750 `WWW-Authenticate`).
 //!
 //! The principal is what owns sessions, tasks, request states and
-//! subscriptions: another principal's state answers as "not found".
+//! subscriptions: another principal's state answers as "not found"
+//! (behaviour invariant 4 in `docs/INVARIANTS.md`; the crate's place in the
+//! workspace: `docs/ARCHITECTURE.md`).
 //!
 //! ## Providers
 //!

@@ -174,8 +174,8 @@ impl RpcError {
 
 /// The HTTP status of a JSON-RPC error, per era (behaviour invariant 17).
 ///
-/// Modern: -32601 is 404; -32602 raised before dispatch, -32020, -32021 and
-/// -32022 are 400; everything else travels in-band with 200. Legacy: parse and
+/// Modern: -32601 is 404; -32700, -32600, -32602 raised before dispatch,
+/// -32020, -32021 and -32022 are 400; everything else travels in-band with 200. Legacy: parse and
 /// shape errors are 400, everything else 200.
 ///
 /// Note that a modern -32602 raised by a handler (unknown tool arguments, an

@@ -32,8 +32,11 @@
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
 //! - [`model`]: the wire types of every method, and their per-era rendering.
 //!
-//! The runtime (`mcp-runtime`) executes handlers on top of these rules; the
-//! transports ask this crate whenever they need a protocol decision.
+//! The runtime (`mcp-runtime`) executes handlers on top of these rules; its
+//! engine and the transports ask this crate whenever they need a protocol
+//! decision. This crate is the bottom layer of the workspace: see
+//! `docs/ARCHITECTURE.md` (§1, §4: where each rule lives) and the invariants
+//! the code cites in `docs/INVARIANTS.md`.
 
 pub mod auth;
 pub mod classify;

@@ -419,8 +419,13 @@ impl Ctx {
             return Err(ClientRequestError::Cancelled);
         }
         let (id, rx) = session.register_request();
+        // However this future ends (answered, timed out, or dropped with its handler), the
+        // pending entry goes with it (behaviour invariant 20).
+        let _pending = PendingGuard {
+            session: &**session,
+            id: id.clone(),
+        };
         if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
-            session.forget_request(&id);
             return Err(ClientRequestError::NoStream);
         }
         let timeout = self.inner.client_request_timeout;
@@ -430,7 +435,6 @@ impl Ctx {
             _ = session.closed().cancelled() => Err(ClientRequestError::Cancelled),
             _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
         };
-        session.forget_request(&id);
         outcome?.map_err(ClientRequestError::Client)
     }
 
@@ -465,5 +469,17 @@ impl Ctx {
             return Err(ClientRequestError::CapabilityMissing("roots"));
         }
         self.request("roots/list", json!({})).await
+    }
+}
+
+/// Forgets a pending server-to-client request when the request's future ends, however it ends.
+struct PendingGuard<'a> {
+    session: &'a Session,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.session.forget_request(&self.id);
     }
 }

@@ -8,7 +8,7 @@
 //! acts for: `notifications/elicitation/complete` then goes to the initiating
 //! session only. An unknown, expired, completed or another principal's id
 //! answers [`ElicitationError::NotFound`], the same for all (behaviour
-//! invariant: ownership answers like absence).
+//! invariant 4: ownership answers like absence).
 //!
 //! Records live `elicitation_ttl` (default 15 min); one principal holds at
 //! most `max_elicitations_per_principal` live ones (default 20), and over it

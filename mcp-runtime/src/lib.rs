@@ -25,11 +25,21 @@
 //!   that session only);
 //! - the optional [`Visibility`] hook filtering the catalog per principal.
 //!
-//! Transports (stdio, HTTP) decode bytes with `mcp-protocol`, call
-//! [`Runtime::route`] then [`Runtime::dispatch`] (or
-//! [`Runtime::initialize`]), and write what comes back. Handlers emit
-//! progress, logs and server-to-client requests through the request's
-//! [`Sink`], which the transport connects to the request's own stream.
+//! The [`Engine`] ([`engine`]) is the one message pipeline: a transport
+//! (stdio, HTTP, the 2024-11-05 pair, or your own) decodes bytes with
+//! `mcp-protocol` and hands each message to it with a [`Peer`] (what only the
+//! transport knows: the caller, its declared revision, how it keeps
+//! sessions, whether it can stream). The engine delivers responses, routes
+//! notifications and cancellations, resolves or mints the legacy session,
+//! registers requests in flight, routes them ([`Runtime::route`]) and hands
+//! back an [`Answer`], a [`Call`] to run (which dispatches through
+//! [`Runtime::dispatch`]) or a [`Listening`] stream. Handlers emit progress,
+//! logs and server-to-client requests through the request's [`Sink`], which
+//! the transport connects to the request's own stream.
+//!
+//! Its place in the workspace and the way a request travels through the
+//! engine are described in `docs/ARCHITECTURE.md` (§3); the invariants the
+//! code cites are defined in `docs/INVARIANTS.md`.
 
 mod config;
 mod ctx;

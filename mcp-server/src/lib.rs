@@ -6,7 +6,8 @@
 //! ones (2026-07-28: stateless, per-request `_meta`, `server/discover`) at the
 //! same time, on the same process.
 //!
-//! This is the crate a server depends on. It re-exports what a server needs
+//! This is the crate a server depends on (the top of the workspace; see
+//! `docs/ARCHITECTURE.md` for the layers below it). It re-exports what a server needs
 //! and offers:
 //!
 //! - [`McpServer::builder()`]: name, version, instructions, and the tools,

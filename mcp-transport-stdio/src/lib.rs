@@ -25,7 +25,7 @@
 //!    been dispatched, which is the back-pressure on the client.
 //! 2. **Coordinator** (`coordinator`): decodes each frame with
 //!    `mcp-protocol` (size, depth, id and shape rules) and hands each
-//!    message to the runtime's [`Engine`](mcp_runtime::Engine), the one
+//!    message to the runtime's [`Engine`], the one
 //!    pipeline every transport uses: decode errors are answered at once,
 //!    client responses are delivered to the session's pending
 //!    server-to-client request, `notifications/cancelled` is routed at once
@@ -73,6 +73,9 @@
 //! output is flushed and [`serve_io`] returns. If writing fails, the client
 //! is gone: reading stops, work in flight is cancelled, and
 //! [`StdioError::Write`] is returned.
+//!
+//! Its place in the workspace: `docs/ARCHITECTURE.md` (§2, §3); the
+//! invariants it cites: `docs/INVARIANTS.md`.
 //!
 //! The crate writes nothing to stdout but the protocol; its logs go through
 //! `tracing` (send them to stderr).

@@ -1,7 +1,7 @@
 //! `cargo xtask conformance`: the official runner (`@modelcontextprotocol/conformance`, pinned
 //! in [`tools::RUNNER_VERSION`]) against the `everything` example over Streamable HTTP, once per
 //! leg of [`LEGS`]. A leg fails on a non-zero runner exit code or on any `FAILURE` or `WARNING`
-//! check in the `checks.json` files it writes (`reference/conformance.md` §3, §4, P3, P4).
+//! check in the `checks.json` files it writes (a non-zero exit alone misses warnings).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -82,7 +82,7 @@ pub(crate) fn run(opts: &Options) -> Result {
                 util::build_everything()?
             };
             let started = server.insert(HttpServer::start(&binary)?);
-            // The dns-rebinding scenario needs a localhost URL (pitfall P7).
+            // The runner's dns-rebinding scenario needs a `localhost` URL.
             format!("http://localhost:{}/mcp", started.port)
         }
     };

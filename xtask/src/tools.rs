@@ -8,13 +8,13 @@ use std::process::Command;
 
 use crate::util::{self, Result};
 
-/// The Python SDK driving the interop client (`reference/conformance.md` §8).
+/// The Python SDK driving the interop client.
 pub(crate) const MCP_PY_VERSION: &str = "2.3.0";
-/// The Node major the conformance runner needs (pitfall P1: it crashes on Node 20).
+/// The Node major the conformance runner needs (the runner crashes on Node 20).
 pub(crate) const NODE_MAJOR: &str = "22";
 /// The conformance runner package.
 pub(crate) const RUNNER_PACKAGE: &str = "@modelcontextprotocol/conformance";
-/// The pinned runner version: the alpha line tests both eras (`reference/conformance.md` §1).
+/// The pinned runner version: the alpha line tests both eras.
 pub(crate) const RUNNER_VERSION: &str = "0.2.0-alpha.12";
 
 /// `target/interop/venv`.

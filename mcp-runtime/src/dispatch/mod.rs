@@ -264,9 +264,10 @@ impl Runtime {
         server_capabilities(&self.features(), revision)
     }
 
-    /// Classifies a request and runs every check that comes before a
-    /// handler (behaviour invariant 3): the method is served in the era
-    /// (-32601 beats every other error), then the modern `_meta`.
+    /// Classifies a request and runs the checks of behaviour invariant 3
+    /// that come after the envelope, the header agreement and the legacy
+    /// session (the engine's): the method is served in the era (-32601
+    /// beats every later error), then the modern `_meta`.
     pub fn route(
         &self,
         req: &Request,
