@@ -422,7 +422,7 @@ impl Ctx {
         // However this future ends (answered, timed out, or dropped with its handler), the
         // pending entry goes with it (behaviour invariant 20).
         let _pending = PendingGuard {
-            session: &**session,
+            session,
             id: id.clone(),
         };
         if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
