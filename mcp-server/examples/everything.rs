@@ -187,7 +187,7 @@ fn streaming_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuil
                     }
                     ctx.log(LoggingLevel::Info, Some("everything"), json!(step)).await;
                 }
-                "Tool with logging completed"
+                "Tool with logging executed successfully"
             },
         )
         .input_schema(empty_schema()),

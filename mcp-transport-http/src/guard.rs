@@ -246,6 +246,17 @@ pub(crate) fn accepts_post(headers: &HeaderMap) -> bool {
     has("*/*") || (has("application/json") && has("text/event-stream"))
 }
 
+/// Whether a POST body is declared as JSON: `Content-Type: application/json`, with or without
+/// parameters (`; charset=utf-8`), case-insensitive. Anything else (a missing type, `text/plain`,
+/// a form encoding: what a browser's "simple" cross-site request sends) is answered 415.
+pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// POST in the simple mode (JSON replies only): no `Accept`, or one that lists
 /// `application/json`, `application/*` or `*/*`.
 pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
@@ -274,6 +285,22 @@ mod tests {
             c = c.allowed_origins(l.iter().copied());
         }
         OriginPolicy::new(&c, true).unwrap()
+    }
+
+    #[test]
+    fn json_bodies_only() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::CONTENT_TYPE, v.parse().unwrap());
+            is_json_body(&h)
+        };
+        assert!(with("application/json"));
+        assert!(with("Application/JSON; charset=utf-8"));
+        assert!(!with("text/plain"));
+        assert!(!with("application/x-www-form-urlencoded"));
+        assert!(!with("multipart/form-data; boundary=x"));
+        assert!(!with("application/jsonx"));
+        assert!(!is_json_body(&HeaderMap::new()));
     }
 
     #[test]

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Channel;
-use crate::post::{answer, challenge, read_body};
+use crate::post::{answer, challenge, read_body, unsupported_media_type};
 use crate::state::{Shared, empty, rpc_error, session_not_found};
 use crate::{guard, sse};
 
@@ -261,6 +261,9 @@ fn session_param(query: Option<&str>) -> Option<&str> {
 }
 
 async fn post(shared: &Arc<Shared>, req: Request) -> Response {
+    if !guard::is_json_body(req.headers()) {
+        return unsupported_media_type();
+    }
     let (parts, body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => Arc::new(a),

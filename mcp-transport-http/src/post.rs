@@ -1,7 +1,8 @@
 //! POST: the transport's checks in their order (behaviour invariant 3), then the engine.
 //!
-//! Origin and Host were checked by the caller. Here: `Accept` (406) → the in-flight cap (503) →
-//! authentication (401/403) → body size (413) and decoding (400). The decoded message goes to
+//! Origin and Host were checked by the caller. Here: `Accept` (406) → `Content-Type` (415) → the
+//! in-flight cap (503) → authentication (401/403) → body size (413) and decoding (400). The
+//! decoded message goes to
 //! the runtime's engine with what only HTTP knows (the caller, `MCP-Protocol-Version`,
 //! `Mcp-Session-Id`, the headers for the modern agreement checks, whether replies may stream);
 //! the engine classifies it into its era *before* any session lookup, runs every check, and
@@ -63,6 +64,12 @@ pub(crate) fn answer(a: Answer) -> Response {
         resp.headers_mut().insert(SESSION_HEADER, value);
     }
     resp
+}
+
+/// 415: a POST whose body is not declared `application/json`.
+pub(crate) fn unsupported_media_type() -> Response {
+    let e = RpcError::invalid_request("Unsupported Media Type: Content-Type must be application/json");
+    rpc_error(415, None, &e)
 }
 
 /// The answer to a refused authentication.
@@ -154,6 +161,9 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     if !accepted {
         let e = RpcError::invalid_request("Not Acceptable: Accept must list application/json and text/event-stream");
         return rpc_error(406, None, &e);
+    }
+    if !guard::is_json_body(req.headers()) {
+        return unsupported_media_type();
     }
     let Some(permit) = shared.permit() else {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");

@@ -27,6 +27,30 @@ async fn accept_must_list_json_and_sse() {
 }
 
 #[tokio::test]
+async fn only_json_bodies_are_served() {
+    bounded(async {
+        let s = Server::default_config().await;
+        for content_type in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+            let req = s.post(super::support::init_body("2025-11-25"));
+            let req = match content_type {
+                Some(t) => req.header("content-type", t),
+                None => req.without("content-type"),
+            };
+            let resp = req.send().await;
+            assert_eq!(resp.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{content_type:?}");
+            assert_eq!(resp.json().await["error"]["code"], -32600);
+        }
+        let with_charset = s
+            .post(super::support::init_body("2025-11-25"))
+            .header("content-type", "application/json; charset=utf-8")
+            .send()
+            .await;
+        assert_eq!(with_charset.status, StatusCode::OK, "parameters are allowed");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn foreign_origin_is_refused_without_cors() {
     bounded(async {
         let s = Server::default_config().await;

@@ -248,6 +248,12 @@ impl Req {
         self
     }
 
+    /// Removes a header.
+    pub(crate) fn without(mut self, name: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self
+    }
+
     /// Sets the path (and query).
     pub(crate) fn at(mut self, path: &str) -> Self {
         self.path = path.to_owned();
