@@ -1,8 +1,10 @@
 //! The legacy GET stream: per-session event buffers, the fan-out of registry changes, replay
-//! after `Last-Event-ID`, and the stream's [`Feed`] (run by the [`pump`](crate::pump)).
+//! after `Last-Event-ID`, and the stream's [`Feed`] (run by the [`pump`](mod@crate::pump)).
 //!
-//! Every session gets a channel when it is minted, so that events raised while no GET stream is
-//! open are buffered too (the reference implementation lost them: invariant 19's gap). A channel
+//! A session gets its channel when it first needs one (its first GET stream, resumable POST
+//! stream or session-targeted notification); from then on events raised while no GET stream is
+//! open are buffered too (the reference implementation lost them: invariant 19's gap). Events
+//! raised before a session has a channel are not kept: most sessions never open a stream. A channel
 //! is a ring buffer of the last `sse_buffer_size` events with increasing ids, and a `watch` that
 //! says the newest id; a stream keeps a cursor (the last id it wrote) and, when woken, writes
 //! every buffered event past its cursor. A cursor that fell behind the ring's start means events
@@ -22,7 +24,7 @@ use mcp_runtime::{Runtime, Session};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::pump::{self, Feed, Step};
+use crate::pump::{self, Feed, Next};
 use crate::resume::Streams;
 use crate::sse;
 
@@ -245,10 +247,13 @@ pub(crate) async fn pump(spec: StreamSpec, tx: mpsc::Sender<Bytes>) {
 
 /// The [`Feed`] of a GET stream: its session's events past a cursor.
 struct Live {
+    /// The session's channel: its ring of events and the session itself.
     channel: Arc<Channel>,
     /// The stream's generation number: another one means a newer stream took over.
     mine: u64,
+    /// Woken by every new stream of the session.
     generation: watch::Receiver<u64>,
+    /// Woken by every event pushed.
     latest: watch::Receiver<u64>,
     /// The last event id written (or skipped past, after a truncation).
     cursor: u64,
@@ -285,7 +290,7 @@ impl Live {
                     let newest = ring.newest();
                     let mut opening = vec![sse::retry(retry)];
                     let cursor = match resume {
-                        Resume::From(events) => write(&mut opening, parsed.unwrap_or(newest), events),
+                        Resume::From(events) => push_events(&mut opening, parsed.unwrap_or(newest), events),
                         Resume::Truncated => {
                             opening.push(sse::truncated(last));
                             newest
@@ -307,7 +312,7 @@ impl Live {
 }
 
 /// Frames `events` onto `out` with their ids; returns the cursor past them.
-fn write(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Bytes)>) -> u64 {
+fn push_events(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Bytes)>) -> u64 {
     for (id, frame) in events {
         out.push(sse::event(Some(&id.to_string()), &frame));
         cursor = cursor.max(id);
@@ -316,35 +321,35 @@ fn write(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Bytes)>) -> u6
 }
 
 impl Feed for Live {
-    fn open(&mut self) -> Step {
-        Step::Write(std::mem::take(&mut self.opening))
+    fn open(&mut self) -> Next {
+        Next::Write(std::mem::take(&mut self.opening))
     }
 
-    async fn next(&mut self) -> Step {
+    async fn next(&mut self) -> Next {
         loop {
             tokio::select! {
                 biased;
-                () = self.channel.session.closed().cancelled() => return Step::Stop,
+                () = self.channel.session.closed().cancelled() => return Next::Stop,
                 r = self.generation.changed() => {
                     if r.is_err() || *self.generation.borrow_and_update() != self.mine {
-                        return Step::Stop;
+                        return Next::Stop;
                     }
                 }
                 r = self.latest.changed() => {
                     if r.is_err() {
-                        return Step::Stop;
+                        return Next::Stop;
                     }
                     self.latest.mark_unchanged();
                     let ring = self.channel.ring();
                     let mut out = Vec::new();
                     self.cursor = match ring.after(self.cursor) {
-                        Resume::From(events) => write(&mut out, self.cursor, events),
+                        Resume::From(events) => push_events(&mut out, self.cursor, events),
                         Resume::Truncated => {
                             out.push(sse::truncated(&self.cursor.to_string()));
                             ring.newest()
                         }
                     };
-                    return Step::Write(out);
+                    return Next::Write(out);
                 }
             }
         }

@@ -8,19 +8,25 @@
 //!
 //! ## How a POST travels
 //!
-//! The order of the checks is fixed (behaviour invariant 3): Origin and Host (403, with no CORS
-//! headers, so a browser learns nothing) → `Accept` (406) → the in-flight cap (503) →
-//! authentication through the configured [`mcp_auth::AuthProvider`] (401/403 with its
-//! challenge) → body size (413) and decoding within limits (400) → client responses (202,
-//! delivered only to a session the caller owns) → notifications (202) → the era fork, decided
-//! by `mcp-protocol` from the body and the `MCP-Protocol-Version` header *before* any session
-//! lookup. A modern request checks its `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` headers against the
-//! body (-32020) and never reads or mints a session; a legacy one resolves its session
-//! (`initialize` mints one; an unknown, deleted or another principal's id is the same 404).
+//! The order of the checks is fixed (behaviour invariant 3). This crate checks Origin and Host
+//! (403, with no CORS headers, so a browser learns nothing) → `Accept` (406) → `Content-Type`
+//! (415) → the in-flight cap (503) → authentication through the configured
+//! [`mcp_auth::AuthProvider`] (401/403 with its challenge) → body size (413) and decoding within
+//! limits (400). The message then goes to the runtime's engine (`mcp_runtime::Engine`, the one
+//! pipeline every transport uses) with what only HTTP knows: the caller, `MCP-Protocol-Version`,
+//! `Mcp-Session-Id`, the headers for the modern agreement checks. The engine delivers client
+//! responses (202, only to a session the caller owns), routes notifications (202), decides the
+//! era from the body and the header *before* any session lookup, checks a modern request's
+//! `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` headers against the body (-32020) without ever reading
+//! or minting a session, resolves a legacy one's session (`initialize` mints one; an unknown,
+//! deleted or another principal's id is the same 404), and hands back an answer with its status,
+//! a call to run, or a subscription stream.
 //!
-//! Protocol rules are asked of `mcp-protocol`, and handlers run in `mcp-runtime`: this crate only
-//! moves bytes, keeps the wire's bounds and picks the response shape. The dispatch of each
-//! request runs in its own task with a per-request outbound channel (`Sink`). If the reply is
+//! Protocol rules are asked of `mcp-protocol` and the pipeline is the runtime's: this crate only
+//! moves bytes, keeps the wire's bounds and picks the response shape (its place in the workspace:
+//! `docs/ARCHITECTURE.md`). Each call runs in its own task with a per-request outbound channel
+//! (`Sink`); every long-lived stream (the GET stream, listen streams, the pair, resumable POST
+//! streams) is written by one pump (keep-alives, the client leaving, shutdown). If the reply is
 //! ready before the handler emits anything, it is answered as `application/json`; as soon as a
 //! frame (progress, a log message, a legacy server-to-client request) arrives first, the answer
 //! switches to `text/event-stream` and carries the frames, then the reply, on that request's own

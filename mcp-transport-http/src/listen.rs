@@ -1,7 +1,7 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived POST answered with an SSE stream.
 //!
 //! The runtime registers the subscription before it builds the acknowledgement; the stream (a
-//! [`Feed`] run by the [`pump`](crate::pump)) writes that acknowledgement first, then every
+//! [`Feed`] run by the [`pump`](mod@crate::pump)) writes that acknowledgement first, then every
 //! notification of the subscription, with keep-alive comments in between. The client ends a
 //! subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a server
 //! that shuts down writes the completion result, then closes.
@@ -11,33 +11,23 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::response::Response;
-use mcp_protocol::{Era, Request};
-use mcp_runtime::Route;
+use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::post::PostCtx;
-use crate::pump::{self, Feed, Outcome, Step};
+use crate::pump::{self, Feed, Next, Outcome};
 use crate::sse;
-use crate::state::{Permit, rpc_error};
+use crate::state::{Permit, Shared};
 
-/// Opens a subscription for a routed modern `subscriptions/listen`.
-pub(crate) fn open(cx: PostCtx, req: &Request, route: &Route) -> Response {
-    let tasks = route
-        .modern
-        .as_ref()
-        .is_some_and(|m| m.client_capabilities.tasks_extension());
-    let listener = match cx.shared.runtime.listen(req, &cx.auth.principal, tasks) {
-        Ok(l) => l,
-        Err(e) => return rpc_error(e.http_status(Era::Modern), Some(&req.id), &e),
-    };
-    let (tx, rx) = sse::channel(cx.shared.config.sse_buffer_size);
-    let keep_alive = cx.shared.config.sse_keep_alive;
-    let shutdown = cx.shared.shutdown.clone();
-    cx.shared
+/// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
+pub(crate) fn serve(shared: &Shared, permit: Arc<Permit>, listening: Listening) -> Response {
+    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+    let keep_alive = shared.config.sse_keep_alive;
+    let shutdown = shared.shutdown.clone();
+    shared
         .tracker
-        .spawn(pump(listener, tx, keep_alive, shutdown, cx.permit));
+        .spawn(pump(listening.listener, tx, keep_alive, shutdown, permit));
     sse::response(rx)
 }
 
@@ -60,14 +50,15 @@ async fn pump(
 struct Subscription(Listener);
 
 impl Subscription {
+    /// The completion result's event.
     fn completion(&self) -> Bytes {
         sse::event(None, &self.0.completion_frame())
     }
 }
 
 impl Feed for Subscription {
-    fn open(&mut self) -> Step {
-        Step::Write(
+    fn open(&mut self) -> Next {
+        Next::Write(
             self.0
                 .take_ack()
                 .map(|ack| sse::event(None, &ack))
@@ -76,25 +67,14 @@ impl Feed for Subscription {
         )
     }
 
-    async fn next(&mut self) -> Step {
+    async fn next(&mut self) -> Next {
         match self.0.next().await {
-            Some(frame) => Step::Write(vec![sse::event(None, &frame)]),
-            None => Step::End(vec![self.completion()]),
+            Some(frame) => Next::Write(vec![sse::event(None, &frame)]),
+            None => Next::End(vec![self.completion()]),
         }
     }
 
     fn on_shutdown(&mut self) -> Option<Bytes> {
         Some(self.completion())
     }
-}
-
-/// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
-pub(crate) fn serve(shared: &crate::state::Shared, permit: Arc<Permit>, listening: mcp_runtime::Listening) -> Response {
-    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
-    let keep_alive = shared.config.sse_keep_alive;
-    let shutdown = shared.shutdown.clone();
-    shared
-        .tracker
-        .spawn(pump(listening.listener, tx, keep_alive, shutdown, permit));
-    sse::response(rx)
 }

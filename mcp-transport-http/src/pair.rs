@@ -24,7 +24,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -39,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hub::Channel;
 use crate::post::{answer, challenge, read_body, unsupported_media_type};
+use crate::pump::{self, Feed, Next};
 use crate::state::{Shared, empty, rpc_error, session_not_found};
 use crate::{guard, sse};
 
@@ -191,65 +191,72 @@ async fn changed(events: &mut Option<watch::Receiver<u64>>) -> bool {
 }
 
 /// Writes the pair's messages and its session's events until the stream ends; then the pair ends.
-async fn pump(ending: Ending, mut frames: mpsc::Receiver<Frame>, tx: mpsc::Sender<axum::body::Bytes>) {
-    let shared = ending.shared.clone();
-    let pair = ending.pair.clone();
-    let mut joined = pair.joined.subscribe();
-    let mut channel: Option<Arc<Channel>> = None;
-    let mut events: Option<watch::Receiver<u64>> = None;
-    let mut cursor = 0;
-    let mut tick = tokio::time::interval(shared.config.sse_keep_alive.max(Duration::from_millis(10)));
-    tick.reset();
-    loop {
-        tokio::select! {
-            _ = tx.closed() => break,
-            _ = shared.shutdown.cancelled() => break,
-            f = frames.recv() => match f {
-                Some(f) => {
-                    if tx.send(sse::named("message", &f)).await.is_err() {
-                        break;
+async fn pump(ending: Ending, frames: mpsc::Receiver<Frame>, tx: mpsc::Sender<axum::body::Bytes>) {
+    let feed = PairFeed {
+        pair: ending.pair.clone(),
+        joined: ending.pair.joined.subscribe(),
+        frames,
+        channel: None,
+        events: None,
+        cursor: 0,
+    };
+    let shared = &ending.shared;
+    pump::run(feed, tx, shared.config.sse_keep_alive, shared.shutdown.clone()).await;
+    drop(ending);
+}
+
+/// The [`Feed`] of a pair's stream: the replies and call frames of its POSTs, and (once
+/// `initialize` ran) its session's events, each as an `event: message`.
+struct PairFeed {
+    pair: Arc<Pair>,
+    frames: mpsc::Receiver<Frame>,
+    joined: watch::Receiver<Option<Arc<Channel>>>,
+    channel: Option<Arc<Channel>>,
+    events: Option<watch::Receiver<u64>>,
+    /// The last session event written.
+    cursor: u64,
+}
+
+impl Feed for PairFeed {
+    async fn next(&mut self) -> Next {
+        loop {
+            tokio::select! {
+                f = self.frames.recv() => return match f {
+                    Some(f) => Next::Write(vec![sse::named("message", &f)]),
+                    None => Next::Stop,
+                },
+                r = self.joined.changed() => {
+                    if r.is_err() {
+                        return Next::Stop;
+                    }
+                    if let Some(c) = self.joined.borrow_and_update().clone() {
+                        let (newest, rx) = c.watch();
+                        self.cursor = newest;
+                        self.events = Some(rx);
+                        self.channel = Some(c);
                     }
                 }
-                None => break,
-            },
-            r = joined.changed() => {
-                if r.is_err() {
-                    break;
-                }
-                if let Some(c) = joined.borrow_and_update().clone() {
-                    let (newest, rx) = c.watch();
-                    cursor = newest;
-                    events = Some(rx);
-                    channel = Some(c);
-                }
-            }
-            ok = changed(&mut events) => {
-                if !ok {
-                    break;
-                }
-                let Some(c) = &channel else { continue };
-                let backlog = c.events_after(cursor).unwrap_or_else(|| {
-                    tracing::debug!("HTTP+SSE stream fell behind its session's events");
-                    Vec::new()
-                });
-                cursor = c.watch().0.max(cursor);
-                for (_, frame) in backlog {
-                    if tx.send(sse::named("message", &frame)).await.is_err() {
-                        return;
+                ok = changed(&mut self.events) => {
+                    if !ok {
+                        return Next::Stop;
                     }
-                }
-            }
-            _ = tick.tick() => {
-                if tx.send(axum::body::Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
-                    break;
-                }
-                if let Some(s) = pair.session() {
-                    s.touch();
+                    let Some(c) = &self.channel else { continue };
+                    let backlog = c.events_after(self.cursor).unwrap_or_else(|| {
+                        tracing::debug!("HTTP+SSE stream fell behind its session's events");
+                        Vec::new()
+                    });
+                    self.cursor = c.watch().0.max(self.cursor);
+                    return Next::Write(backlog.iter().map(|(_, f)| sse::named("message", f)).collect());
                 }
             }
         }
     }
-    drop(ending);
+
+    fn on_keep_alive(&mut self) {
+        if let Some(s) = self.pair.session() {
+            s.touch();
+        }
+    }
 }
 
 /// The `sessionId` query parameter.

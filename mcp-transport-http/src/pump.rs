@@ -2,7 +2,7 @@
 //! [`run`].
 //!
 //! A stream's response body is the receiving end of a bounded channel (see
-//! [`sse::channel`](crate::sse::channel)); its pump task writes SSE chunks into the sender. What a
+//! [`sse::channel`]); its pump task writes SSE chunks into the sender. What a
 //! stream carries differs (the GET stream's session events, a resumable POST stream's tape, a
 //! `subscriptions/listen` subscription, the 2024-11-05 pair's messages), but the way it is
 //! written does not, and that part lives here, once:
@@ -10,8 +10,8 @@
 //! - **Opening.** [`Feed::open`] is written first, before anything else is watched: the
 //!   priming event, a `retry:` field, a replay, the listen acknowledgement. A stream opened
 //!   while the server is shutting down still starts with it.
-//! - **Writing.** Each [`Step`] the feed returns is written whole, chunk after chunk, nothing
-//!   between them (no keep-alive inside a step). The pump asks for the next step only once the
+//! - **Writing.** Each step the feed returns ([`Next`]) is written whole, chunk after chunk,
+//!   nothing between them (no keep-alive inside a step). The pump asks for the next step only once the
 //!   previous one is written, so a feed that reaches [`Feed::next`] again knows its last step
 //!   reached the body (a resumable stream advances its reader's cursor there).
 //! - **Keep-alive.** A `:` comment ([`sse::KEEP_ALIVE`]) every `keep_alive` (at least
@@ -22,16 +22,16 @@
 //! - **Shutdown.** The server's shutdown token ends the stream after the frame
 //!   [`Feed::on_shutdown`] returns, if any (the listen stream's completion result):
 //!   [`Outcome::Shutdown`].
-//! - **The end.** [`Step::End`] writes its chunks then ends the stream ([`Outcome::Complete`]);
-//!   [`Step::Stop`] ends it silently ([`Outcome::Stopped`]: a newer stream took over, the
+//! - **The end.** [`Next::End`] writes its chunks then ends the stream ([`Outcome::Complete`]);
+//!   [`Next::Stop`] ends it silently ([`Outcome::Stopped`]: a newer stream took over, the
 //!   session ended, the server closed the stream for polling).
 //!
 //! The pump waits with a `biased` select, in this order: the client leaving, shutdown, the feed,
 //! the keep-alive tick. A departed client is noticed before any more work, shutdown before a
 //! busy feed could starve it, and a feed with frames ready is never delayed by a keep-alive.
 //!
-//! SSE framing stays in [`sse`](crate::sse): a feed returns finished chunks
-//! ([`sse::event`](crate::sse::event), [`sse::truncated`](crate::sse::truncated), …).
+//! SSE framing stays in [`sse`]: a feed returns finished chunks
+//! ([`sse::event`], [`sse::truncated`], …).
 
 use std::future::Future;
 use std::time::Duration;
@@ -46,9 +46,9 @@ use crate::sse;
 /// The shortest keep-alive interval: a smaller configured one (even zero) is raised to this.
 pub(crate) const MIN_KEEP_ALIVE: Duration = Duration::from_millis(10);
 
-/// What a stream does next.
+/// A step of a stream: what it does next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
+pub(crate) enum Next {
     /// Write these chunks (possibly none), then ask the feed again.
     Write(Vec<Bytes>),
     /// Write these chunks (possibly none), then end the stream: it is complete.
@@ -60,9 +60,9 @@ pub(crate) enum Step {
 /// How a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// The feed returned [`Step::End`] and every chunk of it was written.
+    /// The feed returned [`Next::End`] and every chunk of it was written.
     Complete,
-    /// The feed returned [`Step::Stop`].
+    /// The feed returned [`Next::Stop`].
     Stopped,
     /// The client left: the body was dropped, or a write failed.
     ClientGone,
@@ -74,8 +74,8 @@ pub(crate) enum Outcome {
 pub(crate) trait Feed: Send {
     /// The first step, written before the pump watches the client, shutdown or the clock.
     /// Nothing by default.
-    fn open(&mut self) -> Step {
-        Step::Write(Vec::new())
+    fn open(&mut self) -> Next {
+        Next::Write(Vec::new())
     }
 
     /// Waits for the next step. Called only once the previous step was written.
@@ -83,7 +83,7 @@ pub(crate) trait Feed: Send {
     /// Cancel safety: the pump drops this future whenever a keep-alive tick, the client leaving
     /// or shutdown comes first, and calls `next` again later; so wait first, and build the step
     /// with no `.await` after changing the feed's state.
-    fn next(&mut self) -> impl Future<Output = Step> + Send;
+    fn next(&mut self) -> impl Future<Output = Next> + Send;
 
     /// Called after each keep-alive comment was written (an open stream is activity).
     fn on_keep_alive(&mut self) {}
@@ -120,19 +120,19 @@ pub(crate) async fn run<F: Feed>(
     tick.reset();
     loop {
         match step {
-            Step::Write(chunks) => {
+            Next::Write(chunks) => {
                 if !write(&tx, chunks).await {
                     return Outcome::ClientGone;
                 }
             }
-            Step::End(chunks) => {
+            Next::End(chunks) => {
                 return if write(&tx, chunks).await {
                     Outcome::Complete
                 } else {
                     Outcome::ClientGone
                 };
             }
-            Step::Stop => return Outcome::Stopped,
+            Next::Stop => return Outcome::Stopped,
         }
         step = tokio::select! {
             biased;
@@ -150,7 +150,7 @@ pub(crate) async fn run<F: Feed>(
                     return Outcome::ClientGone;
                 }
                 feed.on_keep_alive();
-                Step::Write(Vec::new())
+                Next::Write(Vec::new())
             }
         };
     }
@@ -166,23 +166,28 @@ mod tests {
 
     use super::*;
 
+    /// The keep-alive interval of most tests.
     const PERIOD: Duration = Duration::from_secs(15);
 
     /// A feed scripted by the test: its steps come from a channel (`Stop` once it is closed).
     struct Script {
+        /// The opening's chunks.
         opening: Vec<Bytes>,
-        steps: mpsc::UnboundedReceiver<Step>,
+        /// The steps, in order.
+        steps: mpsc::UnboundedReceiver<Next>,
+        /// Counts the keep-alive hook's calls.
         keep_alives: Arc<AtomicUsize>,
+        /// The shutdown hook's frame.
         last: Option<Bytes>,
     }
 
     impl Feed for Script {
-        fn open(&mut self) -> Step {
-            Step::Write(std::mem::take(&mut self.opening))
+        fn open(&mut self) -> Next {
+            Next::Write(std::mem::take(&mut self.opening))
         }
 
-        async fn next(&mut self) -> Step {
-            self.steps.recv().await.unwrap_or(Step::Stop)
+        async fn next(&mut self) -> Next {
+            self.steps.recv().await.unwrap_or(Next::Stop)
         }
 
         fn on_keep_alive(&mut self) {
@@ -196,13 +201,19 @@ mod tests {
 
     /// A running pump and the test's ends of it.
     struct Harness {
-        steps: mpsc::UnboundedSender<Step>,
+        /// Feeds the script.
+        steps: mpsc::UnboundedSender<Next>,
+        /// The response body's end.
         body: mpsc::Receiver<Bytes>,
+        /// The keep-alive hook's calls.
         keep_alives: Arc<AtomicUsize>,
+        /// The server's shutdown token.
         shutdown: CancellationToken,
+        /// The pump's task.
         pump: JoinHandle<Outcome>,
     }
 
+    /// Spawns a pump over a script that opens with `opening` and offers `last` at shutdown.
     fn start(opening: &[&'static [u8]], last: Option<&'static [u8]>, keep_alive: Duration) -> Harness {
         let (steps, rx) = mpsc::unbounded_channel();
         let (tx, body) = sse::channel(4);
@@ -224,10 +235,12 @@ mod tests {
         }
     }
 
+    /// Static chunks.
     fn chunks(c: &[&'static [u8]]) -> Vec<Bytes> {
         c.iter().map(|c| Bytes::from_static(c)).collect()
     }
 
+    /// The next chunk the client receives (`None`: the body ended).
     async fn next(body: &mut mpsc::Receiver<Bytes>) -> Option<Vec<u8>> {
         body.recv().await.map(|b| b.to_vec())
     }
@@ -235,9 +248,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn opening_then_steps_in_order() {
         let mut h = start(&[b"prime"], None, PERIOD);
-        h.steps.send(Step::Write(chunks(&[b"a", b"b"]))).unwrap();
-        h.steps.send(Step::Write(Vec::new())).unwrap();
-        h.steps.send(Step::Write(chunks(&[b"c"]))).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"a", b"b"]))).unwrap();
+        h.steps.send(Next::Write(Vec::new())).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"c"]))).unwrap();
         for want in [&b"prime"[..], b"a", b"b", b"c"] {
             assert_eq!(next(&mut h.body).await.as_deref(), Some(want));
         }
@@ -258,7 +271,7 @@ mod tests {
         assert_eq!(h.keep_alives.load(Ordering::SeqCst), 2, "the hook follows each comment");
         // A write does not move the cadence; the next comment is still due at 3 periods.
         tokio::time::sleep(PERIOD / 2).await;
-        h.steps.send(Step::Write(chunks(&[b"event"]))).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"event"]))).unwrap();
         assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"event"[..]));
         assert_eq!(next(&mut h.body).await.as_deref(), Some(sse::KEEP_ALIVE));
         assert_eq!(opened.elapsed(), PERIOD * 3);
@@ -290,7 +303,7 @@ mod tests {
         let shutdown = CancellationToken::new();
         let pump = tokio::spawn(run(feed, tx, PERIOD, shutdown.clone()));
         let opened = Instant::now();
-        steps.send(Step::Write(chunks(&[b"a", b"b"]))).unwrap();
+        steps.send(Next::Write(chunks(&[b"a", b"b"]))).unwrap();
         // The client reads nothing for five periods: the pump is stuck writing "b".
         tokio::time::sleep(PERIOD * 5).await;
         assert_eq!(next(&mut body).await.as_deref(), Some(&b"a"[..]));
@@ -307,7 +320,7 @@ mod tests {
     async fn a_ready_feed_goes_before_the_keep_alive() {
         let (steps, rx) = mpsc::unbounded_channel();
         for c in [&b"a"[..], b"b", b"c"] {
-            steps.send(Step::Write(vec![Bytes::from_static(c)])).unwrap();
+            steps.send(Next::Write(vec![Bytes::from_static(c)])).unwrap();
         }
         let (tx, mut body) = sse::channel(1);
         let feed = Script {
@@ -342,7 +355,7 @@ mod tests {
     async fn a_failed_write_is_the_client_leaving() {
         let (tx, body) = sse::channel(1);
         drop(body);
-        let (steps, rx) = mpsc::unbounded_channel::<Step>();
+        let (steps, rx) = mpsc::unbounded_channel::<Next>();
         let feed = Script {
             opening: chunks(&[b"prime"]),
             steps: rx,
@@ -357,9 +370,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn ends_with_the_last_chunk() {
         let mut h = start(&[b"prime"], Some(b"unused"), PERIOD);
-        h.steps.send(Step::Write(chunks(&[b"a"]))).unwrap();
-        h.steps.send(Step::End(chunks(&[b"b", b"last"]))).unwrap();
-        h.steps.send(Step::Write(chunks(&[b"after the end"]))).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"a"]))).unwrap();
+        h.steps.send(Next::End(chunks(&[b"b", b"last"]))).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"after the end"]))).unwrap();
         for want in [&b"prime"[..], b"a", b"b", b"last"] {
             assert_eq!(next(&mut h.body).await.as_deref(), Some(want));
         }
@@ -370,7 +383,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn stop_is_silent() {
         let mut h = start(&[b"prime"], Some(b"unused"), PERIOD);
-        h.steps.send(Step::Stop).unwrap();
+        h.steps.send(Next::Stop).unwrap();
         assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"prime"[..]));
         assert_eq!(next(&mut h.body).await, None);
         assert_eq!(h.pump.await.unwrap(), Outcome::Stopped);
@@ -382,7 +395,7 @@ mod tests {
         assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"ack"[..]));
         h.shutdown.cancel();
         // Shutdown goes before a feed with steps ready.
-        h.steps.send(Step::Write(chunks(&[b"late"]))).unwrap();
+        h.steps.send(Next::Write(chunks(&[b"late"]))).unwrap();
         assert_eq!(next(&mut h.body).await.as_deref(), Some(&b"completion"[..]));
         assert_eq!(next(&mut h.body).await, None);
         assert_eq!(h.pump.await.unwrap(), Outcome::Shutdown);
@@ -396,7 +409,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_opening_is_written_even_at_shutdown() {
-        let (steps, rx) = mpsc::unbounded_channel::<Step>();
+        let (steps, rx) = mpsc::unbounded_channel::<Next>();
         let (tx, mut body) = sse::channel(4);
         let shutdown = CancellationToken::new();
         shutdown.cancel();

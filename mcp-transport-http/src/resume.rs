@@ -24,7 +24,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::pump::{self, Feed, Outcome, Step};
+use crate::pump::{self, Feed, Next, Outcome};
 use crate::sse;
 
 /// Finished, undelivered streams kept per session for a late resumption.
@@ -332,10 +332,13 @@ pub(crate) async fn follow(f: Follow, tx: mpsc::Sender<Bytes>) {
 /// written: that is when the tape learns the reader's new cursor, event by event, which is
 /// what paces a producer waiting for room (see [`Tape::push`]).
 struct Reader {
+    /// The stream followed.
     tape: Arc<Tape>,
     /// The reader's generation: another one means a newer reader took over.
     mine: u64,
+    /// Woken by every reader that attaches.
     readers: watch::Receiver<u64>,
+    /// Woken by every push and by the end.
     latest: watch::Receiver<u64>,
     /// Where the next batch starts: past every chunk queued.
     cursor: u64,
@@ -348,6 +351,7 @@ struct Reader {
     writing: Option<u64>,
     /// The priming event or `retry:` field, written first.
     first: Option<Bytes>,
+    /// When the server closes this reader (SEP-1699 polling).
     close_at: Option<Instant>,
     /// The session's `closed` token.
     session: CancellationToken,
@@ -375,18 +379,18 @@ impl Reader {
 
     /// The next queued chunk (the last one ends the stream once the end is queued), or `None`
     /// when the reader has to wait for the tape.
-    fn step(&mut self) -> Option<Step> {
+    fn step(&mut self) -> Option<Next> {
         match self.queue.pop_front() {
             Some((chunk, seq)) => {
                 self.writing = seq;
                 let chunks = vec![chunk];
                 Some(if self.queue.is_empty() && self.done {
-                    Step::End(chunks)
+                    Next::End(chunks)
                 } else {
-                    Step::Write(chunks)
+                    Next::Write(chunks)
                 })
             }
-            None if self.done => Some(Step::End(Vec::new())),
+            None if self.done => Some(Next::End(Vec::new())),
             None => None,
         }
     }
@@ -401,11 +405,11 @@ async fn until(at: Option<Instant>) {
 }
 
 impl Feed for Reader {
-    fn open(&mut self) -> Step {
-        Step::Write(self.first.take().into_iter().collect())
+    fn open(&mut self) -> Next {
+        Next::Write(self.first.take().into_iter().collect())
     }
 
-    async fn next(&mut self) -> Step {
+    async fn next(&mut self) -> Next {
         if let Some(seq) = self.writing.take() {
             // Written: a producer waiting for room may go on.
             self.tape.advance(self.mine, seq);
@@ -416,15 +420,15 @@ impl Feed for Reader {
         loop {
             tokio::select! {
                 biased;
-                () = self.session.cancelled() => return Step::Stop,
+                () = self.session.cancelled() => return Next::Stop,
                 r = self.readers.changed() => {
                     if r.is_err() || *self.readers.borrow_and_update() != self.mine {
-                        return Step::Stop;
+                        return Next::Stop;
                     }
                 }
                 r = self.latest.changed() => {
                     if r.is_err() {
-                        return Step::Stop;
+                        return Next::Stop;
                     }
                     self.load();
                     if let Some(step) = self.step() {
@@ -436,7 +440,7 @@ impl Feed for Reader {
                         stream = self.tape.number(),
                         "POST stream closed by the server; the client resumes with GET"
                     );
-                    return Step::Stop;
+                    return Next::Stop;
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! Server-Sent Events framing and the streamed response body.
 //!
 //! Every JSON-RPC message is one `data:` line (compact JSON never holds a raw newline). Streams
-//! are fed by a pump task through a bounded channel; the body ends when the pump drops its
-//! sender, and the pump sees the client leave when the body (the receiver) is dropped.
+//! are fed by a [`pump`](crate::pump) task through a bounded channel; the body ends when the
+//! pump drops its sender, and the pump sees the client leave when the body (the receiver) is
+//! dropped.
 
 use std::convert::Infallible;
 use std::time::Duration;

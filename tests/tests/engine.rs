@@ -81,9 +81,7 @@ impl Conn {
                 let step = self.engine.request(&self.peer(), r);
                 self.step(step).await
             }
-            Inbound::Single(Message::Notification(n)) => {
-                self.engine.notification(&self.peer(), &n).map(|a| a.frame)
-            }
+            Inbound::Single(Message::Notification(n)) => self.engine.notification(&self.peer(), &n).map(|a| a.frame),
             Inbound::Single(Message::Response(r)) => {
                 self.engine.deliver(&self.peer(), r);
                 None
@@ -168,7 +166,10 @@ async fn a_second_initialize_is_refused_alike() {
     // Without sessions there is nothing to initialize twice: each one is answered.
     let mut simple = Conn::new(Kind::Simple, &engine);
     for _ in 0..2 {
-        assert_eq!(simple.initialize("2025-06-18").await["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(
+            simple.initialize("2025-06-18").await["result"]["protocolVersion"],
+            "2025-06-18"
+        );
     }
     assert!(simple.session.is_none());
 }
@@ -182,7 +183,8 @@ async fn a_duplicate_id_is_refused_alike() {
         c.initialize("2025-06-18").await;
         // The first call is admitted and held (not yet run): its id is in flight.
         let body = request(7, "tools/call", json!({"name": "echo", "arguments": {}}));
-        let Ok(Inbound::Single(Message::Request(r))) = decode(&serde_json::to_vec(&body).unwrap(), &DecodeLimits::default())
+        let Ok(Inbound::Single(Message::Request(r))) =
+            decode(&serde_json::to_vec(&body).unwrap(), &DecodeLimits::default())
         else {
             unreachable!()
         };
@@ -220,7 +222,10 @@ async fn an_unknown_session_is_not_found() {
         Arc::new(AuthInfo::new("mallory")),
         Sessions::Store(Some(mine.session.as_ref().unwrap().id())),
     );
-    let r: Request = match decode(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, &DecodeLimits::default()) {
+    let r: Request = match decode(
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        &DecodeLimits::default(),
+    ) {
         Ok(Inbound::Single(Message::Request(r))) => r,
         _ => unreachable!(),
     };
@@ -228,14 +233,22 @@ async fn an_unknown_session_is_not_found() {
         panic!("refused")
     };
     assert_eq!(a.status, 404);
-    assert_eq!(error(&serde_json::from_slice(&a.frame).unwrap()), (-32001, "Session not found".into()));
+    assert_eq!(
+        error(&serde_json::from_slice(&a.frame).unwrap()),
+        (-32001, "Session not found".into())
+    );
 }
 
 #[tokio::test]
 async fn batches_follow_the_revision_alike() {
     let engine = Engine::new(runtime());
     let batch = json!([request(2, "ping", json!({})), request(3, "nope/nope", json!({}))]);
-    for (revision, accepted) in [("2024-11-05", true), ("2025-03-26", true), ("2025-06-18", false), ("2025-11-25", false)] {
+    for (revision, accepted) in [
+        ("2024-11-05", true),
+        ("2025-03-26", true),
+        ("2025-06-18", false),
+        ("2025-11-25", false),
+    ] {
         let mut answers = Vec::new();
         for kind in WITH_SESSIONS {
             let mut c = Conn::new(kind, &engine);
@@ -247,7 +260,11 @@ async fn batches_follow_the_revision_alike() {
             let by_id = |id: i64| v.as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
             assert_eq!(v.as_array().map(Vec::len), Some(2), "{revision}");
             assert_eq!(by_id(2)["result"], json!({}), "{revision}");
-            assert_eq!(error(&by_id(3)), (-32601, "Method not found: nope/nope".into()), "{revision}");
+            assert_eq!(
+                error(&by_id(3)),
+                (-32601, "Method not found: nope/nope".into()),
+                "{revision}"
+            );
         } else {
             let e = error(&v);
             assert_eq!(e.0, -32600, "{revision}");
@@ -256,7 +273,9 @@ async fn batches_follow_the_revision_alike() {
     }
     // `initialize` is never part of a batch.
     let mut c = Conn::new(Kind::Stdio, &engine);
-    let v = c.send(json!([request(1, "initialize", init_params("2025-03-26"))])).await;
+    let v = c
+        .send(json!([request(1, "initialize", init_params("2025-03-26"))]))
+        .await;
     assert_eq!(error(&v), (-32600, "initialize must not be part of a batch".into()));
 }
 
@@ -270,7 +289,9 @@ async fn stray_cancellations_and_responses_are_dropped_alike() {
         assert_eq!(c.send(cancel).await, Value::Null, "{kind:?}: no answer");
         let stray = json!({"jsonrpc": "2.0", "id": "s2c-41", "result": {}});
         assert_eq!(c.send(stray).await, Value::Null, "{kind:?}: no answer");
-        let v = c.send(request(5, "tools/call", json!({"name": "echo", "arguments": {}}))).await;
+        let v = c
+            .send(request(5, "tools/call", json!({"name": "echo", "arguments": {}})))
+            .await;
         assert_eq!(v["result"]["content"][0]["text"], "hi", "{kind:?}: still serving");
     }
 }
@@ -312,11 +333,17 @@ async fn an_unknown_method_is_one_answer() {
         let mut c = Conn::new(kind, &engine);
         modern_answers.push((kind, c.send(request(4, "nope/nope", modern(json!({})))).await));
     }
-    assert_eq!(error(&same(&modern_answers)), (-32601, "Method not found: nope/nope".into()));
+    assert_eq!(
+        error(&same(&modern_answers)),
+        (-32601, "Method not found: nope/nope".into())
+    );
     // The pair serves the legacy revisions only.
     let mut pair = Conn::new(Kind::Pair, &engine);
     let v = pair.send(request(4, "tools/list", modern(json!({})))).await;
-    assert_eq!(error(&v), (-32600, "This transport serves the legacy revisions only".into()));
+    assert_eq!(
+        error(&v),
+        (-32600, "This transport serves the legacy revisions only".into())
+    );
 }
 
 #[tokio::test]
