@@ -3,7 +3,7 @@
 use crate::util::{self, Result};
 use crate::{conformance, interop};
 
-/// Runs fmt, clippy, tests, interop and conformance.
+/// Runs fmt, clippy, rustdoc, tests, interop and conformance.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -14,12 +14,16 @@ pub(crate) fn run() -> Result {
             "cargo clippy --workspace --all-targets -- -D warnings",
             &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         ),
+        (
+            "cargo doc --workspace --no-deps (warnings denied)",
+            &["doc", "--workspace", "--no-deps"],
+        ),
         ("cargo test --workspace", &["test", "--workspace"]),
     ];
     let total = steps.len() + 2;
     for (i, (title, args)) in steps.iter().enumerate() {
         util::banner(&format!("ci [{}/{total}] {title}", i + 1));
-        let status = util::run_status(util::cargo().args(*args))?;
+        let status = util::run_status(util::cargo().args(*args).env("RUSTDOCFLAGS", "-D warnings"))?;
         if !status.success() {
             return Err(format!("ci: `{title}` failed ({})", util::describe(status)));
         }
