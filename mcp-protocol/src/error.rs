@@ -139,6 +139,16 @@ impl RpcError {
         Self::invalid_request(format!("{method} needs a streaming transport"))
     }
 
+    /// -32603: the session store is full (all principals together).
+    pub fn too_many_sessions() -> Self {
+        Self::internal_with("Too many sessions")
+    }
+
+    /// -32603: the caller holds as many sessions as one principal may.
+    pub fn too_many_sessions_for_principal() -> Self {
+        Self::internal_with("Too many sessions for this principal")
+    }
+
     /// -32603: the server refuses work over one of its bounds.
     pub fn overloaded() -> Self {
         Self::internal_with("Server is overloaded")
@@ -211,6 +221,11 @@ pub enum Stage {
     Route,
     /// While running the method ([`dispatch_http_status`]).
     Dispatch,
+    /// A server-wide bound is reached (sessions, requests in flight): 503, the client may retry
+    /// later.
+    Overload,
+    /// A bound of one caller is reached (its sessions, its subscriptions): 429.
+    Quota,
 }
 
 /// The HTTP status of an error raised at `stage` in `era`: the one mapping every HTTP answer
@@ -218,7 +233,8 @@ pub enum Stage {
 ///
 /// Envelope errors are 400. Session errors are 404 for -32001 (unknown, ended or another
 /// principal's session) and 400 otherwise (no session named, `initialize` twice). Route and
-/// dispatch errors follow [`http_status`] and [`dispatch_http_status`].
+/// dispatch errors follow [`http_status`] and [`dispatch_http_status`]. A server-wide bound is
+/// 503, a per-caller bound 429.
 pub fn status_at(stage: Stage, era: Era, code: i32) -> u16 {
     match stage {
         Stage::Envelope => 400,
@@ -226,6 +242,8 @@ pub fn status_at(stage: Stage, era: Era, code: i32) -> u16 {
         Stage::Session => 400,
         Stage::Route => http_status(era, code),
         Stage::Dispatch => dispatch_http_status(era, code),
+        Stage::Overload => 503,
+        Stage::Quota => 429,
     }
 }
 

@@ -19,22 +19,42 @@ use crate::method::{Method, NotificationMethod};
 pub const DEFAULT_MAX_DEPTH: usize = 64;
 /// The default cap on one message (16 MiB).
 pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
+/// The default cap on the messages of one batch.
+pub const DEFAULT_MAX_BATCH: usize = 128;
 
 /// Limits applied while decoding one inbound body or frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeLimits {
     /// Largest accepted body in bytes.
     pub max_bytes: usize,
     /// Deepest accepted nesting of arrays and objects.
     pub max_depth: usize,
+    /// Most messages in one batch: decoding stops at the first one past it, so a body of tiny
+    /// elements cannot be multiplied into that many requests.
+    pub max_batch: usize,
+}
+
+impl DecodeLimits {
+    /// Limits of `max_bytes` and `max_depth`, with the default batch cap.
+    pub fn new(max_bytes: usize, max_depth: usize) -> Self {
+        DecodeLimits {
+            max_bytes,
+            max_depth,
+            max_batch: DEFAULT_MAX_BATCH,
+        }
+    }
+
+    /// The same limits with another batch cap.
+    pub fn with_max_batch(mut self, max_batch: usize) -> Self {
+        self.max_batch = max_batch;
+        self
+    }
 }
 
 impl Default for DecodeLimits {
     fn default() -> Self {
-        DecodeLimits {
-            max_bytes: DEFAULT_MAX_BYTES,
-            max_depth: DEFAULT_MAX_DEPTH,
-        }
+        DecodeLimits::new(DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH)
     }
 }
 
@@ -181,6 +201,12 @@ pub enum DecodeError {
     /// A batch mixing requests or notifications with responses.
     #[error("batch mixes requests and responses")]
     MixedBatch,
+    /// A batch with more messages than the limit.
+    #[error("batch exceeds {limit} messages")]
+    BatchTooLarge {
+        /// The limit that was exceeded.
+        limit: usize,
+    },
 }
 
 impl DecodeError {
@@ -189,9 +215,10 @@ impl DecodeError {
         match self {
             DecodeError::Parse(_) | DecodeError::TooDeep { .. } => RpcError::parse_error(self.to_string()),
             DecodeError::Invalid { message, .. } => RpcError::invalid_request(message.clone()),
-            DecodeError::TooLarge { .. } | DecodeError::EmptyBatch | DecodeError::MixedBatch => {
-                RpcError::invalid_request(capitalize(&self.to_string()))
-            }
+            DecodeError::TooLarge { .. }
+            | DecodeError::EmptyBatch
+            | DecodeError::MixedBatch
+            | DecodeError::BatchTooLarge { .. } => RpcError::invalid_request(capitalize(&self.to_string())),
         }
     }
 
@@ -253,6 +280,7 @@ fn capitalize(s: &str) -> String {
 }
 
 const TOO_DEEP: &str = "mcp: nesting limit exceeded";
+const TOO_MANY: &str = "mcp: batch limit exceeded";
 
 /// Decodes one body or frame within `limits`.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeError> {
@@ -261,7 +289,12 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
             limit: limits.max_bytes,
         });
     }
-    let value = parse_value(bytes, limits.max_depth)?;
+    let value = parse_root(bytes, limits.max_depth, Some(limits.max_batch)).map_err(|e| match e {
+        DecodeError::Parse(m) if m.contains(TOO_MANY) => DecodeError::BatchTooLarge {
+            limit: limits.max_batch,
+        },
+        other => other,
+    })?;
     match value {
         Value::Array(items) => {
             if items.is_empty() {
@@ -284,8 +317,17 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
 
 /// Parses JSON with a nesting limit; duplicate keys keep the first occurrence.
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
+    parse_root(bytes, max_depth, None)
+}
+
+/// Parses JSON with a nesting limit and, when the root is an array, a cap on its length.
+fn parse_root(bytes: &[u8], max_depth: usize, max_root_items: Option<usize>) -> Result<Value, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = ValueSeed { depth_left: max_depth }.deserialize(&mut de).map_err(|e| {
+    let seed = ValueSeed {
+        depth_left: max_depth,
+        max_items: max_root_items,
+    };
+    let value = seed.deserialize(&mut de).map_err(|e| {
         if e.to_string().contains(TOO_DEEP) {
             DecodeError::TooDeep { limit: max_depth }
         } else {
@@ -368,6 +410,17 @@ fn invalid(id: Option<RequestId>, message: &str, notification: bool) -> DecodeEr
 
 struct ValueSeed {
     depth_left: usize,
+    /// The most elements this array may have (the root of a batch only).
+    max_items: Option<usize>,
+}
+
+impl ValueSeed {
+    fn nested(depth_left: usize) -> Self {
+        ValueSeed {
+            depth_left,
+            max_items: None,
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for ValueSeed {
@@ -422,7 +475,10 @@ impl<'de> Visitor<'de> for ValueSeed {
             return Err(de::Error::custom(TOO_DEEP));
         };
         let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(ValueSeed { depth_left })? {
+        while let Some(v) = seq.next_element_seed(ValueSeed::nested(depth_left))? {
+            if self.max_items.is_some_and(|max| out.len() >= max) {
+                return Err(de::Error::custom(TOO_MANY));
+            }
             out.push(v);
         }
         Ok(Value::Array(out))
@@ -434,7 +490,7 @@ impl<'de> Visitor<'de> for ValueSeed {
         };
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(ValueSeed { depth_left })?;
+            let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
             out.entry(key).or_insert(value);
         }
         Ok(Value::Object(out))
@@ -602,10 +658,7 @@ mod tests {
 
     #[test]
     fn depth_limit_inside_decoder() {
-        let limits = DecodeLimits {
-            max_bytes: 1 << 20,
-            max_depth: 4,
-        };
+        let limits = DecodeLimits::new(1 << 20, 4);
         let ok = r#"{"a":{"b":{"c":[1]}}}"#;
         assert!(parse_value(ok.as_bytes(), limits.max_depth).is_ok());
         let deep = r#"{"a":{"b":{"c":[[1]]}}}"#;
@@ -622,10 +675,7 @@ mod tests {
 
     #[test]
     fn size_limit() {
-        let limits = DecodeLimits {
-            max_bytes: 10,
-            max_depth: 64,
-        };
+        let limits = DecodeLimits::new(10, 64);
         let e = decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, &limits).unwrap_err();
         assert_eq!(e, DecodeError::TooLarge { limit: 10 });
         assert_eq!(e.to_rpc_error().code, -32600);
@@ -648,6 +698,26 @@ mod tests {
         };
         assert_eq!(items.len(), 3);
         assert!(items[2].is_err());
+    }
+
+    #[test]
+    fn batch_length_is_capped_while_parsing() {
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let batch = |n: usize| format!("[{}]", vec![ping; n].join(","));
+        let limits = DecodeLimits::default().with_max_batch(3);
+        assert!(matches!(decode(batch(3).as_bytes(), &limits), Ok(Inbound::Batch(b)) if b.len() == 3));
+        let e = decode(batch(4).as_bytes(), &limits).unwrap_err();
+        assert_eq!(e, DecodeError::BatchTooLarge { limit: 3 });
+        let rpc = e.to_rpc_error();
+        assert_eq!((rpc.code, rpc.message.as_str()), (-32600, "Batch exceeds 3 messages"));
+        // Nested arrays are not batches.
+        let nested = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":{}}}}}"#,
+            batch(10)
+        );
+        assert!(decode(nested.as_bytes(), &limits).is_ok());
+        // Without the early stop, a large batch is refused before it is decoded whole.
+        assert!(decode(batch(100_000).as_bytes(), &DecodeLimits::default()).is_err());
     }
 
     #[test]

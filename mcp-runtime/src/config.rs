@@ -32,6 +32,19 @@ pub struct ServerConfig {
     pub client_request_timeout: Duration,
     /// Idle time after which a legacy session expires (default 30 min).
     pub session_ttl: Duration,
+    /// Most legacy sessions kept in the session store, all principals together
+    /// (default 10 000). Over it `initialize` is refused with -32603 "Too many
+    /// sessions" (HTTP 503) until sessions end or expire.
+    pub max_sessions: usize,
+    /// Most legacy sessions one principal keeps (default 1 000). Over it
+    /// `initialize` is refused with -32603 "Too many sessions for this
+    /// principal" (HTTP 429). Without authentication every client is the same
+    /// principal (`anonymous`): then [`ServerConfig::max_sessions`] is the
+    /// bound that matters.
+    pub max_sessions_per_principal: usize,
+    /// Largest `clientInfo` and `capabilities` of an `initialize`, their JSON
+    /// together, that a session keeps (default 16 KiB); larger is -32602.
+    pub max_client_data_bytes: usize,
     /// Whether the server offers logging (default true).
     pub logging: bool,
     /// The key sealing MRTR `requestState` (share it between instances behind
@@ -42,8 +55,17 @@ pub struct ServerConfig {
     /// Most rounds of client input one legacy call may go through when its
     /// handler answers `input_required` (default 8).
     pub max_input_rounds: usize,
-    /// Most `subscriptions/listen` streams one principal may hold open
-    /// (default 32).
+    /// Most `subscriptions/listen` streams open at once, every caller
+    /// together (default 10 000); over it a listen is refused with -32603
+    /// (HTTP 503).
+    pub max_listeners: usize,
+    /// Most `subscriptions/listen` streams one peer (a client address on HTTP)
+    /// may hold open (default 32); over it -32603 (HTTP 429). Peers are told
+    /// apart even when they share a principal (every unauthenticated client is
+    /// `anonymous`), so that one client cannot lock the others out.
+    pub max_listeners_per_peer: usize,
+    /// Most `subscriptions/listen` streams one principal may hold open, all its
+    /// peers together (default 1 000); over it -32603 (HTTP 429).
     pub max_listeners_per_principal: usize,
     /// How long a modern call that may become a task runs inline before it
     /// is handed to a task, in milliseconds (default 100).
@@ -92,11 +114,16 @@ impl Default for ServerConfig {
             handler_timeout: Duration::from_secs(60),
             client_request_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(30 * 60),
+            max_sessions: 10_000,
+            max_sessions_per_principal: 1_000,
+            max_client_data_bytes: 16 * 1024,
             logging: true,
             request_state_key: None,
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,
-            max_listeners_per_principal: 32,
+            max_listeners: 10_000,
+            max_listeners_per_peer: 32,
+            max_listeners_per_principal: 1_000,
             task_inline_ms: 100,
             task_poll_interval_ms: 1000,
             task_ttl: Duration::from_secs(3600),

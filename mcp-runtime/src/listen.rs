@@ -8,10 +8,12 @@
 //! directly and never waits: a subscriber whose channel is full misses the
 //! notification (notifications have no reply), and a closed one is removed.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use dashmap::DashMap;
+use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::encode_result;
 use mcp_protocol::model::{ListenFilter, listen_completion};
 use mcp_protocol::notifications::{cancelled, task_status};
@@ -28,12 +30,113 @@ use crate::tasks::TaskOwner;
 /// How many notifications wait for a slow listener before it misses some.
 const LISTENER_BUFFER: usize = 64;
 
+/// Who holds a subscription: its principal, and the peer it came from (the client's address
+/// on HTTP; `None` where the transport has one peer, as on stdio).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The authenticated principal.
+    pub principal: Arc<str>,
+    /// The peer, when the transport tells peers apart.
+    pub peer: Option<Arc<str>>,
+}
+
+impl Holder {
+    /// A holder known by its principal only.
+    pub fn principal(principal: Arc<str>) -> Self {
+        Holder { principal, peer: None }
+    }
+}
+
+/// A refused `subscriptions/listen`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ListenError {
+    /// The request is invalid (its filter), or asks for what the client did not declare.
+    #[error("{0}")]
+    Refused(RpcError),
+    /// The server holds its most subscriptions ([`ServerConfig::max_listeners`](crate::ServerConfig::max_listeners)).
+    #[error("{0}")]
+    Full(RpcError),
+    /// The caller's peer or principal holds its most subscriptions.
+    #[error("{0}")]
+    Quota(RpcError),
+}
+
+impl ListenError {
+    /// The JSON-RPC error to answer with.
+    pub fn error(&self) -> &RpcError {
+        match self {
+            ListenError::Refused(e) | ListenError::Full(e) | ListenError::Quota(e) => e,
+        }
+    }
+
+    /// Where in the pipeline the refusal belongs (for its HTTP status).
+    pub fn stage(&self) -> Stage {
+        match self {
+            ListenError::Refused(_) => Stage::Route,
+            ListenError::Full(_) => Stage::Overload,
+            ListenError::Quota(_) => Stage::Quota,
+        }
+    }
+}
+
+/// Open subscriptions in total, per principal and per peer.
+#[derive(Debug, Default)]
+struct Counts {
+    total: usize,
+    per_principal: HashMap<Arc<str>, usize>,
+    per_peer: HashMap<Arc<str>, usize>,
+}
+
+impl Counts {
+    /// Counts one more subscription for `holder`, unless a bound is reached.
+    fn take(&mut self, holder: &Holder, config: &crate::ServerConfig) -> Result<(), ListenError> {
+        if self.total >= config.max_listeners {
+            return Err(ListenError::Full(RpcError::internal_with(
+                "Too many open subscriptions",
+            )));
+        }
+        let peer = holder.peer.as_ref().map(|p| self.per_peer.get(p).copied().unwrap_or(0));
+        if peer.is_some_and(|n| n >= config.max_listeners_per_peer) {
+            return Err(ListenError::Quota(RpcError::internal_with(
+                "Too many open subscriptions from this peer",
+            )));
+        }
+        if self.per_principal.get(&holder.principal).copied().unwrap_or(0) >= config.max_listeners_per_principal {
+            return Err(ListenError::Quota(RpcError::internal_with(
+                "Too many open subscriptions for this principal",
+            )));
+        }
+        self.total += 1;
+        *self.per_principal.entry(holder.principal.clone()).or_insert(0) += 1;
+        if let Some(p) = &holder.peer {
+            *self.per_peer.entry(p.clone()).or_insert(0) += 1;
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, holder: &Holder) {
+        self.total = self.total.saturating_sub(1);
+        let dec = |map: &mut HashMap<Arc<str>, usize>, k: &Arc<str>| {
+            if let Some(n) = map.get_mut(k) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(k);
+                }
+            }
+        };
+        dec(&mut self.per_principal, &holder.principal);
+        if let Some(p) = &holder.peer {
+            dec(&mut self.per_peer, p);
+        }
+    }
+}
+
 /// Why a server ends a subscription (the `reason` of its `notifications/cancelled`).
 const SHUTDOWN_REASON: &str = "The server is shutting down";
 
 #[derive(Debug)]
 struct Entry {
-    principal: Arc<str>,
+    holder: Holder,
     listen_id: RequestId,
     filter: ListenFilter,
     tx: mpsc::Sender<Frame>,
@@ -44,7 +147,7 @@ struct Entry {
 pub struct Subscriptions {
     next: AtomicU64,
     entries: DashMap<u64, Entry>,
-    per_principal: Mutex<std::collections::HashMap<Arc<str>, usize>>,
+    counts: Mutex<Counts>,
     fanout: OnceLock<()>,
     closing: CancellationToken,
 }
@@ -62,13 +165,10 @@ impl Subscriptions {
 
     fn remove(&self, key: u64) {
         if let Some((_, e)) = self.entries.remove(&key) {
-            let mut counts = self.per_principal.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(n) = counts.get_mut(&e.principal) {
-                *n -= 1;
-                if *n == 0 {
-                    counts.remove(&e.principal);
-                }
-            }
+            self.counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .release(&e.holder);
         }
     }
 
@@ -166,24 +266,30 @@ impl Runtime {
     /// request. Unknown filter keys are dropped, not refused; `taskIds` from
     /// a client that did not declare the tasks extension is -32021, and only
     /// the caller's own tasks are kept (others are dropped without saying
-    /// whether they exist); over the per-principal bound the request is
-    /// refused.
+    /// whether they exist); over a bound the request is refused.
     pub fn listen(&self, req: &Request, ctx_principal: &Arc<str>, tasks_declared: bool) -> Result<Listener, RpcError> {
+        self.listen_as(req, &Holder::principal(ctx_principal.clone()), tasks_declared)
+            .map_err(|e| e.error().clone())
+    }
+
+    /// [`Runtime::listen`] for a holder: the subscription counts against the server's total
+    /// ([`ServerConfig::max_listeners`](crate::ServerConfig::max_listeners)), the holder's peer
+    /// ([`ServerConfig::max_listeners_per_peer`](crate::ServerConfig::max_listeners_per_peer)) and
+    /// its principal ([`ServerConfig::max_listeners_per_principal`](crate::ServerConfig::max_listeners_per_principal)),
+    /// so that one client cannot lock the others out of subscriptions.
+    pub fn listen_as(&self, req: &Request, holder: &Holder, tasks_declared: bool) -> Result<Listener, ListenError> {
         let hub = self.subscriptions().clone();
         self.start_fanout();
-        let mut filter = ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared)?;
+        let mut filter =
+            ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared).map_err(ListenError::Refused)?;
         if !filter.task_ids.is_empty() {
-            let owner = TaskOwner::Principal(ctx_principal.to_string());
+            let owner = TaskOwner::Principal(holder.principal.to_string());
             filter.retain_task_ids(|id| self.tasks().owns(id, &owner));
         }
-        {
-            let mut counts = hub.per_principal.lock().unwrap_or_else(PoisonError::into_inner);
-            let n = counts.entry(ctx_principal.clone()).or_insert(0);
-            if *n >= self.config().max_listeners_per_principal {
-                return Err(RpcError::internal_with("Too many open subscriptions"));
-            }
-            *n += 1;
-        }
+        hub.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(holder, self.config())?;
         let server_info = self
             .config()
             .send_server_info
@@ -194,7 +300,7 @@ impl Runtime {
         hub.entries.insert(
             key,
             Entry {
-                principal: ctx_principal.clone(),
+                holder: holder.clone(),
                 listen_id: req.id.clone(),
                 filter: filter.clone(),
                 tx,

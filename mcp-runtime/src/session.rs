@@ -251,10 +251,23 @@ fn level_index(level: LoggingLevel) -> u8 {
     LoggingLevel::ALL.iter().position(|l| *l == level).unwrap_or(1) as u8
 }
 
-/// All legacy sessions of a server, by id.
+/// All legacy sessions of a server, by id, and how many each principal holds.
 #[derive(Debug, Default)]
 pub struct SessionStore {
     sessions: DashMap<Arc<str>, Arc<Session>>,
+    /// Sessions per principal; written only under this lock (lookups never take it).
+    per_principal: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+/// Why a session was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SessionLimit {
+    /// The store holds its most sessions.
+    #[error("the session store is full")]
+    Full,
+    /// The session's principal holds its most sessions.
+    #[error("the principal holds its most sessions")]
+    PrincipalFull,
 }
 
 impl SessionStore {
@@ -279,10 +292,39 @@ impl SessionStore {
         Arc::from(s)
     }
 
-    /// Stores a session.
+    /// Stores a session, with no bound.
     pub fn insert(&self, session: Arc<Session>) {
+        let _ = self.admit(session, usize::MAX, usize::MAX);
+    }
+
+    /// Stores a session if the store holds fewer than `max_total` and its principal fewer than
+    /// `max_per_principal`; otherwise nothing is stored.
+    pub fn admit(&self, session: Arc<Session>, max_total: usize, max_per_principal: usize) -> Result<(), SessionLimit> {
+        let mut counts = lock(&self.per_principal);
+        if self.sessions.len() >= max_total {
+            return Err(SessionLimit::Full);
+        }
+        let held = counts.entry(session.principal().clone()).or_insert(0);
+        if *held >= max_per_principal {
+            return Err(SessionLimit::PrincipalFull);
+        }
+        *held += 1;
         session.touch();
         self.sessions.insert(session.id().clone(), session);
+        Ok(())
+    }
+
+    /// Takes a removed session off its principal's count, and closes it.
+    fn release(&self, session: &Session) {
+        let mut counts = lock(&self.per_principal);
+        if let Some(n) = counts.get_mut(session.principal()) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(session.principal());
+            }
+        }
+        drop(counts);
+        session.close();
     }
 
     /// Looks a session up for a principal: unknown, closed and other
@@ -301,7 +343,7 @@ impl SessionStore {
     pub fn remove(&self, id: &str, principal: &str) -> bool {
         match self.sessions.remove_if(id, |_, s| **s.principal() == *principal) {
             Some((_, s)) => {
-                s.close();
+                self.release(&s);
                 true
             }
             None => false,
@@ -320,7 +362,7 @@ impl SessionStore {
         let mut n = 0;
         for id in expired {
             if let Some((_, s)) = self.sessions.remove(&id) {
-                s.close();
+                self.release(&s);
                 n += 1;
             }
         }
@@ -332,7 +374,7 @@ impl SessionStore {
         let ids: Vec<Arc<str>> = self.sessions.iter().map(|s| s.key().clone()).collect();
         for id in ids {
             if let Some((_, s)) = self.sessions.remove(&id) {
-                s.close();
+                self.release(&s);
             }
         }
     }
@@ -377,6 +419,26 @@ mod tests {
         assert!(s.wants(&updated));
         s.close();
         assert!(!s.wants(&Change::Tools), "closed");
+    }
+
+    #[test]
+    fn sessions_are_bounded_in_total_and_per_principal() {
+        let store = SessionStore::new();
+        let a1 = session("alice");
+        assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
+        assert_eq!(store.admit(session("bob"), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("carol"), 3, 2), Err(SessionLimit::Full));
+        assert_eq!(store.len(), 3, "refusals store nothing");
+        assert!(store.remove(a1.id(), "alice"));
+        assert_eq!(
+            store.admit(session("alice"), 3, 2),
+            Ok(()),
+            "a removal frees both counts"
+        );
+        store.clear();
+        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! JSON-RPC batches on the Streamable endpoint. The engine checks the batch (revision, session)
-//! and prepares its elements; their requests run concurrently in one tracked task, and the
-//! answer is one JSON array (nothing streams: the elements get a detached sink), or 202 when
+//! JSON-RPC batches on the Streamable endpoint. The decoder stops at
+//! [`HttpConfig::max_batch`](crate::HttpConfig::max_batch) messages; the engine checks the batch
+//! (revision, session) and prepares its elements; each request takes a slot of the in-flight cap
+//! (503 when they do not all fit); they run concurrently in one tracked task, and the answer is
+//! one JSON array (nothing streams: the elements get a detached sink), or 202 when
 //! nothing in the batch expects an answer.
 
 use std::sync::Arc;
@@ -20,8 +22,13 @@ pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -
         BatchStep::Answer(a) => return answer(a),
         BatchStep::Run(b) => b,
     };
+    // Every request of the batch counts against the in-flight cap (the POST holds one slot).
+    let Some(more) = shared.permits(batch.calls().saturating_sub(1)) else {
+        tracing::warn!(requests = batch.calls(), "batch refused: too many requests in flight");
+        return rpc_error(503, None, &RpcError::overloaded());
+    };
     let job = shared.tracker.spawn(async move {
-        let _permit = permit;
+        let _permits = (permit, more);
         batch.run(Sink::detached()).await
     });
     match job.await {

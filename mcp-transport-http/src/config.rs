@@ -32,6 +32,10 @@ pub struct HttpConfig {
     pub max_depth: usize,
     /// Most POST requests handled at once (default 10,000); over it, 503 with a JSON-RPC error.
     pub max_in_flight: usize,
+    /// Most messages in one JSON-RPC batch (default 128): a longer batch is refused with 400
+    /// and -32600 before it is decoded whole. Each request of a batch also takes a slot of
+    /// [`HttpConfig::max_in_flight`] while it runs.
+    pub max_batch: usize,
     /// Events kept per session for `Last-Event-ID` replay of the GET stream, events kept per
     /// resumable POST stream, and the capacity of each request's outbound channel (default 256).
     pub sse_buffer_size: usize,
@@ -98,6 +102,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_depth", &self.max_depth)
             .field("max_in_flight", &self.max_in_flight)
+            .field("max_batch", &self.max_batch)
             .field("sse_buffer_size", &self.sse_buffer_size)
             .field("session_sweep_interval", &self.session_sweep_interval)
             .field("sessions_enabled", &self.sessions_enabled)
@@ -126,6 +131,7 @@ impl Default for HttpConfig {
             max_body_bytes: mcp_protocol::jsonrpc::DEFAULT_MAX_BYTES,
             max_depth: mcp_protocol::jsonrpc::DEFAULT_MAX_DEPTH,
             max_in_flight: 10_000,
+            max_batch: mcp_protocol::jsonrpc::DEFAULT_MAX_BATCH,
             sse_buffer_size: 256,
             session_sweep_interval: Duration::from_secs(60),
             sessions_enabled: true,
@@ -199,6 +205,12 @@ impl HttpConfig {
     /// Sets the cap on POST requests handled at once (default 10,000).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n;
+        self
+    }
+
+    /// Sets [`HttpConfig::max_batch`] (default 128).
+    pub fn max_batch(mut self, n: usize) -> Self {
+        self.max_batch = n;
         self
     }
 

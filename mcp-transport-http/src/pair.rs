@@ -294,10 +294,8 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let limits = DecodeLimits {
-        max_bytes: shared.config.max_body_bytes,
-        max_depth: shared.config.max_depth,
-    };
+    let limits = DecodeLimits::new(shared.config.max_body_bytes, shared.config.max_depth)
+        .with_max_batch(shared.config.max_batch);
     let inbound = match decode(&bytes, &limits) {
         Ok(i) => i,
         Err(e) if !e.wants_reply() => return empty(StatusCode::ACCEPTED),

@@ -48,6 +48,11 @@ impl PostCtx {
         peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
+        peer.remote = self
+            .parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| Arc::from(c.0.ip().to_string()));
         peer.extensions = self.parts.extensions.clone();
         peer
     }
@@ -179,10 +184,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let limits = DecodeLimits {
-        max_bytes: max,
-        max_depth: shared.config.max_depth,
-    };
+    let limits = DecodeLimits::new(max, shared.config.max_depth).with_max_batch(shared.config.max_batch);
     let inbound = match decode(&bytes, &limits) {
         Ok(i) => i,
         Err(DecodeError::TooLarge { .. }) => return too_large(max),

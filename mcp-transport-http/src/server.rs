@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -93,8 +94,8 @@ pub async fn serve(
             _ = shutdown.cancelled() => break,
             r = listener.accept() => r,
         };
-        let tcp = match accepted {
-            Ok((tcp, _peer)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
                 pause(&shutdown).await;
@@ -108,7 +109,8 @@ pub async fn serve(
             continue;
         };
         prepare(&tcp);
-        let service = TowerToHyperService::new(app.clone());
+        // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`.
+        let service = TowerToHyperService::new(app.clone().layer(Extension(ConnectInfo(peer))));
         let watcher = graceful.watcher();
         let tls = tls.clone();
         tokio::spawn(async move {

@@ -85,12 +85,18 @@ impl Shared {
 
     /// Takes one slot of the in-flight cap, or `None` when the server is full.
     pub(crate) fn permit(&self) -> Option<Arc<Permit>> {
-        let n = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
-        if n > self.config.max_in_flight {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.permits(1).map(Arc::new)
+    }
+
+    /// Takes `n` slots of the in-flight cap at once (the requests of a batch), or `None` (and
+    /// nothing taken) when they do not all fit.
+    pub(crate) fn permits(&self, n: usize) -> Option<Permit> {
+        let total = self.in_flight.fetch_add(n, Ordering::AcqRel) + n;
+        if total > self.config.max_in_flight {
+            self.in_flight.fetch_sub(n, Ordering::AcqRel);
             return None;
         }
-        Some(Arc::new(Permit(self.in_flight.clone())))
+        Some(Permit(self.in_flight.clone(), n))
     }
 
     /// The CORS allow-list of request headers: the fixed ones plus every registered
@@ -156,13 +162,13 @@ impl Shared {
     }
 }
 
-/// One slot of the in-flight cap, released when the last clone drops.
+/// Slots of the in-flight cap (one per request), released when dropped.
 #[derive(Debug)]
-pub(crate) struct Permit(Arc<AtomicUsize>);
+pub(crate) struct Permit(Arc<AtomicUsize>, usize);
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(self.1, Ordering::AcqRel);
     }
 }
 

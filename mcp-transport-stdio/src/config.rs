@@ -27,6 +27,10 @@ pub struct StdioConfig {
     pub max_frame_bytes: usize,
     /// Deepest accepted JSON nesting of a frame (default 64).
     pub max_depth: usize,
+    /// Most messages in one JSON-RPC batch (default 128): a longer batch is
+    /// answered with -32600 before it is decoded whole. A batch runs as one
+    /// job of the pool.
+    pub max_batch: usize,
     /// Requests (or batches) running at once (default 8; at least 1).
     pub max_workers: usize,
     /// Admitted requests waiting for a worker (default 64). Past
@@ -47,6 +51,7 @@ impl Default for StdioConfig {
         StdioConfig {
             max_frame_bytes: mcp_protocol::jsonrpc::DEFAULT_MAX_BYTES,
             max_depth: mcp_protocol::jsonrpc::DEFAULT_MAX_DEPTH,
+            max_batch: mcp_protocol::jsonrpc::DEFAULT_MAX_BATCH,
             max_workers: 8,
             max_queue: 64,
             max_notifications: 256,
@@ -65,6 +70,12 @@ impl StdioConfig {
     /// Sets [`StdioConfig::max_depth`].
     pub fn with_max_depth(mut self, depth: usize) -> Self {
         self.max_depth = depth;
+        self
+    }
+
+    /// Sets [`StdioConfig::max_batch`].
+    pub fn with_max_batch(mut self, n: usize) -> Self {
+        self.max_batch = n;
         self
     }
 

@@ -166,10 +166,7 @@ where
     let shared = Arc::new(Shared::new(Engine::new(runtime), outlets));
     let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
-    let limits = DecodeLimits {
-        max_bytes: config.max_frame_bytes,
-        max_depth: config.max_depth,
-    };
+    let limits = DecodeLimits::new(config.max_frame_bytes, config.max_depth).with_max_batch(config.max_batch);
     let pool = Pool::new(config.workers(), config.max_queue, shared.slot.root().clone());
     let coordinator = Coordinator::new(shared.clone(), pool, notifications, limits);
     tracing::debug!(?config, "stdio transport serving");

@@ -44,12 +44,47 @@ impl InitializeParams {
         })
     }
 
+    /// Parses like [`InitializeParams::parse`], and refuses (-32602) a `clientInfo` and
+    /// `capabilities` whose JSON together exceeds `max_bytes`: the session keeps them for its
+    /// whole life, so their size is bounded.
+    pub fn parse_within(params: Option<&Map<String, Value>>, max_bytes: usize) -> Result<Self, RpcError> {
+        let parsed = Self::parse(params)?;
+        let size = params.map_or(0, |p| {
+            json_size(p.get("capabilities")).saturating_add(json_size(p.get("clientInfo")))
+        });
+        if size > max_bytes {
+            return Err(RpcError::invalid_params(format!(
+                "clientInfo and capabilities exceed {max_bytes} bytes"
+            )));
+        }
+        Ok(parsed)
+    }
+
     /// The revision the answer carries: the requested one when it is a
     /// legacy revision we serve, else the newest legacy one
     /// ([`negotiate_initialize`]).
     pub fn revision(&self) -> Revision {
         negotiate_initialize(&self.protocol_version)
     }
+}
+
+/// The length of a value's compact JSON, counted without building it.
+fn json_size(v: Option<&Value>) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    if let Some(v) = v {
+        let _ = serde_json::to_writer(&mut c, v);
+    }
+    c.0
 }
 
 /// The `initialize` result, borrowed for rendering.
@@ -87,6 +122,16 @@ mod tests {
 
     fn parse(v: Value) -> Result<InitializeParams, RpcError> {
         InitializeParams::parse(v.as_object())
+    }
+
+    #[test]
+    fn stored_client_data_is_bounded() {
+        let p = json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+            "clientInfo": {"name": "c", "version": "1", "pad": "x".repeat(100)}});
+        assert!(InitializeParams::parse_within(p.as_object(), 1000).is_ok());
+        let e = InitializeParams::parse_within(p.as_object(), 100).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert_eq!(e.message, "clientInfo and capabilities exceed 100 bytes");
     }
 
     #[test]

@@ -19,7 +19,7 @@ impl Runtime {
     /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
     /// for the process.
     pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
-        let params = InitializeParams::parse(req.params.as_ref())?;
+        let params = InitializeParams::parse_within(req.params.as_ref(), self.config().max_client_data_bytes)?;
         let revision = params.revision();
         let session = Arc::new(Session::new(
             SessionStore::mint_id(),

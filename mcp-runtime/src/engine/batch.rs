@@ -44,6 +44,11 @@ impl Batch {
         !self.calls.is_empty()
     }
 
+    /// How many requests the batch runs.
+    pub fn calls(&self) -> usize {
+        self.calls.len()
+    }
+
     /// Runs the requests concurrently (each with a clone of `sink` for what it emits), then
     /// answers with one array.
     pub async fn run(self, sink: Sink) -> BatchDone {

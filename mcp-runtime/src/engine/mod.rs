@@ -46,8 +46,8 @@ pub use slot::SessionSlot;
 
 use crate::dispatch::{Route, Runtime};
 use crate::inflight::{InFlight, InFlightGuard};
-use crate::listen::Listener;
-use crate::session::Session;
+use crate::listen::{Holder, ListenError, Listener};
+use crate::session::{Session, SessionLimit};
 use crate::sink::Frame;
 
 /// Reads one HTTP request header by (lowercase) name.
@@ -92,6 +92,9 @@ pub struct Peer<'a> {
     pub legacy_only: bool,
     /// The HTTP headers, for the modern header/body agreement checks (none on stdio).
     pub headers: Option<&'a HeaderLookup<'a>>,
+    /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
+    /// clients from each other (open subscriptions) count per peer.
+    pub remote: Option<Arc<str>>,
     /// Transport or middleware extensions handed to handlers.
     pub extensions: http::Extensions,
 }
@@ -107,6 +110,7 @@ impl<'a> Peer<'a> {
             streams: true,
             legacy_only: false,
             headers: None,
+            remote: None,
             extensions: http::Extensions::new(),
         }
     }
@@ -316,8 +320,26 @@ impl Engine {
             Sessions::Store(_) => {
                 // The session's event channel (ring buffer, GET stream state) is created by the
                 // transport when first needed: most sessions never open a stream.
-                self.runtime.sessions().insert(session.clone());
-                true
+                let config = self.runtime.config();
+                let admitted = self.runtime.sessions().admit(
+                    session.clone(),
+                    config.max_sessions,
+                    config.max_sessions_per_principal,
+                );
+                match admitted {
+                    Ok(()) => true,
+                    Err(SessionLimit::Full) => {
+                        tracing::warn!(limit = config.max_sessions, "initialize refused: too many sessions");
+                        return refuse(Stage::Overload, &RpcError::too_many_sessions());
+                    }
+                    Err(SessionLimit::PrincipalFull) => {
+                        tracing::warn!(
+                            limit = config.max_sessions_per_principal,
+                            "initialize refused: too many sessions for one principal"
+                        );
+                        return refuse(Stage::Quota, &RpcError::too_many_sessions_for_principal());
+                    }
+                }
             }
             Sessions::Slot(slot) => {
                 if !slot.fill(session.clone()) {
@@ -386,9 +408,18 @@ impl Engine {
             .modern
             .as_ref()
             .is_some_and(|m| m.client_capabilities.tasks_extension());
-        match self.runtime.listen(&req, &peer.auth.principal, tasks) {
+        let holder = Holder {
+            principal: peer.auth.principal.clone(),
+            peer: peer.remote.clone(),
+        };
+        match self.runtime.listen_as(&req, &holder, tasks) {
             Ok(listener) => Step::Listen(Listening { listener, guard }),
-            Err(e) => refuse(&e),
+            Err(e) => {
+                if !matches!(e, ListenError::Refused(_)) {
+                    tracing::warn!(reason = %e, "subscription refused: over a bound");
+                }
+                Step::Answer(Answer::error(e.stage(), Era::Modern, Some(&req.id), e.error()))
+            }
         }
     }
 }
