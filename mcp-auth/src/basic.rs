@@ -8,6 +8,11 @@
 //! count, so it costs the same work as a known user (invariant 30, pitfall P8).
 //! The comparison is constant-time, and the PBKDF2 work runs on tokio's
 //! blocking pool when a runtime is present.
+//!
+//! The hashing work in flight is bounded ([`BasicAuthBuilder::max_concurrent_hashes`],
+//! default 4): PBKDF2 costs milliseconds of CPU per attempt by design, so a few hundred
+//! concurrent bad-password loops would otherwise push every good request past seconds. An
+//! attempt over the bound is answered at once with 503 (and `Retry-After`), before any work.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +20,7 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::challenge::valid_realm;
 use crate::credentials::{self, Found};
@@ -88,7 +94,11 @@ pub struct BasicAuthBuilder {
     realm: String,
     iterations: u32,
     users: Vec<BasicUser>,
+    max_hashes: usize,
 }
+
+/// The default bound on password checks running at once.
+pub const DEFAULT_MAX_CONCURRENT_HASHES: usize = 4;
 
 impl Default for BasicAuthBuilder {
     fn default() -> Self {
@@ -96,6 +106,7 @@ impl Default for BasicAuthBuilder {
             realm: DEFAULT_REALM.to_owned(),
             iterations: DEFAULT_PBKDF2_ITERATIONS,
             users: Vec::new(),
+            max_hashes: DEFAULT_MAX_CONCURRENT_HASHES,
         }
     }
 }
@@ -110,6 +121,13 @@ impl BasicAuthBuilder {
     /// PBKDF2 iterations for passwords given in clear (default 100,000).
     pub fn password_iterations(mut self, iterations: u32) -> Self {
         self.iterations = iterations;
+        self
+    }
+
+    /// The most password checks (PBKDF2 runs) at once (default 4, at least 1); an attempt
+    /// over it is refused at once with 503.
+    pub fn max_concurrent_hashes(mut self, n: usize) -> Self {
+        self.max_hashes = n.max(1);
         self
     }
 
@@ -171,6 +189,7 @@ impl BasicAuthBuilder {
             users,
             dummy,
             challenge,
+            hashing: Arc::new(Semaphore::new(self.max_hashes)),
         })
     }
 }
@@ -188,6 +207,8 @@ pub struct BasicAuth {
     users: HashMap<String, (Arc<PasswordHash>, AuthInfo)>,
     dummy: Arc<PasswordHash>,
     challenge: Challenge,
+    /// Permits of password checks in flight.
+    hashing: Arc<Semaphore>,
 }
 
 impl BasicAuth {
@@ -213,15 +234,24 @@ fn decode(credentials: &str) -> Option<(String, String)> {
     (!user.is_empty()).then(|| (user.to_owned(), password.to_owned()))
 }
 
-/// Runs the PBKDF2 work off the async workers when a tokio runtime is present.
-async fn verify(hash: Arc<PasswordHash>, password: String) -> bool {
+/// Runs the PBKDF2 work off the async workers when a tokio runtime is present, holding
+/// `permit` until it is done (even if the request is dropped meanwhile).
+async fn verify(hash: Arc<PasswordHash>, password: String, permit: OwnedSemaphorePermit) -> bool {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle
-            .spawn_blocking(move || hash.verify(password.as_bytes()))
+            .spawn_blocking(move || {
+                let _permit = permit;
+                hash.verify(password.as_bytes())
+            })
             .await
             .unwrap_or(false),
         Err(_) => hash.verify(password.as_bytes()),
     }
+}
+
+/// The answer to an attempt over the hashing bound: 503, retry in a second.
+fn busy() -> Challenge {
+    Challenge::new(503, None)
 }
 
 impl AuthProvider for BasicAuth {
@@ -238,7 +268,11 @@ impl AuthProvider for BasicAuth {
                 Some((hash, info)) => (hash.clone(), Some(info)),
                 None => (self.dummy.clone(), None),
             };
-            let matched = verify(hash, password).await;
+            let Ok(permit) = self.hashing.clone().try_acquire_owned() else {
+                tracing::warn!("basic authentication refused: too many password checks in flight");
+                return Err(busy());
+            };
+            let matched = verify(hash, password, permit).await;
             match info {
                 Some(info) if matched => Ok(info.clone()),
                 _ => {
@@ -276,6 +310,27 @@ mod tests {
 
     async fn run(p: &BasicAuth, authorization: &str) -> Result<AuthInfo, Challenge> {
         p.authenticate(&test_parts(&[("authorization", authorization)])).await
+    }
+
+    #[tokio::test]
+    async fn password_checks_in_flight_are_bounded() {
+        let p = BasicAuth::builder()
+            .password_iterations(MIN_PBKDF2_ITERATIONS)
+            .max_concurrent_hashes(2)
+            .user(BasicUser::plain("bob", "builder"))
+            .build()
+            .unwrap();
+        let held: Vec<_> = (0..2).map(|_| p.hashing.clone().try_acquire_owned().unwrap()).collect();
+        for creds in ["bob:builder", "bob:wrong", "eve:x"] {
+            let refused = run(&p, &basic(creds)).await.unwrap_err();
+            assert_eq!(refused.status, 503, "{creds}: answered at once, no work done");
+        }
+        drop(held);
+        assert!(
+            run(&p, &basic("bob:builder")).await.is_ok(),
+            "served again once checks end"
+        );
+        assert_eq!(run(&p, &basic("bob:wrong")).await.unwrap_err().status, 401);
     }
 
     #[tokio::test]

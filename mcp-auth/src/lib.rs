@@ -56,7 +56,7 @@ pub mod none;
 mod scopes;
 
 pub use apikey::{ApiKey, ApiKeyAuth, ApiKeyAuthBuilder};
-pub use basic::{BasicAuth, BasicAuthBuilder, BasicUser};
+pub use basic::{BasicAuth, BasicAuthBuilder, BasicUser, DEFAULT_MAX_CONCURRENT_HASHES};
 pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
 pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
 pub use custom::{CustomAuth, RequestHead};

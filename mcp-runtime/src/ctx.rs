@@ -7,6 +7,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::jsonrpc::{encode_notification, encode_request};
 use mcp_protocol::meta::{ModernMeta, RELATED_TASK};
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
+use mcp_protocol::notifications::cancelled;
 use mcp_protocol::{Era, Feature, RequestId, Revision, RpcError};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -420,19 +421,31 @@ impl Ctx {
         }
         let (id, rx) = session.register_request();
         // However this future ends (answered, timed out, or dropped with its handler), the
-        // pending entry goes with it (behaviour invariant 20).
-        let _pending = PendingGuard {
+        // pending entry goes with it (behaviour invariant 20), and a request left unanswered
+        // is cancelled towards the client.
+        let mut pending = PendingGuard {
             session,
+            sink: &self.inner.sink,
             id: id.clone(),
+            sent: false,
+            answered: false,
         };
         if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
             return Err(ClientRequestError::NoStream);
         }
+        pending.sent = true;
         let timeout = self.inner.client_request_timeout;
         let outcome = tokio::select! {
-            r = rx => r.map_err(|_| ClientRequestError::Cancelled),
+            r = rx => {
+                pending.answered = r.is_ok();
+                r.map_err(|_| ClientRequestError::Cancelled)
+            }
             _ = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
-            _ = session.closed().cancelled() => Err(ClientRequestError::Cancelled),
+            _ = session.closed().cancelled() => {
+                // The session is gone: there is no client to tell.
+                pending.sent = false;
+                Err(ClientRequestError::Cancelled)
+            }
             _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
         };
         outcome?.map_err(ClientRequestError::Client)
@@ -472,14 +485,26 @@ impl Ctx {
     }
 }
 
-/// Forgets a pending server-to-client request when the request's future ends, however it ends.
+/// Forgets a pending server-to-client request when the request's future ends, however it ends;
+/// one that was sent and never answered (the call was cancelled, it timed out, or its handler
+/// was dropped) is cancelled towards the client with `notifications/cancelled`, so that the
+/// client stops asking its user or model for an answer nobody waits for.
 struct PendingGuard<'a> {
     session: &'a Session,
+    sink: &'a Sink,
     id: RequestId,
+    sent: bool,
+    answered: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.session.forget_request(&self.id);
+        if self.sent && !self.answered {
+            let frame = cancelled(&self.id, Some("The request was cancelled"));
+            if !self.sink.try_send(frame) {
+                tracing::debug!(id = %self.id, "cancellation of a server-to-client request not delivered");
+            }
+        }
     }
 }

@@ -67,6 +67,15 @@ impl Sink {
         self.sender().is_some_and(|t| !t.is_closed())
     }
 
+    /// Sends a frame without waiting; `false` when it could not be delivered
+    /// (no stream, the stream is gone, or its buffer is full).
+    pub fn try_send(&self, frame: Frame) -> bool {
+        match self.sender() {
+            Some(tx) => tx.try_send(frame).is_ok(),
+            None => false,
+        }
+    }
+
     /// Sends a frame; `false` when it could not be delivered (no stream, or
     /// the stream is gone).
     pub async fn send(&self, frame: Frame) -> bool {

@@ -79,6 +79,12 @@ pub(crate) fn unsupported_media_type() -> Response {
 
 /// The answer to a refused authentication.
 pub(crate) fn challenge(c: &Challenge) -> Response {
+    if c.status == 503 {
+        // The provider is over its own bound (e.g. password hashing in flight): retry soon.
+        let mut r = rpc_error(503, None, &RpcError::overloaded());
+        r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
     let mut r = empty(StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED));
     if let Some(v) = c
         .www_authenticate

@@ -379,3 +379,39 @@ async fn statuses_come_from_the_stage() {
     peer.revision = TransportRevision::Unknown("1999-01-01".into());
     assert_eq!(status(&peer, r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#), 400);
 }
+
+#[tokio::test]
+async fn one_peer_cannot_lock_the_others_out_of_subscriptions() {
+    let mut config = ServerConfig::default();
+    config.max_listeners_per_peer = 2;
+    let registry = Registry::new();
+    let engine = Engine::new(Arc::new(Runtime::new(config, Arc::new(registry))));
+    let listen = |id: i64| {
+        let body = request(
+            id,
+            "subscriptions/listen",
+            modern(json!({"notifications": {"toolsListChanged": true}})),
+        );
+        match decode(&serde_json::to_vec(&body).unwrap(), &DecodeLimits::default()) {
+            Ok(Inbound::Single(Message::Request(r))) => r,
+            _ => unreachable!(),
+        }
+    };
+    // Every caller is the same principal (no authentication): only their addresses differ.
+    let peer = |addr: &str| {
+        let mut p = Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::None);
+        p.remote = Some(Arc::from(addr));
+        p
+    };
+    let (a, b) = (peer("10.0.0.1"), peer("10.0.0.2"));
+    let held: Vec<Step> = (1..=2).map(|id| engine.request(&a, listen(id))).collect();
+    assert!(held.iter().all(|s| matches!(s, Step::Listen(_))));
+    let Step::Answer(refused) = engine.request(&a, listen(3)) else {
+        panic!("over the peer's bound")
+    };
+    assert_eq!(refused.status, 429);
+    assert!(
+        matches!(engine.request(&b, listen(4)), Step::Listen(_)),
+        "another peer is served"
+    );
+}

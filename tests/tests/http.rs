@@ -9,6 +9,8 @@
 //! `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
 //! challenges; `http/support.rs` the server, client and SSE reader.
 
+#[path = "http/bounds.rs"]
+mod bounds;
 #[path = "http/checks.rs"]
 mod checks;
 #[path = "http/limits.rs"]

@@ -85,6 +85,11 @@ pub(crate) async fn execute(
         }
         Err(HandlerError::Rpc(e)) => Settled::Done(Err(e)),
         Err(HandlerError::InputRequired(ir)) => Settled::Input(ir, ctx),
+        // A handler that gave up because its call was cancelled is not a failure.
+        Err(_) if ctx.is_cancelled() => {
+            tracing::debug!(tool = %tool.def.name, "tool call cancelled");
+            Settled::Cancelled
+        }
         Err(HandlerError::Internal(msg)) => {
             tracing::error!(tool = %tool.def.name, error = %msg, "tool failed");
             render(CallToolResult::error("Internal tool error"))

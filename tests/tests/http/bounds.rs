@@ -1,0 +1,218 @@
+//! The bounds that keep one client from exhausting the server, each hit the way an attacker or a
+//! careless client would hit it: the clear answer it gets, and the server still serving a normal
+//! call afterwards. Batches (length, and their work against the in-flight cap), legacy sessions
+//! (in total, per principal, and the size of what a session stores), and `subscriptions/listen`
+//! streams (in total, per peer, per principal).
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use mcp_runtime::{Runtime, ServerConfig};
+use mcp_transport_http::HttpConfig;
+use serde_json::{Value, json};
+
+use crate::support::{Req, Server, bounded, call, init_body, list, modern, runtime};
+
+/// A modern POST with the headers the body asks for.
+fn modern_post(s: &Server, id: i64, method: &str, params: Value) -> Req {
+    s.post(modern(id, method, params))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+}
+
+/// The test tools on a runtime with `config`.
+fn with_config(config: ServerConfig) -> Arc<Runtime> {
+    let (_, registry) = runtime();
+    Arc::new(Runtime::new(config, registry))
+}
+
+/// Initializes a 2025-03-26 session (batches allowed) and returns its id.
+async fn batch_session(s: &Server) -> String {
+    let resp = s.post(init_body("2025-03-26")).send().await;
+    assert_eq!(resp.status, StatusCode::OK);
+    resp.header("mcp-session-id").expect("session").to_owned()
+}
+
+fn pings(n: usize) -> Value {
+    Value::Array(
+        (0..n)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "ping"}))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn a_batch_longer_than_the_cap_is_refused_before_it_runs() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let sid = batch_session(&s).await;
+        // The finding: 360,000 pings in one body ran as as many requests. Now the decoder stops
+        // at the cap.
+        let flood = s.post(pings(20_000)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(flood.status, StatusCode::BAD_REQUEST);
+        let e = flood.json().await;
+        assert_eq!(e["error"]["code"], -32600);
+        assert_eq!(e["error"]["message"], "Batch exceeds 128 messages");
+        let full = s.post(pings(128)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(full.status, StatusCode::OK);
+        assert_eq!(full.json().await.as_array().map(Vec::len), Some(128));
+        let after = s.post(list(1)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(after.status, StatusCode::OK, "still serving");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_counts_each_request_against_the_in_flight_cap() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().max_in_flight(4)).await;
+        let sid = batch_session(&s).await;
+        let over = s.post(pings(5)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(over.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(over.json().await["error"]["message"], "Server is overloaded");
+        let fits = s.post(pings(4)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(fits.status, StatusCode::OK);
+        assert_eq!(fits.json().await.as_array().map(Vec::len), Some(4));
+        // The slots came back: a normal call is served.
+        let after = s.post(list(1)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(after.status, StatusCode::OK);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sessions_are_capped_in_total_and_per_principal() {
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.max_sessions = 2;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let first = s.initialize().await;
+        s.initialize().await;
+        let refused = s.post(init_body("2025-11-25")).send().await;
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(refused.header("mcp-session-id").is_none());
+        let e = refused.json().await;
+        assert_eq!(
+            (e["error"]["code"].clone(), e["error"]["message"].clone()),
+            (json!(-32603), json!("Too many sessions"))
+        );
+        // Existing sessions keep working; ending one frees a place.
+        let call = s.post(list(2)).header("mcp-session-id", &first).send().await;
+        assert_eq!(call.status, StatusCode::OK);
+        let deleted = s
+            .req(http::Method::DELETE)
+            .header("mcp-session-id", &first)
+            .send()
+            .await;
+        assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+        s.initialize().await;
+
+        let mut config = ServerConfig::default();
+        config.max_sessions_per_principal = 1;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        s.initialize().await;
+        let refused = s.post(init_body("2025-11-25")).send().await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            refused.json().await["error"]["message"],
+            "Too many sessions for this principal"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_session_keeps_bounded_client_data() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let mut init = init_body("2025-11-25");
+        // The finding: 2 MiB of clientInfo per session, kept for the idle window.
+        init["params"]["clientInfo"]["padding"] = json!("x".repeat(2 << 20));
+        let resp = s.post(init).send().await;
+        assert_eq!(resp.status, StatusCode::OK, "an error result, in band");
+        assert!(resp.header("mcp-session-id").is_none(), "no session kept");
+        let e = resp.json().await;
+        assert_eq!(e["error"]["code"], -32602);
+        assert_eq!(e["error"]["message"], "clientInfo and capabilities exceed 16384 bytes");
+        assert_eq!(s.runtime.sessions().len(), 0);
+        s.initialize().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn listen_streams_are_capped_per_peer_and_in_total() {
+    bounded(async {
+        let filter = || json!({"notifications": {"toolsListChanged": true}});
+        let mut config = ServerConfig::default();
+        config.max_listeners_per_peer = 2;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let a = modern_post(&s, 1, "subscriptions/listen", filter()).send().await;
+        let b = modern_post(&s, 2, "subscriptions/listen", filter()).send().await;
+        assert_eq!((a.status, b.status), (StatusCode::OK, StatusCode::OK));
+        let refused = modern_post(&s, 3, "subscriptions/listen", filter()).send().await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            refused.json().await["error"]["message"],
+            "Too many open subscriptions from this peer"
+        );
+        // Calls are unaffected; closing a stream frees its place.
+        let c = modern_post(&s, 4, "tools/call", json!({"name": "echo", "arguments": {}}))
+            .header("mcp-name", "echo")
+            .send()
+            .await;
+        assert_eq!(c.status, StatusCode::OK);
+        drop(a);
+        let mut again = None;
+        for _ in 0..100 {
+            let r = modern_post(&s, 5, "subscriptions/listen", filter()).send().await;
+            if r.status == StatusCode::OK {
+                again = Some(r);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(again.is_some(), "a closed stream frees its place");
+
+        let mut config = ServerConfig::default();
+        config.max_listeners = 1;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let only = modern_post(&s, 1, "subscriptions/listen", filter()).send().await;
+        assert_eq!(only.status, StatusCode::OK);
+        let refused = modern_post(&s, 2, "subscriptions/listen", filter()).send().await;
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.json().await["error"]["message"], "Too many open subscriptions");
+        drop((only, b));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_leaves_no_error_and_cancels_its_client_request() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let sid = s.initialize().await;
+        // `sample` asks the client for sampling on the call's stream and waits.
+        let mut stream = s
+            .post(call(9, "sample", None))
+            .header("mcp-session-id", &sid)
+            .send()
+            .await
+            .sse();
+        let asked = loop {
+            let m = stream.message().await.expect("an event");
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+        };
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+        let ack = s.post(cancel).header("mcp-session-id", &sid).send().await;
+        assert_eq!(ack.status, StatusCode::ACCEPTED);
+        // The server tells the client to stop working on its own request.
+        let told = stream.message().await.expect("the cancellation");
+        assert_eq!(told["method"], "notifications/cancelled");
+        assert_eq!(told["params"]["requestId"], asked["id"]);
+        assert!(stream.message().await.is_none(), "the cancelled call is not answered");
+    })
+    .await;
+}
