@@ -305,7 +305,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     // body, and the pair serves the legacy revisions only.
     let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot));
     peer.legacy_only = true;
-    peer.extensions = parts.extensions;
+    peer.extensions = std::cell::Cell::new(parts.extensions);
     let engine = &shared.engine;
     match inbound {
         Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r),

@@ -36,7 +36,7 @@ pub(crate) struct PostCtx {
 
 impl PostCtx {
     /// What the engine is told about this POST.
-    pub(crate) fn peer<'a>(&'a self, headers: &'a HeaderLookup<'a>) -> Peer<'a> {
+    pub(crate) fn peer<'a>(&'a self, headers: &'a HeaderLookup<'a>, extensions: http::Extensions) -> Peer<'a> {
         let h = &self.parts.headers;
         let sessions = if self.shared.sessions() {
             // A header that is not text names no session that exists.
@@ -48,12 +48,10 @@ impl PostCtx {
         peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
-        peer.remote = self
-            .parts
-            .extensions
+        peer.remote = extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|c| Arc::from(c.0.ip().to_string()));
-        peer.extensions = self.parts.extensions.clone();
+            .map(|c| c.0.ip());
+        peer.extensions = std::cell::Cell::new(extensions);
         peer
     }
 }
@@ -82,7 +80,8 @@ pub(crate) fn challenge(c: &Challenge) -> Response {
     if c.status == 503 {
         // The provider is over its own bound (e.g. password hashing in flight): retry soon.
         let mut r = rpc_error(503, None, &RpcError::overloaded());
-        r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r.headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     }
     let mut r = empty(StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED));
@@ -197,15 +196,16 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         Err(e) if !e.wants_reply() => return empty(StatusCode::ACCEPTED),
         Err(e) => return rpc_error(400, e.id(), &e.to_rpc_error()),
     };
-    let cx = PostCtx {
+    let mut cx = PostCtx {
         shared: shared.clone(),
         parts,
         auth,
         permit,
     };
+    let extensions = std::mem::take(&mut cx.parts.extensions);
     let headers = &cx.parts.headers;
     let get = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
-    let peer = cx.peer(&get);
+    let peer = cx.peer(&get, extensions);
     let engine = &shared.engine;
     match inbound {
         Inbound::Single(Message::Response(r)) => {

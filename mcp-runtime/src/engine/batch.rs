@@ -104,6 +104,7 @@ impl Engine {
             return refuse(Stage::Session, &RpcError::session_required());
         }
         let mut calls = Vec::new();
+        let extensions = peer.extensions.take();
         for message in messages {
             match message {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
@@ -128,7 +129,7 @@ impl Engine {
                         session: session.clone(),
                         cancel,
                         guard,
-                        extensions: peer.extensions.clone(),
+                        extensions: extensions.clone(),
                     };
                     calls.push(Call::new(self.runtime.clone(), req, route, env, true));
                 }

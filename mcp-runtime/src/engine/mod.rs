@@ -28,6 +28,7 @@ mod batch;
 mod call;
 mod slot;
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
@@ -94,9 +95,10 @@ pub struct Peer<'a> {
     pub headers: Option<&'a HeaderLookup<'a>>,
     /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
     /// clients from each other (open subscriptions) count per peer.
-    pub remote: Option<Arc<str>>,
-    /// Transport or middleware extensions handed to handlers.
-    pub extensions: http::Extensions,
+    pub remote: Option<std::net::IpAddr>,
+    /// Transport or middleware extensions handed to handlers: moved into the call the message
+    /// becomes (a batch's calls get copies), so that a single request never copies them.
+    pub extensions: Cell<http::Extensions>,
 }
 
 impl<'a> Peer<'a> {
@@ -111,7 +113,7 @@ impl<'a> Peer<'a> {
             legacy_only: false,
             headers: None,
             remote: None,
-            extensions: http::Extensions::new(),
+            extensions: Cell::default(),
         }
     }
 }
@@ -388,7 +390,7 @@ impl Engine {
                 session,
                 cancel,
                 guard,
-                extensions: peer.extensions.clone(),
+                extensions: peer.extensions.take(),
             },
             stream,
         ))
@@ -410,7 +412,7 @@ impl Engine {
             .is_some_and(|m| m.client_capabilities.tasks_extension());
         let holder = Holder {
             principal: peer.auth.principal.clone(),
-            peer: peer.remote.clone(),
+            peer: peer.remote.map(|ip| Arc::from(ip.to_string())),
         };
         match self.runtime.listen_as(&req, &holder, tasks) {
             Ok(listener) => Step::Listen(Listening { listener, guard }),
