@@ -54,8 +54,10 @@ pub struct HttpConfig {
     pub auth: Arc<dyn AuthProvider>,
     /// Streamable HTTP (default) or the simple POST-only mode. See [`HttpMode`].
     pub mode: HttpMode,
-    /// Most connections served at once by [`serve`](crate::serve) (default 16,384); a connection
-    /// over the cap is closed at once, and the slot is released however a connection ends.
+    /// Most connections served at once by [`serve`](crate::serve) (default 16,384). At the cap,
+    /// the longest-idle connection (no request in flight) is closed to admit a new one; when
+    /// every connection has a request in flight, the new one is closed at once. The slot is
+    /// released however a connection ends.
     pub max_connections: usize,
     /// How long reading one request body may take (default 60 s); a slower body is answered
     /// `408 Request Timeout` with a JSON-RPC error.
@@ -76,6 +78,39 @@ pub struct HttpConfig {
     /// The RFC 9728 protected-resource metadata document (default none). See
     /// [`HttpConfig::with_resource_metadata`].
     pub resource_metadata: Option<Arc<Value>>,
+    /// How long [`serve`](crate::serve) waits for a request's headers on HTTP/1.1 (default
+    /// 30 s): a client that drips them, or sends nothing after a reply on a keep-alive
+    /// connection, has its connection closed. See [`HttpConfig::header_read_timeout`].
+    pub header_read_timeout: Duration,
+    /// How long [`serve`](crate::serve) keeps a connection that has no request in flight
+    /// (default 60 s): a connection that never sends a byte, an HTTP/2 connection with no open
+    /// stream. See [`HttpConfig::idle_timeout`].
+    pub idle_timeout: Duration,
+    /// How long a response write may make no progress (default 30 s): a client that stops
+    /// reading has the stream ended, then its connection closed. See
+    /// [`HttpConfig::stall_timeout`].
+    pub stall_timeout: Duration,
+    /// The HTTP/2 keep-alive ping interval (default 30 s; `None`: no pings). See
+    /// [`HttpConfig::h2_keep_alive`].
+    pub h2_keep_alive_interval: Option<Duration>,
+    /// How long an HTTP/2 keep-alive ping may go unanswered before the connection is closed
+    /// (default 20 s).
+    pub h2_keep_alive_timeout: Duration,
+    /// Most concurrent streams of one HTTP/2 connection (default 200), announced in
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream over it is refused (`REFUSED_STREAM`).
+    pub h2_max_concurrent_streams: u32,
+    /// Largest HTTP/2 header list, decoded (default 16 KiB), announced in
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE`; a larger (or one that decompresses larger) block is
+    /// refused.
+    pub h2_max_header_list_size: u32,
+    /// Most HTTP/2 streams reset by the client before the server accepted them (default 20):
+    /// past it the connection is closed with `GOAWAY` (the "rapid reset" attack).
+    pub h2_max_pending_accept_reset_streams: usize,
+    /// Most HTTP/2 streams the server resets for a client's protocol errors (default 1,024):
+    /// past it the connection is closed with `GOAWAY`.
+    pub h2_max_local_error_reset_streams: usize,
+    /// Most bytes buffered for sending on one HTTP/2 stream (default 400 KiB).
+    pub h2_max_send_buf_size: usize,
 }
 
 /// How the endpoint serves.
@@ -117,6 +152,22 @@ impl fmt::Debug for HttpConfig {
             .field("poll_after", &self.poll_after)
             .field("poll_tools", &self.poll_tools)
             .field("resource_metadata", &self.resource_metadata.is_some())
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("stall_timeout", &self.stall_timeout)
+            .field("h2_keep_alive_interval", &self.h2_keep_alive_interval)
+            .field("h2_keep_alive_timeout", &self.h2_keep_alive_timeout)
+            .field("h2_max_concurrent_streams", &self.h2_max_concurrent_streams)
+            .field("h2_max_header_list_size", &self.h2_max_header_list_size)
+            .field(
+                "h2_max_pending_accept_reset_streams",
+                &self.h2_max_pending_accept_reset_streams,
+            )
+            .field(
+                "h2_max_local_error_reset_streams",
+                &self.h2_max_local_error_reset_streams,
+            )
+            .field("h2_max_send_buf_size", &self.h2_max_send_buf_size)
             .finish_non_exhaustive()
     }
 }
@@ -147,6 +198,16 @@ impl Default for HttpConfig {
             poll_after: None,
             poll_tools: None,
             resource_metadata: None,
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            stall_timeout: Duration::from_secs(30),
+            h2_keep_alive_interval: Some(Duration::from_secs(30)),
+            h2_keep_alive_timeout: Duration::from_secs(20),
+            h2_max_concurrent_streams: 200,
+            h2_max_header_list_size: 16 * 1024,
+            h2_max_pending_accept_reset_streams: 20,
+            h2_max_local_error_reset_streams: 1024,
+            h2_max_send_buf_size: 400 * 1024,
         }
     }
 }
@@ -333,6 +394,77 @@ impl HttpConfig {
     /// the auth configuration (`mcp-auth`'s `ResourceMetadata`).
     pub fn with_resource_metadata(mut self, document: Value) -> Self {
         self.resource_metadata = Some(Arc::new(document));
+        self
+    }
+
+    /// Sets the HTTP/1.1 header-read timeout of [`serve`](crate::serve) (default 30 s, at least
+    /// 10 ms). It runs from the moment a connection waits for a request's headers until they
+    /// are whole: a client that drips them has its connection closed (no answer is possible
+    /// mid-head), and so does a keep-alive connection that sends nothing after a reply for this
+    /// long.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets the idle timeout of [`serve`](crate::serve) (default 60 s, at least 10 ms). A
+    /// connection with no request in flight for this long is closed: an HTTP/2 connection with
+    /// a `GOAWAY`, an HTTP/1.1 one (or one that never sent a byte) by closing the socket. On
+    /// HTTP/1.1 the wait between requests is also bounded by
+    /// [`HttpConfig::header_read_timeout`], whichever is shorter. When
+    /// [`HttpConfig::max_connections`] is reached, the longest-idle connection is closed to admit
+    /// a new one.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the stall timeout of [`serve`](crate::serve) (default 30 s, at least 10 ms). A
+    /// response whose client takes nothing of it for this long (an HTTP/1.1 client whose TCP
+    /// window stays full, an HTTP/2 client that never opens the stream's flow-control window)
+    /// is ended: its body is dropped, which stops the SSE pump that feeds it and frees its
+    /// pending replies. If the client still holds the stream one more `stall_timeout` later,
+    /// the connection is closed.
+    pub fn stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = timeout;
+        self
+    }
+
+    /// Sets the HTTP/2 keep-alive: a ping every `interval` (default 30 s; `None`: no pings),
+    /// and the connection closed when one is not answered within `timeout` (default 20 s).
+    pub fn h2_keep_alive(mut self, interval: Option<Duration>, timeout: Duration) -> Self {
+        self.h2_keep_alive_interval = interval;
+        self.h2_keep_alive_timeout = timeout;
+        self
+    }
+
+    /// Sets [`HttpConfig::h2_max_concurrent_streams`] (default 200, at least 1).
+    pub fn h2_max_concurrent_streams(mut self, n: u32) -> Self {
+        self.h2_max_concurrent_streams = n.max(1);
+        self
+    }
+
+    /// Sets [`HttpConfig::h2_max_header_list_size`] (default 16 KiB).
+    pub fn h2_max_header_list_size(mut self, bytes: u32) -> Self {
+        self.h2_max_header_list_size = bytes;
+        self
+    }
+
+    /// Sets [`HttpConfig::h2_max_pending_accept_reset_streams`] (default 20).
+    pub fn h2_max_pending_accept_reset_streams(mut self, n: usize) -> Self {
+        self.h2_max_pending_accept_reset_streams = n;
+        self
+    }
+
+    /// Sets [`HttpConfig::h2_max_local_error_reset_streams`] (default 1,024).
+    pub fn h2_max_local_error_reset_streams(mut self, n: usize) -> Self {
+        self.h2_max_local_error_reset_streams = n;
+        self
+    }
+
+    /// Sets [`HttpConfig::h2_max_send_buf_size`] (default 400 KiB, at least 1).
+    pub fn h2_max_send_buf_size(mut self, bytes: usize) -> Self {
+        self.h2_max_send_buf_size = bytes.max(1);
         self
     }
 

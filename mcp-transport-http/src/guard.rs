@@ -214,12 +214,40 @@ impl HostPolicy {
     }
 }
 
-/// Whether the request's host (the `Host` header, else the URI authority) passes.
-pub(crate) fn host_of<'a>(headers: &'a HeaderMap, uri: &'a http::Uri) -> Option<&'a [u8]> {
-    headers
-        .get(HOST)
-        .map(|v| v.as_bytes())
-        .or_else(|| uri.authority().map(|a| a.as_str().as_bytes()))
+/// Why a request's host could not be told (answered `400`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadHost {
+    /// More than one `Host` header (RFC 9112 §3.2).
+    Duplicate,
+    /// HTTP/2: `:authority` and `Host` name different hosts (RFC 9113 §8.3.1).
+    Disagree,
+}
+
+/// The host a request is addressed to, to check against [`HostPolicy`].
+///
+/// The target's authority wins: an HTTP/1.1 request in absolute form
+/// (`POST http://host/mcp`) is addressed to that host and its `Host` header is ignored
+/// (RFC 9112 §3.2.2); an HTTP/2 request's `:authority` (which hyper puts in the URI) wins too,
+/// and a `Host` header beside it must name the same host (RFC 9113 §8.3.1). Without an
+/// authority the one `Host` header is the host. Two `Host` headers are refused whatever the
+/// version.
+pub(crate) fn host_of<'a>(
+    headers: &'a HeaderMap,
+    uri: &'a http::Uri,
+    version: http::Version,
+) -> Result<Option<&'a [u8]>, BadHost> {
+    let mut hosts = headers.get_all(HOST).iter();
+    let host = hosts.next().map(|v| v.as_bytes());
+    if hosts.next().is_some() {
+        return Err(BadHost::Duplicate);
+    }
+    let Some(authority) = uri.authority().map(|a| a.as_str().as_bytes()) else {
+        return Ok(host);
+    };
+    if version == http::Version::HTTP_2 && host.is_some_and(|h| !h.eq_ignore_ascii_case(authority)) {
+        return Err(BadHost::Disagree);
+    }
+    Ok(Some(authority))
 }
 
 /// The `Origin` header, if any.
@@ -377,6 +405,56 @@ mod tests {
         assert!(listed.allows(Some(b"mcp.example.com:443")));
         assert!(!listed.allows(Some(b"mcp.example.com:80")));
         assert!(!listed.allows(Some(b"mcp.example.com")));
+    }
+
+    #[test]
+    fn the_authority_wins_and_host_is_one() {
+        use http::Version;
+        let headers = |hosts: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in hosts {
+                h.append(HOST, v.parse().unwrap());
+            }
+            h
+        };
+        let origin_form: http::Uri = "/mcp".parse().unwrap();
+        let absolute: http::Uri = "http://evil.example/mcp".parse().unwrap();
+        let loopback: http::Uri = "http://127.0.0.1:1/mcp".parse().unwrap();
+        let one = headers(&["127.0.0.1:1"]);
+        let h1 = Version::HTTP_11;
+        let h2 = Version::HTTP_2;
+        assert_eq!(host_of(&one, &origin_form, h1), Ok(Some(&b"127.0.0.1:1"[..])));
+        assert_eq!(host_of(&HeaderMap::new(), &origin_form, h1), Ok(None));
+        assert_eq!(
+            host_of(&headers(&["127.0.0.1:1", "evil.example"]), &origin_form, h1),
+            Err(BadHost::Duplicate)
+        );
+        assert_eq!(
+            host_of(&headers(&["127.0.0.1:1", "127.0.0.1:1"]), &loopback, h2),
+            Err(BadHost::Duplicate)
+        );
+        // HTTP/1.1 absolute form: the target's host, the Host header ignored.
+        assert_eq!(host_of(&one, &absolute, h1), Ok(Some(&b"evil.example"[..])));
+        // HTTP/2: `:authority` wins and must agree with Host.
+        assert_eq!(host_of(&one, &absolute, h2), Err(BadHost::Disagree));
+        assert_eq!(
+            host_of(&HeaderMap::new(), &absolute, h2),
+            Ok(Some(&b"evil.example"[..]))
+        );
+        assert_eq!(
+            host_of(&headers(&["127.0.0.1:1"]), &loopback, h2),
+            Ok(Some(&b"127.0.0.1:1"[..]))
+        );
+        assert_eq!(
+            host_of(&headers(&["LOCALHOST:1"]), &"http://localhost:1/".parse().unwrap(), h2),
+            Ok(Some(&b"localhost:1"[..])),
+            "names compare without case"
+        );
+        let policy = HostPolicy::new(&HttpConfig::default(), true).unwrap();
+        assert!(
+            !policy.allows(host_of(&one, &absolute, h1).unwrap()),
+            "403 for evil.example"
+        );
     }
 
     #[test]

@@ -180,12 +180,25 @@ pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpE
 }
 
 /// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers).
-/// Returns the origin to echo in the CORS headers.
+/// The host is the target's authority when it has one (absolute form, HTTP/2 `:authority`),
+/// else the `Host` header; two `Host` headers, or an HTTP/2 `Host` that disagrees with
+/// `:authority`, are a malformed request (400). Returns the origin to echo in the CORS headers.
 pub(crate) fn admit(shared: &Shared, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
     shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
     let headers = req.headers();
     let origin = guard::origin_of(headers);
-    if !shared.origins.allows(origin) || !shared.hosts.allows(guard::host_of(headers, req.uri())) {
+    let host = match guard::host_of(headers, req.uri(), req.version()) {
+        Ok(host) => host,
+        Err(bad) => {
+            tracing::debug!(?bad, "request refused: malformed Host");
+            return Err(Box::new(rpc_error(
+                400,
+                None,
+                &RpcError::invalid_request("Bad Request: duplicate or conflicting Host"),
+            )));
+        }
+    };
+    if !shared.origins.allows(origin) || !shared.hosts.allows(host) {
         tracing::debug!(origin = ?origin.map(String::from_utf8_lossy), "request refused: origin or host not allowed");
         return Err(Box::new(rpc_error(
             403,

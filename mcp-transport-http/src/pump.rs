@@ -19,6 +19,12 @@
 //!   missed while the pump was busy writing is written once, not as a burst.
 //! - **The client leaving.** The body being dropped (`tx.closed()`) or any write failing ends
 //!   the stream at once, writing nothing more: [`Outcome::ClientGone`].
+//! - **A client that stops reading.** A write blocks while the channel is full: the body is not
+//!   being taken (a full TCP window, a closed HTTP/2 flow-control window). The server's stall
+//!   watchdog ([`HttpConfig::stall_timeout`](crate::HttpConfig::stall_timeout), kept by
+//!   `serve` on every response body) drops a body that made no progress for that long; the
+//!   blocked write then fails and the stream ends as [`Outcome::ClientGone`], dropping the
+//!   feed and its pending replies.
 //! - **Shutdown.** The server's shutdown token ends the stream after the frame
 //!   [`Feed::on_shutdown`] returns, if any (the listen stream's completion result):
 //!   [`Outcome::Shutdown`].
@@ -349,6 +355,26 @@ mod tests {
         assert_eq!(h.pump.await.unwrap(), Outcome::ClientGone);
         assert_eq!(started.elapsed(), Duration::ZERO, "noticed at once, not at a tick");
         assert_eq!(h.keep_alives.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_blocked_write_ends_when_the_body_is_dropped() {
+        let (steps, rx) = mpsc::unbounded_channel();
+        let (tx, body) = sse::channel(1);
+        let feed = Script {
+            opening: Vec::new(),
+            steps: rx,
+            keep_alives: Arc::new(AtomicUsize::new(0)),
+            last: None,
+        };
+        let pump = tokio::spawn(run(feed, tx, PERIOD, CancellationToken::new()));
+        // The client takes nothing: the pump blocks writing "b".
+        steps.send(Next::Write(chunks(&[b"a", b"b", b"c"]))).unwrap();
+        tokio::time::sleep(PERIOD * 3).await;
+        assert!(!pump.is_finished(), "blocked, not ended");
+        // The stall watchdog drops the body: the blocked write fails at once.
+        drop(body);
+        assert_eq!(pump.await.unwrap(), Outcome::ClientGone);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,58 +1,99 @@
 //! Serving on a listener: the accept loop, the connection cap, `TCP_NODELAY`, TLS, HTTP/1.1 and
-//! HTTP/2, and graceful shutdown.
+//! HTTP/2, the connection timeouts, and graceful shutdown.
 //!
-//! Every accepted connection takes a slot of [`HttpConfig::max_connections`] with one atomic
-//! add; a connection over the cap is closed at once (and the loop pauses 50 ms, so that a flood
-//! does not spin it). The slot is a guard owned by the connection's task: it is released however
-//! the connection ends (completed, reset, failed handshake, panic, shutdown). Each connection is
-//! served by hyper-util's auto builder, which reads the first bytes: an HTTP/2 preface (h2c with
-//! prior knowledge, or `h2` negotiated through ALPN on TLS) selects HTTP/2, anything else
-//! HTTP/1.1.
+//! - **The cap.** Every accepted connection takes a place among
+//!   [`HttpConfig::max_connections`] ([`track::Conns`]). At the cap the longest-idle connection
+//!   (no request in flight) is closed to admit the newcomer; only when every connection has a
+//!   request in flight is the newcomer closed at once. The place is released however the
+//!   connection ends (completed, reset, failed handshake, panic, shutdown).
+//! - **Accept errors** (out of file descriptors, mostly) pause the loop, 5 ms doubling up to
+//!   1 s, logged once per burst; running out of descriptors also sheds an idle connection, so
+//!   the next accept can succeed.
+//! - **Timeouts.** HTTP/1.1 request heads must arrive within
+//!   [`HttpConfig::header_read_timeout`] (hyper's timer, which also runs while a keep-alive
+//!   connection waits for its next request); a connection with no request in flight for
+//!   [`HttpConfig::idle_timeout`] is closed (an HTTP/2 one with `GOAWAY`; this also covers a
+//!   socket that never sends a byte, before hyper knows its version); HTTP/2 connections are
+//!   pinged every [`HttpConfig::h2_keep_alive_interval`]; a response the client takes nothing of
+//!   for [`HttpConfig::stall_timeout`] is ended, and its connection closed when the client still
+//!   holds it one more `stall_timeout` later ([`track`]).
+//! - **HTTP/2 limits** are set explicitly: concurrent streams, header list size, streams reset
+//!   before being accepted (rapid reset: `GOAWAY`), streams reset for protocol errors, the send
+//!   buffer of a stream.
+//!
+//! Each connection is served by hyper-util's auto builder, which reads the first bytes: an
+//! HTTP/2 preface (h2c with prior knowledge, or `h2` negotiated through ALPN on TLS) selects
+//! HTTP/2, anything else HTTP/1.1.
+//!
+//! What a client that never reads can still pin: over HTTP/2, hyper holds the one chunk it took
+//! from each response (a whole JSON reply) until the stream's window opens; that is at most
+//! [`HttpConfig::h2_max_concurrent_streams`] replies per connection, for at most twice
+//! [`HttpConfig::stall_timeout`], after which the connection is closed.
+
+mod track;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::{Extension, Router};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use mcp_runtime::Runtime;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{HttpConfig, HttpError};
 use crate::state::Shared;
+use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
-/// The pause after refusing a connection or failing an accept.
-const BACKOFF: Duration = Duration::from_millis(50);
+/// The first pause after a failed accept.
+const BACKOFF_MIN: Duration = Duration::from_millis(5);
+/// The longest pause after failed accepts.
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// The longest a TLS handshake may take.
 const TLS_HANDSHAKE: Duration = Duration::from_secs(30);
+/// The shortest of the connection timeouts: a smaller configured one is raised to this.
+const MIN_TIMEOUT: Duration = Duration::from_millis(10);
+/// How long a connection closed for idleness may take to finish (an HTTP/2 `GOAWAY`).
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// One slot of the connection cap, released when dropped.
-#[derive(Debug)]
-struct Slot(Arc<AtomicUsize>);
+/// The pause after failed accepts: growing while they fail, reset by a success.
+#[derive(Debug, Default)]
+struct Backoff {
+    failures: u64,
+    pause: Duration,
+}
 
-impl Slot {
-    /// Takes a slot, or `None` when `max` connections are open.
-    fn take(count: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
-        let n = count.fetch_add(1, Ordering::AcqRel) + 1;
-        if n > max {
-            count.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(Slot(count.clone()))
+impl Backoff {
+    /// Records a failure: the pause to take, and whether this failure opens a burst (log it).
+    fn fail(&mut self) -> (Duration, bool) {
+        self.failures += 1;
+        self.pause = if self.pause.is_zero() {
+            BACKOFF_MIN
+        } else {
+            (self.pause * 2).min(BACKOFF_MAX)
+        };
+        (self.pause, self.failures == 1)
+    }
+
+    /// Records a success: the length of the burst it ends, if one was running.
+    fn recover(&mut self) -> Option<u64> {
+        let failures = std::mem::take(&mut self.failures);
+        self.pause = Duration::ZERO;
+        (failures > 0).then_some(failures)
     }
 }
 
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
+/// Whether an accept error says the process or the system is out of file descriptors.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    // EMFILE and ENFILE (the same numbers on Linux, the BSDs and macOS).
+    cfg!(unix) && matches!(e.raw_os_error(), Some(23 | 24))
 }
 
 /// Prepares an accepted socket: small writes (SSE events) leave at once.
@@ -62,16 +103,52 @@ fn prepare(tcp: &TcpStream) {
     }
 }
 
+/// The connection timeouts, floored at [`MIN_TIMEOUT`].
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    idle: Duration,
+    stall: Duration,
+}
+
+impl Timing {
+    fn of(config: &HttpConfig) -> Timing {
+        Timing {
+            idle: config.idle_timeout.max(MIN_TIMEOUT),
+            stall: config.stall_timeout.max(MIN_TIMEOUT),
+        }
+    }
+}
+
+/// The connection builder: hyper's timer, the HTTP/1.1 header timeout, the HTTP/2 limits.
+fn builder(config: &HttpConfig) -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout.max(MIN_TIMEOUT));
+    b.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(config.h2_keep_alive_interval.map(|d| d.max(MIN_TIMEOUT)))
+        .keep_alive_timeout(config.h2_keep_alive_timeout.max(MIN_TIMEOUT))
+        .max_concurrent_streams(config.h2_max_concurrent_streams)
+        .max_header_list_size(config.h2_max_header_list_size)
+        .max_pending_accept_reset_streams(config.h2_max_pending_accept_reset_streams)
+        .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
+        .max_send_buf_size(config.h2_max_send_buf_size);
+    b
+}
+
 /// Serves the endpoint on `listener` until `shutdown` is cancelled.
 ///
 /// A listener bound to a non-loopback address needs [`HttpConfig::allowed_origins`]. Accepted
-/// connections get `TCP_NODELAY`; at most [`HttpConfig::max_connections`] are served at once.
-/// Cleartext connections speak HTTP/1.1 or HTTP/2 with prior knowledge (h2c); with
-/// [`HttpConfig::with_tls`] they are TLS with ALPN `h2`/`http/1.1`. A background task sweeps
-/// sessions idle for longer than the runtime's `session_ttl` every
-/// [`HttpConfig::session_sweep_interval`]. On shutdown no new connection is accepted, SSE streams
-/// end, and the calls in flight run to their end (at most [`HttpConfig::shutdown_grace`]) before
-/// this returns.
+/// connections get `TCP_NODELAY`; at most [`HttpConfig::max_connections`] are served at once
+/// (the longest-idle one is closed to admit a newcomer). Cleartext connections speak HTTP/1.1 or
+/// HTTP/2 with prior knowledge (h2c); with [`HttpConfig::with_tls`] they are TLS with ALPN
+/// `h2`/`http/1.1`. Connections are bounded by [`HttpConfig::header_read_timeout`],
+/// [`HttpConfig::idle_timeout`], [`HttpConfig::stall_timeout`] and the HTTP/2 keep-alive and
+/// limits. A background task sweeps sessions idle for longer than the runtime's `session_ttl`
+/// every [`HttpConfig::session_sweep_interval`]. On shutdown no new connection is accepted, SSE
+/// streams end, and the calls in flight run to their end (at most
+/// [`HttpConfig::shutdown_grace`]) before this returns.
 pub async fn serve(
     runtime: Arc<Runtime>,
     config: HttpConfig,
@@ -85,8 +162,13 @@ pub async fn serve(
     let app = crate::routes(shared.clone());
     let tls = shared.config.tls.clone().map(TlsAcceptor::from);
     let max = shared.config.max_connections;
-    let open = Arc::new(AtomicUsize::new(0));
-    let graceful = GracefulShutdown::new();
+    let conns = Conns::new(max, Clock::new());
+    let builder = Arc::new(builder(&shared.config));
+    let timing = Timing::of(&shared.config);
+    let connections = TaskTracker::new();
+    let drain = CancellationToken::new();
+    let mut backoff = Backoff::default();
+    let mut refused = 0u64;
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(%addr, scheme, path = %shared.config.path, "MCP Streamable HTTP endpoint listening");
     loop {
@@ -97,39 +179,68 @@ pub async fn serve(
         let (tcp, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                pause(&shutdown).await;
+                let (wait, first) = backoff.fail();
+                let shed = out_of_descriptors(&e) && conns.shed_idle();
+                if first {
+                    tracing::warn!(error = %e, shed, "accept failed; pausing until it succeeds again");
+                }
+                pause(&shutdown, wait).await;
                 continue;
             }
         };
-        let Some(slot) = Slot::take(&open, max) else {
-            tracing::warn!(limit = max, "connection refused: too many connections");
+        if let Some(failures) = backoff.recover() {
+            tracing::info!(failures, "accepting connections again");
+        }
+        let Some((slot, how)) = conns.admit() else {
+            if refused == 0 {
+                tracing::warn!(
+                    limit = max,
+                    "connection refused: every connection has a request in flight"
+                );
+            }
+            refused += 1;
             drop(tcp);
-            pause(&shutdown).await;
             continue;
         };
+        if refused > 0 {
+            tracing::info!(refused, "connections admitted again");
+            refused = 0;
+        }
+        if how == Admitted::Shed {
+            tracing::debug!(
+                limit = max,
+                "connection cap reached: the longest-idle connection was closed"
+            );
+        }
         prepare(&tcp);
         // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`.
         let service = TowerToHyperService::new(app.clone().layer(Extension(ConnectInfo(peer))));
-        let watcher = graceful.watcher();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
+        let (tls, builder, drain) = (tls.clone(), builder.clone(), drain.clone());
+        connections.spawn(async move {
             match tls {
-                None => connection(TokioIo::new(tcp), service, watcher).await,
-                Some(acceptor) => match tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => connection(TokioIo::new(stream), service, watcher).await,
-                    Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                    Err(_) => tracing::debug!("TLS handshake timed out"),
-                },
+                None => connection(tcp, &builder, service, slot, timing, drain).await,
+                Some(acceptor) => {
+                    let handshake = tokio::select! {
+                        r = tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
+                        () = slot.conn.evict.cancelled() => return,
+                        () = drain.cancelled() => return,
+                    };
+                    match handshake {
+                        Ok(Ok(stream)) => connection(stream, &builder, service, slot, timing, drain).await,
+                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
             }
         });
     }
     drop(listener);
     shared.shutdown.cancel();
     sweeper.abort();
+    drain.cancel();
+    connections.close();
     let drained = tokio::time::timeout(shared.config.shutdown_grace, async {
-        graceful.shutdown().await;
+        connections.wait().await;
         shared.tracker.close();
         shared.tracker.wait().await;
     })
@@ -142,22 +253,74 @@ pub async fn serve(
     Ok(())
 }
 
-async fn pause(shutdown: &CancellationToken) {
+async fn pause(shutdown: &CancellationToken, wait: Duration) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
-        _ = tokio::time::sleep(BACKOFF) => {}
+        _ = tokio::time::sleep(wait) => {}
     }
 }
 
-/// Serves one connection (HTTP/1.1 or HTTP/2) until it ends or a graceful shutdown closes it.
-async fn connection<I>(io: TokioIo<I>, service: TowerToHyperService<Router>, watcher: Watcher)
-where
+/// Serves one connection (HTTP/1.1 or HTTP/2) until it ends, is shed, idles out, stalls, or a
+/// graceful shutdown (`drain`) closes it.
+async fn connection<I>(
+    io: I,
+    builder: &auto::Builder<TokioExecutor>,
+    service: TowerToHyperService<Router>,
+    slot: Slot,
+    timing: Timing,
+    drain: CancellationToken,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let conn = builder.serve_connection(io, service);
-    if let Err(e) = watcher.watch(conn).await {
-        tracing::debug!(error = %e, "connection ended with an error");
+    let state = slot.conn.clone();
+    let conn = builder.serve_connection(TokioIo::new(io), Tracked::new(service, state.clone()));
+    tokio::pin!(conn);
+    // The check period: stalls are noticed within half a stall timeout.
+    let every = (timing.stall / 2).max(MIN_TIMEOUT);
+    let mut draining = false;
+    let mut closing: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let mut wake = now + every;
+        if let (None, Some(idle)) = (closing, state.idle_deadline(timing.idle)) {
+            wake = wake.min(idle);
+        }
+        if let Some(hard) = closing {
+            wake = wake.min(hard);
+        }
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = state.evict.cancelled() => {
+                tracing::debug!("idle connection closed to admit a new one");
+                return;
+            }
+            () = drain.cancelled(), if !draining => {
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            () = tokio::time::sleep_until(wake) => {
+                if state.reap(timing.stall) == Reaped::Close {
+                    tracing::debug!("connection closed: its client took nothing of a response");
+                    return;
+                }
+                let now = Instant::now();
+                if closing.is_some_and(|hard| now >= hard) {
+                    return;
+                }
+                if closing.is_none() && state.idle_deadline(timing.idle).is_some_and(|d| now >= d) {
+                    tracing::debug!(idle = ?timing.idle, "idle connection closed");
+                    closing = Some(now + CLOSE_GRACE);
+                    if !draining {
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -185,16 +348,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_are_bounded_and_released() {
-        let open = Arc::new(AtomicUsize::new(0));
-        let a = Slot::take(&open, 2).expect("first");
-        let b = Slot::take(&open, 2).expect("second");
-        assert!(Slot::take(&open, 2).is_none(), "over the cap");
-        assert_eq!(open.load(Ordering::Acquire), 2, "a refusal takes nothing");
-        drop(a);
-        let c = Slot::take(&open, 2).expect("released");
-        drop((b, c));
-        assert_eq!(open.load(Ordering::Acquire), 0);
+    fn accept_backoff_grows_is_capped_and_logs_once() {
+        let mut b = Backoff::default();
+        assert_eq!(b.recover(), None, "nothing to recover from");
+        assert_eq!(b.fail(), (BACKOFF_MIN, true), "the first failure is logged");
+        assert_eq!(b.fail(), (BACKOFF_MIN * 2, false));
+        let mut last = Duration::ZERO;
+        for _ in 0..20 {
+            let (wait, log) = b.fail();
+            assert!(!log && wait >= last && wait <= BACKOFF_MAX);
+            last = wait;
+        }
+        assert_eq!(last, BACKOFF_MAX, "capped");
+        assert_eq!(b.recover(), Some(22));
+        assert_eq!(b.fail(), (BACKOFF_MIN, true), "a new burst starts small");
+    }
+
+    #[test]
+    fn descriptor_exhaustion_is_recognised() {
+        assert_eq!(out_of_descriptors(&std::io::Error::from_raw_os_error(24)), cfg!(unix));
+        assert!(!out_of_descriptors(&std::io::Error::other("x")));
     }
 
     #[tokio::test]

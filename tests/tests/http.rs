@@ -13,6 +13,8 @@
 mod bounds;
 #[path = "http/checks.rs"]
 mod checks;
+#[path = "http/hardening.rs"]
+mod hardening;
 #[path = "http/limits.rs"]
 mod limits;
 #[path = "http/ownership.rs"]

@@ -437,3 +437,74 @@ impl mcp_auth::AuthProvider for NamedUsers {
         })
     }
 }
+
+// Raw connections and a chosen-authority HTTP/2 client, for the hardening suite.
+
+impl Req {
+    /// The request in absolute form with `authority` in the URI (HTTP/2: `:authority`),
+    /// keeping every header as set, `Host` included.
+    pub(crate) fn into_request_at(self, authority: &str) -> http::Request<Full<Bytes>> {
+        let mut builder = http::Request::builder()
+            .method(self.method)
+            .uri(format!("http://{authority}{}", self.path));
+        for (n, v) in &self.headers {
+            builder = builder.header(n.as_str(), v.as_str());
+        }
+        builder.body(Full::new(Bytes::from(self.body))).expect("request")
+    }
+}
+
+/// An HTTP/2 (prior knowledge) connection to `addr`; `stream_window` sets the client's initial
+/// stream window (`Some(0)`: a client that never lets the server send body bytes).
+pub(crate) async fn h2_connect(
+    addr: SocketAddr,
+    stream_window: Option<u32>,
+) -> hyper::client::conn::http2::SendRequest<Full<Bytes>> {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let mut builder = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    if let Some(w) = stream_window {
+        builder.initial_stream_window_size(w);
+    }
+    let (sender, conn) = builder.handshake(TokioIo::new(tcp)).await.expect("h2 handshake");
+    tokio::spawn(conn);
+    sender
+}
+
+/// A raw TCP connection to `addr`.
+pub(crate) async fn raw(addr: SocketAddr) -> TcpStream {
+    TcpStream::connect(addr).await.expect("connect")
+}
+
+/// Reads from `tcp` (discarding the bytes) until the peer closes it; `false` when it is still
+/// open after `within`.
+pub(crate) async fn closed_within(tcp: &mut TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(within, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// Writes `request` on a fresh raw connection and reads until the server closes it (send
+/// `Connection: close`); returns the status code and the whole answer.
+pub(crate) async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = raw(addr).await;
+    tcp.write_all(request).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tcp.read_to_end(&mut out).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    (status, text)
+}

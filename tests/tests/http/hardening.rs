@@ -1,0 +1,354 @@
+//! Hardening: no single client can exhaust the server. Each test mounts one attack (dripped or
+//! missing headers, idle sockets holding every slot, a request addressed to another host, a
+//! dead HTTP/2 peer, a client that never reads), checks the clear answer or the closed
+//! connection, then checks that the server still serves a normal call.
+//!
+//! Timeouts are configured short (200 ms) and asserted with generous upper bounds, so that a
+//! loaded machine cannot fail them.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use http_body_util::BodyExt;
+use mcp_transport_http::HttpConfig;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange};
+
+/// The short timeout the tests configure.
+const SHORT: Duration = Duration::from_millis(200);
+/// The longest a test waits for the server to close a connection.
+const GENEROUS: Duration = Duration::from_secs(10);
+/// A timeout no test reaches.
+const LONG: Duration = Duration::from_secs(600);
+
+/// The server answers a normal call (a fresh `initialize`).
+async fn still_serving(s: &Server) {
+    let sid = s.initialize().await;
+    assert!(!sid.is_empty());
+}
+
+/// A modern `subscriptions/listen` request (an SSE stream that stays open).
+fn listen(s: &Server) -> crate::support::Req {
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    s.post(modern(5, "subscriptions/listen", params))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+}
+
+/// A raw HTTP/1.1 POST of an `initialize` body to `target` with the given `Host` lines.
+fn raw_post(target: &str, hosts: &[&str]) -> Vec<u8> {
+    let body = init_body("2025-11-25").to_string();
+    let mut head = format!("POST {target} HTTP/1.1\r\n");
+    for h in hosts {
+        head.push_str(&format!("Host: {h}\r\n"));
+    }
+    head.push_str(&format!(
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    head.into_bytes()
+}
+
+#[tokio::test]
+async fn dripped_headers_are_cut_off() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().header_read_timeout(SHORT).idle_timeout(LONG)).await;
+        let (mut read, mut write) = raw(s.addr).await.into_split();
+        // One header byte every 20 ms: each byte is progress, the head never ends.
+        let dripper = tokio::spawn(async move {
+            let _ = write.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+            for _ in 0..500 {
+                if write.write_all(b"x").await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        let mut buf = Vec::new();
+        let closed = tokio::time::timeout(GENEROUS, read.read_to_end(&mut buf)).await;
+        assert!(
+            closed.is_ok(),
+            "a dripped head is cut off after the header-read timeout"
+        );
+        dripper.abort();
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn silent_connections_idle_out() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().header_read_timeout(LONG).idle_timeout(SHORT)).await;
+        // Not a byte: hyper does not even know the version yet.
+        let mut silent = raw(s.addr).await;
+        assert!(
+            closed_within(&mut silent, GENEROUS).await,
+            "closed after the idle timeout"
+        );
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn keep_alive_connections_idle_out() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().header_read_timeout(LONG).idle_timeout(SHORT)).await;
+        let mut tcp = raw(s.addr).await;
+        let request = raw_post("/mcp", &[&format!("127.0.0.1:{}", s.addr.port())]);
+        let keep_alive = String::from_utf8(request)
+            .expect("ascii")
+            .replace("Connection: close\r\n", "");
+        tcp.write_all(keep_alive.as_bytes()).await.expect("write");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(tcp.read(&mut byte).await.expect("read"), 1, "the answer comes");
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
+        // The reply's body, then nothing: the idle connection is closed.
+        assert!(closed_within(&mut tcp, GENEROUS).await, "closed after the idle timeout");
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_cap_sheds_idle_connections_first() {
+    bounded(async {
+        let config = HttpConfig::default()
+            .max_connections(3)
+            .idle_timeout(LONG)
+            .header_read_timeout(LONG);
+        let s = Server::start(config).await;
+        // A live stream: a request in flight for as long as the test runs.
+        let mut stream = listen(&s).send().await.sse();
+        let ack = stream.next().await.expect("acknowledgement").json();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        // Two silent sockets take the remaining slots.
+        let mut silent = [raw(s.addr).await, raw(s.addr).await];
+        // Accepted in order: a newcomer finds the cap reached and sheds a silent socket.
+        still_serving(&s).await;
+        still_serving(&s).await;
+        for (i, tcp) in silent.iter_mut().enumerate() {
+            assert!(closed_within(tcp, GENEROUS).await, "silent socket {i} was shed");
+        }
+        // The busy connection was kept: its stream still carries notifications.
+        s.registry
+            .add_tool(crate::support::tool("added", json!({"type": "object"}), |_, _| async {
+                Ok(mcp_protocol::model::CallToolResult::text("x"))
+            }));
+        let changed = stream.next().await.expect("the stream is alive").json();
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn absolute_form_targets_are_checked() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let loopback = format!("127.0.0.1:{}", s.addr.port());
+        // The target's authority wins over a loopback Host (RFC 9112 §3.2.2).
+        let (status, text) = raw_exchange(s.addr, &raw_post("http://evil.example/mcp", &[&loopback])).await;
+        assert_eq!(status, 403, "{text}");
+        assert!(text.contains("-32600"), "a JSON-RPC error: {text}");
+        // And a loopback target is served whatever the Host says.
+        let target = format!("http://{loopback}/mcp");
+        let (status, text) = raw_exchange(s.addr, &raw_post(&target, &["evil.example"])).await;
+        assert_eq!(status, 200, "{text}");
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_host_headers_are_a_bad_request() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let loopback = format!("127.0.0.1:{}", s.addr.port());
+        for hosts in [
+            [loopback.as_str(), "evil.example"],
+            [loopback.as_str(), loopback.as_str()],
+        ] {
+            let (status, text) = raw_exchange(s.addr, &raw_post("/mcp", &hosts)).await;
+            assert_eq!(status, 400, "{hosts:?}: {text}");
+            assert!(text.contains("-32600"), "a JSON-RPC error: {text}");
+        }
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn h2_authority_wins_and_must_agree_with_host() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let loopback = format!("127.0.0.1:{}", s.addr.port());
+        let mut h2 = h2_connect(s.addr, None).await;
+        let mut send = |authority: &str, host: Option<&str>| {
+            let req = match host {
+                Some(h) => s.post(init_body("2025-11-25")).header("host", h),
+                None => s.post(init_body("2025-11-25")).without("host"),
+            };
+            let req = req.into_request_at(authority);
+            let fut = h2.send_request(req);
+            async move { fut.await.expect("response").status() }
+        };
+        assert_eq!(send("evil.example", Some(&loopback)).await, StatusCode::BAD_REQUEST);
+        assert_eq!(send(&loopback, Some("evil.example")).await, StatusCode::BAD_REQUEST);
+        assert_eq!(send("evil.example", None).await, StatusCode::FORBIDDEN);
+        assert_eq!(send(&loopback, None).await, StatusCode::OK);
+        assert_eq!(send(&loopback, Some(&loopback)).await, StatusCode::OK);
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+/// The client preface and an empty SETTINGS frame.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+#[tokio::test]
+async fn dead_h2_peers_are_closed_by_keep_alive() {
+    bounded(async {
+        let config = HttpConfig::default()
+            .idle_timeout(LONG)
+            .h2_keep_alive(Some(SHORT), SHORT);
+        let s = Server::start(config).await;
+        let mut tcp = raw(s.addr).await;
+        tcp.write_all(H2_PREFACE).await.expect("preface");
+        // The peer reads but never answers a ping.
+        assert!(closed_within(&mut tcp, GENEROUS).await, "an unanswered ping closes it");
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn h2_limits_are_announced() {
+    bounded(async {
+        let config = HttpConfig::default()
+            .h2_max_concurrent_streams(17)
+            .h2_max_header_list_size(8192);
+        let s = Server::start(config).await;
+        let mut tcp = raw(s.addr).await;
+        tcp.write_all(H2_PREFACE).await.expect("preface");
+        let mut head = [0u8; 9];
+        tcp.read_exact(&mut head).await.expect("frame head");
+        assert_eq!(head[3], 4, "the server's first frame is SETTINGS");
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let mut payload = vec![0u8; len];
+        tcp.read_exact(&mut payload).await.expect("settings");
+        let settings: Vec<(u16, u32)> = payload
+            .chunks_exact(6)
+            .map(|c| {
+                (
+                    u16::from_be_bytes([c[0], c[1]]),
+                    u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+                )
+            })
+            .collect();
+        assert!(
+            settings.contains(&(3, 17)),
+            "SETTINGS_MAX_CONCURRENT_STREAMS: {settings:?}"
+        );
+        assert!(
+            settings.contains(&(6, 8192)),
+            "SETTINGS_MAX_HEADER_LIST_SIZE: {settings:?}"
+        );
+        drop(tcp);
+        // A header list over the limit is refused; the connection still serves.
+        let mut h2 = h2_connect(s.addr, None).await;
+        let big = s
+            .post(init_body("2025-11-25"))
+            .header("x-padding", &"a".repeat(16 * 1024))
+            .into_request(true);
+        let refused = h2.send_request(big).await;
+        assert!(
+            refused
+                .as_ref()
+                .map_or(true, |r| r.status() == StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+            "{:?}",
+            refused.map(|r| r.status())
+        );
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn h2_streams_whose_reader_never_reads_are_ended() {
+    bounded(async {
+        let config = HttpConfig::default().stall_timeout(SHORT).idle_timeout(LONG);
+        let s = Server::start(config).await;
+        // A window of zero: the server can never send a byte of any body.
+        let mut h2 = h2_connect(s.addr, Some(0)).await;
+        let resp = h2.send_request(listen(&s).into_request(true)).await.expect("headers");
+        assert_eq!(resp.status(), StatusCode::OK);
+        let mut body = resp.into_body();
+        let ended = tokio::time::timeout(GENEROUS, async { while let Some(Ok(_)) = body.frame().await {} }).await;
+        assert!(ended.is_ok(), "the stalled stream (and then its connection) is ended");
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn idle_h2_connections_are_closed() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().idle_timeout(SHORT)).await;
+        let mut h2 = h2_connect(s.addr, None).await;
+        for _ in 0..3 {
+            let resp = h2
+                .send_request(s.post(init_body("2025-11-25")).into_request(true))
+                .await
+                .expect("response");
+            assert_eq!(resp.status(), StatusCode::OK);
+            resp.into_body().collect().await.expect("body");
+        }
+        // Every reply was taken: the connection is idle, and is sent away (GOAWAY).
+        let closed = tokio::time::timeout(GENEROUS, async {
+            while !h2.is_closed() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "an idle HTTP/2 connection is closed");
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn newcomers_are_closed_when_every_connection_is_busy() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().max_connections(1).idle_timeout(LONG)).await;
+        // The only slot has a request in flight: nothing can be shed.
+        let mut stream = listen(&s).send().await.sse();
+        assert!(stream.next().await.is_some(), "acknowledgement");
+        let mut extra = raw(s.addr).await;
+        assert!(
+            closed_within(&mut extra, GENEROUS).await,
+            "over the cap: closed at once"
+        );
+        // The slot comes back when the stream ends, and the server serves again.
+        drop(stream);
+        let served = tokio::time::timeout(GENEROUS, async {
+            loop {
+                let answer = s.post(init_body("2025-11-25")).try_send().await;
+                if answer.is_some_and(|r| r.status == StatusCode::OK) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(served.is_ok(), "the server serves again");
+    })
+    .await;
+}
