@@ -68,10 +68,15 @@
 //!
 //! ## Connections
 //!
-//! [`serve`] accepts at most [`HttpConfig::max_connections`] connections, sets `TCP_NODELAY`,
-//! speaks HTTP/1.1 and HTTP/2 (h2c with prior knowledge, or ALPN over TLS with
-//! [`HttpConfig::with_tls`]), and bounds every body read by [`HttpConfig::body_timeout`] (a
-//! slower body is answered `408`).
+//! [`serve`] accepts at most [`HttpConfig::max_connections`] connections (at the cap the
+//! longest-idle one makes room for a newcomer), sets `TCP_NODELAY`, speaks HTTP/1.1 and HTTP/2
+//! (h2c with prior knowledge, or ALPN over TLS with [`HttpConfig::with_tls`]), and bounds what a
+//! silent or slow client can hold: [`HttpConfig::header_read_timeout`],
+//! [`HttpConfig::idle_timeout`], HTTP/2 keep-alive pings, [`HttpConfig::stall_timeout`] for a
+//! reader that stopped reading, explicit HTTP/2 limits, and [`HttpConfig::body_timeout`] for
+//! every body read (a slower body is answered `408`). The Host rules follow RFC 9112 §3.2 and
+//! RFC 9113 §8.3.1: an absolute-form target's authority and the h2 `:authority` win over `Host`
+//! (403 when not allowed), and two `Host` headers or disagreeing ones are 400.
 //!
 //! ## CORS
 //!
