@@ -1,5 +1,11 @@
 //! `cargo xtask interop`: the Python SDK (`mcp==2.3.0`) drives the `everything` example through
-//! `interop/client.py`, once per leg of [`LEGS`] (transport × negotiation mode × credentials).
+//! `interop/client.py`, once per leg of [`LEGS`] (transport × negotiation mode × credentials);
+//! then the official TypeScript SDK clients (v1 `@modelcontextprotocol/sdk`, v2
+//! `@modelcontextprotocol/client`, pinned in `interop/ts/package.json` and its lock) drive it
+//! through `interop/ts/client.mjs` on Node 22, once per leg of [`TS_LEGS`] (SDK × transport).
+//! Each TypeScript leg calls `test_tool_with_progress` [`PROGRESS_CALLS`] times and fails unless
+//! every call saw its 3 progress notifications before its result: these clients drop a progress
+//! notification read together with its response, so a rare coalescing shows up here.
 //!
 //! The legs with credentials start their own `everything` with `--bearer-secret <random 64 hex
 //! digits> --audience mcp-test` (the client mints its HS256 token with `--mint-hs256`) or with
@@ -69,6 +75,32 @@ const LEGS: &[Leg] = &[
     Leg { transport: Transport::Http, mode: "auto", auth: Auth::ApiKey, enabled: true },
 ];
 
+/// One TypeScript client run: `node client.mjs --sdk SDK --mode MODE (--stdio | --http) <everything>`
+/// (over HTTP the client starts its own `everything` on a free port and reads its URL).
+struct TsLeg {
+    /// `v1` (`@modelcontextprotocol/sdk`) or `v2` (`@modelcontextprotocol/client`).
+    sdk: &'static str,
+    transport: Transport,
+    /// The v2 client's version negotiation: `legacy` or `auto` (`auto` reaches 2026-07-28
+    /// here); v1 speaks the handshake era only.
+    mode: &'static str,
+    /// Disabled legs are listed but not run.
+    enabled: bool,
+}
+
+/// The TypeScript legs, in order (no rustfmt, as for [`LEGS`]).
+#[rustfmt::skip]
+const TS_LEGS: &[TsLeg] = &[
+    TsLeg { sdk: "v1", transport: Transport::Stdio, mode: "legacy", enabled: true },
+    TsLeg { sdk: "v1", transport: Transport::Http, mode: "legacy", enabled: true },
+    TsLeg { sdk: "v2", transport: Transport::Stdio, mode: "auto", enabled: true },
+    TsLeg { sdk: "v2", transport: Transport::Http, mode: "auto", enabled: true },
+];
+
+/// How many times a TypeScript leg calls `test_tool_with_progress`: a loss that happens once in
+/// 5 calls fails a leg with a probability above 0.99.
+const PROGRESS_CALLS: u32 = 20;
+
 /// Options of `cargo xtask interop`.
 pub(crate) struct Options {
     /// Use the existing `target/release/examples/everything`.
@@ -84,6 +116,8 @@ pub(crate) fn run(opts: &Options) -> Result {
     };
     let python = tools::ensure_venv()?;
     let client = util::root().join("interop/client.py");
+    let node = tools::ensure_node()?;
+    let ts_client = tools::ensure_ts_clients()?;
 
     // Started on the first HTTP leg, shared by the others, killed on every way out.
     let mut http: Option<HttpServer> = None;
@@ -138,6 +172,28 @@ pub(crate) fn run(opts: &Options) -> Result {
             failed.push(name);
         }
     }
+    for leg in TS_LEGS {
+        let name = ts_leg_name(leg);
+        if !leg.enabled {
+            println!("interop: {name}: skipped (disabled)");
+            continue;
+        }
+        util::banner(&format!("interop: {name}"));
+        let mut cmd = Command::new(&node);
+        cmd.arg(&ts_client)
+            .args(["--sdk", leg.sdk, "--mode", leg.mode])
+            .args(["--progress-calls", &PROGRESS_CALLS.to_string()])
+            .arg(match leg.transport {
+                Transport::Stdio => "--stdio",
+                Transport::Http => "--http",
+            })
+            .arg(&binary)
+            .current_dir(util::root());
+        if let Err(why) = run_leg(&mut cmd) {
+            eprintln!("interop: {name}: FAILED: {why}");
+            failed.push(name);
+        }
+    }
     if failed.is_empty() {
         println!("interop: all enabled legs passed");
         Ok(())
@@ -162,6 +218,14 @@ fn leg_name(leg: &Leg) -> String {
         Auth::Bearer => format!("{transport} {} (bearer)", leg.mode),
         Auth::ApiKey => format!("{transport} {} (api key)", leg.mode),
     }
+}
+
+fn ts_leg_name(leg: &TsLeg) -> String {
+    let transport = match leg.transport {
+        Transport::Stdio => "stdio",
+        Transport::Http => "http",
+    };
+    format!("ts {} {transport} {}", leg.sdk, leg.mode)
 }
 
 /// 64 random hex digits (a throwaway secret for one run: 32 bytes, enough for HS256).

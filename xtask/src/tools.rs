@@ -1,6 +1,7 @@
 //! Installs the external peers under `target/`, each pinned and reused when already present:
-//! a Python venv with the `mcp` SDK (the interop client), Node 22 from npm, and the official
-//! conformance runner. Needs only `python3` (3.10+) and `npm` (any Node version) on `PATH`.
+//! a Python venv with the `mcp` SDK (the interop client), Node 22 from npm, the official
+//! conformance runner, and the TypeScript SDK clients of `interop/ts` (from its package-lock).
+//! Needs only `python3` (3.10+) and `npm` (any Node version) on `PATH`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -137,6 +138,79 @@ pub(crate) fn ensure_runner() -> Result<PathBuf> {
             if entry.is_file() { "present" } else { "missing" }
         )),
     }
+}
+
+/// The TypeScript SDK packages `interop/ts/package.json` pins, checked after installing.
+pub(crate) const TS_PACKAGES: &[&str] = &["@modelcontextprotocol/sdk", "@modelcontextprotocol/client"];
+
+/// `target/interop/ts`: a copy of `interop/ts` with its `node_modules`.
+pub(crate) fn ts_dir() -> PathBuf {
+    util::target_dir().join("interop/ts")
+}
+
+/// Ensures the TypeScript interop clients under `target/interop/ts` and returns the path of
+/// `client.mjs` there. The packages are installed with `npm ci` from `interop/ts/package.json`
+/// and its `package-lock.json` (exact versions), and reused while the installed lock equals the
+/// source one and every pinned package is present at its pinned version; the scripts are copied
+/// on every run.
+pub(crate) fn ensure_ts_clients() -> Result<PathBuf> {
+    let source = util::root().join("interop/ts");
+    let dir = ts_dir();
+    let read = |path: &Path| fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
+    let manifest = read(&source.join("package.json"))?;
+    let lock = read(&source.join("package-lock.json"))?;
+    let pins: serde_json::Value =
+        serde_json::from_str(&manifest).map_err(|e| format!("interop/ts/package.json: {e}"))?;
+    let pinned = |name: &str| pins["dependencies"][name].as_str().map(str::to_owned);
+    let installed = |name: &str| installed_version(&dir.join("node_modules").join(name));
+    let current = fs::read_to_string(dir.join("package-lock.json")).is_ok_and(|l| l == lock)
+        && TS_PACKAGES
+            .iter()
+            .all(|p| pinned(p).is_some() && installed(p) == pinned(p));
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if current {
+        println!("ts clients: reusing {}", dir.display());
+    } else {
+        for file in ["package.json", "package-lock.json"] {
+            copy(&source.join(file), &dir.join(file))?;
+        }
+        util::run(
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&dir),
+        )
+        .map_err(|e| format!("{e} (npm is needed on PATH to install the TypeScript SDK clients)"))?;
+        for package in TS_PACKAGES {
+            if installed(package) != pinned(package) {
+                return Err(format!(
+                    "after `npm ci` in {}, {package} is {:?}, not the pinned {:?}",
+                    dir.display(),
+                    installed(package),
+                    pinned(package)
+                ));
+            }
+        }
+    }
+    // Scripts next to their node_modules, so that their imports resolve.
+    let entries = fs::read_dir(&source).map_err(|e| format!("cannot list {}: {e}", source.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "mjs") {
+            copy(&path, &dir.join(entry.file_name()))?;
+        }
+    }
+    let client = dir.join("client.mjs");
+    if client.is_file() {
+        Ok(client)
+    } else {
+        Err(format!("{} is missing", source.join("client.mjs").display()))
+    }
+}
+
+fn copy(from: &Path, to: &Path) -> Result {
+    fs::copy(from, to)
+        .map(drop)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 /// The `version` field of `<dir>/package.json`.
