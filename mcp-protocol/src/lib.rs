@@ -27,6 +27,7 @@
 //!   task first, or escalated after an inline window).
 //! - [`error`]: error codes and each era's HTTP status mapping.
 //! - [`cursor`]: opaque pagination cursors.
+//! - [`event_id`]: SSE event ids and the `Last-Event-ID` a client resumes with.
 //! - [`mrtr`]: the shape and capability rules of MRTR input requests and responses.
 //! - [`request_state`]: sealing and opening the MRTR `requestState`.
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
@@ -42,6 +43,7 @@ pub mod auth;
 pub mod classify;
 pub mod cursor;
 pub mod error;
+pub mod event_id;
 pub mod headers;
 pub mod jsonrpc;
 pub mod meta;

@@ -61,6 +61,9 @@ impl UriTemplate {
                     rest = &rest[end + 1..];
                 }
                 Some(i) => {
+                    if rest[..i].contains('}') {
+                        return Err(err("unmatched '}'"));
+                    }
                     parts.push(Part::Literal(rest[..i].to_owned()));
                     rest = &rest[i..];
                 }
@@ -107,7 +110,8 @@ fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
+            // Exactly two hex digits (`from_str_radix` alone would take a sign: `%+1`).
+            let hex = s.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))?;
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -125,7 +129,7 @@ mod tests {
 
     #[test]
     fn match_table() {
-        let table: [(&str, &str, Option<Value>); 9] = [
+        let table: [(&str, &str, Option<Value>); 10] = [
             (
                 "test://template/{id}/data",
                 "test://template/123/data",
@@ -146,6 +150,7 @@ mod tests {
             ),
             ("x://{name}", "x://hello%20world", Some(json!({"name": "hello world"}))),
             ("x://{name}", "x://bad%zz", None),
+            ("x://{name}", "x://%+1", None),
             ("x://static", "x://static", Some(json!({}))),
         ];
         for (t, uri, want) in table {
@@ -156,7 +161,7 @@ mod tests {
 
     #[test]
     fn rejects_unsupported_templates() {
-        for t in ["x://{", "x://{a}{b}", "x://{?q}", "x://}", "x://{}"] {
+        for t in ["x://{", "x://{a}{b}", "x://{?q}", "x://}", "x://{}", "x}{a}"] {
             assert!(UriTemplate::parse(t).is_err(), "{t}");
         }
     }

@@ -285,7 +285,7 @@ impl Live {
                     (vec![sse::priming(&id.to_string(), retry)], id)
                 }
                 Some(last) => {
-                    let parsed = last.trim().parse::<u64>().ok();
+                    let parsed = mcp_protocol::event_id::parse_seq(last);
                     let resume = parsed.map_or(Resume::Truncated, |c| ring.after(c));
                     let newest = ring.newest();
                     let mut opening = vec![sse::retry(retry)];

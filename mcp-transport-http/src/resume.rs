@@ -34,12 +34,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Parses a `Last-Event-ID` of a POST stream: `<stream>-<seq>`.
-pub(crate) fn parse_id(id: &str) -> Option<(u64, u64)> {
-    let (stream, seq) = id.trim().split_once('-')?;
-    Some((stream.parse().ok()?, seq.parse().ok()?))
-}
-
 #[derive(Debug, Default)]
 struct State {
     events: VecDeque<(u64, Bytes)>,
@@ -512,8 +506,5 @@ mod tests {
         assert!(streams.get(3).is_some());
         streams.delivered(3);
         assert!(streams.get(3).is_none());
-        assert_eq!(parse_id("3-7"), Some((3, 7)));
-        assert_eq!(parse_id("7"), None);
-        assert_eq!(parse_id("a-1"), None);
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
+use mcp_protocol::event_id::{StreamEventId, parse_stream_id};
 use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
@@ -74,7 +75,11 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         .get("last-event-id")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let channel = shared.hub.channel(&session);
-    if let Some((number, cursor)) = last_event_id.as_deref().and_then(resume::parse_id) {
+    if let Some(StreamEventId {
+        stream: number,
+        seq: cursor,
+    }) = last_event_id.as_deref().and_then(parse_stream_id)
+    {
         // A POST stream's id: resume that stream, never another one.
         let Some(tape) = channel.streams.get(number).filter(|t| !t.consumed(cursor)) else {
             tracing::debug!(session = %session.id(), stream = number, "nothing left to resume");
