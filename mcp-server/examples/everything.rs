@@ -12,7 +12,9 @@
 //! ```
 //!
 //! The authentication flags (`--bearer-secret`, `--api-key`, `--basic`,
-//! `--require-scope`, `--resource-url`) are in `everything/auth.rs`.
+//! `--require-scope`, `--resource-url`) are in `everything/auth.rs`; the
+//! soak flags (`--soak` for the fault tools, `--max-listeners-per-peer` and
+//! the other bounds) in `everything/soak.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +28,8 @@ use serde_json::Map;
 
 #[path = "everything/auth.rs"]
 mod auth;
+#[path = "everything/soak.rs"]
+mod soak;
 #[path = "everything/tasks.rs"]
 mod tasks;
 
@@ -46,6 +50,8 @@ struct Args {
     port: u16,
     #[command(flatten)]
     auth: auth::AuthArgs,
+    #[command(flatten)]
+    soak: soak::SoakArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -683,7 +689,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-fn server() -> Result<McpServer, ServerError> {
+fn server(soak: &soak::SoakArgs) -> Result<McpServer, ServerError> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -694,6 +700,7 @@ fn server() -> Result<McpServer, ServerError> {
     let b = modern_tools(b);
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
+    let b = soak.apply(b);
     let b = resources(b);
     let server = prompts(b).build()?;
     add_triggers(&server)?;
@@ -709,7 +716,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server()?;
+    let server = server(&args.soak)?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());
@@ -728,6 +735,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = HttpConfig::default()
         .poll_after(Duration::ZERO)
         .poll_tools(["test_reconnection"]);
+    let config = args.soak.http(config);
     let config = auth
         .apply(config, &endpoint, local.ip().is_loopback())
         .unwrap_or_else(|e| auth::exit(&e));

@@ -245,6 +245,43 @@ impl McpServerBuilder {
         self
     }
 
+    /// Most legacy sessions kept at once, all principals together (default
+    /// 10 000; over it `initialize` is 503). See [`ServerConfig::max_sessions`].
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.config.max_sessions = n;
+        self
+    }
+
+    /// Most legacy sessions one principal keeps (default 1 000; over it
+    /// `initialize` is 429). See [`ServerConfig::max_sessions_per_principal`].
+    pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
+        self.config.max_sessions_per_principal = n;
+        self
+    }
+
+    /// Most `subscriptions/listen` streams open at once, every caller together
+    /// (default 10 000; over it 503). See [`ServerConfig::max_listeners`].
+    pub fn max_listeners(mut self, n: usize) -> Self {
+        self.config.max_listeners = n;
+        self
+    }
+
+    /// Most `subscriptions/listen` streams one peer (a client address on
+    /// HTTP) holds open (default 32; over it 429). See
+    /// [`ServerConfig::max_listeners_per_peer`].
+    pub fn max_listeners_per_peer(mut self, n: usize) -> Self {
+        self.config.max_listeners_per_peer = n;
+        self
+    }
+
+    /// Most `subscriptions/listen` streams one principal holds open, all its
+    /// peers together (default 1 000; over it 429). See
+    /// [`ServerConfig::max_listeners_per_principal`].
+    pub fn max_listeners_per_principal(mut self, n: usize) -> Self {
+        self.config.max_listeners_per_principal = n;
+        self
+    }
+
     /// Where tasks are kept (default: in memory). A durable or shared store
     /// implements [`TaskStore`] (see its contract).
     pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {

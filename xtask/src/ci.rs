@@ -1,9 +1,12 @@
 //! `cargo xtask ci`: the whole gate, in order, stopping at the first failing step.
 
 use crate::util::{self, Result};
-use crate::{conformance, interop};
+use crate::{conformance, fuzz, interop, soak};
 
-/// Runs fmt, clippy, rustdoc, tests, interop and conformance.
+/// Seconds each fuzz target runs in the CI smoke (the first build of `fuzz/` takes minutes).
+const FUZZ_SMOKE_SECONDS: u64 = 5;
+
+/// Runs fmt, clippy, rustdoc, tests, a fuzz smoke, interop, conformance and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -20,7 +23,7 @@ pub(crate) fn run() -> Result {
         ),
         ("cargo test --workspace", &["test", "--workspace"]),
     ];
-    let total = steps.len() + 2;
+    let total = steps.len() + 4;
     for (i, (title, args)) in steps.iter().enumerate() {
         util::banner(&format!("ci [{}/{total}] {title}", i + 1));
         let status = util::run_status(util::cargo().args(*args).env("RUSTDOCFLAGS", "-D warnings"))?;
@@ -29,14 +32,35 @@ pub(crate) fn run() -> Result {
         }
     }
 
-    util::banner(&format!("ci [{}/{total}] interop", total - 1));
+    util::banner(&format!(
+        "ci [{}/{total}] fuzz smoke ({FUZZ_SMOKE_SECONDS} s per target)",
+        total - 3
+    ));
+    let opts = fuzz::Options {
+        seconds: FUZZ_SMOKE_SECONDS,
+        ..Default::default()
+    };
+    fuzz::run(&opts).map_err(|e| format!("ci: fuzz smoke failed: {e}"))?;
+
+    util::banner(&format!("ci [{}/{total}] interop", total - 2));
     interop::run(&interop::Options { skip_build: false }).map_err(|e| format!("ci: interop failed: {e}"))?;
 
-    util::banner(&format!("ci [{total}/{total}] conformance"));
+    util::banner(&format!("ci [{}/{total}] conformance", total - 1));
     // interop has just built the release example.
     let opts = conformance::Options {
         skip_build: true,
         ..Default::default()
     };
-    conformance::run(&opts).map_err(|e| format!("ci: conformance failed: {e}"))
+    conformance::run(&opts).map_err(|e| format!("ci: conformance failed: {e}"))?;
+
+    util::banner(&format!(
+        "ci [{total}/{total}] soak (1 min, {} listen streams)",
+        soak::CI_LISTENERS
+    ));
+    let opts = soak::Options {
+        minutes: 1,
+        listeners: soak::CI_LISTENERS,
+        skip_build: false,
+    };
+    soak::run(&opts).map_err(|e| format!("ci: soak failed: {e}"))
 }

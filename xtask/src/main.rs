@@ -1,15 +1,23 @@
 //! Project automation, run as `cargo xtask <command>` (an alias in `.cargo/config.toml`).
 //!
-//! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, `cargo test`, then `interop` and
-//!   `conformance`, stopping at the first failure.
+//! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, rustdoc with warnings denied,
+//!   `cargo test`, then a `fuzz` smoke, `interop`, `conformance` and the one-minute `soak`,
+//!   stopping at the first failure.
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in
-//!   `target/interop/venv`) against the `everything` example, in each negotiation mode.
+//!   `target/interop/venv`) in each negotiation mode, and the TypeScript SDK clients v1 and v2
+//!   (`interop/ts`, installed under `target/interop/ts`), against the `everything` example over
+//!   stdio and HTTP.
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
 //! - `bench [--quick] [--skip-build]`: our server against rmcp and a bare HTTP floor (the bench
 //!   workspace under `bench/`, built into `target/bench-build`), every workload in one run; prints
 //!   a table and writes `target/bench/report.json`.
+//! - `soak [--minutes N] [--listeners N] [--skip-build]`: a bounded load-and-fault soak of the
+//!   `everything` example (the `soak` driver crate), checked for lost replies, unexpected 5xx,
+//!   flat memory and descriptors back to baseline; writes `target/soak/report.json`.
+//! - `fuzz [--seconds N] [--target NAME]…`: the cargo-fuzz targets of `fuzz/` (nightly; cargo-fuzz
+//!   installed when missing), each for N seconds, one job; prints executions and exec/s per target.
 //!
 //! The only requirements on the machine are the Rust toolchain, `python3` and `npm`: everything
 //! else is installed under `target/`. Subprocesses inherit stdout and stderr; servers started
@@ -18,7 +26,9 @@
 mod bench;
 mod ci;
 mod conformance;
+mod fuzz;
 mod interop;
+mod soak;
 mod tools;
 mod util;
 
@@ -28,14 +38,23 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  ci                      fmt, clippy, test, interop, conformance (in order, fail fast)
-  interop [--skip-build]  Python SDK client against the everything example (stdio legs)
+  ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, soak (in order, fail fast)
+  interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP)
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
+  fuzz [--seconds N] [--target NAME]...
+                          libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
+                          one job; fails on a crash, timeout or OOM; prints executions and exec/s
   bench [--quick] [--skip-build]
                           load test against rmcp and a bare HTTP floor; writes target/bench/report.json
-                          (--quick: short runs, under two minutes once built)";
+                          (--quick: short runs, under two minutes once built)
+  soak [--minutes N] [--listeners N] [--skip-build]
+                          N minutes (default 1) of load and faults against the everything example:
+                          2000 listen streams (ci runs 1 minute with 500), callers of both eras,
+                          disconnects, a panicking and a hanging tool, oversize and malformed
+                          requests; fails on a lost reply, an unexpected 5xx, RSS growth over 10 %
+                          or leaked fds; writes target/soak/report.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -88,6 +107,14 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => bench::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
+        "soak" => match parse_soak(rest) {
+            Ok(opts) => soak::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
+        "fuzz" => match fuzz::parse(rest) {
+            Ok(opts) => fuzz::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Outcome::Done
@@ -121,6 +148,34 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
             "--quick" => opts.quick = true,
             "--skip-build" => opts.skip_build = true,
             other => return Err(format!("bench: unexpected argument `{other}`")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_soak(rest: &[String]) -> Result<soak::Options, String> {
+    let mut opts = soak::Options::default();
+    let mut args = rest.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut number = || {
+            let value = inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| format!("soak: {flag} needs a value"))?;
+            match value.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("soak: {flag} needs a positive whole number, not `{value}`")),
+            }
+        };
+        match flag {
+            "--minutes" => opts.minutes = number()?,
+            "--listeners" => opts.listeners = number()? as usize,
+            "--skip-build" if inline.is_none() => opts.skip_build = true,
+            other => return Err(format!("soak: unexpected argument `{other}`")),
         }
     }
     Ok(opts)
