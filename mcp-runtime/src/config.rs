@@ -36,11 +36,11 @@ pub struct ServerConfig {
     /// (default 10 000). Over it `initialize` is refused with -32603 "Too many
     /// sessions" (HTTP 503) until sessions end or expire.
     pub max_sessions: usize,
-    /// Most legacy sessions one principal keeps (default 1 000). Over it
-    /// `initialize` is refused with -32603 "Too many sessions for this
-    /// principal" (HTTP 429). Without authentication every client is the same
-    /// principal (`anonymous`): then [`ServerConfig::max_sessions`] is the
-    /// bound that matters.
+    /// Most legacy sessions one principal keeps (default 10 000, the same as
+    /// [`ServerConfig::max_sessions`]: without authentication every client is
+    /// the same principal, `anonymous`, and a lower default would be a lower
+    /// total). Set it lower when clients authenticate. Over it `initialize` is
+    /// refused with -32603 "Too many sessions for this principal" (HTTP 429).
     pub max_sessions_per_principal: usize,
     /// Largest `clientInfo` and `capabilities` of an `initialize`, their JSON
     /// together, that a session keeps (default 16 KiB); larger is -32602.
@@ -115,7 +115,7 @@ impl Default for ServerConfig {
             client_request_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(30 * 60),
             max_sessions: 10_000,
-            max_sessions_per_principal: 1_000,
+            max_sessions_per_principal: 10_000,
             max_client_data_bytes: 16 * 1024,
             logging: true,
             request_state_key: None,

@@ -252,7 +252,7 @@ impl McpServerBuilder {
         self
     }
 
-    /// Most legacy sessions one principal keeps (default 1 000; over it
+    /// Most legacy sessions one principal keeps (default 10 000; over it
     /// `initialize` is 429). See [`ServerConfig::max_sessions_per_principal`].
     pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
         self.config.max_sessions_per_principal = n;

@@ -17,9 +17,10 @@
 //! pool. It needs stdin and stdout to be pipes.
 //!
 //! Over HTTP it prints `listening on http://127.0.0.1:PORT/mcp` once bound, then serves until
-//! killed. The server configuration is the library's default except `max_listeners_per_principal`
-//! (raised so that the memory workload can hold 2,000 anonymous `subscriptions/listen` streams)
-//! and, with `--page-size`, the page size of the catalog lists.
+//! killed. The server configuration is the library's default except the session and listen-stream
+//! bounds (raised so that the memory workload can hold 10,000 sessions and 2,000 anonymous
+//! `subscriptions/listen` streams from one address) and, with `--page-size`, the page size of the
+//! catalog lists.
 
 use clap::Parser;
 use mcp_server::prelude::*;
@@ -65,7 +66,13 @@ fn echo_tool(name: String) -> Tool {
 /// The server: `tools` tools of the echo shape, the first named `echo`.
 fn server(tools: usize, page_size: Option<usize>) -> Result<McpServer, ServerError> {
     let mut config = ServerConfig::default();
+    // M1 opens 10,000 sessions and 2,000 listen streams from one address, as one principal:
+    // raise the bounds that would refuse them (their defaults protect clients from each other).
     config.max_listeners_per_principal = 100_000;
+    config.max_listeners_per_peer = 100_000;
+    config.max_listeners = 100_000;
+    config.max_sessions = 100_000;
+    config.max_sessions_per_principal = 100_000;
     if let Some(size) = page_size {
         config.page_size = size;
     }
