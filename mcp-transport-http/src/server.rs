@@ -32,11 +32,11 @@
 
 mod track;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ConnectInfo;
-use axum::{Extension, Router};
+use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -213,12 +213,13 @@ pub async fn serve(
             );
         }
         prepare(&tcp);
-        // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`.
-        let service = TowerToHyperService::new(app.clone().layer(Extension(ConnectInfo(peer))));
+        // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`, put on
+        // each request by the tracking service (no per-connection copy of the router).
+        let service = TowerToHyperService::new(app.clone());
         let (tls, builder, drain) = (tls.clone(), builder.clone(), drain.clone());
         connections.spawn(async move {
             match tls {
-                None => connection(tcp, &builder, service, slot, timing, drain).await,
+                None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
                 Some(acceptor) => {
                     let handshake = tokio::select! {
                         r = tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
@@ -226,7 +227,7 @@ pub async fn serve(
                         () = drain.cancelled() => return,
                     };
                     match handshake {
-                        Ok(Ok(stream)) => connection(stream, &builder, service, slot, timing, drain).await,
+                        Ok(Ok(stream)) => connection(stream, peer, &builder, service, slot, timing, drain).await,
                         Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
@@ -264,6 +265,7 @@ async fn pause(shutdown: &CancellationToken, wait: Duration) {
 /// graceful shutdown (`drain`) closes it.
 async fn connection<I>(
     io: I,
+    peer: SocketAddr,
     builder: &auto::Builder<TokioExecutor>,
     service: TowerToHyperService<Router>,
     slot: Slot,
@@ -273,7 +275,7 @@ async fn connection<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let state = slot.conn.clone();
-    let conn = builder.serve_connection(TokioIo::new(io), Tracked::new(service, state.clone()));
+    let conn = builder.serve_connection(TokioIo::new(io), Tracked::new(service, state.clone(), peer));
     tokio::pin!(conn);
     // The check period: stalls are noticed within half a stall timeout.
     let every = (timing.stall / 2).max(MIN_TIMEOUT);

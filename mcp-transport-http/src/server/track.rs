@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
+use axum::extract::ConnectInfo;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::service::TowerToHyperService;
 use tokio::time::Instant;
@@ -361,12 +363,18 @@ impl HttpBody for TrackedBody {
 pub(super) struct Tracked {
     inner: TowerToHyperService<Router>,
     conn: Arc<Conn>,
+    peer: ConnectInfo<SocketAddr>,
 }
 
 impl Tracked {
-    /// Tracks `inner`'s requests on `conn`.
-    pub(super) fn new(inner: TowerToHyperService<Router>, conn: Arc<Conn>) -> Tracked {
-        Tracked { inner, conn }
+    /// Tracks `inner`'s requests on `conn`; each request carries the peer's address as axum's
+    /// `ConnectInfo`.
+    pub(super) fn new(inner: TowerToHyperService<Router>, conn: Arc<Conn>, peer: SocketAddr) -> Tracked {
+        Tracked {
+            inner,
+            conn,
+            peer: ConnectInfo(peer),
+        }
     }
 }
 
@@ -375,7 +383,8 @@ impl hyper::service::Service<http::Request<Incoming>> for Tracked {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn call(&self, req: http::Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: http::Request<Incoming>) -> Self::Future {
+        req.extensions_mut().insert(self.peer);
         let busy = self.conn.busy();
         let fut = self.inner.call(req);
         let conn = self.conn.clone();
