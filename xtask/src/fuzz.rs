@@ -71,28 +71,12 @@ impl Default for Options {
 /// Parses the arguments after `fuzz`.
 pub(crate) fn parse(rest: &[String]) -> std::result::Result<Options, String> {
     let mut opts = Options::default();
-    let mut args = rest.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("fuzz: {flag} needs a value"))
-        };
+    let mut flags = util::Flags::new("fuzz", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
         match flag {
-            "--seconds" => {
-                let v = value()?;
-                opts.seconds = match v.parse::<u64>() {
-                    Ok(n) if n > 0 => n,
-                    _ => return Err(format!("fuzz: --seconds wants a positive integer, got `{v}`")),
-                };
-            }
+            "--seconds" => opts.seconds = flags.positive(flag, inline)?,
             "--target" => {
-                let name = value()?;
+                let name = flags.value(flag, inline)?;
                 if !TARGETS.contains(&name.as_str()) {
                     return Err(format!(
                         "fuzz: unknown target `{name}` (targets: {})",
@@ -103,7 +87,7 @@ pub(crate) fn parse(rest: &[String]) -> std::result::Result<Options, String> {
                     opts.targets.push(name);
                 }
             }
-            other => return Err(format!("fuzz: unexpected argument `{other}`")),
+            other => return Err(flags.unexpected(other)),
         }
     }
     Ok(opts)

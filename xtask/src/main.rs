@@ -155,27 +155,13 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
 
 fn parse_soak(rest: &[String]) -> Result<soak::Options, String> {
     let mut opts = soak::Options::default();
-    let mut args = rest.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut number = || {
-            let value = inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("soak: {flag} needs a value"))?;
-            match value.parse::<u64>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!("soak: {flag} needs a positive whole number, not `{value}`")),
-            }
-        };
+    let mut flags = util::Flags::new("soak", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
         match flag {
-            "--minutes" => opts.minutes = number()?,
-            "--listeners" => opts.listeners = number()? as usize,
+            "--minutes" => opts.minutes = flags.positive(flag, inline)?,
+            "--listeners" => opts.listeners = flags.positive(flag, inline)? as usize,
             "--skip-build" if inline.is_none() => opts.skip_build = true,
-            other => return Err(format!("soak: unexpected argument `{other}`")),
+            other => return Err(flags.unexpected(other)),
         }
     }
     Ok(opts)
@@ -183,24 +169,14 @@ fn parse_soak(rest: &[String]) -> Result<soak::Options, String> {
 
 fn parse_conformance(rest: &[String]) -> Result<conformance::Options, String> {
     let mut opts = conformance::Options::default();
-    let mut args = rest.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("conformance: {flag} needs a value"))
-        };
+    let mut flags = util::Flags::new("conformance", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
         match flag {
-            "--leg" => opts.legs.push(value()?),
-            "--url" => opts.url = Some(value()?),
+            "--leg" => opts.legs.push(flags.value(flag, inline)?),
+            "--url" => opts.url = Some(flags.value(flag, inline)?),
             "--skip-build" => opts.skip_build = true,
             "--list" => opts.list = true,
-            other => return Err(format!("conformance: unexpected argument `{other}`")),
+            other => return Err(flags.unexpected(other)),
         }
     }
     Ok(opts)

@@ -329,3 +329,52 @@ enum StartError {
     /// Anything else.
     Fatal(String),
 }
+
+/// The `--flag value` / `--flag=value` arguments of one subcommand, parsed one way for all.
+pub(crate) struct Flags<'a> {
+    command: &'static str,
+    args: std::slice::Iter<'a, String>,
+}
+
+impl<'a> Flags<'a> {
+    /// The arguments after `command`.
+    pub(crate) fn new(command: &'static str, rest: &'a [String]) -> Self {
+        Flags {
+            command,
+            args: rest.iter(),
+        }
+    }
+
+    /// The next flag, with its inline value (`--name=value`) if it has one.
+    pub(crate) fn next_flag(&mut self) -> Option<(&'a str, Option<String>)> {
+        let arg = self.args.next()?;
+        Some(match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        })
+    }
+
+    /// The value of `flag`: its inline value, or the next argument.
+    pub(crate) fn value(&mut self, flag: &str, inline: Option<String>) -> std::result::Result<String, String> {
+        inline
+            .or_else(|| self.args.next().cloned())
+            .ok_or_else(|| format!("{}: {flag} needs a value", self.command))
+    }
+
+    /// The value of `flag` as a positive whole number.
+    pub(crate) fn positive(&mut self, flag: &str, inline: Option<String>) -> std::result::Result<u64, String> {
+        let value = self.value(flag, inline)?;
+        match value.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{}: {flag} needs a positive whole number, not `{value}`",
+                self.command
+            )),
+        }
+    }
+
+    /// The refusal of an argument the command does not take.
+    pub(crate) fn unexpected(&self, arg: &str) -> String {
+        format!("{}: unexpected argument `{arg}`", self.command)
+    }
+}
