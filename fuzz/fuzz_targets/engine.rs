@@ -206,7 +206,7 @@ async fn drive(kind: Kind, frames: &[&[u8]]) {
         let peer = t.peer(&get);
         match inbound {
             Inbound::Single(Message::Request(req)) => {
-                let step = engine.request(&peer, req);
+                let step = engine.request(&peer, req).await;
                 drop(peer);
                 match step {
                     Step::Answer(a) => {
@@ -221,12 +221,12 @@ async fn drive(kind: Kind, frames: &[&[u8]]) {
                 }
             }
             Inbound::Single(Message::Notification(n)) => {
-                if let Some(a) = engine.notification(&peer, &n) {
+                if let Some(a) = engine.notification(&peer, &n).await {
                     check_frame(&a.frame, a.status);
                 }
             }
-            Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r),
-            Inbound::Batch(items) => match engine.batch(&peer, items) {
+            Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r).await,
+            Inbound::Batch(items) => match engine.batch(&peer, items).await {
                 BatchStep::Answer(a) => check_frame(&a.frame, a.status),
                 BatchStep::Run(batch) => {
                     let done = batch.run(sink()).await;

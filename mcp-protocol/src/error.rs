@@ -144,6 +144,12 @@ impl RpcError {
         Self::internal_with("Too many sessions")
     }
 
+    /// -32603: a shared store the request needs cannot be reached (answered with HTTP 503 at
+    /// [`Stage::Overload`]; the client retries).
+    pub fn store_unavailable() -> Self {
+        Self::internal_with("Store unavailable")
+    }
+
     /// -32603: the caller holds as many sessions as one principal may.
     pub fn too_many_sessions_for_principal() -> Self {
         Self::internal_with("Too many sessions for this principal")

@@ -12,9 +12,14 @@
 //!   `requestState` (those legitimately change between the rounds).
 //!
 //! Token layout: `base64url_nopad(payload || HMAC-SHA256(key, payload))`,
-//! where `payload = [VERSION] || JSON {"exp", "p", "r", "s"}`. Opening checks
-//! the length cap first, then the MAC in constant time **before** anything of
-//! the payload is parsed, then the version, expiry, principal and request.
+//! where `payload = [VERSION] || key id (4 bytes) || JSON {"exp", "p", "r", "s"}`.
+//! The key id names the key that sealed it (the first 4 bytes of SHA-256 of
+//! the key), so that several instances given the same [`StateKeyRing`] open
+//! each other's states and a rotation keeps opening the states sealed with an
+//! older key while new ones are sealed with the newest. Opening checks the
+//! length cap first, picks the key by its id, checks the MAC in constant time
+//! **before** anything else of the payload is parsed, then the version,
+//! expiry, principal and request.
 //! Every failure answers the same -32602 "Invalid requestState" on the wire
 //! (the log may say which check failed), and a failed state is never
 //! re-prompted. Tokens (and so states) over [`MAX_STATE_BYTES`] are refused.
@@ -42,7 +47,9 @@ pub const MIN_KEY_BYTES: usize = 32;
 /// The default lifetime of a sealed state: 300 s (the reference implementation's).
 pub const DEFAULT_TTL_MS: u64 = 300_000;
 /// The payload format version written by [`seal`].
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The length of a key id.
+const KID_LEN: usize = 4;
 /// The length of an HMAC-SHA256 tag.
 const TAG_LEN: usize = 32;
 /// The params that may change between the rounds of one MRTR exchange.
@@ -58,6 +65,9 @@ pub enum StateError {
     /// The key given to [`StateKey::new`] is shorter than [`MIN_KEY_BYTES`].
     #[error("requestState key must be at least {MIN_KEY_BYTES} bytes")]
     KeyTooShort,
+    /// The text given to [`StateKey::from_hex`] is not hexadecimal digits.
+    #[error("requestState key must be hexadecimal digits")]
+    KeyNotHex,
     /// The token (sealed or presented) is longer than [`MAX_STATE_BYTES`].
     #[error("requestState is larger than {MAX_STATE_BYTES} bytes")]
     TooLarge,
@@ -95,6 +105,7 @@ impl StateError {
 #[derive(Clone)]
 pub struct StateKey {
     mac: HmacSha256,
+    id: [u8; KID_LEN],
 }
 
 impl StateKey {
@@ -104,7 +115,30 @@ impl StateKey {
             return Err(StateError::KeyTooShort);
         }
         let mac = HmacSha256::new_from_slice(bytes).map_err(|_| StateError::KeyTooShort)?;
-        Ok(StateKey { mac })
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let mut id = [0u8; KID_LEN];
+        id.copy_from_slice(&digest[..KID_LEN]);
+        Ok(StateKey { mac, id })
+    }
+
+    /// A key from 64 hexadecimal digits (32 bytes), as given on a command line or in an
+    /// environment variable.
+    pub fn from_hex(hex: &str) -> Result<StateKey, StateError> {
+        let hex = hex.trim();
+        if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StateError::KeyNotHex);
+        }
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0))
+            .collect();
+        StateKey::new(&bytes)
+    }
+
+    /// The key's id (written in every state it seals): the first 4 bytes of SHA-256 of the
+    /// key, so the key itself never shows.
+    pub fn id(&self) -> [u8; KID_LEN] {
+        self.id
     }
 
     fn tag(&self, payload: &[u8]) -> [u8; TAG_LEN] {
@@ -123,6 +157,45 @@ impl StateKey {
 impl fmt::Debug for StateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("StateKey(<redacted>)")
+    }
+}
+
+/// The keys a server opens request states with: the newest seals, the older ones (a rotation
+/// in progress) still open what they sealed. Every instance behind one endpoint is given the
+/// same ring.
+#[derive(Debug, Clone)]
+pub struct StateKeyRing {
+    /// Newest last.
+    keys: Vec<StateKey>,
+}
+
+impl StateKeyRing {
+    /// A ring of one key.
+    pub fn new(newest: StateKey) -> Self {
+        StateKeyRing { keys: vec![newest] }
+    }
+
+    /// Adds a key that still opens states but no longer seals new ones.
+    pub fn with_old(mut self, old: StateKey) -> Self {
+        self.keys.insert(0, old);
+        self
+    }
+
+    /// The key new states are sealed with.
+    pub fn newest(&self) -> &StateKey {
+        // A ring is never empty: `new` takes its first key.
+        &self.keys[self.keys.len() - 1]
+    }
+
+    /// The key with this id, if the ring holds it.
+    pub fn get(&self, id: &[u8]) -> Option<&StateKey> {
+        self.keys.iter().rev().find(|k| k.id[..] == *id)
+    }
+}
+
+impl From<StateKey> for StateKeyRing {
+    fn from(key: StateKey) -> Self {
+        StateKeyRing::new(key)
     }
 }
 
@@ -234,6 +307,7 @@ pub fn seal(
         s: state.clone(),
     };
     let mut payload = vec![VERSION];
+    payload.extend_from_slice(&key.id);
     serde_json::to_writer(&mut payload, &sealed).map_err(|_| StateError::Malformed)?;
     // Unpadded base64 of n bytes is ceil(4n / 3) characters: refuse before
     // MACing and encoding what cannot fit.
@@ -257,21 +331,46 @@ pub fn open(
     params: Option<&Map<String, Value>>,
     now_ms: u64,
 ) -> Result<Value, StateError> {
+    open_with(|_| Some(key), token, principal, method, params, now_ms)
+}
+
+/// Opens a token sealed with any key of `ring` (the key its id names), with the checks of
+/// [`open`]; a token naming a key the ring does not hold fails like a bad signature.
+pub fn open_ring(
+    ring: &StateKeyRing,
+    token: &str,
+    principal: &str,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    now_ms: u64,
+) -> Result<Value, StateError> {
+    open_with(|id| ring.get(id), token, principal, method, params, now_ms)
+}
+
+fn open_with<'k>(
+    key_for: impl FnOnce(&[u8]) -> Option<&'k StateKey>,
+    token: &str,
+    principal: &str,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    now_ms: u64,
+) -> Result<Value, StateError> {
     if token.len() > MAX_STATE_BYTES {
         return Err(StateError::TooLarge);
     }
     let raw = URL_SAFE_NO_PAD
         .decode(token.as_bytes())
         .map_err(|_| StateError::Malformed)?;
-    if raw.len() < 1 + TAG_LEN {
+    if raw.len() < 1 + KID_LEN + TAG_LEN {
         return Err(StateError::Malformed);
     }
     let (payload, tag) = raw.split_at(raw.len() - TAG_LEN);
+    let key = key_for(&payload[1..1 + KID_LEN]).ok_or(StateError::BadSignature)?;
     key.verify(payload, tag)?;
     if payload[0] != VERSION {
         return Err(StateError::UnsupportedVersion);
     }
-    let sealed: Sealed = serde_json::from_slice(&payload[1..]).map_err(|_| StateError::Malformed)?;
+    let sealed: Sealed = serde_json::from_slice(&payload[1 + KID_LEN..]).map_err(|_| StateError::Malformed)?;
     if now_ms >= sealed.exp {
         return Err(StateError::Expired);
     }
@@ -317,6 +416,31 @@ mod tests {
             TTL,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_ring_opens_old_keys_and_seals_with_the_newest() {
+        let old = StateKey::new(&[1u8; 32]).unwrap();
+        let new = StateKey::from_hex(&"02".repeat(32)).unwrap();
+        let stranger = StateKey::new(&[3u8; 32]).unwrap();
+        let ring = StateKeyRing::new(new.clone()).with_old(old.clone());
+        assert_eq!(ring.newest().id(), new.id());
+        let state = json!({"n": 1});
+        for k in [&old, &new] {
+            let t = seal(k, "alice", "tools/call", None, &state, NOW, TTL).unwrap();
+            assert_eq!(
+                open_ring(&ring, &t, "alice", "tools/call", None, NOW),
+                Ok(state.clone())
+            );
+        }
+        let t = seal(&stranger, "alice", "tools/call", None, &state, NOW, TTL).unwrap();
+        assert_eq!(
+            open_ring(&ring, &t, "alice", "tools/call", None, NOW),
+            Err(StateError::BadSignature),
+            "a key the ring does not hold"
+        );
+        assert_eq!(StateKey::from_hex("zz").unwrap_err(), StateError::KeyNotHex);
+        assert_eq!(StateKey::from_hex("ab").unwrap_err(), StateError::KeyTooShort);
     }
 
     #[test]
@@ -391,10 +515,14 @@ mod tests {
     #[test]
     fn version_and_payload_checked_after_mac() {
         // A correctly MACed payload with another version byte, and one with garbage JSON.
-        for (payload, want) in [
-            (b"\x02{}".to_vec(), StateError::UnsupportedVersion),
-            (b"\x01not json".to_vec(), StateError::Malformed),
+        let kid = key().id();
+        for (version, json, want) in [
+            (3u8, &b"{}"[..], StateError::UnsupportedVersion),
+            (VERSION, &b"not json"[..], StateError::Malformed),
         ] {
+            let mut payload = vec![version];
+            payload.extend_from_slice(&kid);
+            payload.extend_from_slice(json);
             let mut raw = payload.clone();
             raw.extend_from_slice(&key().tag(&payload));
             let t = URL_SAFE_NO_PAD.encode(&raw);

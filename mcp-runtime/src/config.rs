@@ -47,9 +47,17 @@ pub struct ServerConfig {
     pub max_client_data_bytes: usize,
     /// Whether the server offers logging (default true).
     pub logging: bool,
+    /// Events kept per session stream in a shared store's event log, for `Last-Event-ID`
+    /// replay on any instance (default 256; a single process uses the HTTP transport's
+    /// `sse_buffer_size`).
+    pub max_stream_events: usize,
     /// The key sealing MRTR `requestState` (share it between instances behind
     /// one endpoint); random per process when unset.
     pub request_state_key: Option<StateKey>,
+    /// Older keys that still open the states they sealed, never used to seal (a key rotation:
+    /// make the new key `request_state_key` and keep the old one here for
+    /// `request_state_ttl`).
+    pub request_state_old_keys: Vec<StateKey>,
     /// Lifetime of a sealed `requestState` (default 300 s).
     pub request_state_ttl: Duration,
     /// Most rounds of client input one legacy call may go through when its
@@ -118,7 +126,9 @@ impl Default for ServerConfig {
             max_sessions_per_principal: 10_000,
             max_client_data_bytes: 16 * 1024,
             logging: true,
+            max_stream_events: 256,
             request_state_key: None,
+            request_state_old_keys: Vec::new(),
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,
             max_listeners: 10_000,

@@ -23,7 +23,10 @@
 //! - 2025-11-25 URL-mode elicitation ids, owned by the principal and bound to
 //!   the session that elicited ([`Runtime::complete_elicitation`] notifies
 //!   that session only);
-//! - the optional [`Visibility`] hook filtering the catalog per principal.
+//! - the optional [`Visibility`] hook filtering the catalog per principal;
+//! - the [`store`] seams (session records, stream event log, bus, membership, with the task
+//!   store) that let several instances behind a load balancer serve as one
+//!   ([`Runtime::with_store`]); with none configured everything stays in the process.
 //!
 //! The [`Engine`] ([`engine`]) is the one message pipeline: a transport
 //! (stdio, HTTP, the 2024-11-05 pair, or your own) decodes bytes with
@@ -41,6 +44,7 @@
 //! engine are described in `docs/ARCHITECTURE.md` (§3); the invariants the
 //! code cites are defined in `docs/INVARIANTS.md`.
 
+mod cluster;
 mod config;
 mod ctx;
 pub mod dispatch;
@@ -54,13 +58,14 @@ pub mod mrtr;
 pub mod registry;
 mod session;
 mod sink;
+pub mod store;
 pub mod tasks;
 pub mod uri_template;
 pub mod visibility;
 
 pub use config::ServerConfig;
 pub use ctx::{ClientRequestError, Ctx};
-pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime};
+pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime, StartError};
 pub use elicitation::{ElicitationError, UrlElicitation};
 pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, SessionSlot, Sessions, Step};
 pub use handler::{HandlerError, ToolResult};
@@ -69,5 +74,6 @@ pub use listen::{Holder, ListenError, Listener, Subscriptions};
 pub use registry::Registry;
 pub use session::{Outlet, Session, SessionLimit, SessionStore};
 pub use sink::{Frame, Sink};
+pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 pub use visibility::{CatalogKind, Visibility};

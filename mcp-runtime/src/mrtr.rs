@@ -61,7 +61,7 @@ impl crate::Runtime {
         principal: &str,
     ) -> Result<Round, mcp_protocol::RpcError> {
         use mcp_protocol::mrtr::parse_input_responses;
-        use mcp_protocol::request_state::open;
+        use mcp_protocol::request_state::open_ring;
         let Some(p) = params else {
             return Ok(Round::default());
         };
@@ -69,7 +69,7 @@ impl crate::Runtime {
         let (state, mut responses) = match p.get("requestState") {
             None => (None, Map::new()),
             Some(Value::String(token)) => {
-                let opened = open(self.state_key(), token, principal, method, params, now_ms()).map_err(|e| {
+                let opened = open_ring(self.state_keys(), token, principal, method, params, now_ms()).map_err(|e| {
                     tracing::debug!(method, error = %e, "requestState refused");
                     e.to_rpc_error()
                 })?;
@@ -117,7 +117,7 @@ impl crate::Runtime {
             let payload = json!({ "s": ir.state, "r": gathered });
             let ttl = self.config().request_state_ttl.as_millis() as u64;
             let token = seal(
-                self.state_key(),
+                self.state_keys().newest(),
                 ctx.principal(),
                 ctx.method(),
                 params,

@@ -334,6 +334,8 @@ pub struct Registry {
     current: ArcSwap<Catalog>,
     writer: Mutex<()>,
     changes: broadcast::Sender<Change>,
+    /// The changes made here (not those heard from other instances), for a shared store.
+    local: broadcast::Sender<Change>,
 }
 
 impl Default for Registry {
@@ -362,6 +364,7 @@ impl Registry {
             current: ArcSwap::from_pointee(Catalog::default()),
             writer: Mutex::new(()),
             changes,
+            local: broadcast::channel(256).0,
         }
     }
 
@@ -383,8 +386,20 @@ impl Registry {
         }
         next.reindex();
         self.current.store(Arc::new(next));
+        let _ = self.local.send(change.clone());
         let _ = self.changes.send(change);
         true
+    }
+
+    /// Announces a change made elsewhere (another instance of the server) to this registry's
+    /// subscribers, without touching the catalog.
+    pub fn announce(&self, change: Change) {
+        let _ = self.changes.send(change);
+    }
+
+    /// The changes made in this registry (not those [`announce`](Registry::announce)d).
+    pub(crate) fn local_changes(&self) -> broadcast::Receiver<Change> {
+        self.local.subscribe()
     }
 
     /// Adds (or replaces) a tool.
@@ -473,7 +488,9 @@ impl Registry {
 
     /// Announces that a resource's contents changed.
     pub fn notify_resource_updated(&self, uri: &str) {
-        let _ = self.changes.send(Change::ResourceUpdated(Arc::from(uri)));
+        let change = Change::ResourceUpdated(Arc::from(uri));
+        let _ = self.local.send(change.clone());
+        let _ = self.changes.send(change);
     }
 }
 

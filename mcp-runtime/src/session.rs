@@ -6,20 +6,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
 use mcp_protocol::{RequestId, Revision, RpcError};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::{Cluster, Note};
 use crate::inflight::InFlight;
 use crate::registry::Change;
 use crate::sink::Frame;
+use crate::store::SessionField;
 
 type Pending = oneshot::Sender<Result<Value, RpcError>>;
 
@@ -58,6 +60,14 @@ pub struct Session {
     epoch: Instant,
     closed: CancellationToken,
     outlet: OutletSlot,
+    /// The instance's part of a shared store, when sessions are shared by several instances.
+    cluster: OnceLock<Arc<Cluster>>,
+    /// When the shared record's expiry was last pushed back (ms of `epoch`).
+    stored_touch_ms: AtomicU64,
+    /// The newest event id of the session's GET stream log known here (shared store only).
+    log_head: watch::Sender<u64>,
+    /// Bumped when a GET stream of the session opens on another instance.
+    takeovers: watch::Sender<u64>,
 }
 
 impl Session {
@@ -85,6 +95,80 @@ impl Session {
             epoch: Instant::now(),
             closed: CancellationToken::new(),
             outlet: OutletSlot::default(),
+            cluster: OnceLock::new(),
+            stored_touch_ms: AtomicU64::new(0),
+            log_head: watch::Sender::new(0),
+            takeovers: watch::Sender::new(0),
+        }
+    }
+
+    /// Makes the session a replica of a shared record: its changes are written through and
+    /// announced to other instances.
+    pub(crate) fn attach(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// Whether the session's record is shared by several instances.
+    pub fn is_shared(&self) -> bool {
+        self.cluster.get().is_some()
+    }
+
+    fn changed(&self, field: SessionField) {
+        if let Some(c) = self.cluster.get() {
+            c.changed(&self.id, field);
+        }
+    }
+
+    /// Applies a change another instance made to the record.
+    pub(crate) fn apply_remote(&self, field: &SessionField) {
+        match field {
+            SessionField::LogLevel(l) => self.log_level.store(level_index(*l), Ordering::Relaxed),
+            SessionField::Initialized => self.initialized.store(true, Ordering::Relaxed),
+            SessionField::Subscribe(uri) => {
+                lock(&self.subscriptions).insert(uri.clone());
+            }
+            SessionField::Unsubscribe(uri) => {
+                lock(&self.subscriptions).remove(uri);
+            }
+        }
+    }
+
+    /// A receiver of the newest event id of the session's GET stream log (shared store): woken
+    /// whenever any instance appends to it.
+    pub fn log_head(&self) -> watch::Receiver<u64> {
+        self.log_head.subscribe()
+    }
+
+    /// An event was appended to one of the session's stream logs.
+    pub(crate) fn event_appended(&self, stream: u64, id: u64) {
+        if stream == 0 {
+            self.log_head.send_if_modified(|head| {
+                let newer = id > *head;
+                if newer {
+                    *head = id;
+                }
+                newer
+            });
+        }
+    }
+
+    /// A receiver woken when a GET stream of the session opens on another instance (the older
+    /// stream here ends: one GET stream per session).
+    pub fn takeovers(&self) -> watch::Receiver<u64> {
+        self.takeovers.subscribe()
+    }
+
+    /// A GET stream of the session opened on another instance.
+    pub(crate) fn stream_taken_elsewhere(&self) {
+        self.takeovers.send_modify(|n| *n += 1);
+    }
+
+    /// A GET stream of the session opened here: other instances end theirs.
+    pub fn stream_opened(&self) {
+        if let Some(c) = self.cluster.get() {
+            let _ = c.publish(Note::StreamOpened {
+                session: self.id.to_string(),
+            });
         }
     }
 
@@ -121,6 +205,7 @@ impl Session {
     /// Sets the minimum log level (`logging/setLevel`).
     pub fn set_log_level(&self, level: LoggingLevel) {
         self.log_level.store(level_index(level), Ordering::Relaxed);
+        self.changed(SessionField::LogLevel(level));
     }
 
     /// Whether `notifications/initialized` arrived.
@@ -130,7 +215,9 @@ impl Session {
 
     /// Records `notifications/initialized`.
     pub fn mark_initialized(&self) {
-        self.initialized.store(true, Ordering::Relaxed);
+        if !self.initialized.swap(true, Ordering::Relaxed) {
+            self.changed(SessionField::Initialized);
+        }
     }
 
     /// The session's requests in flight.
@@ -152,6 +239,18 @@ impl Session {
     pub fn touch(&self) {
         let ms = self.epoch.elapsed().as_millis() as u64;
         self.last_activity_ms.store(ms, Ordering::Relaxed);
+        if let Some(c) = self.cluster.get() {
+            let every = c.touch_every().as_millis() as u64;
+            let last = self.stored_touch_ms.load(Ordering::Relaxed);
+            if ms.saturating_sub(last) >= every
+                && self
+                    .stored_touch_ms
+                    .compare_exchange(last, ms, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                c.touched(&self.id);
+            }
+        }
     }
 
     /// Time since the last activity.
@@ -162,12 +261,16 @@ impl Session {
 
     /// Subscribes to `notifications/resources/updated` for a URI.
     pub fn subscribe(&self, uri: &str) {
-        lock(&self.subscriptions).insert(uri.to_owned());
+        if lock(&self.subscriptions).insert(uri.to_owned()) {
+            self.changed(SessionField::Subscribe(uri.to_owned()));
+        }
     }
 
     /// Unsubscribes from a URI.
     pub fn unsubscribe(&self, uri: &str) {
-        lock(&self.subscriptions).remove(uri);
+        if lock(&self.subscriptions).remove(uri) {
+            self.changed(SessionField::Unsubscribe(uri.to_owned()));
+        }
     }
 
     /// Whether the session subscribed to a URI.
@@ -191,7 +294,11 @@ impl Session {
     /// receiver of its response.
     pub fn register_request(&self) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(Arc::from(format!("s2c-{n}")));
+        // Shared sessions: the instance's id keeps ids unique across instances.
+        let id = match self.cluster.get() {
+            Some(c) => RequestId::String(Arc::from(format!("s2c-{}-{n}", c.instance()))),
+            None => RequestId::String(Arc::from(format!("s2c-{n}"))),
+        };
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
         (id, rx)
@@ -202,13 +309,46 @@ impl Session {
         lock(&self.pending).remove(id);
     }
 
-    /// Delivers a client response to the pending request it answers;
-    /// `false` when no such request is pending (the response is dropped).
+    /// Delivers a client response to the pending request it answers; `false` when no such
+    /// request is pending (the response is dropped). A shared session forwards a response it
+    /// does not hold to the other instances (one of them holds it) and answers `true`.
     pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
+        let tx = lock(&self.pending).remove(id);
+        match (tx, self.cluster.get()) {
+            (Some(tx), _) => tx.send(outcome).is_ok(),
+            (None, Some(c)) => c
+                .publish(Note::Response {
+                    session: self.id.to_string(),
+                    id: id.clone(),
+                    outcome,
+                })
+                .is_ok(),
+            (None, None) => false,
+        }
+    }
+
+    /// Delivers a response forwarded by another instance (never forwarded again).
+    pub(crate) fn deliver_local(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
         match lock(&self.pending).remove(id) {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,
         }
+    }
+
+    /// Cancels a request of the session in flight; a shared session forwards a cancellation for
+    /// a request it does not hold to the other instances. `false` when none holds it here and
+    /// nothing was forwarded.
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        if self.in_flight.cancel(id) {
+            return true;
+        }
+        self.cluster.get().is_some_and(|c| {
+            c.publish(Note::Cancel {
+                session: self.id.to_string(),
+                id: id.clone(),
+            })
+            .is_ok()
+        })
     }
 
     /// Connects the session to the stream that carries the notifications
@@ -226,7 +366,12 @@ impl Session {
             return false;
         }
         let outlet = lock(&self.outlet.0).clone();
-        outlet.is_some_and(|o| o(frame))
+        match (outlet, self.cluster.get()) {
+            (Some(o), _) => o(frame),
+            // Shared: into the session's GET stream log, whichever instance holds the stream.
+            (None, Some(c)) => c.append(&self.id, 0, frame),
+            (None, None) => false,
+        }
     }
 
     /// Ends the session: in-flight calls are cancelled, pending requests fail
@@ -336,6 +481,23 @@ impl SessionStore {
         }
         s.touch();
         Some(s)
+    }
+
+    /// The local session (or replica) with this id, whoever owns it (for notes from other
+    /// instances).
+    pub(crate) fn replica(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.get(id).map(|s| s.clone())
+    }
+
+    /// Ends the local replica of a session deleted elsewhere.
+    pub(crate) fn drop_replica(&self, id: &str) -> bool {
+        match self.sessions.remove(id) {
+            Some((_, s)) => {
+                self.release(&s);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Deletes a principal's session (closing it); `false` when unknown or

@@ -14,7 +14,8 @@
 //! The authentication flags (`--bearer-secret`, `--api-key`, `--basic`,
 //! `--require-scope`, `--resource-url`) are in `everything/auth.rs`; the
 //! soak flags (`--soak` for the fault tools, `--max-listeners-per-peer` and
-//! the other bounds) in `everything/soak.rs`.
+//! the other bounds) in `everything/soak.rs`; the flags that make several processes one
+//! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,8 @@ use serde_json::Map;
 
 #[path = "everything/auth.rs"]
 mod auth;
+#[path = "everything/shared.rs"]
+mod shared;
 #[path = "everything/soak.rs"]
 mod soak;
 #[path = "everything/tasks.rs"]
@@ -52,6 +55,8 @@ struct Args {
     auth: auth::AuthArgs,
     #[command(flatten)]
     soak: soak::SoakArgs,
+    #[command(flatten)]
+    shared: shared::SharedArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -689,7 +694,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-fn server(soak: &soak::SoakArgs) -> Result<McpServer, ServerError> {
+async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<McpServer, Box<dyn std::error::Error>> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -701,6 +706,7 @@ fn server(soak: &soak::SoakArgs) -> Result<McpServer, ServerError> {
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
     let b = soak.apply(b);
+    let b = shared.apply(b).await?;
     let b = resources(b);
     let server = prompts(b).build()?;
     add_triggers(&server)?;
@@ -716,7 +722,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server(&args.soak)?;
+    let server = server(&args.soak, &args.shared).await?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

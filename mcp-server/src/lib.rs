@@ -69,6 +69,9 @@ mod tool;
 pub use mcp_auth as auth;
 pub use mcp_protocol as protocol;
 pub use mcp_runtime as runtime;
+/// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
+#[cfg(feature = "redis")]
+pub use mcp_store_redis as redis;
 pub use mcp_transport_http as http;
 
 pub use mcp_protocol::auth::AuthInfo;
@@ -79,7 +82,7 @@ pub use mcp_protocol::model::{
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
-pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, UrlElicitation};
+pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
 pub use mcp_transport_http::HttpConfig;
 pub use prompt::Prompt;
 pub use resource::{Resource, ResourceTemplate};

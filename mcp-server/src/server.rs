@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
+use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
-use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, TaskStore, Visibility};
+use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
 use mcp_transport_http::HttpConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -175,6 +176,7 @@ pub struct McpServerBuilder {
     config: ServerConfig,
     registry: Registry,
     task_store: Option<Arc<dyn TaskStore>>,
+    store: Option<Store>,
     error: Option<RegistryError>,
 }
 
@@ -289,6 +291,34 @@ impl McpServerBuilder {
         self
     }
 
+    /// The key sealing MRTR `requestState` (at least 32 bytes). Give every instance behind one
+    /// endpoint the same key, so that a retry reaching another instance opens the state; without
+    /// one each process seals with a random key of its own. During a rotation, keep the previous
+    /// key with [`request_state_old_key`](Self::request_state_old_key).
+    pub fn request_state_key(mut self, key: StateKey) -> Self {
+        self.config.request_state_key = Some(key);
+        self
+    }
+
+    /// A previous request-state key: it still opens the states it sealed, and seals none.
+    pub fn request_state_old_key(mut self, key: StateKey) -> Self {
+        self.config.request_state_old_keys.push(key);
+        self
+    }
+
+    /// Shares the server's state with every other instance given a store over the same backend
+    /// (several instances behind a load balancer that does not pin clients): legacy sessions,
+    /// stream events and replay, server-to-client responses and cancellations, tasks, and
+    /// change notifications. `Store::memory()` shares between servers of one process; the
+    /// `mcp-store-redis` crate (feature `redis`) between processes:
+    /// `.store(RedisStore::connect(url).await?.into_store())`. Give every instance the same
+    /// request-state key as well ([`ServerConfig::request_state_key`]). A task store set with
+    /// [`task_store`](Self::task_store) is ignored: the store's own is used.
+    pub fn store(mut self, store: impl Into<Store>) -> Self {
+        self.store = Some(store.into());
+        self
+    }
+
     /// Replaces the whole configuration.
     pub fn config(mut self, config: ServerConfig) -> Self {
         self.config = config;
@@ -375,9 +405,10 @@ impl McpServerBuilder {
             return Err(e.into());
         }
         let registry = Arc::new(self.registry);
-        let runtime = match self.task_store {
-            Some(store) => Runtime::with_task_store(self.config, registry, store),
-            None => Runtime::new(self.config, registry),
+        let runtime = match (self.store, self.task_store) {
+            (Some(store), _) => Runtime::with_store(self.config, registry, store),
+            (None, Some(tasks)) => Runtime::with_task_store(self.config, registry, tasks),
+            (None, None) => Runtime::new(self.config, registry),
         };
         Ok(McpServer {
             runtime: Arc::new(runtime),

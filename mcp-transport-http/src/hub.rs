@@ -91,9 +91,17 @@ pub(crate) struct Channel {
     generation: watch::Sender<u64>,
     /// The session's resumable POST streams.
     pub(crate) streams: Arc<Streams>,
+    /// Shared sessions: whether this instance holds the session's GET stream (the newest one
+    /// opened here), and so appends registry changes to the session's shared log.
+    pub(crate) holder: AtomicBool,
 }
 
 impl Channel {
+    /// The session.
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
     fn ring(&self) -> MutexGuard<'_, Ring> {
         self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -157,12 +165,15 @@ impl Hub {
                     latest: watch::Sender::new(0),
                     generation: watch::Sender::new(0),
                     streams: Arc::new(Streams::new(self.capacity)),
+                    holder: AtomicBool::new(false),
                 });
                 created = Some(Arc::downgrade(&c));
                 c
             })
             .clone();
-        if let Some(weak) = created {
+        // A shared session's notifications go to its shared log (`Session::notify`), whichever
+        // instance holds its stream.
+        if let Some(weak) = created.filter(|_| !session.is_shared()) {
             // Weak: the channel owns the session, which owns its outlet.
             session.set_outlet(move |frame| match weak.upgrade() {
                 Some(c) => {
@@ -200,8 +211,14 @@ impl Hub {
         let frame = Bytes::from(change.frame(None));
         let channels: Vec<Arc<Channel>> = self.channels().values().cloned().collect();
         for c in channels {
-            if c.session.wants(change) {
+            if !c.session.wants(change) {
+                continue;
+            }
+            if !c.session.is_shared() {
                 c.push(frame.clone());
+            } else if c.holder.load(Ordering::Acquire) {
+                // Appended once, by the instance holding the session's GET stream.
+                c.session.notify(frame.to_vec());
             }
         }
     }

@@ -96,6 +96,7 @@ mod pump;
 mod resume;
 mod server;
 mod session;
+mod shared_stream;
 mod sse;
 mod state;
 mod tls;

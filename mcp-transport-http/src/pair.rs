@@ -303,16 +303,15 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
-    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot));
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_extensions(parts.extensions);
     peer.legacy_only = true;
-    peer.extensions = std::cell::Cell::new(parts.extensions);
     let engine = &shared.engine;
     match inbound {
-        Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r),
+        Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r).await,
         Inbound::Single(Message::Notification(n)) => {
-            engine.notification(&peer, &n);
+            engine.notification(&peer, &n).await;
         }
-        Inbound::Single(Message::Request(r)) => match engine.request(&peer, r) {
+        Inbound::Single(Message::Request(r)) => match engine.request(&peer, r).await {
             // Written before the 202, so that a session `initialize` minted exists when the
             // client sends its next message.
             Step::Answer(a) => {
@@ -333,7 +332,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
             }
             Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
         },
-        Inbound::Batch(items) => match engine.batch(&peer, items) {
+        Inbound::Batch(items) => match engine.batch(&peer, items).await {
             BatchStep::Answer(a) => return answer(a),
             BatchStep::Run(batch) => {
                 let out = pair.clone();

@@ -51,8 +51,7 @@ impl PostCtx {
         peer.remote = extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|c| c.0.ip());
-        peer.extensions = std::cell::Cell::new(extensions);
-        peer
+        peer.with_extensions(extensions)
     }
 }
 
@@ -209,15 +208,15 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     let engine = &shared.engine;
     match inbound {
         Inbound::Single(Message::Response(r)) => {
-            engine.deliver(&peer, r);
+            engine.deliver(&peer, r).await;
             empty(StatusCode::ACCEPTED)
         }
-        Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n) {
+        Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n).await {
             Some(refused) => answer(refused),
             None => empty(StatusCode::ACCEPTED),
         },
         Inbound::Single(Message::Request(r)) => {
-            let step = engine.request(&peer, r);
+            let step = engine.request(&peer, r).await;
             drop(peer);
             match step {
                 Step::Answer(a) => answer(a),
@@ -226,7 +225,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
             }
         }
         Inbound::Batch(items) => {
-            let step = engine.batch(&peer, items);
+            let step = engine.batch(&peer, items).await;
             drop(peer);
             batch::run(&cx.shared, cx.permit.clone(), step).await
         }

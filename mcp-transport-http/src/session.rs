@@ -12,8 +12,10 @@ use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
 use crate::hub::{self, StreamSpec};
+use crate::pump;
 use crate::resume::{self, Follow};
-use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required};
+use crate::shared_stream::SharedLive;
+use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required, store_unavailable};
 use crate::{guard, sse};
 
 /// The session a request names.
@@ -24,19 +26,26 @@ pub(crate) enum Lookup {
     Found(Arc<Session>),
     /// Unknown, deleted, or another principal's: all answer alike (404).
     Unknown,
+    /// The shared store could not be asked (503).
+    Unavailable,
 }
 
-/// Resolves the session header for `principal`.
-pub(crate) fn lookup(shared: &Shared, headers: &HeaderMap, principal: &str) -> Lookup {
+/// Resolves the session header for `principal` (in the shared store too, when there is one).
+pub(crate) async fn lookup(shared: &Shared, headers: &HeaderMap, principal: &str) -> Lookup {
     let Some(raw) = headers.get(SESSION_HEADER) else {
         return Lookup::Absent;
     };
     let Ok(id) = raw.to_str() else {
         return Lookup::Unknown;
     };
-    match shared.runtime.sessions().get(id, principal) {
-        Some(s) => Lookup::Found(s),
-        None => Lookup::Unknown,
+    shared.runtime.ensure_started();
+    match shared.runtime.find_session(id, principal).await {
+        Ok(Some(s)) => Lookup::Found(s),
+        Ok(None) => Lookup::Unknown,
+        Err(e) => {
+            tracing::warn!(error = %e, "session lookup failed: store unavailable");
+            Lookup::Unavailable
+        }
     }
 }
 
@@ -65,9 +74,10 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         Ok(a) => a,
         Err(challenge) => return crate::post::challenge(&challenge),
     };
-    let session = match lookup(shared, &parts.headers, &auth.principal) {
+    let session = match lookup(shared, &parts.headers, &auth.principal).await {
         Lookup::Absent => return session_required(),
         Lookup::Unknown => return session_not_found(),
+        Lookup::Unavailable => return store_unavailable(),
         Lookup::Found(s) => s,
     };
     let last_event_id = parts
@@ -100,6 +110,30 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         tracing::debug!(session = %session.id(), stream = number, "POST stream resumed");
         return sse::response(rx);
     }
+    if session.is_shared()
+        && let Some(store) = shared.runtime.store()
+    {
+        let opened = SharedLive::open(
+            channel,
+            store.events.clone(),
+            shared.runtime.bus_gaps(),
+            last_event_id.as_deref(),
+            shared.config.sse_retry,
+        )
+        .await;
+        let feed = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(session = %session.id(), error = %e, "GET stream not opened: store unavailable");
+                return store_unavailable();
+            }
+        };
+        let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+        let (keep_alive, shutdown) = (shared.config.sse_keep_alive, shared.shutdown.clone());
+        shared.tracker.spawn(pump::run(feed, tx, keep_alive, shutdown));
+        tracing::debug!(session = %session.id(), "shared GET stream opened");
+        return sse::response(rx);
+    }
     let spec = StreamSpec {
         channel,
         last_event_id,
@@ -129,11 +163,17 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     let Ok(id) = raw.to_str() else {
         return session_not_found();
     };
-    if shared.runtime.sessions().remove(id, &auth.principal) {
-        shared.hub.remove(id);
-        tracing::debug!(session = id, "session deleted");
-        empty(StatusCode::NO_CONTENT)
-    } else {
-        session_not_found()
+    shared.runtime.ensure_started();
+    match shared.runtime.end_session(id, &auth.principal).await {
+        Ok(true) => {
+            shared.hub.remove(id);
+            tracing::debug!(session = id, "session deleted");
+            empty(StatusCode::NO_CONTENT)
+        }
+        Ok(false) => session_not_found(),
+        Err(e) => {
+            tracing::warn!(session = id, error = %e, "session not deleted: store unavailable");
+            store_unavailable()
+        }
     }
 }

@@ -209,3 +209,10 @@ pub(crate) fn session_not_found() -> Response {
 pub(crate) fn session_required() -> Response {
     session_error(&RpcError::session_required())
 }
+
+/// The answer when the shared store a session request needs cannot be reached: 503, so that the
+/// client retries (the session may well exist).
+pub(crate) fn store_unavailable() -> Response {
+    let e = RpcError::store_unavailable();
+    rpc_error(status_at(Stage::Overload, Era::Legacy, e.code), None, &e)
+}

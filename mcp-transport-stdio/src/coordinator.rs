@@ -72,8 +72,8 @@ impl Coordinator {
                 self.answer(encode_error(None, &e.to_rpc_error()), None).await;
             }
             Input::Line(bytes) => match decode(&bytes, &self.limits) {
-                Ok(Inbound::Single(Message::Response(r))) => self.shared.engine.deliver(&self.shared.peer(), r),
-                Ok(Inbound::Single(Message::Notification(n))) => self.notification(n),
+                Ok(Inbound::Single(Message::Response(r))) => self.shared.engine.deliver(&self.shared.peer(), r).await,
+                Ok(Inbound::Single(Message::Notification(n))) => self.notification(n).await,
                 Ok(Inbound::Single(Message::Request(r))) => self.request(r).await,
                 Ok(Inbound::Batch(items)) => self.batch(items).await,
                 Err(e) => {
@@ -89,10 +89,10 @@ impl Coordinator {
         self.shared.out.respond(frame, guard.into_iter().collect()).await;
     }
 
-    fn notification(&self, note: Notification) {
+    async fn notification(&self, note: Notification) {
         if note.method.is_cancellation() {
             // Routed at once: the request it names may be queued or running.
-            self.shared.engine.notification(&self.shared.peer(), &note);
+            self.shared.engine.notification(&self.shared.peer(), &note).await;
             return;
         }
         match self.notifications.try_send(note) {
@@ -107,7 +107,7 @@ impl Coordinator {
     }
 
     async fn request(&self, req: Request) {
-        let step = self.shared.engine.request(&self.shared.peer(), req);
+        let step = self.shared.engine.request(&self.shared.peer(), req).await;
         match step {
             Step::Answer(answer) => {
                 if let Some(session) = &answer.session {
@@ -167,7 +167,7 @@ impl Coordinator {
     }
 
     async fn batch(&self, items: Vec<Result<Message, DecodeError>>) {
-        let batch = match self.shared.engine.batch(&self.shared.peer(), items) {
+        let batch = match self.shared.engine.batch(&self.shared.peer(), items).await {
             BatchStep::Answer(answer) => return self.answer(answer.frame, None).await,
             BatchStep::Run(batch) => batch,
         };

@@ -11,6 +11,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use mcp_protocol::Notification;
 use mcp_runtime::registry::ChangeFeed;
 use tokio::sync::mpsc;
@@ -23,9 +24,11 @@ pub(crate) fn spawn_inbound(shared: Arc<Shared>, capacity: usize) -> (mpsc::Send
     let (tx, mut rx) = mpsc::channel::<Notification>(capacity.max(1));
     let task = tokio::spawn(async move {
         while let Some(note) = rx.recv().await {
-            let handled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                shared.engine.notification(&shared.peer(), &note);
-            }));
+            let handled = AssertUnwindSafe(async {
+                shared.engine.notification(&shared.peer(), &note).await;
+            })
+            .catch_unwind()
+            .await;
             if handled.is_err() {
                 tracing::error!(method = %note.method, "notification handler panicked");
             }

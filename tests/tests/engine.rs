@@ -78,15 +78,17 @@ impl Conn {
         let inbound = decode(&bytes, &DecodeLimits::default()).expect("decodable");
         let answer = match inbound {
             Inbound::Single(Message::Request(r)) => {
-                let step = self.engine.request(&self.peer(), r);
+                let step = self.engine.request(&self.peer(), r).await;
                 self.step(step).await
             }
-            Inbound::Single(Message::Notification(n)) => self.engine.notification(&self.peer(), &n).map(|a| a.frame),
+            Inbound::Single(Message::Notification(n)) => {
+                self.engine.notification(&self.peer(), &n).await.map(|a| a.frame)
+            }
             Inbound::Single(Message::Response(r)) => {
-                self.engine.deliver(&self.peer(), r);
+                self.engine.deliver(&self.peer(), r).await;
                 None
             }
-            Inbound::Batch(items) => match self.engine.batch(&self.peer(), items) {
+            Inbound::Batch(items) => match self.engine.batch(&self.peer(), items).await {
                 BatchStep::Answer(a) => Some(a.frame),
                 BatchStep::Run(b) => b.run(Sink::detached()).await.frame,
             },
@@ -188,7 +190,7 @@ async fn a_duplicate_id_is_refused_alike() {
         else {
             unreachable!()
         };
-        let held = c.engine.request(&c.peer(), r);
+        let held = c.engine.request(&c.peer(), r).await;
         assert!(matches!(held, Step::Call(_)), "{kind:?}");
         answers.push((kind, c.send(body.clone()).await));
         // Once it has run, the id is free again.
@@ -229,7 +231,7 @@ async fn an_unknown_session_is_not_found() {
         Ok(Inbound::Single(Message::Request(r))) => r,
         _ => unreachable!(),
     };
-    let Step::Answer(a) = engine.request(&other, r) else {
+    let Step::Answer(a) = engine.request(&other, r).await else {
         panic!("refused")
     };
     assert_eq!(a.status, 404);
@@ -368,16 +370,22 @@ async fn statuses_come_from_the_stage() {
         Ok(Inbound::Single(Message::Request(r))) => r,
         _ => unreachable!(),
     };
-    let status = |peer: &Peer<'_>, s: &str| match engine.request(peer, parse(s)) {
+    let status = async |peer: &Peer<'_>, s: &str| match engine.request(peer, parse(s)).await {
         Step::Answer(a) => a.status,
         _ => 0,
     };
     // No session: 400; the modern unknown method: 404; a legacy unknown header value: 400.
-    assert_eq!(status(&peer, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), 400);
+    assert_eq!(
+        status(&peer, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await,
+        400
+    );
     let modern_unknown = json!({"jsonrpc": "2.0", "id": 1, "method": "nope", "params": modern(json!({}))});
-    assert_eq!(status(&peer, &modern_unknown.to_string()), 404);
+    assert_eq!(status(&peer, &modern_unknown.to_string()).await, 404);
     peer.revision = TransportRevision::Unknown("1999-01-01".into());
-    assert_eq!(status(&peer, r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#), 400);
+    assert_eq!(
+        status(&peer, r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#).await,
+        400
+    );
 }
 
 #[tokio::test]
@@ -404,14 +412,17 @@ async fn one_peer_cannot_lock_the_others_out_of_subscriptions() {
         p
     };
     let (a, b) = (peer("10.0.0.1"), peer("10.0.0.2"));
-    let held: Vec<Step> = (1..=2).map(|id| engine.request(&a, listen(id))).collect();
+    let mut held = Vec::new();
+    for id in 1..=2 {
+        held.push(engine.request(&a, listen(id)).await);
+    }
     assert!(held.iter().all(|s| matches!(s, Step::Listen(_))));
-    let Step::Answer(refused) = engine.request(&a, listen(3)) else {
+    let Step::Answer(refused) = engine.request(&a, listen(3)).await else {
         panic!("over the peer's bound")
     };
     assert_eq!(refused.status, 429);
     assert!(
-        matches!(engine.request(&b, listen(4)), Step::Listen(_)),
+        matches!(engine.request(&b, listen(4)).await, Step::Listen(_)),
         "another peer is served"
     );
 }

@@ -9,7 +9,11 @@
 
 mod catalog;
 mod lifecycle;
+mod shared;
 pub(crate) mod tools;
+
+pub use shared::StartError;
+pub(crate) use shared::store_unavailable;
 
 use std::sync::Arc;
 
@@ -19,13 +23,14 @@ use mcp_protocol::jsonrpc::{encode_error, encode_result};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
-use mcp_protocol::request_state::StateKey;
+use mcp_protocol::request_state::{StateKey, StateKeyRing};
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Method, Notification, NotificationMethod, Request, RequestId, Revision, RpcError};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::ctx::{Ctx, CtxInner, Origin};
 use crate::elicitation::Elicitations;
@@ -161,9 +166,11 @@ impl RequestEnv {
 pub struct Runtime {
     config: ServerConfig,
     registry: Arc<Registry>,
-    sessions: SessionStore,
+    sessions: Arc<SessionStore>,
+    /// This instance's part of a shared store (none: everything in this process).
+    cluster: Option<Arc<Cluster>>,
     server_info: Value,
-    state_key: StateKey,
+    state_keys: StateKeyRing,
     subscriptions: Arc<Subscriptions>,
     tasks: Arc<Tasks>,
     elicitations: Arc<Elicitations>,
@@ -178,8 +185,20 @@ impl Runtime {
     /// A runtime over a registry, with tasks kept in `store` (a durable or
     /// shared [`TaskStore`]; see its contract).
     pub fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
+        Self::build(config, registry, store, None)
+    }
+
+    fn build(
+        config: ServerConfig,
+        registry: Arc<Registry>,
+        store: Arc<dyn TaskStore>,
+        cluster: Option<Arc<Cluster>>,
+    ) -> Self {
         let server_info = config.server_info.render(None);
-        let state_key = config.request_state_key.clone().unwrap_or_else(random_state_key);
+        let state_keys = config.request_state_old_keys.iter().fold(
+            StateKeyRing::new(config.request_state_key.clone().unwrap_or_else(random_state_key)),
+            |ring, old| ring.with_old(old.clone()),
+        );
         let subscriptions: Arc<Subscriptions> = Arc::default();
         let tasks = Tasks::new(&config, store, subscriptions.clone());
         let elicitations = Arc::new(Elicitations::new(
@@ -189,9 +208,10 @@ impl Runtime {
         Runtime {
             config,
             registry,
-            sessions: SessionStore::new(),
+            sessions: Arc::new(SessionStore::new()),
+            cluster,
             server_info,
-            state_key,
+            state_keys,
             subscriptions,
             tasks,
             elicitations,
@@ -224,9 +244,9 @@ impl Runtime {
         &self.subscriptions
     }
 
-    /// The key sealing MRTR request states.
-    pub(crate) fn state_key(&self) -> &StateKey {
-        &self.state_key
+    /// The keys opening MRTR request states (the newest seals).
+    pub(crate) fn state_keys(&self) -> &StateKeyRing {
+        &self.state_keys
     }
 
     /// The configuration.
@@ -471,6 +491,8 @@ impl Runtime {
                     .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
                 if let Some(id) = id
                     && !in_flight.cancel(&id)
+                    // A shared session's request may be in flight on another instance.
+                    && !session.is_some_and(|s| s.is_shared() && s.cancel(&id))
                 {
                     tracing::debug!(%id, "cancellation for a request not in flight");
                 }

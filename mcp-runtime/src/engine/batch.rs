@@ -83,14 +83,16 @@ fn finish(answers: Vec<Frame>, guards: Vec<InFlightGuard>) -> BatchDone {
 
 impl Engine {
     /// Checks a decoded batch and prepares its elements.
-    pub fn batch(&self, peer: &Peer<'_>, items: Vec<Result<Message, DecodeError>>) -> BatchStep {
+    pub async fn batch(&self, peer: &Peer<'_>, items: Vec<Result<Message, DecodeError>>) -> BatchStep {
+        self.runtime.ensure_started();
         let refuse = |stage, e: &RpcError| BatchStep::Answer(Answer::error(stage, Era::Legacy, None, e));
         if let TransportRevision::Unknown(v) = &peer.revision {
             return refuse(Stage::Envelope, &RpcError::unknown_revision_header(v));
         }
-        let session = match self.resolve(peer) {
+        let session = match self.resolve(peer).await {
             Resolved::Found(s) => Some(s),
             Resolved::Unknown => return refuse(Stage::Session, &RpcError::session_not_found()),
+            Resolved::Unavailable => return refuse(Stage::Overload, &RpcError::store_unavailable()),
             Resolved::Absent => None,
         };
         let (messages, mut answers) = split_batch(items);
@@ -104,7 +106,7 @@ impl Engine {
             return refuse(Stage::Session, &RpcError::session_required());
         }
         let mut calls = Vec::new();
-        let extensions = peer.extensions.take();
+        let extensions = peer.take_extensions();
         for message in messages {
             match message {
                 Message::Response(r) => deliver_to(session.as_deref(), r),

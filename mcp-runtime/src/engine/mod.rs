@@ -28,8 +28,7 @@ mod batch;
 mod call;
 mod slot;
 
-use std::cell::Cell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{era_of, may_stream, request_era};
@@ -45,7 +44,7 @@ pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
 pub use slot::SessionSlot;
 
-use crate::dispatch::{Route, Runtime};
+use crate::dispatch::{Route, Runtime, StartError};
 use crate::inflight::{InFlight, InFlightGuard};
 use crate::listen::{Holder, ListenError, Listener};
 use crate::session::{Session, SessionLimit};
@@ -98,7 +97,7 @@ pub struct Peer<'a> {
     pub remote: Option<std::net::IpAddr>,
     /// Transport or middleware extensions handed to handlers: moved into the call the message
     /// becomes (a batch's calls get copies), so that a single request never copies them.
-    pub extensions: Cell<http::Extensions>,
+    pub extensions: Mutex<http::Extensions>,
 }
 
 impl<'a> Peer<'a> {
@@ -113,8 +112,19 @@ impl<'a> Peer<'a> {
             legacy_only: false,
             headers: None,
             remote: None,
-            extensions: Cell::default(),
+            extensions: Mutex::default(),
         }
+    }
+
+    /// Sets the extensions handed to handlers.
+    pub fn with_extensions(mut self, extensions: http::Extensions) -> Self {
+        self.extensions = Mutex::new(extensions);
+        self
+    }
+
+    /// Takes the extensions (the call the message becomes owns them).
+    fn take_extensions(&self) -> http::Extensions {
+        std::mem::take(&mut *self.extensions.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
@@ -166,6 +176,8 @@ enum Resolved {
     Absent,
     Found(Arc<Session>),
     Unknown,
+    /// The shared store could not be asked (503: the session may exist).
+    Unavailable,
 }
 
 /// The message pipeline of one runtime (cheap to clone).
@@ -185,11 +197,15 @@ impl Engine {
         &self.runtime
     }
 
-    fn resolve(&self, peer: &Peer<'_>) -> Resolved {
+    async fn resolve(&self, peer: &Peer<'_>) -> Resolved {
         match peer.sessions {
-            Sessions::Store(Some(id)) => match self.runtime.sessions().get(id, &peer.auth.principal) {
-                Some(s) => Resolved::Found(s),
-                None => Resolved::Unknown,
+            Sessions::Store(Some(id)) => match self.runtime.find_session(id, &peer.auth.principal).await {
+                Ok(Some(s)) => Resolved::Found(s),
+                Ok(None) => Resolved::Unknown,
+                Err(e) => {
+                    let _ = crate::dispatch::store_unavailable(&e);
+                    Resolved::Unavailable
+                }
             },
             Sessions::Store(None) | Sessions::None => Resolved::Absent,
             Sessions::Slot(slot) => slot.session().map_or(Resolved::Absent, Resolved::Found),
@@ -198,8 +214,9 @@ impl Engine {
 
     /// Delivers a client's response to the pending server-to-client request of the caller's
     /// own session; anything else is dropped without a trace on the wire (no oracle).
-    pub fn deliver(&self, peer: &Peer<'_>, response: Response) {
-        let session = match self.resolve(peer) {
+    pub async fn deliver(&self, peer: &Peer<'_>, response: Response) {
+        self.runtime.ensure_started();
+        let session = match self.resolve(peer).await {
             Resolved::Found(s) => Some(s),
             _ => None,
         };
@@ -208,13 +225,22 @@ impl Engine {
 
     /// Routes a client notification. `Some` only when it must be refused: a legacy
     /// notification naming an unknown session where sessions are kept (404).
-    pub fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
+    pub async fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
+        self.runtime.ensure_started();
         let era = era_of(note.params.as_ref(), peer.revision.known());
         let session = match (era, peer.sessions) {
-            (Era::Legacy, Sessions::Store(_)) => match self.resolve(peer) {
+            (Era::Legacy, Sessions::Store(_)) => match self.resolve(peer).await {
                 Resolved::Found(s) => Some(s),
                 Resolved::Unknown => {
                     return Some(Answer::error(Stage::Session, era, None, &RpcError::session_not_found()));
+                }
+                Resolved::Unavailable => {
+                    return Some(Answer::error(
+                        Stage::Overload,
+                        era,
+                        None,
+                        &RpcError::store_unavailable(),
+                    ));
                 }
                 Resolved::Absent => None,
             },
@@ -238,10 +264,11 @@ impl Engine {
     }
 
     /// Takes a request through every check and hands it back ready to run, or answered.
-    pub fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
+    pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
+        self.runtime.ensure_started();
         match request_era(&req, peer.revision.known()) {
             Era::Modern => self.modern(peer, req),
-            Era::Legacy => self.legacy(peer, req),
+            Era::Legacy => self.legacy(peer, req).await,
         }
     }
 
@@ -284,14 +311,15 @@ impl Engine {
         self.call(peer, req, route, None)
     }
 
-    fn legacy(&self, peer: &Peer<'_>, req: Request) -> Step {
+    async fn legacy(&self, peer: &Peer<'_>, req: Request) -> Step {
         let refuse = |stage, e: &RpcError| Step::Answer(Answer::error(stage, Era::Legacy, Some(&req.id), e));
         if let TransportRevision::Unknown(v) = &peer.revision {
             return refuse(Stage::Envelope, &RpcError::unknown_revision_header(v));
         }
         let initialize = req.method == Method::Initialize;
-        let session = match (self.resolve(peer), initialize) {
-            (Resolved::Absent, true) => return self.initialize(peer, &req),
+        let session = match (self.resolve(peer).await, initialize) {
+            (Resolved::Unavailable, _) => return refuse(Stage::Overload, &RpcError::store_unavailable()),
+            (Resolved::Absent, true) => return self.initialize(peer, &req).await,
             (Resolved::Found(_), true) => return refuse(Stage::Session, &RpcError::already_initialized()),
             (Resolved::Unknown, _) => return refuse(Stage::Session, &RpcError::session_not_found()),
             (Resolved::Found(s), false) => Some(s),
@@ -309,7 +337,7 @@ impl Engine {
 
     /// A legacy `initialize` naming no session: mints one and hands it to the transport's
     /// session keeping.
-    fn initialize(&self, peer: &Peer<'_>, req: &Request) -> Step {
+    async fn initialize(&self, peer: &Peer<'_>, req: &Request) -> Step {
         let refuse = |stage, e: &RpcError| Step::Answer(Answer::error(stage, Era::Legacy, Some(&req.id), e));
         if let Err(rej) = self.runtime.route(req, peer.revision.known(), None) {
             return refuse(Stage::Route, &rej.error);
@@ -323,23 +351,21 @@ impl Engine {
                 // The session's event channel (ring buffer, GET stream state) is created by the
                 // transport when first needed: most sessions never open a stream.
                 let config = self.runtime.config();
-                let admitted = self.runtime.sessions().admit(
-                    session.clone(),
-                    config.max_sessions,
-                    config.max_sessions_per_principal,
-                );
-                match admitted {
+                match self.runtime.start_session(&session).await {
                     Ok(()) => true,
-                    Err(SessionLimit::Full) => {
+                    Err(StartError::Limit(SessionLimit::Full)) => {
                         tracing::warn!(limit = config.max_sessions, "initialize refused: too many sessions");
                         return refuse(Stage::Overload, &RpcError::too_many_sessions());
                     }
-                    Err(SessionLimit::PrincipalFull) => {
+                    Err(StartError::Limit(SessionLimit::PrincipalFull)) => {
                         tracing::warn!(
                             limit = config.max_sessions_per_principal,
                             "initialize refused: too many sessions for one principal"
                         );
                         return refuse(Stage::Quota, &RpcError::too_many_sessions_for_principal());
+                    }
+                    Err(StartError::Store(e)) => {
+                        return refuse(Stage::Overload, &crate::dispatch::store_unavailable(&e));
                     }
                 }
             }
@@ -390,7 +416,7 @@ impl Engine {
                 session,
                 cancel,
                 guard,
-                extensions: peer.extensions.take(),
+                extensions: peer.take_extensions(),
             },
             stream,
         ))

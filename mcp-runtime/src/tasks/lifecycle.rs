@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{TaskOutcome, TaskOwner, TaskRecord, TaskStoreError, Tasks};
+use crate::cluster::Note;
 use crate::sink::{Relay, Sink};
 
 /// The part of a task that lives in the process running its worker.
@@ -184,6 +185,11 @@ impl Tasks {
     /// Cancels a task: `cancelled` is recorded first (unless it already
     /// ended), then its worker's token is cancelled. Returns the record.
     pub(crate) async fn cancel(&self, task_id: &str) -> Result<Option<TaskRecord>, RpcError> {
+        if self.live(task_id).is_none()
+            && let Some(rec) = self.cancel_elsewhere(task_id).await?
+        {
+            return Ok(Some(rec));
+        }
         let rec = self
             .update(task_id, |r| {
                 let go = r.status.can_transition(TaskStatus::Cancelled);
@@ -203,6 +209,50 @@ impl Tasks {
             live.work.cancel();
         }
         Ok(rec)
+    }
+
+    /// With a shared store, a task whose worker runs on another live instance is cancelled
+    /// there (under that instance's write lock, so that the first terminal outcome still wins):
+    /// the request is forwarded and the record read back once it ended. `None` when this
+    /// instance must cancel it itself (no store, an unknown or dead owner, no answer in time).
+    async fn cancel_elsewhere(&self, task_id: &str) -> Result<Option<TaskRecord>, RpcError> {
+        const WAIT: Duration = Duration::from_secs(2);
+        let Some(c) = self.cluster() else { return Ok(None) };
+        let read = |e: TaskStoreError| {
+            tracing::error!(task = task_id, error = %e, "task store read failed");
+            RpcError::internal()
+        };
+        let Some(rec) = self.store.get(task_id).await.map_err(read)? else {
+            return Ok(None);
+        };
+        if rec.status.is_terminal() {
+            return Ok(Some(rec));
+        }
+        let Some(owner) = rec.instance.as_deref() else {
+            return Ok(None);
+        };
+        if owner == &**c.instance() || !c.store().members.alive(owner).await.unwrap_or(false) {
+            return Ok(None);
+        }
+        c.publish(Note::TaskCancel {
+            task: task_id.to_owned(),
+        })
+        .map_err(|e| crate::dispatch::store_unavailable(&e))?;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            match self.store.get(task_id).await.map_err(read)? {
+                Some(r) if r.status.is_terminal() => return Ok(Some(r)),
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        tracing::warn!(
+            task = task_id,
+            owner,
+            "the instance running the task did not cancel it in time"
+        );
+        Ok(None)
     }
 
     /// A modern task's handler needs client input: checks the requests
@@ -270,6 +320,15 @@ impl Tasks {
     /// handler resumes with them.
     pub(crate) async fn feed_input(&self, task_id: &str, responses: &Map<String, Value>) -> Result<(), RpcError> {
         let Some(live) = self.live(task_id) else {
+            if let Some(c) = self.cluster() {
+                // Another instance runs the worker and gathers its input.
+                return c
+                    .publish(Note::TaskInput {
+                        task: task_id.to_owned(),
+                        responses: responses.clone(),
+                    })
+                    .map_err(|e| crate::dispatch::store_unavailable(&e));
+            }
             tracing::debug!(task = task_id, "input for a task this process does not run: ignored");
             return Ok(());
         };
@@ -344,6 +403,12 @@ impl Tasks {
         match rec.owner.era() {
             Era::Modern => {
                 let (_, params) = task_notification(&task, Era::Modern, payload(rec));
+                if let Some(c) = self.cluster() {
+                    let _ = c.publish(Note::TaskChanged {
+                        task: rec.task_id.clone(),
+                        params: params.clone(),
+                    });
+                }
                 self.subscriptions.task_changed(&rec.task_id, params);
             }
             Era::Legacy => {

@@ -36,6 +36,7 @@ use mcp_protocol::RpcError;
 use mcp_protocol::model::TaskStatus;
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::listen::Subscriptions;
 use crate::sink::Relay;
@@ -90,6 +91,8 @@ pub(crate) struct Tasks {
     recovered: tokio::sync::OnceCell<()>,
     sweeper: OnceLock<()>,
     me: Weak<Tasks>,
+    /// The shared store's instance side, when tasks are shared by several instances.
+    cluster: OnceLock<Arc<Cluster>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -137,7 +140,24 @@ impl Tasks {
             recovered: tokio::sync::OnceCell::new(),
             sweeper: OnceLock::new(),
             me: me.clone(),
+            cluster: OnceLock::new(),
         })
+    }
+
+    /// Shares the tasks with the other instances of a store: records name this instance, and
+    /// control of a task another instance runs is forwarded to it.
+    pub(crate) fn share(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// The shared store's instance side, if any.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.get()
+    }
+
+    /// The open `subscriptions/listen` subscriptions.
+    pub(crate) fn subscriptions(&self) -> &Arc<Subscriptions> {
+        &self.subscriptions
     }
 
     /// The store.
@@ -161,30 +181,39 @@ impl Tasks {
     }
 
     /// Marks the tasks a previous run left unfinished as failed (once, before
-    /// the first task operation; retried later if the store fails).
+    /// the first task operation; retried later if the store fails). With a shared store this
+    /// also runs on every sweep: the unfinished tasks of instances that are gone are failed.
     pub(crate) async fn ensure_recovered(&self) {
-        let done = self
-            .recovered
-            .get_or_try_init(|| async {
-                let now = self.now_ms();
-                for mut rec in self.store.recover().await? {
-                    if rec.status.is_terminal() {
-                        continue;
-                    }
-                    tracing::info!(task = %rec.task_id, "task interrupted by a restart: failed");
-                    rec.status = TaskStatus::Failed;
-                    rec.status_message = Some(INTERRUPTED.into());
-                    rec.outcome = Some(TaskOutcome::Error(RpcError::internal_with(INTERRUPTED)));
-                    rec.input_requests.clear();
-                    rec.updated_at_ms = now;
-                    self.store.put(rec).await?;
-                }
-                Ok::<(), TaskStoreError>(())
-            })
-            .await;
+        let done = self.recovered.get_or_try_init(|| self.recover()).await;
         if let Err(e) = done {
             tracing::error!(error = %e, "task store recovery failed; will retry");
         }
+    }
+
+    /// Fails the unfinished tasks whose worker is gone: all of them for a store of one process
+    /// (a previous run left them), those of dead instances for a shared store.
+    async fn recover(&self) -> Result<(), TaskStoreError> {
+        let now = self.now_ms();
+        for mut rec in self.store.recover().await? {
+            if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
+                continue;
+            }
+            if let (Some(cluster), Some(instance)) = (self.cluster.get(), rec.instance.as_deref()) {
+                if instance == &**cluster.instance() || cluster.store().members.alive(instance).await? {
+                    continue;
+                }
+                tracing::info!(task = %rec.task_id, instance, "task of an instance that is gone: failed");
+            } else {
+                tracing::info!(task = %rec.task_id, "task interrupted by a restart: failed");
+            }
+            rec.status = TaskStatus::Failed;
+            rec.status_message = Some(INTERRUPTED.into());
+            rec.outcome = Some(TaskOutcome::Error(RpcError::internal_with(INTERRUPTED)));
+            rec.input_requests.clear();
+            rec.updated_at_ms = now;
+            self.store.put(rec).await?;
+        }
+        Ok(())
     }
 
     /// Creates a working task for `owner` (store first, then the live part):
@@ -226,13 +255,14 @@ impl Tasks {
         }
         let id = mint_task_id().ok_or(CreateError::Random)?;
         let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
-        let rec = TaskRecord::new(
+        let mut rec = TaskRecord::new(
             id.clone(),
             owner.clone(),
             self.now_ms(),
             Some(ttl),
             Some(self.limits.poll_interval_ms),
         );
+        rec.instance = self.cluster.get().map(|c| c.instance().to_string());
         self.store.put(rec.clone()).await?;
         let live = Live::new(id.clone(), owner, work, relay);
         self.live.insert(id, live.clone());
@@ -304,6 +334,11 @@ impl Tasks {
                     tick.tick().await;
                     let Some(tasks) = me.upgrade() else { break };
                     tasks.sweep().await;
+                    if tasks.cluster.get().is_some()
+                        && let Err(e) = tasks.recover().await
+                    {
+                        tracing::warn!(error = %e, "recovery of the tasks of dead instances failed");
+                    }
                 }
             });
         });

@@ -7,27 +7,18 @@
 //! a durable or shared store (a database, a key-value service) can be
 //! plugged in with [`crate::Runtime::with_task_store`].
 
-use std::future::Future;
-use std::pin::Pin;
-
 use dashmap::DashMap;
 use mcp_protocol::model::{Task, TaskStatus};
 use mcp_protocol::{Era, RpcError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The future a [`TaskStore`] method returns.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
+/// The future a [`TaskStore`] method returns (the store seams' future).
+pub use crate::store::StoreFuture;
 
-/// Why a store operation failed. The caller gets a generic -32603; the
-/// detail goes to the log.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TaskStoreError {
-    /// The backend failed (I/O, connection, encoding).
-    #[error("task store backend failed: {0}")]
-    Backend(String),
-}
+/// Why a task store operation failed (the store seams' error). The caller gets a generic
+/// -32603; the detail goes to the log.
+pub type TaskStoreError = crate::store::StoreError;
 
 /// Who owns a task. Another owner's task reads as not found.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -102,6 +93,10 @@ pub struct TaskRecord {
     /// The input requests still waiting for an answer (`input_required`).
     #[serde(default)]
     pub input_requests: Map<String, Value>,
+    /// The instance running the task's worker, when the store is shared by several instances
+    /// (recovery fails the unfinished tasks of instances that are gone).
+    #[serde(default)]
+    pub instance: Option<String>,
 }
 
 impl TaskRecord {
@@ -124,6 +119,7 @@ impl TaskRecord {
             poll_interval_ms,
             outcome: None,
             input_requests: Map::new(),
+            instance: None,
         }
     }
 
@@ -169,14 +165,13 @@ impl TaskRecord {
 ///   principal (sessions included).
 /// - **Expiry.** `expired` returns the ids whose `expires_at_ms` is at or
 ///   before `now_ms`; the runtime cancels their workers and `delete`s them.
-/// - **Restarts.** `recover` is called once, before the first task operation
-///   of a runtime: it returns the records a previous run left in `working`
-///   or `input_required` (their workers are gone), which the runtime marks
-///   `failed` "Task interrupted by a restart". A store shared by several live
-///   instances must return only the records of instances that are gone (for
-///   example by storing an instance id next to each record), never the
-///   tasks another live instance is running. The in-memory store starts
-///   empty and recovers nothing.
+/// - **Restarts and dead instances.** `recover` returns the records left in `working` or
+///   `input_required` (their workers may be gone). The runtime calls it once before the first
+///   task operation and, with a shared store, on every sweep; it fails the records whose
+///   worker is gone ("Task interrupted by a restart"): every one a store of one process
+///   returns, and for a shared store those whose `instance` is neither this one nor a live one
+///   (the record's `instance` names the instance running the worker). The in-memory store
+///   returns its unfinished records; a fresh one has none.
 ///
 /// Errors are answered with a generic -32603 and logged.
 pub trait TaskStore: Send + Sync + 'static {
@@ -201,7 +196,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The ids of the records expired at `now_ms`.
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>>;
 
-    /// The records a previous run left unfinished (see the trait docs).
+    /// The unfinished records whose worker may be gone (see the trait docs).
     fn recover(&self) -> StoreFuture<'_, Vec<TaskRecord>> {
         Box::pin(async { Ok(Vec::new()) })
     }
@@ -257,6 +252,16 @@ impl TaskStore for InMemoryTaskStore {
         Box::pin(async move { Ok(n) })
     }
 
+    fn recover(&self) -> StoreFuture<'_, Vec<TaskRecord>> {
+        let v = self
+            .records
+            .iter()
+            .filter(|r| !r.status.is_terminal())
+            .map(|r| r.clone())
+            .collect();
+        Box::pin(async move { Ok(v) })
+    }
+
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
         let v = self
             .records
@@ -299,7 +304,7 @@ mod tests {
         assert_eq!(s.expired(200).await.unwrap().len(), 2);
         s.delete("c").await.unwrap();
         assert_eq!(s.count().await.unwrap(), 2);
-        assert!(s.recover().await.unwrap().is_empty());
+        assert_eq!(s.recover().await.unwrap().len(), 2, "the unfinished ones");
     }
 
     #[test]

@@ -1,0 +1,96 @@
+//! The store seams: where the state that several instances of one server must share lives.
+//!
+//! A single process needs none of this: with no store configured, sessions, stream events,
+//! server-to-client requests and tasks live in the process's memory, as they always did. Behind a
+//! load balancer that does not pin clients, the legacy era's state must be shared: a session
+//! minted on instance A is used on B, a `Last-Event-ID` resumes on B, a client's answer to A's
+//! `elicitation/create` reaches B, a task created on A is read on B, a list change raised on B
+//! reaches a stream held by A. A [`Store`] bundles the seams that make that work:
+//!
+//! - [`SessionRecords`]: the negotiated part of each legacy session (revision, client info and
+//!   capabilities, principal, log level, resource subscriptions), with a sliding idle expiry;
+//! - [`EventLog`]: the events of each session's streams, behind SSE ids and `Last-Event-ID`
+//!   replay, bounded per stream, written before they are sent;
+//! - [`TaskStore`]: task records;
+//! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
+//!   responses and cancellations that reached an instance which does not hold the waiting
+//!   request, session ends and changes, new stream events, task control;
+//! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery).
+//!
+//! Each seam is an object-safe trait whose methods return boxed futures ([`StoreFuture`]), with an
+//! in-memory implementation ([`Store::memory`]): several runtimes of one process can share it
+//! (which is how the contract tests and the multi-instance tests run without a network), and a
+//! backend such as Redis (the `mcp-store-redis` crate) implements the same traits.
+//!
+//! The request-state key ring is configuration, not a store: every instance is given the same
+//! key (`ServerConfig::request_state_key`, and `request_state_old_keys` during a rotation).
+
+mod bus;
+mod events;
+mod members;
+mod sessions;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use bus::{Bus, BusEvent, MemoryBus};
+pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
+pub use members::{Membership, MemoryMembership};
+pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
+
+use crate::tasks::{InMemoryTaskStore, TaskStore};
+
+/// The future a store method returns.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Why a store operation failed. Requests that needed the store are answered with a clear error
+/// (HTTP 503 or JSON-RPC -32603 "Store unavailable"); the detail goes to the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend failed (I/O, encoding, a script error).
+    #[error("store backend failed: {0}")]
+    Backend(String),
+    /// The backend cannot be reached right now (connection refused or lost); retry later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The shared state of a server that runs as several instances: one value of each seam.
+///
+/// Cheap to clone; every instance of one logical server is given a `Store` over the same
+/// backend (for example the same Redis).
+#[derive(Clone)]
+pub struct Store {
+    /// Legacy session records.
+    pub sessions: Arc<dyn SessionRecords>,
+    /// Stream events and replay.
+    pub events: Arc<dyn EventLog>,
+    /// Task records.
+    pub tasks: Arc<dyn TaskStore>,
+    /// Messages to every instance.
+    pub bus: Arc<dyn Bus>,
+    /// Live instances.
+    pub members: Arc<dyn Membership>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+impl Store {
+    /// A store in this process's memory. Runtimes given clones of it share it as separate
+    /// instances would share a backend (one bus, one set of records).
+    pub fn memory() -> Store {
+        Store {
+            sessions: Arc::new(MemorySessionRecords::new()),
+            events: Arc::new(MemoryEventLog::new()),
+            tasks: Arc::new(InMemoryTaskStore::new()),
+            bus: Arc::new(MemoryBus::new()),
+            members: Arc::new(MemoryMembership::new()),
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! [`Bus`] on Redis pub/sub: one channel, a publisher task and a listener task.
+//!
+//! - `publish` puts the message in a bounded queue and returns; the publisher task sends what
+//!   is queued as one pipeline of `PUBLISH`es on the command connection, retrying a batch that
+//!   failed because Redis could not be reached a few times, then dropping it with a warning.
+//! - The listener task owns a connection of its own in subscriber mode. It pings it now and
+//!   then; when the connection drops (or a ping goes unanswered), it reconnects with backoff
+//!   and, once subscribed again, hands every subscriber a [`BusEvent::Gap`].
+//! - Each subscriber has a bounded queue; one that overflows is owed a `Gap`, as with the
+//!   in-memory bus.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcp_runtime::StoreError;
+use mcp_runtime::store::{Bus, BusEvent};
+use redis::aio::{ConnectionManager, PubSub};
+use redis::{Client, RedisError, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{MissedTickBehavior, sleep, timeout};
+
+use crate::conn::is_unavailable;
+
+/// The backlog of one subscriber (as the in-memory bus's).
+const BACKLOG: usize = 4096;
+/// How many queued messages go in one pipeline.
+const BATCH: usize = 256;
+/// How many times a batch that could not reach Redis is tried again.
+const PUBLISH_RETRIES: u32 = 3;
+/// The first wait before a retry of a batch (doubled each time).
+const PUBLISH_BACKOFF: Duration = Duration::from_millis(50);
+/// How long connecting and subscribing may take.
+pub(crate) const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often the subscriber connection is pinged, and how long the answer may take.
+const PING_EVERY: Duration = Duration::from_secs(5);
+const PING_TIMEOUT: Duration = Duration::from_secs(3);
+/// The waits between reconnection attempts of the subscriber connection.
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(3);
+
+#[derive(Debug)]
+struct Subscriber {
+    tx: mpsc::Sender<BusEvent>,
+    /// A message was dropped: a `Gap` is owed before the next one.
+    lost: AtomicBool,
+}
+
+/// Every subscription of this process, fed by the listener task.
+#[derive(Debug, Default)]
+struct Subscribers {
+    list: Mutex<Vec<Subscriber>>,
+}
+
+impl Subscribers {
+    fn deliver(&self, message: &Arc<[u8]>) {
+        let mut list = self.list.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|s| !s.tx.is_closed());
+        for s in list.iter() {
+            if s.lost.load(Ordering::Acquire) {
+                if s.tx.try_send(BusEvent::Gap).is_err() {
+                    continue;
+                }
+                s.lost.store(false, Ordering::Release);
+            }
+            if s.tx.try_send(BusEvent::Message(message.clone())).is_err() {
+                s.lost.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Tells every subscriber messages may have been lost.
+    fn gap(&self) {
+        let mut list = self.list.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|s| !s.tx.is_closed());
+        for s in list.iter() {
+            let owed = s.tx.try_send(BusEvent::Gap).is_err();
+            s.lost.store(owed, Ordering::Release);
+        }
+    }
+
+    fn add(&self) -> mpsc::Receiver<BusEvent> {
+        let (tx, rx) = mpsc::channel(BACKLOG);
+        self.list
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Subscriber {
+                tx,
+                lost: AtomicBool::new(false),
+            });
+        rx
+    }
+}
+
+/// The bus over Redis pub/sub.
+pub(crate) struct RedisBus {
+    queue: mpsc::Sender<Vec<u8>>,
+    subscribers: Arc<Subscribers>,
+    /// Dropped with the bus: the listener task then ends.
+    _stop: oneshot::Sender<()>,
+}
+
+/// Connects a subscriber connection and subscribes it to the channel.
+pub(crate) async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
+    let attempt = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        Ok(pubsub)
+    };
+    match timeout(SUBSCRIBE_TIMEOUT, attempt).await {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "subscribing to the bus channel timed out",
+        ))),
+    }
+}
+
+impl RedisBus {
+    /// Starts the publisher and the listener; `pubsub` is already subscribed to `channel`.
+    pub(crate) fn start(
+        conn: ConnectionManager,
+        client: Client,
+        pubsub: PubSub,
+        channel: String,
+        max_pending: usize,
+    ) -> Self {
+        let (queue, rx) = mpsc::channel(max_pending.max(1));
+        let (stop, stopped) = oneshot::channel();
+        let subscribers = Arc::new(Subscribers::default());
+        tokio::spawn(publisher(conn, channel.clone(), rx));
+        tokio::spawn(listener(client, channel, pubsub, subscribers.clone(), stopped));
+        RedisBus {
+            queue,
+            subscribers,
+            _stop: stop,
+        }
+    }
+}
+
+impl Bus for RedisBus {
+    fn publish(&self, message: Vec<u8>) -> Result<(), StoreError> {
+        self.queue.try_send(message).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                StoreError::Unavailable("the bus cannot reach Redis: its publish queue is full".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => StoreError::Unavailable("the bus publisher stopped".into()),
+        })
+    }
+
+    fn subscribe(&self) -> mpsc::Receiver<BusEvent> {
+        self.subscribers.add()
+    }
+}
+
+/// Sends what is queued, a batch per round trip, in queue order.
+async fn publisher(mut conn: ConnectionManager, channel: String, mut rx: mpsc::Receiver<Vec<u8>>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let mut pipe = redis::pipe();
+        for m in &batch {
+            pipe.cmd("PUBLISH").arg(&channel).arg(m.as_slice()).ignore();
+        }
+        let mut attempt = 0;
+        loop {
+            match pipe.exec_async(&mut conn).await {
+                Ok(()) => break,
+                Err(e) if attempt < PUBLISH_RETRIES && is_unavailable(&e) => {
+                    sleep(PUBLISH_BACKOFF * 2u32.pow(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        error = %e,
+                        messages = batch.len(),
+                        "bus messages dropped: PUBLISH to Redis failed; subscribers will not see a gap"
+                    );
+                    break;
+                }
+            }
+        }
+        batch.clear();
+    }
+    tracing::debug!("bus publisher stopped");
+}
+
+/// Feeds the subscribers from the subscriber connection, reconnecting when it drops.
+async fn listener(
+    client: Client,
+    channel: String,
+    first: PubSub,
+    subscribers: Arc<Subscribers>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut current = Some(first);
+    let mut delay = RECONNECT_MIN;
+    loop {
+        let pubsub = match current.take() {
+            Some(p) => p,
+            None => match subscribe(&client, &channel).await {
+                Ok(p) => {
+                    tracing::info!(channel = %channel, "bus subscriber connection to Redis restored");
+                    delay = RECONNECT_MIN;
+                    subscribers.gap();
+                    p
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, retry_in = ?delay, "bus subscriber cannot reach Redis");
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        () = sleep(delay) => {}
+                    }
+                    delay = (delay * 2).min(RECONNECT_MAX);
+                    continue;
+                }
+            },
+        };
+        let (mut sink, mut stream) = pubsub.split();
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        ping.tick().await;
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                msg = stream.next() => match msg {
+                    Some(msg) => subscribers.deliver(&Arc::from(msg.get_payload_bytes())),
+                    None => {
+                        tracing::warn!(channel = %channel, "bus subscriber connection to Redis lost; reconnecting");
+                        break;
+                    }
+                },
+                _ = ping.tick() => {
+                    match timeout(PING_TIMEOUT, sink.ping::<Value>()).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            tracing::warn!(channel = %channel, error = %e, "bus subscriber ping failed; reconnecting");
+                            break;
+                        }
+                        Err(_) => {
+                            tracing::warn!(channel = %channel, "bus subscriber ping unanswered; reconnecting");
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

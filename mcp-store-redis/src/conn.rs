@@ -1,0 +1,135 @@
+//! What every seam shares: the command connection, the key layout and the error mapping.
+
+use mcp_runtime::StoreError;
+use redis::aio::ConnectionManager;
+use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+/// The command connection and the key layout, cloned into every seam.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    manager: ConnectionManager,
+    pub(crate) keys: Keys,
+}
+
+impl Conn {
+    pub(crate) fn new(manager: ConnectionManager, keys: Keys) -> Self {
+        Conn { manager, keys }
+    }
+
+    /// A handle to send commands on (the manager is a cheap, shared handle: commands of every
+    /// clone are multiplexed on one connection).
+    pub(crate) fn manager(&self) -> ConnectionManager {
+        self.manager.clone()
+    }
+}
+
+/// The names of every key, under one prefix (see the crate docs for the table).
+///
+/// Every key of one session carries the hash tag `{<session id>}`, every task key the hash tag
+/// `{tasks}`, so that in a Redis Cluster the keys one script touches live on one slot.
+#[derive(Clone, Debug)]
+pub(crate) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub(crate) fn new(prefix: &str) -> Self {
+        Keys {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// `<prefix>:{<session>}:session`: the session record (a hash).
+    pub(crate) fn session(&self, session: &str) -> String {
+        format!("{}:{{{session}}}:session", self.prefix)
+    }
+
+    /// `<prefix>:{<session>}:seq`: the id counters of a session's streams (a hash: field `<n>`
+    /// is the newest id handed out on stream `n`, field `e<n>` the highest id evicted from it).
+    pub(crate) fn seq(&self, session: &str) -> String {
+        format!("{}:{{{session}}}:seq", self.prefix)
+    }
+
+    /// `<prefix>:{<session>}:ev:`: what the key of a stream starts with.
+    pub(crate) fn stream_prefix(&self, session: &str) -> String {
+        format!("{}:{{{session}}}:ev:", self.prefix)
+    }
+
+    /// `<prefix>:{<session>}:ev:<n>`: the events of one stream (a Redis stream, entry ids
+    /// `0-<event id>`).
+    pub(crate) fn stream(&self, session: &str, stream: u64) -> String {
+        format!("{}{stream}", self.stream_prefix(session))
+    }
+
+    /// `<prefix>:{tasks}:task:`: what the key of a task record starts with.
+    pub(crate) fn task_prefix(&self) -> String {
+        format!("{}:{{tasks}}:task:", self.prefix)
+    }
+
+    /// `<prefix>:{tasks}:task:<id>`: one task record (a JSON string).
+    pub(crate) fn task(&self, id: &str) -> String {
+        format!("{}{id}", self.task_prefix())
+    }
+
+    /// `<prefix>:{tasks}:<name>`: a task index.
+    pub(crate) fn tasks(&self, name: &str) -> String {
+        format!("{}:{{tasks}}:{name}", self.prefix)
+    }
+
+    /// `<prefix>:instance:<id>`: an instance's heartbeat.
+    pub(crate) fn instance(&self, id: &str) -> String {
+        format!("{}:instance:{id}", self.prefix)
+    }
+
+    /// `<prefix>:bus`: the default bus channel.
+    pub(crate) fn bus_channel(&self) -> String {
+        format!("{}:bus", self.prefix)
+    }
+}
+
+/// Whether an error means Redis cannot be reached right now (rather than that it refused the
+/// command).
+pub(crate) fn is_unavailable(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            ErrorKind::ClusterConnectionNotFound
+                | ErrorKind::Server(
+                    ServerErrorKind::BusyLoading
+                        | ServerErrorKind::TryAgain
+                        | ServerErrorKind::ClusterDown
+                        | ServerErrorKind::MasterDown
+                )
+        )
+}
+
+/// The store error for a Redis error: [`StoreError::Unavailable`] when Redis cannot be reached,
+/// [`StoreError::Backend`] otherwise.
+pub(crate) fn store_error(e: RedisError) -> StoreError {
+    if is_unavailable(&e) {
+        StoreError::Unavailable(e.to_string())
+    } else {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+/// A reply that does not have the shape the script promises.
+pub(crate) fn bad_reply(what: &str) -> StoreError {
+    StoreError::Backend(format!("unexpected reply from Redis: {what}"))
+}
+
+/// A duration in whole milliseconds, as `PEXPIRE` and `PX` take it.
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Parses a decimal reply.
+pub(crate) fn parse_u64(bytes: &[u8], what: &str) -> Result<u64, StoreError> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad_reply(what))
+}

@@ -1,0 +1,322 @@
+//! Redis implementation of every store seam of [`mcp_runtime::store`]: session records, stream
+//! events, task records, the bus and membership, so that several instances of one MCP server
+//! share their state through one Redis.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
+//! let store: mcp_runtime::Store = mcp_store_redis::RedisStore::connect("redis://127.0.0.1/").await?.into();
+//! # let _ = store;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`RedisStore::connect`] fails at once with [`RedisStoreError`] when Redis cannot be reached
+//! (or does not answer `PING`) at start. Once connected, the store uses two connections: one
+//! multiplexed command connection ([`redis::aio::ConnectionManager`], shared by every seam and
+//! every clone) and one subscriber connection for the bus, owned by a background task.
+//!
+//! # Key layout
+//!
+//! Every key starts with [`RedisOptions::prefix`] (`mcp` by default, written `P` below). Every
+//! key of one session carries the hash tag `{<session id>}` and every task key the hash tag
+//! `{tasks}`, so that in a Redis Cluster the keys one script touches live on one slot. (The
+//! scripts of a session build the names of its stream keys, and those of tasks the names of the
+//! index sets, from a prefix they are given: always under the same hash tag as their first key.)
+//!
+//! | key | type | holds |
+//! | --- | --- | --- |
+//! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `s:<uri>` per resource subscription; `PEXPIRE` = the sliding ttl |
+//! | `P:{<sid>}:seq` | hash | per stream `n` of the session: `<n>` = newest id handed out, `l<n>` = id of the newest event stored, `e<n>` = highest id lost (evicted by the bound, or expired with the stream key) |
+//! | `P:{<sid>}:ev:<n>` | stream | the kept events of stream `n`: entry id `0-<event id>`, field `f` = the frame |
+//! | `P:{tasks}:task:<id>` | string | a task record (JSON); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
+//! | `P:{tasks}:all` | set | every task id |
+//! | `P:{tasks}:owner:<owner>` | set | the task ids of one owner (`p:<principal>` or `s:<len>:<principal>:<session>`) |
+//! | `P:{tasks}:principal:<principal>` | set | the task ids whose owner has that principal |
+//! | `P:{tasks}:expiry` | sorted set | task ids scored by `expires_at_ms` |
+//! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
+//! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
+//! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
+//! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
+//!
+//! The event keys of a session follow its record's expiry: an append gives the counters and the
+//! stream key the record's remaining lifetime, and the record's `load` and `touch` push the
+//! counters' back with its own, so the events of a session that expired without being deleted
+//! go with it, and so does a stream that had no append for a whole ttl (a cursor into it then
+//! replays as truncated: the counters outlive the stream, so a loss is never silent). Events of
+//! a stream whose session has no record never expire; `delete_session` drops them.
+//!
+//! # Round trips
+//!
+//! Each operation is one command, one atomic pipeline (`MULTI`/`EXEC`) or one Lua script
+//! (`EVALSHA`), so one round trip. The first call of a script after Redis (re)started costs two
+//! more (`NOSCRIPT`, `SCRIPT LOAD`).
+//!
+//! | operation | Redis | round trips |
+//! | --- | --- | --- |
+//! | session create | `MULTI` `DEL` `HSET` `PEXPIRE` `EXEC` | 1 |
+//! | session load | script: `HGETALL`, `PEXPIRE` the record and the event counters | 1 |
+//! | session touch | script: `PEXPIRE` the record and the event counters | 1 |
+//! | session update | script: `EXISTS`, then `HSET` or `HDEL` one field | 1 |
+//! | session delete | `DEL` | 1 |
+//! | event append | script: `EXISTS`, `HINCRBY`, `XADD 0-<id>`, `HSET l<n>`, `XLEN`, trim (`XRANGE … COUNT`, `XTRIM MAXLEN`, `HSET e<n>`) when over capacity, `PTTL` the record, `PEXPIRE` | 1 |
+//! | event allocate | script: `HINCRBY`, `PTTL`/`PEXPIRE` | 1 |
+//! | replay read (`after`) | script: `HMGET` the counters, `EXISTS`, `XRANGE (0-<cursor> +` | 1 |
+//! | delete a session's events | script: `HKEYS`, `DEL` each stream and the counters | 1 |
+//! | publish | none for the caller (a bounded queue); the publisher task sends up to 256 queued messages as one pipeline of `PUBLISH` | 1 per batch |
+//! | task get / put / delete | `GET` / script / script | 1 |
+//! | task list / recover | script: `SMEMBERS`, `GET` each | 1 |
+//! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
+//! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
+//!
+//! # When Redis goes away
+//!
+//! - **Commands** fail with [`StoreError::Unavailable`](mcp_runtime::StoreError::Unavailable)
+//!   (connection refused, dropped or timed out; a reply takes at most 3 s) instead of
+//!   waiting: the runtime answers the request that needed the store with a clear error. Any
+//!   other Redis error (a script error, a reply of the wrong shape) is
+//!   [`StoreError::Backend`](mcp_runtime::StoreError::Backend). Nothing panics on a reply.
+//! - **Reconnection** is the connection manager's: a command that finds the connection dropped
+//!   starts a reconnection in the background (a couple of attempts with backoff); commands
+//!   issued meanwhile wait for it (well under the timeouts) and fail if it fails; the next
+//!   command after Redis is back reconnects, and everything works again.
+//! - **Publishing** queues up to [`RedisOptions::max_pending_publishes`] messages while Redis is
+//!   away; a batch the publisher could not send after a few retries is dropped with a warning,
+//!   and `publish` answers `Unavailable` once the queue is full. (A batch retried after a
+//!   connection dropped mid-send may, rarely, be delivered twice.)
+//! - **Subscribers** keep their receivers: the listener task reconnects with backoff (100 ms
+//!   doubling to 3 s) and, once subscribed again, sends every subscriber a
+//!   [`BusEvent::Gap`](mcp_runtime::store::BusEvent::Gap), so the runtime re-announces lists
+//!   and re-reads stream logs. A subscriber connection that stops answering pings (every 5 s)
+//!   is treated as dropped.
+//! - What Redis lost (a restart without persistence) is lost to every instance alike: sessions
+//!   are unknown (clients re-initialize), event cursors replay as truncated, tasks are gone.
+
+mod bus;
+mod conn;
+mod events;
+mod members;
+mod sessions;
+mod tasks;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::Store;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Value};
+use tokio::time::timeout;
+
+use crate::bus::RedisBus;
+use crate::conn::{Conn, Keys};
+use crate::events::RedisEventLog;
+use crate::members::RedisMembership;
+use crate::sessions::RedisSessionRecords;
+use crate::tasks::RedisTaskStore;
+
+/// How long one connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a reply may take.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long `connect` may take in all.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
+/// How many times the connection manager retries a reconnection before failing the commands
+/// waiting for it (the next command starts another).
+const RECONNECT_RETRIES: usize = 2;
+/// The longest wait between two reconnection attempts.
+const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
+
+/// Options of a [`RedisStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// What every key starts with (`mcp` by default). Servers that share a Redis but not their
+    /// state use different prefixes. It must not contain `{` or `}` (the hash tags follow it).
+    pub prefix: String,
+    /// The bus channel (`<prefix>:bus` by default).
+    pub bus_channel: Option<String>,
+    /// How many bus messages may wait to be published (10 000 by default); past that,
+    /// `publish` answers `Unavailable`.
+    pub max_pending_publishes: usize,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            prefix: "mcp".to_owned(),
+            bus_channel: None,
+            max_pending_publishes: 10_000,
+        }
+    }
+}
+
+/// Why [`RedisStore::connect`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisStoreError {
+    /// The URL is not a Redis URL.
+    #[error("invalid Redis URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Redis could not be reached, or refused the connection (authentication, `PING`).
+    #[error("cannot connect to Redis at {url}: {reason}")]
+    Connect {
+        /// The URL, without its password.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The options are not usable.
+    #[error("invalid Redis store options: {0}")]
+    InvalidOptions(String),
+}
+
+/// Every store seam on one Redis. Cheap to clone: clones share the connections.
+///
+/// Turn it into the runtime's [`Store`] with [`RedisStore::into_store`] (or `Store::from`).
+#[derive(Clone)]
+pub struct RedisStore {
+    sessions: Arc<RedisSessionRecords>,
+    events: Arc<RedisEventLog>,
+    tasks: Arc<RedisTaskStore>,
+    bus: Arc<RedisBus>,
+    members: Arc<RedisMembership>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedisStore")
+    }
+}
+
+/// The URL without the password, for errors and logs.
+fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}://***@{}", &url[..scheme_end], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+impl RedisStore {
+    /// Connects with the default [`RedisOptions`].
+    pub async fn connect(url: &str) -> Result<RedisStore, RedisStoreError> {
+        Self::connect_with(url, RedisOptions::default()).await
+    }
+
+    /// Connects: opens the command connection (checked with `PING`) and the bus's subscriber
+    /// connection, and starts the bus's background tasks (so it must be called within a Tokio
+    /// runtime). Fails within a few seconds when Redis cannot be reached.
+    pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, RedisStoreError> {
+        if options.prefix.contains(['{', '}']) {
+            return Err(RedisStoreError::InvalidOptions(format!(
+                "the key prefix {:?} holds a brace, which would break the hash tags",
+                options.prefix
+            )));
+        }
+        let shown = redact(url);
+        let client = Client::open(url).map_err(|e| RedisStoreError::InvalidUrl {
+            url: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let connect_error = |reason: String| RedisStoreError::Connect {
+            url: shown.clone(),
+            reason,
+        };
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(RECONNECT_RETRIES)
+            .set_max_delay(RECONNECT_MAX_DELAY);
+        let mut manager = timeout(
+            CONNECT_DEADLINE,
+            ConnectionManager::new_with_config(client.clone(), config),
+        )
+        .await
+        .map_err(|_| connect_error("timed out".into()))?
+        .map_err(|e| connect_error(e.to_string()))?;
+        let _: Value = timeout(RESPONSE_TIMEOUT, redis::cmd("PING").query_async(&mut manager))
+            .await
+            .map_err(|_| connect_error("PING timed out".into()))?
+            .map_err(|e| connect_error(format!("PING failed: {e}")))?;
+
+        let keys = Keys::new(&options.prefix);
+        let channel = options.bus_channel.clone().unwrap_or_else(|| keys.bus_channel());
+        let pubsub = bus::subscribe(&client, &channel)
+            .await
+            .map_err(|e| connect_error(format!("subscribing to {channel}: {e}")))?;
+        let bus = RedisBus::start(manager.clone(), client, pubsub, channel, options.max_pending_publishes);
+        let conn = Conn::new(manager, keys);
+        tracing::debug!(url = %shown, prefix = %options.prefix, "connected to Redis");
+        Ok(RedisStore {
+            sessions: Arc::new(RedisSessionRecords::new(conn.clone())),
+            events: Arc::new(RedisEventLog::new(conn.clone())),
+            tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+            bus: Arc::new(bus),
+            members: Arc::new(RedisMembership::new(conn)),
+        })
+    }
+
+    /// The runtime's [`Store`] over this Redis.
+    pub fn into_store(self) -> Store {
+        Store {
+            sessions: self.sessions,
+            events: self.events,
+            tasks: self.tasks,
+            bus: self.bus,
+            members: self.members,
+        }
+    }
+}
+
+impl From<RedisStore> for Store {
+    fn from(store: RedisStore) -> Store {
+        store.into_store()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_passwords() {
+        assert_eq!(redact("redis://127.0.0.1:6379/0"), "redis://127.0.0.1:6379/0");
+        assert_eq!(redact("redis://user:secret@host:6379/0"), "redis://***@host:6379/0");
+        assert_eq!(redact("rediss://:p@ss@host/"), "rediss://***@host/");
+        assert_eq!(redact("not a url"), "not a url");
+    }
+
+    #[test]
+    fn keys_share_the_session_hash_tag() {
+        let k = Keys::new("mcp");
+        assert_eq!(k.session("mcp_abc"), "mcp:{mcp_abc}:session");
+        assert_eq!(k.seq("mcp_abc"), "mcp:{mcp_abc}:seq");
+        assert_eq!(k.stream("mcp_abc", 0), "mcp:{mcp_abc}:ev:0");
+        assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
+        assert_eq!(k.instance("i"), "mcp:instance:i");
+        assert_eq!(k.bus_channel(), "mcp:bus");
+    }
+
+    #[tokio::test]
+    async fn bad_options_and_urls_are_refused() {
+        let bad = RedisOptions {
+            prefix: "a{b".into(),
+            ..RedisOptions::default()
+        };
+        assert!(matches!(
+            RedisStore::connect_with("redis://127.0.0.1/", bad).await,
+            Err(RedisStoreError::InvalidOptions(_))
+        ));
+        assert!(matches!(
+            RedisStore::connect("http://nowhere").await,
+            Err(RedisStoreError::InvalidUrl { .. })
+        ));
+    }
+}

@@ -1,0 +1,214 @@
+//! [`SessionRecords`] on Redis: one hash per session, expiring with `PEXPIRE`.
+//!
+//! The hash holds the record as created (field `record`, JSON) and the fields later requests
+//! change, each on its own so that two instances changing one session never overwrite each
+//! other: `logLevel`, `initialized`, and one field `s:<uri>` per resource subscription.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use mcp_protocol::model::LoggingLevel;
+use mcp_runtime::StoreError;
+use mcp_runtime::store::{SessionField, SessionRecord, SessionRecords, StoreFuture};
+use redis::{Script, Value};
+
+use crate::conn::{Conn, bad_reply, millis, store_error};
+
+/// The field a subscription is stored in starts with this.
+const SUBSCRIPTION: &str = "s:";
+
+/// `load`: the record's fields, or nil; slides the expiry of the record and of the session's
+/// event counters (the stream keys take the record's lifetime when appended to).
+/// KEYS: session, seq. ARGV: ttl ms.
+static LOAD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local fields = redis.call('HGETALL', KEYS[1])
+if #fields == 0 then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return fields
+",
+    )
+});
+
+/// `touch`: slides the expiry of a live record and of its event counters.
+/// KEYS: session, seq. ARGV: ttl ms.
+static TOUCH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+return 1
+",
+    )
+});
+
+/// `update`: sets (`ARGV[1]` = `set`) or removes (`del`) one field of a live record; nothing
+/// when the record is absent. KEYS: session. ARGV: op, field, value.
+static UPDATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == 'del' then
+  redis.call('HDEL', KEYS[1], ARGV[2])
+else
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+end
+return 1
+",
+    )
+});
+
+/// Session records in Redis.
+pub(crate) struct RedisSessionRecords {
+    conn: Conn,
+}
+
+impl RedisSessionRecords {
+    pub(crate) fn new(conn: Conn) -> Self {
+        RedisSessionRecords { conn }
+    }
+}
+
+/// How a log level is spelled in the hash (as on the wire: `info`, `debug`, …).
+fn level_name(level: LoggingLevel) -> Result<String, StoreError> {
+    match serde_json::to_value(level) {
+        Ok(serde_json::Value::String(s)) => Ok(s),
+        _ => Err(StoreError::Backend("cannot encode a log level".into())),
+    }
+}
+
+fn parse_level(bytes: &[u8]) -> Result<LoggingLevel, StoreError> {
+    let s = std::str::from_utf8(bytes).map_err(|_| bad_reply("session logLevel"))?;
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| bad_reply("session logLevel"))
+}
+
+/// Rebuilds a record from the flat `HGETALL` reply.
+fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
+    if !fields.len().is_multiple_of(2) {
+        return Err(bad_reply("session fields"));
+    }
+    let mut record: Option<SessionRecord> = None;
+    let mut level = None;
+    let mut initialized = false;
+    let mut subscriptions = BTreeSet::new();
+    let mut it = fields.into_iter();
+    while let (Some(name), Some(value)) = (it.next(), it.next()) {
+        match name.as_slice() {
+            b"record" => {
+                record = Some(
+                    serde_json::from_slice(&value)
+                        .map_err(|e| StoreError::Backend(format!("a stored session does not decode: {e}")))?,
+                );
+            }
+            b"logLevel" => level = Some(parse_level(&value)?),
+            b"initialized" => initialized = value == b"1",
+            n if n.starts_with(SUBSCRIPTION.as_bytes()) => {
+                let uri =
+                    std::str::from_utf8(&n[SUBSCRIPTION.len()..]).map_err(|_| bad_reply("session subscription"))?;
+                subscriptions.insert(uri.to_owned());
+            }
+            _ => {}
+        }
+    }
+    let mut record = record.ok_or_else(|| bad_reply("session without its record"))?;
+    if let Some(level) = level {
+        record.log_level = level;
+    }
+    record.initialized = initialized;
+    record.subscriptions = subscriptions;
+    Ok(record)
+}
+
+impl SessionRecords for RedisSessionRecords {
+    fn create<'a>(&'a self, record: &'a SessionRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let key = self.conn.keys.session(&record.id);
+            let json = serde_json::to_vec(record)
+                .map_err(|e| StoreError::Backend(format!("a session does not encode: {e}")))?;
+            let mut hset = redis::cmd("HSET");
+            hset.arg(&key)
+                .arg("record")
+                .arg(json)
+                .arg("logLevel")
+                .arg(level_name(record.log_level)?)
+                .arg("initialized")
+                .arg(if record.initialized { "1" } else { "0" });
+            for uri in &record.subscriptions {
+                hset.arg(format!("{SUBSCRIPTION}{uri}")).arg("1");
+            }
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("DEL")
+                .arg(&key)
+                .ignore()
+                .add_command(hset)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(millis(ttl))
+                .ignore();
+            pipe.exec_async(&mut self.conn.manager()).await.map_err(store_error)
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+        Box::pin(async move {
+            let keys = &self.conn.keys;
+            let mut call = LOAD.key(keys.session(id));
+            call.key(keys.seq(id)).arg(millis(ttl));
+            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            match reply {
+                Value::Nil | Value::Boolean(false) => Ok(None),
+                Value::Array(items) => {
+                    let fields = items
+                        .into_iter()
+                        .map(|v| match v {
+                            Value::BulkString(b) => Ok(b),
+                            _ => Err(bad_reply("session field")),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    decode(fields).map(Some)
+                }
+                _ => Err(bad_reply("session load")),
+            }
+        })
+    }
+
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let keys = &self.conn.keys;
+            let mut call = TOUCH.key(keys.session(id));
+            call.key(keys.seq(id)).arg(millis(ttl));
+            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            Ok(())
+        })
+    }
+
+    fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let (op, name, value) = match field {
+                SessionField::LogLevel(l) => ("set", "logLevel".to_owned(), level_name(*l)?),
+                SessionField::Initialized => ("set", "initialized".to_owned(), "1".to_owned()),
+                SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
+                SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
+            };
+            let mut call = UPDATE.key(self.conn.keys.session(id));
+            call.arg(op).arg(name).arg(value);
+            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            Ok(())
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let n: i64 = redis::cmd("DEL")
+                .arg(self.conn.keys.session(id))
+                .query_async(&mut self.conn.manager())
+                .await
+                .map_err(store_error)?;
+            Ok(n > 0)
+        })
+    }
+}

@@ -1,0 +1,484 @@
+//! The store seams' contracts, checked the same way against the in-memory implementations
+//! (`Store::memory()`) and the Redis one: one generic check per seam, run on each.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{TestRedis, store_on, unique_prefix};
+use mcp_protocol::RpcError;
+use mcp_protocol::model::{LoggingLevel, TaskStatus};
+use mcp_runtime::store::{BusEvent, Replay, SessionField, SessionRecord, StreamKey};
+use mcp_runtime::{Store, TaskOutcome, TaskOwner, TaskRecord};
+use serde_json::{Map, json};
+use tokio::time::{sleep, timeout};
+
+/// Runs one check against the in-memory store and against Redis. The check takes the store and
+/// a second handle on the same state, as another instance would hold it (for memory, a clone;
+/// for Redis, a second connection), and whether `recover` is expected to return records.
+macro_rules! contract {
+    ($check:ident, $memory:ident, $redis:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $memory() {
+            let store = Store::memory();
+            $check(&store, &store.clone(), Backend::Memory).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $redis() {
+            let redis = TestRedis::new();
+            let prefix = unique_prefix(stringify!($check));
+            let a = store_on(redis.url(), &prefix).await.into_store();
+            let b = store_on(redis.url(), &prefix).await.into_store();
+            $check(&a, &b, Backend::Redis).await;
+        }
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Memory,
+    Redis,
+}
+
+contract!(sessions, sessions_memory, sessions_redis);
+contract!(session_expiry, session_expiry_memory, session_expiry_redis);
+contract!(events, events_memory, events_redis);
+contract!(concurrent_appends, concurrent_appends_memory, concurrent_appends_redis);
+contract!(bus, bus_memory, bus_redis);
+contract!(tasks, tasks_memory, tasks_redis);
+contract!(membership, membership_memory, membership_redis);
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn record(id: &str) -> SessionRecord {
+    let mut caps = Map::new();
+    caps.insert("sampling".into(), json!({}));
+    caps.insert("elicitation".into(), json!({"form": {}}));
+    SessionRecord::new(
+        id,
+        "alice",
+        "2025-06-18",
+        caps,
+        json!({"name": "client", "version": "1.0"}),
+    )
+}
+
+async fn sessions(a: &Store, b: &Store, _: Backend) {
+    let rec = record("mcp_s1");
+    a.sessions.create(&rec, LONG).await.unwrap();
+    assert_eq!(
+        b.sessions.load("mcp_s1", LONG).await.unwrap(),
+        Some(rec.clone()),
+        "visible everywhere"
+    );
+    assert_eq!(a.sessions.load("mcp_none", LONG).await.unwrap(), None);
+
+    // Changes, from either instance.
+    a.sessions
+        .update("mcp_s1", &SessionField::LogLevel(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    b.sessions.update("mcp_s1", &SessionField::Initialized).await.unwrap();
+    a.sessions
+        .update("mcp_s1", &SessionField::Subscribe("file:///a".into()))
+        .await
+        .unwrap();
+    b.sessions
+        .update("mcp_s1", &SessionField::Subscribe("file:///b".into()))
+        .await
+        .unwrap();
+    a.sessions
+        .update("mcp_s1", &SessionField::Subscribe("file:///a".into()))
+        .await
+        .unwrap();
+    b.sessions
+        .update("mcp_s1", &SessionField::Unsubscribe("file:///a".into()))
+        .await
+        .unwrap();
+    b.sessions
+        .update("mcp_s1", &SessionField::Unsubscribe("file:///zz".into()))
+        .await
+        .unwrap();
+    let mut expected = rec.clone();
+    expected.log_level = LoggingLevel::Debug;
+    expected.initialized = true;
+    expected.subscriptions = BTreeSet::from(["file:///b".to_owned()]);
+    assert_eq!(a.sessions.load("mcp_s1", LONG).await.unwrap(), Some(expected.clone()));
+
+    // A record created with changes already in it keeps them; a second create replaces.
+    let mut other = record("mcp_s2");
+    other.log_level = LoggingLevel::Error;
+    other.initialized = true;
+    other.subscriptions = BTreeSet::from(["file:///x".to_owned(), "urn:y".to_owned()]);
+    a.sessions.create(&other, LONG).await.unwrap();
+    assert_eq!(b.sessions.load("mcp_s2", LONG).await.unwrap(), Some(other.clone()));
+    let fresh = record("mcp_s2");
+    b.sessions.create(&fresh, LONG).await.unwrap();
+    assert_eq!(a.sessions.load("mcp_s2", LONG).await.unwrap(), Some(fresh));
+
+    // Updating an absent record does nothing (and does not create it).
+    a.sessions
+        .update("mcp_absent", &SessionField::Initialized)
+        .await
+        .unwrap();
+    a.sessions
+        .update("mcp_absent", &SessionField::Subscribe("file:///a".into()))
+        .await
+        .unwrap();
+    assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
+    a.sessions.touch("mcp_absent", LONG).await.unwrap();
+    assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
+
+    // Deletion.
+    assert!(b.sessions.delete("mcp_s1").await.unwrap());
+    assert_eq!(a.sessions.load("mcp_s1", LONG).await.unwrap(), None);
+    assert!(!a.sessions.delete("mcp_s1").await.unwrap());
+    assert!(!a.sessions.delete("mcp_never").await.unwrap());
+    assert_eq!(
+        a.sessions.load("mcp_s2", LONG).await.unwrap().map(|r| r.id),
+        Some("mcp_s2".into())
+    );
+}
+
+async fn session_expiry(a: &Store, b: &Store, _: Backend) {
+    let ttl = Duration::from_millis(1000);
+    a.sessions.create(&record("mcp_e1"), ttl).await.unwrap();
+    a.sessions.create(&record("mcp_e2"), ttl).await.unwrap();
+    a.sessions.create(&record("mcp_e3"), ttl).await.unwrap();
+    sleep(Duration::from_millis(600)).await;
+    // Touched and loaded records slide; the third does not.
+    b.sessions.touch("mcp_e1", ttl).await.unwrap();
+    assert!(b.sessions.load("mcp_e2", ttl).await.unwrap().is_some());
+    sleep(Duration::from_millis(600)).await;
+    assert!(
+        a.sessions.load("mcp_e1", ttl).await.unwrap().is_some(),
+        "touch pushed the expiry back"
+    );
+    assert!(
+        a.sessions.load("mcp_e2", ttl).await.unwrap().is_some(),
+        "load pushed the expiry back"
+    );
+    assert_eq!(a.sessions.load("mcp_e3", ttl).await.unwrap(), None, "expired");
+    // An expired record takes no change and was not there to delete.
+    a.sessions.update("mcp_e3", &SessionField::Initialized).await.unwrap();
+    assert_eq!(a.sessions.load("mcp_e3", ttl).await.unwrap(), None);
+    assert!(!a.sessions.delete("mcp_e3").await.unwrap());
+    // Updates do not slide the expiry.
+    sleep(Duration::from_millis(500)).await;
+    a.sessions.update("mcp_e1", &SessionField::Initialized).await.unwrap();
+    sleep(Duration::from_millis(700)).await;
+    assert_eq!(b.sessions.load("mcp_e1", ttl).await.unwrap(), None);
+    assert!(!b.sessions.delete("mcp_e2").await.unwrap());
+}
+
+fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {
+    (id, frame.as_bytes().to_vec())
+}
+
+async fn events(a: &Store, b: &Store, _: Backend) {
+    let key = StreamKey::get_stream("mcp_ev1");
+    // An unknown stream: cursor 0 replays nothing, any other cursor is unknown.
+    assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, u64::MAX).await.unwrap(), Replay::Truncated);
+
+    assert_eq!(a.events.append(&key, b"a", 3).await.unwrap(), 1);
+    assert_eq!(
+        b.events.allocate(&key).await.unwrap(),
+        2,
+        "allocate takes an id, no event"
+    );
+    assert_eq!(b.events.append(&key, b"b", 3).await.unwrap(), 3);
+    assert_eq!(a.events.append(&key, b"c", 3).await.unwrap(), 4);
+    assert_eq!(
+        b.events.after(&key, 0).await.unwrap(),
+        Replay::From(vec![ev(1, "a"), ev(3, "b"), ev(4, "c")])
+    );
+    assert_eq!(
+        a.events.after(&key, 1).await.unwrap(),
+        Replay::From(vec![ev(3, "b"), ev(4, "c")])
+    );
+    assert_eq!(
+        a.events.after(&key, 2).await.unwrap(),
+        Replay::From(vec![ev(3, "b"), ev(4, "c")])
+    );
+    assert_eq!(a.events.after(&key, 4).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(
+        a.events.after(&key, 5).await.unwrap(),
+        Replay::Truncated,
+        "newer than the newest id"
+    );
+
+    // The bound: the oldest are evicted, a cursor before an evicted one is truncated.
+    assert_eq!(a.events.append(&key, b"d", 3).await.unwrap(), 5); // keeps 3 4 5, evicted 1
+    assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::Truncated);
+    assert_eq!(
+        a.events.after(&key, 1).await.unwrap(),
+        Replay::From(vec![ev(3, "b"), ev(4, "c"), ev(5, "d")])
+    );
+    assert_eq!(
+        b.events.after(&key, 2).await.unwrap(),
+        Replay::From(vec![ev(3, "b"), ev(4, "c"), ev(5, "d")]),
+        "2 was an allocated id, not an evicted event"
+    );
+    assert_eq!(b.events.append(&key, b"e", 3).await.unwrap(), 6); // keeps 4 5 6, evicted 3
+    assert_eq!(a.events.after(&key, 2).await.unwrap(), Replay::Truncated);
+    assert_eq!(
+        a.events.after(&key, 3).await.unwrap(),
+        Replay::From(vec![ev(4, "c"), ev(5, "d"), ev(6, "e")])
+    );
+    // A smaller capacity evicts several at once; 0 keeps one.
+    assert_eq!(a.events.append(&key, b"f", 1).await.unwrap(), 7); // keeps 7, evicted 6
+    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 6).await.unwrap(), Replay::From(vec![ev(7, "f")]));
+    assert_eq!(a.events.append(&key, b"g", 0).await.unwrap(), 8);
+    assert_eq!(a.events.after(&key, 7).await.unwrap(), Replay::From(vec![ev(8, "g")]));
+    assert_eq!(a.events.after(&key, 6).await.unwrap(), Replay::Truncated);
+    // Allocated ids after the newest event.
+    assert_eq!(a.events.allocate(&key).await.unwrap(), 9);
+    assert_eq!(a.events.after(&key, 9).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.after(&key, 10).await.unwrap(), Replay::Truncated);
+
+    // Frames are bytes; streams of a session, and sessions, are separate.
+    let post = StreamKey {
+        session: "mcp_ev1".into(),
+        stream: 3,
+    };
+    let binary = vec![0u8, 255, 10, 13, 0xc3, 0x28];
+    assert_eq!(a.events.allocate(&post).await.unwrap(), 1, "ids are per stream");
+    assert_eq!(a.events.append(&post, &binary, 10).await.unwrap(), 2);
+    assert_eq!(
+        b.events.after(&post, 1).await.unwrap(),
+        Replay::From(vec![(2, binary.clone())])
+    );
+    let other = StreamKey::get_stream("mcp_ev2");
+    assert_eq!(a.events.append(&other, b"x", 10).await.unwrap(), 1);
+
+    // Deletion drops every stream of the session, and only those.
+    b.events.delete_session("mcp_ev1").await.unwrap();
+    assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&post, 1).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&other, 0).await.unwrap(), Replay::From(vec![ev(1, "x")]));
+    assert_eq!(a.events.append(&key, b"again", 3).await.unwrap(), 1, "ids start over");
+    b.events.delete_session("mcp_never").await.unwrap();
+}
+
+async fn concurrent_appends(a: &Store, b: &Store, _: Backend) {
+    const EACH: usize = 50;
+    let key = StreamKey::get_stream("mcp_race");
+    let run = |store: Store, who: &'static str| {
+        let key = key.clone();
+        tokio::spawn(async move {
+            let mut ids = Vec::with_capacity(EACH);
+            for i in 0..EACH {
+                let frame = format!("{who}{i}");
+                ids.push((store.events.append(&key, frame.as_bytes(), 1000).await.unwrap(), frame));
+            }
+            ids
+        })
+    };
+    let (x, y) = tokio::join!(run(a.clone(), "a"), run(b.clone(), "b"));
+    let (x, y) = (x.unwrap(), y.unwrap());
+    for ids in [&x, &y] {
+        assert!(ids.windows(2).all(|w| w[0].0 < w[1].0), "one appender's ids increase");
+    }
+    let mut all: Vec<(u64, Vec<u8>)> = x.into_iter().chain(y).map(|(id, f)| (id, f.into_bytes())).collect();
+    all.sort();
+    let ids: Vec<u64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        (1..=2 * EACH as u64).collect::<Vec<_>>(),
+        "distinct ids, none skipped"
+    );
+    assert_eq!(
+        a.events.after(&key, 0).await.unwrap(),
+        Replay::From(all),
+        "stored in id order"
+    );
+}
+
+async fn next(rx: &mut tokio::sync::mpsc::Receiver<BusEvent>) -> BusEvent {
+    timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("a bus event within 5 s")
+        .expect("the subscription is open")
+}
+
+fn msg(s: &str) -> BusEvent {
+    BusEvent::Message(Arc::from(s.as_bytes()))
+}
+
+async fn bus(a: &Store, b: &Store, _: Backend) {
+    let mut own = a.bus.subscribe();
+    let mut second = a.bus.subscribe();
+    let mut remote = b.bus.subscribe();
+    let dropped = a.bus.subscribe();
+    drop(dropped);
+    for m in ["one", "two", "three"] {
+        a.bus.publish(m.as_bytes().to_vec()).unwrap();
+    }
+    b.bus.publish(b"from b".to_vec()).unwrap();
+    for rx in [&mut own, &mut second, &mut remote] {
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(next(rx).await);
+        }
+        // Order holds per publisher; two publishers' messages may interleave.
+        let from_a: Vec<_> = got.iter().filter(|e| **e != msg("from b")).cloned().collect();
+        assert_eq!(from_a, vec![msg("one"), msg("two"), msg("three")], "in publish order");
+        assert!(got.contains(&msg("from b")), "every instance's messages");
+    }
+    // A binary message, and nothing more.
+    a.bus.publish(vec![0, 1, 2, 255]).unwrap();
+    assert_eq!(
+        next(&mut remote).await,
+        BusEvent::Message(Arc::from(&[0u8, 1, 2, 255][..]))
+    );
+    assert!(
+        timeout(Duration::from_millis(200), remote.recv()).await.is_err(),
+        "no duplicate"
+    );
+}
+
+fn rec(id: &str, owner: TaskOwner, at: u64, ttl: Option<u64>) -> TaskRecord {
+    TaskRecord::new(id, owner, at, ttl, None)
+}
+
+async fn tasks(s: &Store, other: &Store, backend: Backend) {
+    // The in-memory store's own test, on both.
+    let alice = TaskOwner::Principal("alice".into());
+    let alice_session = TaskOwner::Session {
+        principal: "alice".into(),
+        session: "s1".into(),
+    };
+    let bob = TaskOwner::Principal("bob".into());
+    s.tasks.put(rec("a", alice.clone(), 10, Some(100))).await.unwrap();
+    s.tasks.put(rec("b", alice_session.clone(), 20, None)).await.unwrap();
+    s.tasks.put(rec("c", bob.clone(), 30, Some(5))).await.unwrap();
+    assert_eq!(other.tasks.get("a").await.unwrap().unwrap().owner, alice);
+    assert!(s.tasks.get("zz").await.unwrap().is_none());
+    assert_eq!(s.tasks.list(&alice).await.unwrap().len(), 1);
+    assert_eq!(s.tasks.list(&alice_session).await.unwrap()[0].task_id, "b");
+    assert_eq!(s.tasks.count().await.unwrap(), 3);
+    assert_eq!(s.tasks.count_for_principal("alice").await.unwrap(), 2);
+    assert_eq!(s.tasks.expired(35).await.unwrap(), vec!["c".to_owned()]);
+    assert_eq!(s.tasks.expired(200).await.unwrap().len(), 2);
+    s.tasks.delete("c").await.unwrap();
+    assert_eq!(s.tasks.count().await.unwrap(), 2);
+
+    // Whole records round-trip.
+    let mut full = rec("d", bob.clone(), 40, Some(1_000));
+    full.status = TaskStatus::Failed;
+    full.status_message = Some("it broke".into());
+    full.updated_at_ms = 45;
+    full.poll_interval_ms = Some(250);
+    full.outcome = Some(TaskOutcome::Error(RpcError::internal()));
+    full.input_requests
+        .insert("r1".into(), json!({"method": "elicitation/create"}));
+    full.instance = Some("instance-1".into());
+    s.tasks.put(full.clone()).await.unwrap();
+    assert_eq!(other.tasks.get("d").await.unwrap(), Some(full.clone()));
+    let mut done = full.clone();
+    done.status = TaskStatus::Completed;
+    done.outcome = Some(TaskOutcome::Result(json!({"content": []})));
+    s.tasks.put(done.clone()).await.unwrap();
+    assert_eq!(s.tasks.get("d").await.unwrap(), Some(done));
+
+    // Owners: exact owner matching; a replaced record moves between owners.
+    let bob_session = TaskOwner::Session {
+        principal: "bob".into(),
+        session: "s1".into(),
+    };
+    assert!(s.tasks.list(&bob_session).await.unwrap().is_empty());
+    assert!(
+        s.tasks
+            .list(&TaskOwner::Principal("carol".into()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_principal("carol").await.unwrap(), 0);
+    let moved = rec("b", bob_session.clone(), 20, None);
+    s.tasks.put(moved).await.unwrap();
+    assert!(s.tasks.list(&alice_session).await.unwrap().is_empty());
+    assert_eq!(s.tasks.list(&bob_session).await.unwrap()[0].task_id, "b");
+    assert_eq!(s.tasks.count_for_principal("alice").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 2);
+    assert_eq!(s.tasks.count().await.unwrap(), 3);
+
+    // Expiry follows the record: a ttl removed, a ttl added.
+    let mut ids = s.tasks.expired(10_000).await.unwrap();
+    ids.sort();
+    assert_eq!(ids, vec!["a".to_owned(), "d".to_owned()]);
+    s.tasks.put(rec("a", alice.clone(), 10, None)).await.unwrap();
+    s.tasks.put(rec("b", bob_session.clone(), 20, Some(1))).await.unwrap();
+    let mut ids = s.tasks.expired(10_000).await.unwrap();
+    ids.sort();
+    assert_eq!(ids, vec!["b".to_owned(), "d".to_owned()]);
+    assert_eq!(s.tasks.expired(20).await.unwrap(), Vec::<String>::new());
+    assert_eq!(s.tasks.expired(21).await.unwrap(), vec!["b".to_owned()]);
+
+    // Deletion removes a record from every index; deleting an absent one is fine.
+    s.tasks.delete("b").await.unwrap();
+    s.tasks.delete("b").await.unwrap();
+    s.tasks.delete("never").await.unwrap();
+    assert!(s.tasks.get("b").await.unwrap().is_none());
+    assert!(s.tasks.list(&bob_session).await.unwrap().is_empty());
+    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 1);
+    assert_eq!(s.tasks.count().await.unwrap(), 2);
+    assert_eq!(s.tasks.expired(10_000).await.unwrap(), vec!["d".to_owned()]);
+
+    // Recovery: a shared store returns every unfinished record (the runtime keeps those of
+    // instances that are gone); the in-memory store starts empty and recovers nothing.
+    let mut working = rec("w", alice.clone(), 50, None);
+    working.instance = Some("i1".into());
+    let mut waiting = rec("i", alice_session.clone(), 51, Some(60_000));
+    waiting.status = TaskStatus::InputRequired;
+    waiting.instance = Some("i2".into());
+    s.tasks.put(working.clone()).await.unwrap();
+    s.tasks.put(waiting.clone()).await.unwrap();
+    let recovered = |v: Vec<TaskRecord>| {
+        let mut ids: Vec<String> = v.into_iter().map(|r| r.task_id).collect();
+        ids.sort();
+        ids
+    };
+    match backend {
+        Backend::Memory => assert!(other.tasks.recover().await.unwrap().is_empty()),
+        Backend::Redis => {
+            let all = other.tasks.recover().await.unwrap();
+            assert!(all.contains(&working) && all.contains(&waiting));
+            assert_eq!(recovered(all), vec!["a", "i", "w"], "a is working too; d is finished");
+            let mut finished = working.clone();
+            finished.status = TaskStatus::Completed;
+            s.tasks.put(finished).await.unwrap();
+            s.tasks.delete("a").await.unwrap();
+            assert_eq!(recovered(other.tasks.recover().await.unwrap()), vec!["i"]);
+            s.tasks.delete("i").await.unwrap();
+            assert!(other.tasks.recover().await.unwrap().is_empty());
+        }
+    }
+}
+
+async fn membership(a: &Store, b: &Store, _: Backend) {
+    assert!(!a.members.alive("i1").await.unwrap(), "never seen");
+    a.members.heartbeat("i1", Duration::from_millis(500)).await.unwrap();
+    a.members.heartbeat("i2", LONG).await.unwrap();
+    assert!(b.members.alive("i1").await.unwrap());
+    assert!(b.members.alive("i2").await.unwrap());
+    sleep(Duration::from_millis(900)).await;
+    assert!(!b.members.alive("i1").await.unwrap(), "its heartbeat lapsed");
+    assert!(b.members.alive("i2").await.unwrap());
+    a.members.heartbeat("i1", LONG).await.unwrap();
+    assert!(b.members.alive("i1").await.unwrap(), "back");
+    b.members.leave("i1").await.unwrap();
+    assert!(!a.members.alive("i1").await.unwrap(), "left");
+    b.members.leave("never").await.unwrap();
+    a.members.heartbeat("i2", Duration::ZERO).await.unwrap();
+    assert!(!b.members.alive("i2").await.unwrap(), "a zero ttl is gone at once");
+}

@@ -1,0 +1,124 @@
+//! Redis going away is an error, not a hang, and everything works again once it is back: the
+//! command connection reconnects, and bus subscribers are told of the gap.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{RedisServer, free_port, store_on, unique_prefix};
+use mcp_runtime::StoreError;
+use mcp_runtime::store::{BusEvent, SessionRecord, StreamKey};
+use mcp_store_redis::{RedisStore, RedisStoreError};
+use serde_json::{Map, json};
+use tokio::sync::mpsc;
+use tokio::time::{sleep, timeout};
+
+const LONG: Duration = Duration::from_secs(60);
+/// How long an operation may take to fail while Redis is away.
+const QUICK: Duration = Duration::from_secs(5);
+
+fn msg(s: &str) -> BusEvent {
+    BusEvent::Message(Arc::from(s.as_bytes()))
+}
+
+/// Waits for `want`, skipping other events, for at most `within`.
+async fn wait_for(rx: &mut mpsc::Receiver<BusEvent>, want: &BusEvent, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match timeout(left, rx.recv()).await {
+            Ok(Some(e)) if e == *want => return,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the bus subscription closed"),
+            Err(_) => panic!("no {want:?} within {within:?}"),
+        }
+    }
+}
+
+fn unavailable<T: std::fmt::Debug>(what: &str, r: Result<Result<T, StoreError>, tokio::time::error::Elapsed>) {
+    match r {
+        Ok(Err(StoreError::Unavailable(_))) => {}
+        Ok(other) => panic!("{what} while Redis is away: {other:?}, expected Unavailable"),
+        Err(_) => panic!("{what} hung while Redis is away"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_going_away_is_an_error_and_coming_back_heals() {
+    let mut server = RedisServer::start();
+    let port = server.port();
+    let store = store_on(&server.url(), &unique_prefix("outage")).await.into_store();
+    let rec = SessionRecord::new("mcp_o", "alice", "2025-06-18", Map::new(), json!({}));
+    let key = StreamKey::get_stream("mcp_o");
+    store.sessions.create(&rec, LONG).await.unwrap();
+    assert_eq!(store.events.append(&key, b"a", 10).await.unwrap(), 1);
+    let mut sub = store.bus.subscribe();
+    store.bus.publish(b"before".to_vec()).unwrap();
+    wait_for(&mut sub, &msg("before"), QUICK).await;
+
+    server.kill();
+    // The first calls meet the dropped connection, the next ones a failing reconnection.
+    for _ in 0..3 {
+        unavailable("load", timeout(QUICK, store.sessions.load("mcp_o", LONG)).await);
+        unavailable("append", timeout(QUICK, store.events.append(&key, b"b", 10)).await);
+    }
+    unavailable("task get", timeout(QUICK, store.tasks.get("t")).await);
+    unavailable("alive", timeout(QUICK, store.members.alive("i")).await);
+    unavailable("replay", timeout(QUICK, store.events.after(&key, 0)).await);
+    // Publishing only queues.
+    store.bus.publish(b"during".to_vec()).unwrap();
+
+    let _server = RedisServer::start_on(port);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match timeout(QUICK, store.sessions.load("mcp_o", LONG)).await {
+            Ok(Ok(r)) => {
+                assert_eq!(r, None, "Redis restarted without persistence: the session is gone");
+                break;
+            }
+            Ok(Err(StoreError::Unavailable(_))) if Instant::now() < deadline => {
+                sleep(Duration::from_millis(100)).await;
+            }
+            Ok(Err(e)) => panic!("load after Redis came back: {e:?}"),
+            Err(_) => panic!("load hung after Redis came back"),
+        }
+    }
+    store.sessions.create(&rec, LONG).await.unwrap();
+    assert_eq!(store.sessions.load("mcp_o", LONG).await.unwrap(), Some(rec));
+    assert_eq!(
+        store.events.append(&key, b"c", 10).await.unwrap(),
+        1,
+        "the counters went with the data"
+    );
+
+    // The subscriber is told messages may have been lost, then gets new ones.
+    wait_for(&mut sub, &BusEvent::Gap, Duration::from_secs(15)).await;
+    store.bus.publish(b"after".to_vec()).unwrap();
+    wait_for(&mut sub, &msg("after"), QUICK).await;
+}
+
+#[tokio::test]
+async fn connect_fails_fast_when_redis_is_unreachable() {
+    let port = free_port();
+    let started = Instant::now();
+    let r = timeout(
+        Duration::from_secs(15),
+        RedisStore::connect(&format!("redis://127.0.0.1:{port}/")),
+    )
+    .await
+    .expect("connect does not hang");
+    match r {
+        Err(RedisStoreError::Connect { url, reason }) => {
+            assert_eq!(url, format!("redis://127.0.0.1:{port}/"));
+            assert!(!reason.is_empty());
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("connected to nothing"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        started.elapsed()
+    );
+}

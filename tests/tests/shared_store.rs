@@ -1,0 +1,227 @@
+//! Two runtimes sharing one `Store::memory()`, driven through their engines as the Streamable
+//! HTTP transport drives them (invariant 34): a session minted on one is served by the other,
+//! record changes travel, a client's response and a cancellation reach the instance holding the
+//! waiting request, DELETE on one ends the other's replica, and a list change on one is heard on
+//! the other. The HTTP-level suite (a round-robin proxy, Redis) is `tests/tests/http/scaleout.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::jsonrpc::{DecodeLimits, Inbound, Message, decode};
+use mcp_protocol::model::{CallToolResult, ToolDef};
+use mcp_runtime::registry::ToolEntry;
+use mcp_runtime::{Ctx, Engine, Peer, Registry, Runtime, ServerConfig, Sessions, Sink, Step, Store};
+use serde_json::{Map, Value, json};
+
+/// One instance: a runtime over its own registry (the same tools everywhere) and the store.
+fn instance(store: &Store) -> (Engine, Arc<Registry>) {
+    let registry = Arc::new(Registry::new());
+    let echo = ToolDef::new("echo").with_input_schema(json!({"type": "object"}));
+    let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("hi")) };
+    registry.add_tool(ToolEntry::new(echo, Arc::new(f), true, true).expect("valid tool"));
+    let ask = ToolDef::new("ask").with_input_schema(json!({"type": "object"}));
+    let f = |_: Map<String, Value>, ctx: Ctx| async move {
+        let params = json!({"messages": [], "maxTokens": 1});
+        let reply = ctx.create_message(params).await?;
+        Ok(CallToolResult::text(
+            reply["content"]["text"].as_str().unwrap_or("?").to_owned(),
+        ))
+    };
+    registry.add_tool(ToolEntry::new(ask, Arc::new(f), true, true).expect("valid tool"));
+    let slow = ToolDef::new("slow").with_input_schema(json!({"type": "object"}));
+    let f = |_: Map<String, Value>, ctx: Ctx| async move {
+        tokio::select! {
+            () = ctx.cancellation().cancelled() => Ok(CallToolResult::text("cancelled")),
+            () = tokio::time::sleep(Duration::from_secs(20)) => Ok(CallToolResult::text("slept")),
+        }
+    };
+    registry.add_tool(ToolEntry::new(slow, Arc::new(f), true, true).expect("valid tool"));
+    let runtime = Runtime::with_store(ServerConfig::default(), registry.clone(), store.clone());
+    (Engine::new(Arc::new(runtime)), registry)
+}
+
+fn peer(session: Option<&str>) -> Peer<'_> {
+    Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::Store(session))
+}
+
+fn message(body: Value) -> Message {
+    match decode(&serde_json::to_vec(&body).unwrap(), &DecodeLimits::default()) {
+        Ok(Inbound::Single(m)) => m,
+        _ => panic!("one message"),
+    }
+}
+
+/// Sends a request; a call is run to its end. The answer as JSON.
+async fn send(engine: &Engine, session: Option<&str>, body: Value) -> Value {
+    let Message::Request(req) = message(body) else {
+        panic!("a request")
+    };
+    let frame = match engine.request(&peer(session), req).await {
+        Step::Answer(a) => a.frame,
+        Step::Call(call) => call.run(Sink::detached()).await.frame().expect("answered"),
+        Step::Listen(_) => panic!("no listen here"),
+    };
+    serde_json::from_slice(&frame).unwrap()
+}
+
+async fn initialize(engine: &Engine) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let Message::Request(req) = message(body) else {
+        unreachable!()
+    };
+    let Step::Answer(a) = engine.request(&peer(None), req).await else {
+        panic!("initialize is answered at once")
+    };
+    a.session.expect("a session is minted").id().to_string()
+}
+
+fn call(id: i64, name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: not within 2 s");
+}
+
+#[tokio::test]
+async fn a_session_minted_on_one_instance_is_served_by_the_other() {
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let id = initialize(&a).await;
+    let v = send(&b, Some(&id), call(1, "echo")).await;
+    assert_eq!(v["result"]["content"][0]["text"], "hi");
+    assert!(
+        b.runtime().sessions().get(&id, "anonymous").is_some(),
+        "B keeps a replica"
+    );
+    // Another principal, and an id nobody minted, are not found on either instance.
+    let other = Peer::new(Arc::new(AuthInfo::new("mallory")), Sessions::Store(Some(&id)));
+    let Message::Request(req) = message(call(2, "echo")) else {
+        unreachable!()
+    };
+    let Step::Answer(refused) = b.request(&other, req).await else {
+        panic!("refused")
+    };
+    assert_eq!(refused.status, 404);
+    let v = send(&a, Some("mcp_00000000000000000000000000000000"), call(3, "echo")).await;
+    assert_eq!(v["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn record_changes_and_delete_reach_every_replica() {
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let id = initialize(&a).await;
+    send(&b, Some(&id), call(1, "echo")).await;
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "error"}});
+    assert_eq!(send(&b, Some(&id), level).await["result"], json!({}));
+    let on_a = a.runtime().sessions().get(&id, "anonymous").expect("A holds it");
+    eventually("the level reaches A", || {
+        on_a.log_level() == mcp_protocol::model::LoggingLevel::Error
+    })
+    .await;
+    assert!(b.runtime().end_session(&id, "anonymous").await.unwrap());
+    eventually("A's replica ends", || on_a.is_closed()).await;
+    let v = send(&a, Some(&id), call(3, "echo")).await;
+    assert_eq!(v["error"]["code"], -32001, "deleted everywhere: {v}");
+}
+
+#[tokio::test]
+async fn a_response_reaching_the_other_instance_is_delivered() {
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let id = initialize(&a).await;
+    send(&b, Some(&id), call(1, "echo")).await;
+    // The call runs on A and asks the client; its request goes out on the call's own stream.
+    let Message::Request(req) = message(call(5, "ask")) else {
+        unreachable!()
+    };
+    let Step::Call(c) = a.request(&peer(Some(&id)), req).await else {
+        panic!("a call")
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let run = tokio::spawn(async move { c.run(Sink::new(tx)).await.frame().expect("answered") });
+    let frame = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the request goes out")
+        .expect("one frame");
+    let out: Value = serde_json::from_slice(&frame).unwrap();
+    assert_eq!(out["method"], "sampling/createMessage");
+    // The client answers through B.
+    let answer = json!({"jsonrpc": "2.0", "id": out["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "from B"}, "model": "m"}});
+    let Message::Response(r) = message(answer) else {
+        unreachable!()
+    };
+    b.deliver(&peer(Some(&id)), r).await;
+    let done: Value = serde_json::from_slice(
+        &tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "from B");
+}
+
+#[tokio::test]
+async fn a_cancellation_reaching_the_other_instance_cancels() {
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let id = initialize(&a).await;
+    send(&b, Some(&id), call(1, "echo")).await;
+    let Message::Request(req) = message(call(9, "slow")) else {
+        unreachable!()
+    };
+    let Step::Call(c) = a.request(&peer(Some(&id)), req).await else {
+        panic!("a call")
+    };
+    let run = tokio::spawn(async move { c.run(Sink::detached()).await.frame() });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    let Message::Notification(n) = message(cancel) else {
+        unreachable!()
+    };
+    assert!(b.notification(&peer(Some(&id)), &n).await.is_none());
+    let frame = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("ends")
+        .unwrap();
+    assert!(frame.is_none(), "a cancelled call is never answered (invariant 13)");
+}
+
+#[tokio::test]
+async fn a_list_change_on_one_instance_is_heard_on_the_other() {
+    let store = Store::memory();
+    let ((a, _), (b, registry_b)) = (instance(&store), instance(&store));
+    // Both instances start their bus listeners on first use.
+    initialize(&a).await;
+    initialize(&b).await;
+    let mut feed = a.runtime().registry().subscribe();
+    let extra = ToolDef::new("extra").with_input_schema(json!({"type": "object"}));
+    let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("x")) };
+    registry_b.add_tool(ToolEntry::new(extra, Arc::new(f), true, true).expect("valid tool"));
+    let heard = tokio::time::timeout(Duration::from_secs(5), feed.next())
+        .await
+        .expect("heard")
+        .expect("open");
+    assert!(heard.contains(&mcp_runtime::registry::Change::Tools), "{heard:?}");
+    assert!(
+        a.runtime()
+            .registry()
+            .snapshot()
+            .tools()
+            .iter()
+            .all(|t| t.def.name != "extra"),
+        "A's catalog is A's"
+    );
+}
