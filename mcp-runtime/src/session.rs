@@ -68,6 +68,8 @@ pub struct Session {
     log_head: watch::Sender<u64>,
     /// Bumped when a GET stream of the session opens on another instance.
     takeovers: watch::Sender<u64>,
+    /// Bumped by every event appended to one of the session's POST stream logs (shared store).
+    stream_logs: watch::Sender<u64>,
 }
 
 impl Session {
@@ -99,6 +101,7 @@ impl Session {
             stored_touch_ms: AtomicU64::new(0),
             log_head: watch::Sender::new(0),
             takeovers: watch::Sender::new(0),
+            stream_logs: watch::Sender::new(0),
         }
     }
 
@@ -141,6 +144,9 @@ impl Session {
 
     /// An event was appended to one of the session's stream logs.
     pub(crate) fn event_appended(&self, stream: u64, id: u64) {
+        if stream != 0 {
+            self.stream_logs.send_modify(|n| *n += 1);
+        }
         if stream == 0 {
             self.log_head.send_if_modified(|head| {
                 let newer = id > *head;
@@ -150,6 +156,20 @@ impl Session {
                 newer
             });
         }
+    }
+
+    /// A receiver woken whenever any instance appends to one of the session's POST stream logs
+    /// (shared store): a stream resumed on another instance than the one running its call
+    /// follows the log.
+    pub fn stream_logs(&self) -> watch::Receiver<u64> {
+        self.stream_logs.subscribe()
+    }
+
+    /// Appends an event to one of the session's stream logs in the shared store, in order and
+    /// stored before it is announced; `false` when the session is not shared or the queue is
+    /// full. The HTTP transport mirrors its resumable POST streams here.
+    pub fn log_event(&self, stream: u64, frame: Frame) -> bool {
+        self.cluster.get().is_some_and(|c| c.append(&self.id, stream, frame))
     }
 
     /// A receiver woken when a GET stream of the session opens on another instance (the older

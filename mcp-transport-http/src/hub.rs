@@ -164,7 +164,11 @@ impl Hub {
                     capacity: self.capacity,
                     latest: watch::Sender::new(0),
                     generation: watch::Sender::new(0),
-                    streams: Arc::new(Streams::new(self.capacity)),
+                    streams: Arc::new(if session.is_shared() {
+                        Streams::shared(self.capacity, session.clone())
+                    } else {
+                        Streams::new(self.capacity)
+                    }),
                     holder: AtomicBool::new(false),
                 });
                 created = Some(Arc::downgrade(&c));

@@ -24,6 +24,8 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use mcp_runtime::Session;
+
 use crate::pump::{self, Feed, Next, Outcome};
 use crate::sse;
 
@@ -72,11 +74,15 @@ pub(crate) struct Tape {
     readers: watch::Sender<u64>,
     /// A reader advanced or left: a waiting producer may go on.
     room: Notify,
+    /// A shared session: every event (then the reply and an empty end marker) is also appended
+    /// to the session's log of this stream, so that another instance can resume it.
+    mirror: Option<Arc<Session>>,
 }
 
 impl Tape {
-    fn new(number: u64, capacity: usize) -> Self {
+    fn new(number: u64, capacity: usize, mirror: Option<Arc<Session>>) -> Self {
         Tape {
+            mirror,
             number,
             capacity: capacity.max(1),
             state: Mutex::new(State {
@@ -106,6 +112,10 @@ impl Tape {
                 if unread < self.capacity as u64 {
                     let seq = st.next;
                     st.next += 1;
+                    if let Some(session) = &self.mirror {
+                        // Under the lock: the log's ids follow the tape's sequence numbers.
+                        session.log_event(self.number, frame.to_vec());
+                    }
                     st.events.push_back((seq, frame));
                     while st.events.len() > self.capacity {
                         if let Some((old, _)) = st.events.pop_front() {
@@ -124,6 +134,12 @@ impl Tape {
     /// Ends the stream, with the reply (`None`: the call was cancelled and answers nothing).
     pub(crate) fn finish(&self, reply: Option<Bytes>) {
         let mut st = lock(&self.state);
+        if let Some(session) = &self.mirror {
+            if let Some(reply) = &reply {
+                session.log_event(self.number, reply.to_vec());
+            }
+            session.log_event(self.number, Vec::new());
+        }
         let last = if reply.is_some() { st.next } else { st.next - 1 };
         st.next = last + 1;
         st.end = Some((last, reply));
@@ -205,6 +221,9 @@ struct Table {
 pub(crate) struct Streams {
     table: Mutex<Table>,
     capacity: usize,
+    /// A shared session: stream numbers start at a random base (unique across instances) and
+    /// every tape is mirrored to the session's logs.
+    shared: Option<Arc<Session>>,
 }
 
 impl Streams {
@@ -213,15 +232,34 @@ impl Streams {
         Streams {
             table: Mutex::new(Table::default()),
             capacity,
+            shared: None,
         }
     }
 
-    /// Opens a stream with the next number (from 1).
+    /// The streams of a session shared by several instances: numbered from a random base, so
+    /// that two instances never hand out the same number, and mirrored to the shared logs.
+    pub(crate) fn shared(capacity: usize, session: Arc<Session>) -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write(session.id().as_bytes());
+        // Below 2^48: event ids stay exact in clients that parse them as doubles.
+        let base = (h.finish() & 0xFFFF_FFFF) << 16;
+        Streams {
+            table: Mutex::new(Table {
+                next: base,
+                ..Table::default()
+            }),
+            capacity,
+            shared: Some(session),
+        }
+    }
+
+    /// Opens a stream with the next number (from 1, or from the shared base).
     pub(crate) fn open(&self) -> Arc<Tape> {
         let mut t = lock(&self.table);
         t.next += 1;
         let number = t.next;
-        let tape = Arc::new(Tape::new(number, self.capacity));
+        let tape = Arc::new(Tape::new(number, self.capacity, self.shared.clone()));
         t.tapes.insert(number, tape.clone());
         tape
     }
@@ -451,7 +489,7 @@ mod tests {
 
     #[tokio::test]
     async fn window_end_and_reply() {
-        let tape = Tape::new(1, 2);
+        let tape = Tape::new(1, 2, None);
         for _ in 0..3 {
             tape.push(Bytes::from_static(b"{}")).await;
         }
@@ -466,7 +504,7 @@ mod tests {
         assert!(b.done && !b.truncated);
         assert!(!tape.consumed(3));
         assert!(tape.consumed(4));
-        let cancelled = Tape::new(2, 4);
+        let cancelled = Tape::new(2, 4, None);
         cancelled.push(Bytes::new()).await;
         cancelled.finish(None);
         assert!(cancelled.consumed(1), "a cancelled stream ends after its last event");
@@ -475,7 +513,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_attached_reader_holds_the_producer() {
-        let tape = Arc::new(Tape::new(1, 1));
+        let tape = Arc::new(Tape::new(1, 1, None));
         let g = tape.attach(0);
         tape.push(Bytes::new()).await;
         let producer = {

@@ -14,7 +14,7 @@ use mcp_runtime::Session;
 use crate::hub::{self, StreamSpec};
 use crate::pump;
 use crate::resume::{self, Follow};
-use crate::shared_stream::SharedLive;
+use crate::shared_stream::{Resumed, SharedLive, SharedTape};
 use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required, store_unavailable};
 use crate::{guard, sse};
 
@@ -91,7 +91,29 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
     }) = last_event_id.as_deref().and_then(parse_stream_id)
     {
         // A POST stream's id: resume that stream, never another one.
-        let Some(tape) = channel.streams.get(number).filter(|t| !t.consumed(cursor)) else {
+        let local = channel.streams.get(number);
+        if local.is_none()
+            && session.is_shared()
+            && let Some(store) = shared.runtime.store()
+        {
+            // Its call runs on another instance: follow the stream's shared log.
+            let retry = shared.config.sse_retry;
+            return match SharedTape::open(session.clone(), store.events.clone(), number, cursor, retry).await {
+                Ok(Resumed::Follow(feed)) => {
+                    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
+                    let (keep_alive, shutdown) = (shared.config.sse_keep_alive, shared.shutdown.clone());
+                    shared.tracker.spawn(pump::run(feed, tx, keep_alive, shutdown));
+                    tracing::debug!(session = %session.id(), stream = number, "POST stream resumed from the shared log");
+                    sse::response(rx)
+                }
+                Ok(Resumed::Nothing) => empty(StatusCode::NO_CONTENT),
+                Err(e) => {
+                    tracing::warn!(session = %session.id(), error = %e, "POST stream not resumed: store unavailable");
+                    store_unavailable()
+                }
+            };
+        }
+        let Some(tape) = local.filter(|t| !t.consumed(cursor)) else {
             tracing::debug!(session = %session.id(), stream = number, "nothing left to resume");
             return empty(StatusCode::NO_CONTENT);
         };

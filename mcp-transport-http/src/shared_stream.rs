@@ -165,3 +165,120 @@ impl Feed for SharedLive {
         self.session.touch();
     }
 }
+
+/// A POST stream of a shared session resumed on an instance that does not run its call: its
+/// events are read from the session's log of that stream (the instance running the call
+/// mirrors its tape there, ending with an empty marker), woken by every append to the session's
+/// POST stream logs.
+pub(crate) struct SharedTape {
+    session: Arc<Session>,
+    log: Arc<dyn EventLog>,
+    key: StreamKey,
+    wake: watch::Receiver<u64>,
+    cursor: u64,
+    dirty: bool,
+    opening: Vec<Bytes>,
+}
+
+/// What a resumed shared POST stream found.
+pub(crate) enum Resumed {
+    /// Events to follow.
+    Follow(SharedTape),
+    /// Nothing left to send (or a stream nobody knows): 204, the client stops reconnecting.
+    Nothing,
+}
+
+impl SharedTape {
+    /// Resumes stream `number` of `session` after `cursor`.
+    pub(crate) async fn open(
+        session: Arc<Session>,
+        log: Arc<dyn EventLog>,
+        number: u64,
+        cursor: u64,
+        retry: Duration,
+    ) -> Result<Resumed, StoreError> {
+        let key = StreamKey {
+            session: session.id().to_string(),
+            stream: number,
+        };
+        let mut wake = session.stream_logs();
+        wake.mark_unchanged();
+        let mut feed = SharedTape {
+            session,
+            log,
+            key,
+            wake,
+            cursor,
+            dirty: false,
+            opening: vec![sse::retry(retry)],
+        };
+        // The instance running the call may not have stored the client's last event yet (it
+        // appends right after writing): give the log a moment before giving up on the cursor.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        let mut read = feed.read().await?;
+        while read.is_none() && tokio::time::Instant::now() < deadline {
+            let _ = tokio::time::timeout_at(deadline, feed.wake.changed()).await;
+            read = feed.read().await?;
+        }
+        match read {
+            None => Ok(Resumed::Nothing),
+            Some((_, true)) if feed.opening.len() == 1 => Ok(Resumed::Nothing),
+            Some((chunks, _)) => {
+                feed.opening.extend(chunks);
+                Ok(Resumed::Follow(feed))
+            }
+        }
+    }
+
+    /// The events after the cursor as SSE chunks, and whether the end marker was among them;
+    /// `None` when the log does not hold the stream from the cursor.
+    async fn read(&mut self) -> Result<Option<(Vec<Bytes>, bool)>, StoreError> {
+        let Replay::From(events) = self.log.after(&self.key, self.cursor).await? else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        let mut done = false;
+        for (id, frame) in events {
+            self.cursor = id;
+            if frame.is_empty() {
+                done = true;
+                break;
+            }
+            out.push(sse::event(Some(&format!("{}-{id}", self.key.stream)), &frame));
+        }
+        Ok(Some((out, done)))
+    }
+}
+
+impl Feed for SharedTape {
+    fn open(&mut self) -> Next {
+        Next::Write(std::mem::take(&mut self.opening))
+    }
+
+    async fn next(&mut self) -> Next {
+        if !self.dirty {
+            tokio::select! {
+                biased;
+                () = self.session.closed().cancelled() => return Next::Stop,
+                r = self.wake.changed() => {
+                    if r.is_err() {
+                        return Next::Stop;
+                    }
+                    self.wake.mark_unchanged();
+                }
+            }
+            self.dirty = true;
+        }
+        let read = self.read().await;
+        self.dirty = false;
+        match read {
+            Ok(Some((chunks, true))) => Next::End(chunks),
+            Ok(Some((chunks, false))) => Next::Write(chunks),
+            Ok(None) => Next::Stop,
+            Err(e) => {
+                tracing::warn!(session = %self.session.id(), error = %e, "stream log unreadable; stream ends");
+                Next::Stop
+            }
+        }
+    }
+}
