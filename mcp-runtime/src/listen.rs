@@ -267,8 +267,14 @@ impl Runtime {
     /// a client that did not declare the tasks extension is -32021, and only
     /// the caller's own tasks are kept (others are dropped without saying
     /// whether they exist); over a bound the request is refused.
-    pub fn listen(&self, req: &Request, ctx_principal: &Arc<str>, tasks_declared: bool) -> Result<Listener, RpcError> {
+    pub async fn listen(
+        &self,
+        req: &Request,
+        ctx_principal: &Arc<str>,
+        tasks_declared: bool,
+    ) -> Result<Listener, RpcError> {
         self.listen_as(req, &Holder::principal(ctx_principal.clone()), tasks_declared)
+            .await
             .map_err(|e| e.error().clone())
     }
 
@@ -277,14 +283,25 @@ impl Runtime {
     /// ([`ServerConfig::max_listeners_per_peer`](crate::ServerConfig::max_listeners_per_peer)) and
     /// its principal ([`ServerConfig::max_listeners_per_principal`](crate::ServerConfig::max_listeners_per_principal)),
     /// so that one client cannot lock the others out of subscriptions.
-    pub fn listen_as(&self, req: &Request, holder: &Holder, tasks_declared: bool) -> Result<Listener, ListenError> {
+    pub async fn listen_as(
+        &self,
+        req: &Request,
+        holder: &Holder,
+        tasks_declared: bool,
+    ) -> Result<Listener, ListenError> {
         let hub = self.subscriptions().clone();
         self.start_fanout();
         let mut filter =
             ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared).map_err(ListenError::Refused)?;
         if !filter.task_ids.is_empty() {
             let owner = TaskOwner::Principal(holder.principal.to_string());
-            filter.retain_task_ids(|id| self.tasks().owns(id, &owner));
+            let mut owned = std::collections::HashSet::new();
+            for id in &filter.task_ids {
+                if self.tasks().owns_anywhere(id, &owner).await {
+                    owned.insert(id.clone());
+                }
+            }
+            filter.retain_task_ids(|id| owned.contains(id));
         }
         hub.counts
             .lock()
@@ -384,7 +401,7 @@ mod tests {
         let rt = runtime(32);
         let me: Arc<str> = Arc::from("p");
         let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"], "bogus": true});
-        let mut l = rt.listen(&listen_req(7, filter), &me, false).unwrap();
+        let mut l = rt.listen(&listen_req(7, filter), &me, false).await.unwrap();
         let ack = frame(l.take_ack().unwrap());
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
         assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 7);
@@ -425,6 +442,7 @@ mod tests {
         let me: Arc<str> = Arc::from("p");
         let e = rt
             .listen(&listen_req(1, json!({"taskIds": ["x"]})), &me, false)
+            .await
             .unwrap_err();
         assert_eq!(e.code, -32021);
         let bad = Request {
@@ -432,13 +450,13 @@ mod tests {
             method: "subscriptions/listen".into(),
             params: None,
         };
-        assert_eq!(rt.listen(&bad, &me, false).unwrap_err().code, -32602);
-        let first = rt.listen(&listen_req(1, json!({})), &me, false).unwrap();
-        assert!(rt.listen(&listen_req(2, json!({})), &me, false).is_err());
+        assert_eq!(rt.listen(&bad, &me, false).await.unwrap_err().code, -32602);
+        let first = rt.listen(&listen_req(1, json!({})), &me, false).await.unwrap();
+        assert!(rt.listen(&listen_req(2, json!({})), &me, false).await.is_err());
         let other: Arc<str> = Arc::from("q");
-        assert!(rt.listen(&listen_req(2, json!({})), &other, false).is_ok());
+        assert!(rt.listen(&listen_req(2, json!({})), &other, false).await.is_ok());
         drop(first);
-        assert!(rt.listen(&listen_req(3, json!({})), &me, false).is_ok());
+        assert!(rt.listen(&listen_req(3, json!({})), &me, false).await.is_ok());
     }
 
     #[tokio::test]
@@ -450,6 +468,7 @@ mod tests {
                 &Arc::from("p"),
                 false,
             )
+            .await
             .unwrap();
         rt.shutdown();
         assert!(l.next().await.is_none());
@@ -472,7 +491,10 @@ mod tests {
             ..Default::default()
         };
         let rt = Runtime::new(config, Arc::new(Registry::new()));
-        let l = rt.listen(&listen_req(4, json!({})), &Arc::from("p"), false).unwrap();
+        let l = rt
+            .listen(&listen_req(4, json!({})), &Arc::from("p"), false)
+            .await
+            .unwrap();
         assert_eq!(
             frame(l.completion_frame())["result"],
             json!({"_meta": {SUBSCRIPTION_ID: 4}, "resultType": "complete"})

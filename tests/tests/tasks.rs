@@ -254,10 +254,10 @@ async fn listen_task_ids_keeps_own_tasks_and_announces_changes() {
         json!({"notifications": {"taskIds": [mine, theirs, "unknown"]}}),
     );
     let me: Arc<str> = Arc::from("alice");
-    let mut l = rt.listen(&listen, &me, true).expect("listens");
+    let mut l = rt.listen(&listen, &me, true).await.expect("listens");
     let ack: Value = serde_json::from_slice(&l.take_ack().unwrap()).unwrap();
     assert_eq!(ack["params"]["notifications"], json!({"taskIds": [mine]}));
-    assert_eq!(rt.listen(&listen, &me, false).unwrap_err().code, -32021);
+    assert_eq!(rt.listen(&listen, &me, false).await.unwrap_err().code, -32021);
 
     let next = async {
         let f = tokio::time::timeout(std::time::Duration::from_secs(5), l.next()).await;

@@ -267,12 +267,12 @@ impl Engine {
     pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
         self.runtime.ensure_started();
         match request_era(&req, peer.revision.known()) {
-            Era::Modern => self.modern(peer, req),
+            Era::Modern => self.modern(peer, req).await,
             Era::Legacy => self.legacy(peer, req).await,
         }
     }
 
-    fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {
+    async fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {
         let refuse = |stage, e: &RpcError| Step::Answer(Answer::error(stage, Era::Modern, Some(&req.id), e));
         if peer.legacy_only {
             return refuse(Stage::Route, &RpcError::legacy_only_transport());
@@ -306,7 +306,7 @@ impl Engine {
             }
         }
         if req.method.streams() {
-            return self.listen(peer, req, &route);
+            return self.listen(peer, req, &route).await;
         }
         self.call(peer, req, route, None)
     }
@@ -423,7 +423,7 @@ impl Engine {
     }
 
     /// Opens a `subscriptions/listen` stream for a routed modern request.
-    fn listen(&self, peer: &Peer<'_>, req: Request, route: &Route) -> Step {
+    async fn listen(&self, peer: &Peer<'_>, req: Request, route: &Route) -> Step {
         let refuse = |e: &RpcError| Step::Answer(Answer::error(Stage::Route, Era::Modern, Some(&req.id), e));
         if !peer.streams {
             return refuse(&RpcError::needs_streaming(req.method.as_str()));
@@ -440,7 +440,7 @@ impl Engine {
             principal: peer.auth.principal.clone(),
             peer: peer.remote.map(|ip| Arc::from(ip.to_string())),
         };
-        match self.runtime.listen_as(&req, &holder, tasks) {
+        match self.runtime.listen_as(&req, &holder, tasks).await {
             Ok(listener) => Step::Listen(Listening { listener, guard }),
             Err(e) => {
                 if !matches!(e, ListenError::Refused(_)) {

@@ -180,6 +180,18 @@ impl Tasks {
         self.live.get(task_id).is_some_and(|l| l.owner == *owner)
     }
 
+    /// [`Tasks::owns`], and with a shared store also a task another instance runs (its record
+    /// names the owner).
+    pub(crate) async fn owns_anywhere(&self, task_id: &str, owner: &TaskOwner) -> bool {
+        if self.owns(task_id, owner) {
+            return true;
+        }
+        if self.cluster.get().is_none() {
+            return false;
+        }
+        matches!(self.store.get(task_id).await, Ok(Some(r)) if r.owner == *owner && !r.status.is_terminal())
+    }
+
     /// Marks the tasks a previous run left unfinished as failed (once, before
     /// the first task operation; retried later if the store fails). With a shared store this
     /// also runs on every sweep: the unfinished tasks of instances that are gone are failed.
