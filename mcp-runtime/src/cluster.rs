@@ -110,7 +110,12 @@ pub(crate) enum Note {
         task: String,
         params: serde_json::Map<String, Value>,
     },
+    /// An application message ([`crate::Runtime::broadcast`]).
+    User { topic: String, payload: Value },
 }
+
+/// An application's handler of broadcast messages on one topic.
+pub(crate) type UserHandler = Arc<dyn Fn(&Value) + Send + Sync>;
 
 /// A bus message: who sent it, and what it says.
 #[derive(Debug, Serialize, Deserialize)]
@@ -143,6 +148,8 @@ pub(crate) struct Cluster {
     sessions: OnceLock<Weak<SessionStore>>,
     /// This instance's tasks (set when started).
     tasks: OnceLock<Weak<Tasks>>,
+    /// The application's broadcast handlers, by topic.
+    handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -168,6 +175,7 @@ impl Cluster {
             me: OnceLock::new(),
             sessions: OnceLock::new(),
             tasks: OnceLock::new(),
+            handlers: std::sync::RwLock::new(Vec::new()),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
@@ -215,6 +223,31 @@ impl Cluster {
             .take();
         if let Some(rx) = rx {
             tokio::spawn(append(Arc::downgrade(&me), rx));
+        }
+    }
+
+    /// Registers an application handler of broadcast messages on `topic`.
+    pub(crate) fn on_user(&self, topic: String, handler: UserHandler) {
+        self.handlers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((topic, handler));
+    }
+
+    /// Runs the application's handlers of a message (in the bus listener: in bus order).
+    fn user(&self, topic: &str, payload: &Value) {
+        let handlers: Vec<UserHandler> = self
+            .handlers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(t, _)| t == topic)
+            .map(|(_, h)| h.clone())
+            .collect();
+        for h in handlers {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(payload))).is_err() {
+                tracing::error!(topic, "broadcast handler panicked");
+            }
         }
     }
 
@@ -387,6 +420,10 @@ async fn listen(
         if *envelope.from == *cluster.instance {
             continue;
         }
+        if let Note::User { topic, payload } = &envelope.note {
+            cluster.user(topic, payload);
+            continue;
+        }
         let tasks = cluster.tasks.get().and_then(Weak::upgrade);
         apply(envelope.note, &sessions, &registry, tasks);
     }
@@ -408,6 +445,7 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
+        Note::User { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);

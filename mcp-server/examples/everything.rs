@@ -25,6 +25,7 @@ use base64::engine::general_purpose::STANDARD;
 use clap::Parser;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
+use mcp_server::runtime::Registry;
 use serde_json::Map;
 
 #[path = "everything/auth.rs"]
@@ -637,55 +638,112 @@ fn complete_from(
     }
 }
 
-/// `test_trigger_tool_change` and `test_trigger_prompt_change`: each call
-/// adds or removes a dynamic tool (prompt), so that list-changed
-/// notifications reach `subscriptions/listen` streams and legacy sessions.
+/// The broadcast topics that keep the dynamic tool and prompt equal on every instance sharing a
+/// store (`--redis`): the catalog is code, so each instance applies the change itself.
+const DYNAMIC_TOOL_TOPIC: &str = "everything/test_dynamic_tool";
+const DYNAMIC_PROMPT_TOPIC: &str = "everything/test_dynamic_prompt";
+
+/// Adds or removes `test_dynamic_tool` (nothing when it already is as asked).
+fn set_dynamic_tool(registry: &Registry, present: bool) -> Result<(), HandlerError> {
+    match (present, registry.snapshot().tool("test_dynamic_tool").is_some()) {
+        (true, false) => {
+            let tool = Tool::new("test_dynamic_tool", "A tool added at run time", |_, _| async {
+                "dynamic"
+            });
+            registry.add_tool(tool.into_entry().map_err(|e| HandlerError::internal(e.to_string()))?);
+        }
+        (false, true) => {
+            registry.remove_tool("test_dynamic_tool");
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Adds or removes `test_dynamic_prompt` (nothing when it already is as asked).
+fn set_dynamic_prompt(registry: &Registry, present: bool) {
+    match (present, registry.snapshot().prompt("test_dynamic_prompt").is_some()) {
+        (true, false) => {
+            let prompt = Prompt::new("test_dynamic_prompt", "A prompt added at run time", |_, _| async {
+                Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(
+                    "dynamic",
+                ))]))
+            });
+            registry.add_prompt(prompt.into_entry());
+        }
+        (false, true) => {
+            registry.remove_prompt("test_dynamic_prompt");
+        }
+        _ => {}
+    }
+}
+
+/// `test_trigger_tool_change` and `test_trigger_prompt_change`: each call adds or removes a
+/// dynamic tool (prompt), so that list-changed notifications reach `subscriptions/listen` streams
+/// and legacy sessions. With a shared store the change is broadcast first, so that every
+/// instance lists the same catalog by the time a client hears of the change.
 fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     let registry = Arc::downgrade(server.registry());
+    server.on_broadcast(DYNAMIC_TOOL_TOPIC, move |v| {
+        if let Some(registry) = registry.upgrade()
+            && let Err(e) = set_dynamic_tool(&registry, v["present"] == true)
+        {
+            tracing::warn!(error = %e, "dynamic tool not applied");
+        }
+    });
+    let registry = Arc::downgrade(server.registry());
+    server.on_broadcast(DYNAMIC_PROMPT_TOPIC, move |v| {
+        if let Some(registry) = registry.upgrade() {
+            set_dynamic_prompt(&registry, v["present"] == true);
+        }
+    });
+    let (registry, runtime) = (Arc::downgrade(server.registry()), Arc::downgrade(server.runtime()));
     server.add_tool(
         Tool::new(
             "test_trigger_tool_change",
             "Adds or removes test_dynamic_tool",
             move |_, _| {
-                let registry = registry.clone();
+                let (registry, runtime) = (registry.clone(), runtime.clone());
                 async move {
-                    let Some(registry) = registry.upgrade() else {
+                    let (Some(registry), Some(runtime)) = (registry.upgrade(), runtime.upgrade()) else {
                         return Err(HandlerError::internal("the server is gone"));
                     };
-                    if registry.remove_tool("test_dynamic_tool") {
-                        return Ok("test_dynamic_tool removed");
-                    }
-                    let tool = Tool::new("test_dynamic_tool", "A tool added at run time", |_, _| async {
-                        "dynamic"
-                    });
-                    registry.add_tool(tool.into_entry().map_err(|e| HandlerError::internal(e.to_string()))?);
-                    Ok("test_dynamic_tool added")
+                    let present = registry.snapshot().tool("test_dynamic_tool").is_none();
+                    runtime
+                        .broadcast(DYNAMIC_TOOL_TOPIC, json!({ "present": present }))
+                        .map_err(|e| HandlerError::internal(e.to_string()))?;
+                    set_dynamic_tool(&registry, present)?;
+                    Ok(if present {
+                        "test_dynamic_tool added"
+                    } else {
+                        "test_dynamic_tool removed"
+                    })
                 }
             },
         )
         .input_schema(empty_schema()),
     )?;
-    let registry = Arc::downgrade(server.registry());
+    let (registry, runtime) = (Arc::downgrade(server.registry()), Arc::downgrade(server.runtime()));
     server.add_tool(
         Tool::new(
             "test_trigger_prompt_change",
             "Adds or removes test_dynamic_prompt",
             move |_, _| {
-                let registry = registry.clone();
+                let (registry, runtime) = (registry.clone(), runtime.clone());
                 async move {
-                    let Some(registry) = registry.upgrade() else {
+                    let (Some(registry), Some(runtime)) = (registry.upgrade(), runtime.upgrade()) else {
                         return Err(HandlerError::internal("the server is gone"));
                     };
-                    if registry.remove_prompt("test_dynamic_prompt") {
-                        return Ok("test_dynamic_prompt removed");
-                    }
-                    let prompt = Prompt::new("test_dynamic_prompt", "A prompt added at run time", |_, _| async {
-                        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(
-                            "dynamic",
-                        ))]))
-                    });
-                    registry.add_prompt(prompt.into_entry());
-                    Ok("test_dynamic_prompt added")
+                    let present = registry.snapshot().prompt("test_dynamic_prompt").is_none();
+                    runtime
+                        .broadcast(DYNAMIC_PROMPT_TOPIC, json!({ "present": present }))
+                        .map_err(|e| HandlerError::internal(e.to_string()))?;
+                    set_dynamic_prompt(&registry, present);
+                    Ok(if present {
+                        "test_dynamic_prompt added"
+                    } else {
+                        "test_dynamic_prompt removed"
+                    })
                 }
             },
         )

@@ -106,6 +106,19 @@ impl McpServer {
         self.registry().remove_resource(uri)
     }
 
+    /// Sends an application message to every other instance sharing the server's store (see
+    /// [`McpServerBuilder::store`]; nothing without one). Their handlers registered with
+    /// [`McpServer::on_broadcast`] run, in publish order: the way to keep a catalog changed at
+    /// run time equal on every instance.
+    pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), mcp_runtime::StoreError> {
+        self.runtime.broadcast(topic, payload)
+    }
+
+    /// Runs `handler` for every message another instance broadcasts on `topic`.
+    pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
+        self.runtime.on_broadcast(topic, handler);
+    }
+
     /// Ends open `subscriptions/listen` streams gracefully (before a
     /// shutdown).
     pub fn shutdown(&self) {

@@ -225,3 +225,30 @@ async fn a_list_change_on_one_instance_is_heard_on_the_other() {
         "A's catalog is A's"
     );
 }
+
+#[tokio::test]
+async fn broadcasts_reach_the_other_instances_only() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let (on_a, on_b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = on_a.clone();
+    a.runtime().on_broadcast("t", move |v| {
+        seen.fetch_add(v["n"].as_u64().unwrap_or(0) as usize, Ordering::SeqCst);
+    });
+    let seen = on_b.clone();
+    b.runtime().on_broadcast("t", move |v| {
+        seen.fetch_add(v["n"].as_u64().unwrap_or(0) as usize, Ordering::SeqCst);
+    });
+    a.runtime().ensure_started();
+    b.runtime().ensure_started();
+    a.runtime().broadcast("t", json!({"n": 2})).unwrap();
+    a.runtime().broadcast("other", json!({"n": 5})).unwrap();
+    eventually("B runs its handler", || on_b.load(Ordering::SeqCst) == 2).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(on_a.load(Ordering::SeqCst), 0, "never the sender's own");
+    assert_eq!(on_b.load(Ordering::SeqCst), 2, "only its topic");
+    // Without a store there is nobody to tell: a no-op.
+    let single = Runtime::new(ServerConfig::default(), Arc::new(Registry::new()));
+    assert!(single.broadcast("t", json!({})).is_ok());
+}

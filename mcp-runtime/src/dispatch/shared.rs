@@ -61,6 +61,30 @@ impl Runtime {
         self.cluster.as_ref().map(|c| c.gaps())
     }
 
+    /// Sends an application message to every other instance sharing the store (nothing
+    /// without a store: a single process has no peers). Instances run the handlers registered
+    /// with [`Runtime::on_broadcast`] for the topic, in the order each sender published. Use it
+    /// to keep what is not shared equal everywhere, for example a tool added at run time: add
+    /// it here and broadcast it, and let the handler add it on the other instances.
+    pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), StoreError> {
+        match &self.cluster {
+            Some(c) => c.publish(crate::cluster::Note::User {
+                topic: topic.to_owned(),
+                payload,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `handler` for every message another instance [`broadcast`](Runtime::broadcast)s on
+    /// `topic` (never for this instance's own; never without a store). It runs on the bus
+    /// listener: keep it short and non-blocking (spawn for anything longer).
+    pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
+        if let Some(c) = &self.cluster {
+            c.on_user(topic.into(), Arc::new(handler));
+        }
+    }
+
     /// The shared store, if any.
     pub fn store(&self) -> Option<&Store> {
         self.cluster.as_deref().map(Cluster::store)
