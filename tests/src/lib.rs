@@ -1,4 +1,7 @@
 //! Integration suites of the MCP server library, grouped by feature under
 //! `tests/`: the dispatcher of both eras, the stdio transport, and (as they
-//! land) HTTP, sessions, MRTR, subscriptions, tasks and auth. The library
-//! target itself is empty; each suite is its own test binary.
+//! land) HTTP, sessions, MRTR, subscriptions, tasks and auth. Each suite is
+//! its own test binary; the library holds what they and the scale-out harness
+//! share: [`proxy`], the round-robin HTTP proxy behind the `rr-proxy` binary.
+
+pub mod proxy;

@@ -19,7 +19,7 @@ const LEG_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const EXPECTED_FAILURES: &str = "conformance/expected-failures.yml";
 
 /// One runner invocation: `server --url URL <args> -o target/conformance/out/<name> …`.
-struct Leg {
+pub(crate) struct Leg {
     /// Also the output directory name and the value of `--leg`.
     name: &'static str,
     args: &'static [&'static str],
@@ -29,7 +29,7 @@ struct Leg {
 
 /// The legs, in order. Adding one is one line (hence no rustfmt here).
 #[rustfmt::skip]
-const LEGS: &[Leg] = &[
+pub(crate) const LEGS: &[Leg] = &[
     Leg { name: "all-2025-11-25", args: &["--spec-version", "2025-11-25", "--suite", "all"], enabled: true },
     Leg { name: "all-2025-06-18", args: &["--spec-version", "2025-06-18", "--suite", "all"], enabled: true },
     Leg { name: "all-2025-03-26", args: &["--spec-version", "2025-03-26", "--suite", "all"], enabled: true },
@@ -64,13 +64,6 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
     let legs = select(&opts.legs)?;
 
-    let node = tools::ensure_node()?;
-    let runner = tools::ensure_runner()?;
-    let baseline = util::root().join(EXPECTED_FAILURES);
-    if !baseline.is_file() {
-        return Err(format!("{} is missing", baseline.display()));
-    }
-
     // Killed on every way out of this function.
     let mut server: Option<HttpServer> = None;
     let url = match &opts.url {
@@ -81,34 +74,59 @@ pub(crate) fn run(opts: &Options) -> Result {
             } else {
                 util::build_everything()?
             };
-            let started = server.insert(HttpServer::start(&binary)?);
+            let started = server.insert(HttpServer::start(&binary, &[])?);
             // The runner's dns-rebinding scenario needs a `localhost` URL.
             format!("http://localhost:{}/mcp", started.port)
         }
     };
+    let mut check = || match &mut server {
+        Some(server) => server.ensure_running(),
+        None => Ok(()),
+    };
+    run_legs(
+        &legs,
+        &url,
+        &tools::conformance_dir().join("out"),
+        "conformance",
+        &mut check,
+    )
+}
 
-    let out_root = tools::conformance_dir().join("out");
+/// Installs the runner and runs `legs` against the server at `url` (which must be a
+/// `localhost` URL for the dns-rebinding scenario), all of them even after a failure, each
+/// writing under `out_root/<leg>`; `check` runs before each leg and after the last (it fails
+/// the whole run: a server is gone). Fails if any leg failed. Messages start with `label`.
+pub(crate) fn run_legs(
+    legs: &[&Leg],
+    url: &str,
+    out_root: &Path,
+    label: &str,
+    check: &mut dyn FnMut() -> Result,
+) -> Result {
+    let node = tools::ensure_node()?;
+    let runner = tools::ensure_runner()?;
+    let baseline = util::root().join(EXPECTED_FAILURES);
+    if !baseline.is_file() {
+        return Err(format!("{} is missing", baseline.display()));
+    }
+
     let mut failed = Vec::new();
     for leg in legs {
-        if let Some(server) = &mut server {
-            server.ensure_running()?;
-        }
-        util::banner(&format!("conformance: {} ({})", leg.name, leg.args.join(" ")));
+        check()?;
+        util::banner(&format!("{label}: {} ({})", leg.name, leg.args.join(" ")));
         let out = out_root.join(leg.name);
-        if let Err(why) = run_leg(leg, &node, &runner, &url, &baseline, &out) {
-            eprintln!("conformance: {}: FAILED: {why}", leg.name);
+        if let Err(why) = run_leg(leg, &node, &runner, url, &baseline, &out, label) {
+            eprintln!("{label}: {}: FAILED: {why}", leg.name);
             failed.push(leg.name);
         }
     }
-    if let Some(server) = &mut server {
-        server.ensure_running()?;
-    }
+    check()?;
     if failed.is_empty() {
-        println!("conformance: all selected legs passed");
+        println!("{label}: all selected legs passed");
         Ok(())
     } else {
         Err(format!(
-            "conformance failed: {} (results under {})",
+            "{label} failed: {} (results under {})",
             failed.join(", "),
             out_root.display()
         ))
@@ -116,7 +134,7 @@ pub(crate) fn run(opts: &Options) -> Result {
 }
 
 /// The legs to run: the named ones, else the enabled ones.
-fn select(names: &[String]) -> Result<Vec<&'static Leg>> {
+pub(crate) fn select(names: &[String]) -> Result<Vec<&'static Leg>> {
     if names.is_empty() {
         return Ok(LEGS.iter().filter(|leg| leg.enabled).collect());
     }
@@ -131,7 +149,7 @@ fn select(names: &[String]) -> Result<Vec<&'static Leg>> {
         .collect()
 }
 
-fn run_leg(leg: &Leg, node: &Path, runner: &Path, url: &str, baseline: &Path, out: &Path) -> Result {
+fn run_leg(leg: &Leg, node: &Path, runner: &Path, url: &str, baseline: &Path, out: &Path, label: &str) -> Result {
     if out.exists() {
         fs::remove_dir_all(out).map_err(|e| format!("cannot clean {}: {e}", out.display()))?;
     }
@@ -150,7 +168,7 @@ fn run_leg(leg: &Leg, node: &Path, runner: &Path, url: &str, baseline: &Path, ou
 
     let report = scan(out)?;
     println!(
-        "conformance: {}: {} checks in {} scenarios, {} failing or warning; runner {}",
+        "{label}: {}: {} checks in {} scenarios, {} failing or warning; runner {}",
         leg.name,
         report.checks,
         report.files,

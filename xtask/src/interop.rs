@@ -11,12 +11,8 @@
 //! digits> --audience mcp-test` (the client mints its HS256 token with `--mint-hs256`) or with
 //! `--api-key <random>`; the client also checks that a request without them is refused.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::tools;
@@ -115,16 +111,16 @@ pub(crate) fn run(opts: &Options) -> Result {
         util::build_everything()?
     };
     let python = tools::ensure_venv()?;
-    let client = util::root().join("interop/client.py");
+    let client = client_script();
     let node = tools::ensure_node()?;
     let ts_client = tools::ensure_ts_clients()?;
 
     // Started on the first HTTP leg, shared by the others, killed on every way out.
     let mut http: Option<HttpServer> = None;
     // One per kind of credentials, started on its first leg; fresh secrets for every run.
-    let (secret, key) = (random_hex(), random_hex());
-    let mut bearer: Option<AuthServer> = None;
-    let mut api_key: Option<AuthServer> = None;
+    let (secret, key) = (util::random_hex(), util::random_hex());
+    let mut bearer: Option<HttpServer> = None;
+    let mut api_key: Option<HttpServer> = None;
     let mut failed = Vec::new();
     for leg in LEGS {
         let name = leg_name(leg);
@@ -133,8 +129,7 @@ pub(crate) fn run(opts: &Options) -> Result {
             continue;
         }
         util::banner(&format!("interop: {name}"));
-        let mut cmd = Command::new(&python);
-        cmd.arg(&client).current_dir(util::root());
+        let mut cmd = python_command(&python, &client);
         match leg.transport {
             Transport::Stdio => {
                 cmd.arg("--stdio")
@@ -143,7 +138,7 @@ pub(crate) fn run(opts: &Options) -> Result {
             Transport::Http if leg.auth == Auth::None => {
                 let server = match &mut http {
                     Some(server) => server,
-                    None => http.insert(HttpServer::start(&binary)?),
+                    None => http.insert(HttpServer::start(&binary, &[])?),
                 };
                 server.ensure_running()?;
                 cmd.arg("--url").arg(&server.url);
@@ -159,7 +154,7 @@ pub(crate) fn run(opts: &Options) -> Result {
                 };
                 let server = match slot {
                     Some(server) => server,
-                    None => slot.insert(AuthServer::start(&binary, &flags)?),
+                    None => slot.insert(HttpServer::start(&binary, &flags)?),
                 };
                 server.ensure_running()?;
                 cmd.arg("--url").arg(&server.url);
@@ -202,6 +197,43 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
 }
 
+/// Runs the Python SDK client against the server at `url` (one logical server, however many
+/// processes serve it) in the mode of every enabled HTTP leg of [`LEGS`] without credentials
+/// (`legacy`, `auto`, `2026-07-28`), all of them even after a failure, calling `check` before
+/// each (it fails the whole run: a server is gone). Returns the names of the failed legs, each
+/// prefixed with `label`.
+pub(crate) fn run_python_http(url: &str, label: &str, check: &mut dyn FnMut() -> Result) -> Result<Vec<String>> {
+    let python = tools::ensure_venv()?;
+    let client = client_script();
+    let mut failed = Vec::new();
+    let legs = LEGS
+        .iter()
+        .filter(|leg| leg.enabled && leg.transport == Transport::Http && leg.auth == Auth::None);
+    for leg in legs {
+        let name = format!("{label}{}", leg_name(leg));
+        check()?;
+        util::banner(&name);
+        let mut cmd = python_command(&python, &client);
+        cmd.arg("--url").arg(url).args(["--mode", leg.mode]);
+        if let Err(why) = run_leg(&mut cmd) {
+            eprintln!("{name}: FAILED: {why}");
+            failed.push(name);
+        }
+    }
+    Ok(failed)
+}
+
+/// `<venv python> interop/client.py`, from the workspace root.
+fn python_command(python: &Path, client: &Path) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.arg(client).current_dir(util::root());
+    cmd
+}
+
+fn client_script() -> PathBuf {
+    util::root().join("interop/client.py")
+}
+
 fn run_leg(cmd: &mut Command) -> Result {
     let line = util::display(cmd);
     let status = util::run_with_timeout(cmd, LEG_TIMEOUT)?;
@@ -228,91 +260,7 @@ fn ts_leg_name(leg: &TsLeg) -> String {
     format!("ts {} {transport} {}", leg.sdk, leg.mode)
 }
 
-/// 64 random hex digits (a throwaway secret for one run: 32 bytes, enough for HS256).
-fn random_hex() -> String {
-    (0..4u64)
-        .map(|i| {
-            let mut h = RandomState::new().build_hasher();
-            h.write_u64(i);
-            format!("{:016x}", h.finish())
-        })
-        .collect()
-}
-
-/// How long `everything` may take to print its URL.
-const AUTH_SERVER_START: Duration = Duration::from_secs(60);
-
-/// `everything` serving HTTP on a free loopback port with authentication flags; killed when
-/// dropped. (Port 0: the server picks the port and prints it, so no port can be taken in between.)
-struct AuthServer {
-    child: Child,
-    /// The endpoint it printed.
-    url: String,
-}
-
-impl AuthServer {
-    /// Starts `binary --host 127.0.0.1 --port 0 <flags>` and waits for its first stdout line,
-    /// `listening on http://127.0.0.1:P/mcp`; the rest of its stdout is forwarded to ours.
-    fn start(binary: &Path, flags: &[&str]) -> Result<Self> {
-        let mut cmd = Command::new(binary);
-        cmd.args(["--host", "127.0.0.1", "--port", "0"])
-            .args(flags)
-            .current_dir(util::root())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let line = util::display(&cmd);
-        println!("$ {line} &");
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start `{line}`: {e}"))?;
-        let stdout = child.stdout.take().ok_or("stdout is piped")?;
-        let mut server = AuthServer {
-            child,
-            url: String::new(),
-        };
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next()
-                && tx.send(first).is_ok()
-            {
-                for rest in lines.map_while(std::result::Result::ok) {
-                    println!("{rest}");
-                }
-            }
-        });
-        let first = rx
-            .recv_timeout(AUTH_SERVER_START)
-            .map_err(|_| format!("`{line}` printed no `listening on …` line"))?;
-        println!("{first}");
-        match first.trim_end().strip_prefix("listening on ") {
-            Some(url) if url.starts_with("http://127.0.0.1:") => {
-                server.url = url.to_owned();
-                Ok(server)
-            }
-            _ => Err(format!(
-                "`{line}`: expected `listening on http://127.0.0.1:P/mcp`, got `{first}`"
-            )),
-        }
-    }
-
-    /// Fails if the server has exited (it should serve until dropped).
-    fn ensure_running(&mut self) -> Result {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(format!("the everything server at {} exited ({status})", self.url)),
-            Err(e) => Err(format!("cannot poll the everything server: {e}")),
-        }
-    }
-}
-
-impl Drop for AuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `interop/client.py` exists next to this crate (checked by `ci` before the long steps).
 pub(crate) fn client_script_exists() -> bool {
-    util::root().join("interop/client.py").is_file()
+    client_script().is_file()
 }

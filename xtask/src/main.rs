@@ -1,8 +1,9 @@
 //! Project automation, run as `cargo xtask <command>` (an alias in `.cargo/config.toml`).
 //!
 //! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, rustdoc with warnings denied,
-//!   `cargo test`, then a `fuzz` smoke, `interop`, `conformance` and the one-minute `soak`,
-//!   stopping at the first failure.
+//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`), then a `fuzz`
+//!   smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping at the first
+//!   failure.
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in
 //!   `target/interop/venv`) in each negotiation mode, and the TypeScript SDK clients v1 and v2
 //!   (`interop/ts`, installed under `target/interop/ts`), against the `everything` example over
@@ -10,6 +11,11 @@
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
+//! - `scaleout [--skip-build]`: two `everything --redis` instances sharing one `redis-server`
+//!   (started for the run on a free port) behind `rr-proxy` (the round-robin proxy of the
+//!   `mcp-tests` crate, switching instance on every HTTP request), driven through the proxy by
+//!   the Python SDK client in its three HTTP modes and by every conformance leg; prints the
+//!   requests each instance served (both must be > 0).
 //! - `bench [--quick] [--skip-build]`: our server against rmcp and a bare HTTP floor (the bench
 //!   workspace under `bench/`, built into `target/bench-build`), every workload in one run; prints
 //!   a table and writes `target/bench/report.json`.
@@ -20,7 +26,9 @@
 //!   installed when missing), each for N seconds, one job; prints executions and exec/s per target.
 //!
 //! The only requirements on the machine are the Rust toolchain, `python3` and `npm`: everything
-//! else is installed under `target/`. Subprocesses inherit stdout and stderr; servers started
+//! else is installed under `target/`, except `redis-server` (`ci`, `scaleout`), installed from
+//! the distribution with `apt-get install redis-server` when it is not on the machine (as root,
+//! else with `sudo -n`); Redis is always run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr; servers started
 //! here are killed on every way out. A failure exits non-zero with a one-line reason.
 
 mod bench;
@@ -28,6 +36,8 @@ mod ci;
 mod conformance;
 mod fuzz;
 mod interop;
+mod redis;
+mod scaleout;
 mod soak;
 mod tools;
 mod util;
@@ -38,11 +48,16 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, soak (in order, fail fast)
+  ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
+                          (in order, fail fast; installs redis-server with apt-get when missing)
   interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP)
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
+  scaleout [--skip-build] two everything --redis instances behind a round-robin proxy (rr-proxy,
+                          a new instance on every request): the Python SDK client (3 HTTP modes)
+                          and every conformance leg through it; results in
+                          target/conformance/out-scaleout
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
@@ -103,6 +118,10 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => conformance::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
+        "scaleout" => match parse_scaleout(rest) {
+            Ok(opts) => scaleout::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "bench" => match parse_bench(rest) {
             Ok(opts) => bench::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
@@ -136,6 +155,17 @@ fn parse_interop(rest: &[String]) -> Result<interop::Options, String> {
         match arg.as_str() {
             "--skip-build" => opts.skip_build = true,
             other => return Err(format!("interop: unexpected argument `{other}`")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_scaleout(rest: &[String]) -> Result<scaleout::Options, String> {
+    let mut opts = scaleout::Options { skip_build: false };
+    for arg in rest {
+        match arg.as_str() {
+            "--skip-build" => opts.skip_build = true,
+            other => return Err(format!("scaleout: unexpected argument `{other}`")),
         }
     }
     Ok(opts)

@@ -140,6 +140,11 @@ impl ChildGuard {
         self.child.stdout.take()
     }
 
+    /// The child's piped stdin (once).
+    pub(crate) fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
     /// The exit status if the child has exited.
     pub(crate) fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
         self.child
@@ -213,9 +218,86 @@ pub(crate) fn existing_everything() -> Result<PathBuf> {
     }
 }
 
+/// A child that tells where it listens with its first stdout line, `listening on URL`; killed
+/// when dropped.
+pub(crate) struct Listening {
+    /// The child.
+    pub(crate) child: ChildGuard,
+    /// The URL of its first line.
+    pub(crate) url: String,
+    /// Its later stdout lines, also printed as they come (the oldest kept when nobody reads:
+    /// for children that answer commands on stdout).
+    pub(crate) lines: mpsc::Receiver<String>,
+}
+
+/// Lines of a [`Listening`] child kept unread.
+const UNREAD_LINES: usize = 256;
+
+/// Spawns `cmd` with its stdout piped and waits up to `timeout` for its first stdout line,
+/// `listening on URL`. The rest of its stdout is forwarded to ours (and to
+/// [`Listening::lines`]); its stdin and stderr are as `cmd` sets them (inherited by default).
+pub(crate) fn spawn_listening(cmd: &mut Command, timeout: Duration) -> Result<Listening> {
+    cmd.stdout(Stdio::piped());
+    let line = display(cmd);
+    println!("$ {line} &");
+    let mut child = ChildGuard::spawn(cmd)?;
+    let stdout = child.take_stdout().ok_or("stdout is piped")?;
+
+    let (first_tx, first_rx) = mpsc::channel::<String>();
+    let (rest_tx, rest_rx) = mpsc::sync_channel::<String>(UNREAD_LINES);
+    thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        match lines.next() {
+            Some(Ok(first)) => {
+                if first_tx.send(first).is_err() {
+                    return;
+                }
+            }
+            _ => return, // EOF or an unreadable line: the waiting side notices the exit
+        }
+        // Keep draining so the child never blocks on a full pipe.
+        for line in lines.map_while(std::result::Result::ok) {
+            println!("{line}");
+            let _ = rest_tx.try_send(line);
+        }
+    });
+
+    let deadline = Instant::now() + timeout;
+    let first = loop {
+        match first_rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(first) => break first,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // stdout closed: wait briefly for the exit status for the message.
+                let _ = child.wait_timeout(Duration::from_secs(5));
+            }
+        }
+        if let Some(status) = child.try_wait()? {
+            return Err(format!(
+                "`{line}` exited ({}) before printing `listening on …`",
+                describe(status)
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("`{line}` printed nothing within {} s", timeout.as_secs()));
+        }
+    };
+    println!("{first}");
+    match first.trim_end().strip_prefix("listening on ") {
+        Some(url) => Ok(Listening {
+            child,
+            url: url.to_owned(),
+            lines: rest_rx,
+        }),
+        None => Err(format!(
+            "`{line}`: expected first stdout line `listening on URL`, got `{first}`"
+        )),
+    }
+}
+
 /// The `everything` example serving HTTP on a loopback port; killed when dropped.
 pub(crate) struct HttpServer {
-    child: ChildGuard,
+    process: Listening,
     /// The port it listens on.
     pub(crate) port: u16,
     /// The endpoint it printed: `http://127.0.0.1:PORT/mcp`.
@@ -223,111 +305,59 @@ pub(crate) struct HttpServer {
 }
 
 impl HttpServer {
-    /// Starts `binary --host 127.0.0.1 --port P` on a free port P and waits until it prints
-    /// `listening on http://127.0.0.1:P/mcp` as its first stdout line. The rest of its stdout is
-    /// forwarded to ours; its stderr is inherited. Retries on another port if the child exits
-    /// before printing (another process may have taken the port in between).
-    pub(crate) fn start(binary: &Path) -> Result<Self> {
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            match Self::try_start(binary) {
-                Ok(server) => return Ok(server),
-                Err(StartError::Exited(e)) => {
-                    eprintln!("xtask: {e}; retrying on another port");
-                    last_error = e;
-                }
-                Err(StartError::Fatal(e)) => return Err(e),
-            }
-        }
-        Err(last_error)
-    }
-
-    fn try_start(binary: &Path) -> std::result::Result<Self, StartError> {
-        let port = free_port().map_err(StartError::Fatal)?;
+    /// Starts `binary --host 127.0.0.1 --port 0 <flags>` and waits until it prints
+    /// `listening on http://127.0.0.1:P/mcp` as its first stdout line (port 0: the server
+    /// picks a free port and says which, so no other process can take it in between). The rest
+    /// of its stdout is forwarded to ours; its stderr is inherited.
+    pub(crate) fn start(binary: &Path, flags: &[&str]) -> Result<Self> {
         let mut cmd = Command::new(binary);
-        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        cmd.args(["--host", "127.0.0.1", "--port", "0"])
+            .args(flags)
             .current_dir(root())
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let line = display(&cmd);
-        println!("$ {line} &");
-        let mut child = ChildGuard::spawn(&mut cmd).map_err(StartError::Fatal)?;
-        let stdout = child.child.stdout.take().expect("stdout is piped");
-
-        let (first_tx, first_rx) = mpsc::channel::<String>();
-        thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            match lines.next() {
-                Some(Ok(first)) => {
-                    if first_tx.send(first).is_err() {
-                        return;
-                    }
-                }
-                _ => return, // EOF or an unreadable line: the waiting side notices the exit
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            for line in lines.map_while(std::result::Result::ok) {
-                println!("{line}");
-            }
-        });
-
-        let deadline = Instant::now() + SERVER_START_TIMEOUT;
-        let first = loop {
-            match first_rx.recv_timeout(Duration::from_millis(200)) {
-                Ok(first) => break first,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    // stdout closed: wait briefly for the exit status for the message.
-                    let _ = child.wait_timeout(Duration::from_secs(5));
-                }
-            }
-            if let Some(status) = child.try_wait().map_err(StartError::Fatal)? {
-                return Err(StartError::Exited(format!(
-                    "`{line}` exited ({}) before printing `listening on …`",
-                    describe(status)
-                )));
-            }
-            if Instant::now() >= deadline {
-                return Err(StartError::Fatal(format!(
-                    "`{line}` printed nothing within {} s",
-                    SERVER_START_TIMEOUT.as_secs()
-                )));
-            }
-        };
-        println!("{first}");
-
-        let expected = format!("http://127.0.0.1:{port}/mcp");
-        match first.trim_end().strip_prefix("listening on ") {
-            Some(url) if url == expected => Ok(Self {
-                child,
-                port,
-                url: expected,
-            }),
-            _ => Err(StartError::Fatal(format!(
-                "`{line}`: expected first stdout line `listening on {expected}`, got `{first}`"
-            ))),
-        }
+        let process = spawn_listening(&mut cmd, SERVER_START_TIMEOUT)?;
+        let port = process
+            .url
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|port| port.parse::<u16>().ok())
+            .ok_or_else(|| {
+                format!(
+                    "`{}`: expected `listening on http://127.0.0.1:P/mcp`, got `listening on {}`",
+                    display(&cmd),
+                    process.url
+                )
+            })?;
+        let url = process.url.clone();
+        Ok(Self { process, port, url })
     }
 
     /// Fails if the server has exited (it should serve until dropped).
     pub(crate) fn ensure_running(&mut self) -> Result {
-        match self.child.try_wait()? {
+        match self.process.child.try_wait()? {
             None => Ok(()),
             Some(status) => Err(format!(
-                "the everything server on port {} exited ({})",
-                self.port,
+                "the everything server at {} exited ({})",
+                self.url,
                 describe(status)
             )),
         }
     }
 }
 
-enum StartError {
-    /// The child exited before printing its URL: worth another port.
-    Exited(String),
-    /// Anything else.
-    Fatal(String),
+/// 64 random hex digits (32 bytes: a throwaway secret or key for one run, from the standard
+/// library's randomly seeded hasher).
+pub(crate) fn random_hex() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher as _, Hasher as _};
+    (0..4u64)
+        .map(|i| {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u64(i);
+            format!("{:016x}", h.finish())
+        })
+        .collect()
 }
 
 /// The `--flag value` / `--flag=value` arguments of one subcommand, parsed one way for all.
