@@ -43,6 +43,8 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 const HEARTBEAT_TTL: Duration = Duration::from_secs(6);
 /// The queue of stream events waiting to be appended.
 const APPEND_QUEUE: usize = 4096;
+/// How long a DELETE waits for the replicas on other instances to end.
+const ACK_WAIT: Duration = Duration::from_secs(1);
 
 /// A change as it travels on the bus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +86,8 @@ pub(crate) enum Note {
     Change { change: WireChange },
     /// A session was deleted: every replica ends.
     SessionEnded { session: String },
+    /// The sender ended its replica of a deleted session (the DELETE waits for these).
+    Ended { session: String },
     /// A session's record changed.
     SessionChanged { session: String, field: SessionField },
     /// A client's response to a server-to-client request the sender does not hold.
@@ -112,6 +116,18 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
+}
+
+thread_local! {
+    /// Set while a broadcast handler runs: the registry changes it makes repeat the sender's,
+    /// whose announcement already reaches every stream of every instance, so they are not
+    /// announced again.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether registry changes made now are a broadcast handler's (not announced).
+pub(crate) fn quiet() -> bool {
+    QUIET.get()
 }
 
 /// An application's handler of broadcast messages on one topic.
@@ -150,7 +166,12 @@ pub(crate) struct Cluster {
     tasks: OnceLock<Weak<Tasks>>,
     /// The application's broadcast handlers, by topic.
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
+    /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
+    acks: std::sync::Mutex<std::collections::HashMap<String, Acks>>,
 }
+
+/// The holders of a session still to acknowledge its end, and who waits for them.
+type Acks = (std::collections::BTreeSet<String>, tokio::sync::oneshot::Sender<()>);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,6 +197,7 @@ impl Cluster {
             sessions: OnceLock::new(),
             tasks: OnceLock::new(),
             handlers: std::sync::RwLock::new(Vec::new()),
+            acks: std::sync::Mutex::new(std::collections::HashMap::new()),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
@@ -244,11 +266,13 @@ impl Cluster {
             .filter(|(t, _)| t == topic)
             .map(|(_, h)| h.clone())
             .collect();
+        QUIET.set(true);
         for h in handlers {
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(payload))).is_err() {
                 tracing::error!(topic, "broadcast handler panicked");
             }
         }
+        QUIET.set(false);
     }
 
     /// Publishes a note to every instance.
@@ -265,13 +289,14 @@ impl Cluster {
 
     /// The record of a new session, written before `initialize` is answered.
     pub(crate) async fn create(&self, session: &Session) -> Result<(), StoreError> {
-        let record = SessionRecord::new(
+        let mut record = SessionRecord::new(
             session.id().to_string(),
             session.principal().to_string(),
             session.revision().as_str(),
             session.client_capabilities().raw().clone(),
             session.client_info().clone(),
         );
+        record.holders.insert(self.instance.to_string());
         self.store.sessions.create(&record, self.session_ttl).await
     }
 
@@ -283,6 +308,11 @@ impl Cluster {
         };
         if record.principal != principal {
             return Ok(None);
+        }
+        if !record.holders.contains(&*self.instance) {
+            // Named in the record before serving: a DELETE anywhere waits for this replica.
+            let holder = SessionField::Holder(self.instance.to_string());
+            self.store.sessions.update(id, &holder).await?;
         }
         let Some(revision) = Revision::parse(&record.revision) else {
             tracing::warn!(session = id, revision = %record.revision, "stored session has an unknown revision");
@@ -310,13 +340,18 @@ impl Cluster {
         let Some(me) = self.me.get().and_then(Weak::upgrade) else {
             return;
         };
+        // Announced at once, before the request that made the change is answered: a change
+        // this instance raises next (a resource update after `resources/subscribe`) is published
+        // after it, and the bus keeps one publisher's order. The record follows.
+        let _ = self.publish(Note::SessionChanged {
+            session: session.to_owned(),
+            field: field.clone(),
+        });
         let session = session.to_owned();
         tokio::spawn(async move {
             if let Err(e) = me.store.sessions.update(&session, &field).await {
                 tracing::warn!(session, error = %e, "session change not stored");
-                return;
             }
-            let _ = me.publish(Note::SessionChanged { session, field });
         });
     }
 
@@ -338,18 +373,60 @@ impl Cluster {
         self.session_ttl / 8
     }
 
-    /// Deletes a session everywhere: its record, its stream logs, and every replica.
+    /// Deletes a session everywhere: its record, its stream logs, and every replica. Answers
+    /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
+    /// that a request right after the DELETE is 404 wherever it lands.
     pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
+        let holders = match self.store.sessions.load(session, self.session_ttl).await? {
+            Some(r) => r.holders,
+            None => return Ok(false),
+        };
         let existed = self.store.sessions.delete(session).await?;
-        if existed {
-            if let Err(e) = self.store.events.delete_session(session).await {
-                tracing::warn!(session, error = %e, "stream events of a deleted session not dropped");
-            }
-            let _ = self.publish(Note::SessionEnded {
-                session: session.to_owned(),
-            });
+        if !existed {
+            return Ok(false);
         }
-        Ok(existed)
+        if let Err(e) = self.store.events.delete_session(session).await {
+            tracing::warn!(session, error = %e, "stream events of a deleted session not dropped");
+        }
+        let mut waiting = std::collections::BTreeSet::new();
+        for h in holders {
+            if h != *self.instance && self.store.members.alive(&h).await.unwrap_or(false) {
+                waiting.insert(h);
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let wait = !waiting.is_empty();
+        if wait {
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(session.to_owned(), (waiting, tx));
+        }
+        let published = self.publish(Note::SessionEnded {
+            session: session.to_owned(),
+        });
+        if wait {
+            if published.is_ok() && tokio::time::timeout(ACK_WAIT, rx).await.is_err() {
+                tracing::debug!(session, "not every replica acknowledged the end of the session in time");
+            }
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(session);
+        }
+        Ok(true)
+    }
+
+    /// Another instance ended its replica of a session this instance is deleting.
+    fn acknowledged(&self, session: &str, from: &str) {
+        let mut acks = self.acks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let done = acks.get_mut(session).is_some_and(|(waiting, _)| {
+            waiting.remove(from);
+            waiting.is_empty()
+        });
+        if done && let Some((_, tx)) = acks.remove(session) {
+            let _ = tx.send(());
+        }
     }
 
     /// Appends an event to a session's stream log (in order, stored before it is announced and
@@ -420,6 +497,20 @@ async fn listen(
         if *envelope.from == *cluster.instance {
             continue;
         }
+        match &envelope.note {
+            Note::Ended { session } => {
+                cluster.acknowledged(session, &envelope.from);
+                continue;
+            }
+            Note::SessionEnded { session } => {
+                sessions.drop_replica(session);
+                let _ = cluster.publish(Note::Ended {
+                    session: session.clone(),
+                });
+                continue;
+            }
+            _ => {}
+        }
         if let Note::User { topic, payload } = &envelope.note {
             cluster.user(topic, payload);
             continue;
@@ -445,7 +536,7 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
-        Note::User { .. } => {}
+        Note::User { .. } | Note::Ended { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);

@@ -386,8 +386,10 @@ impl Registry {
         }
         next.reindex();
         self.current.store(Arc::new(next));
-        let _ = self.local.send(change.clone());
-        let _ = self.changes.send(change);
+        if !crate::cluster::quiet() {
+            let _ = self.local.send(change.clone());
+            let _ = self.changes.send(change);
+        }
         true
     }
 

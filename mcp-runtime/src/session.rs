@@ -133,6 +133,7 @@ impl Session {
             SessionField::Unsubscribe(uri) => {
                 lock(&self.subscriptions).remove(uri);
             }
+            SessionField::Holder(_) => {}
         }
     }
 
@@ -176,6 +177,11 @@ impl Session {
     /// stream here ends: one GET stream per session).
     pub fn takeovers(&self) -> watch::Receiver<u64> {
         self.takeovers.subscribe()
+    }
+
+    /// How many GET streams of the session opened on other instances since this replica exists.
+    pub fn takeover_count(&self) -> u64 {
+        *self.takeovers.borrow()
     }
 
     /// A GET stream of the session opened on another instance.

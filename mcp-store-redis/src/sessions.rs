@@ -2,7 +2,8 @@
 //!
 //! The hash holds the record as created (field `record`, JSON) and the fields later requests
 //! change, each on its own so that two instances changing one session never overwrite each
-//! other: `logLevel`, `initialized`, and one field `s:<uri>` per resource subscription.
+//! other: `logLevel`, `initialized`, one field `s:<uri>` per resource subscription and one field
+//! `h:<instance>` per instance holding a replica.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -17,6 +18,8 @@ use crate::conn::{Conn, bad_reply, millis, store_error};
 
 /// The field a subscription is stored in starts with this.
 const SUBSCRIPTION: &str = "s:";
+/// The field an instance holding a replica is stored in starts with this.
+const HOLDER: &str = "h:";
 
 /// `load`: the record's fields, or nil; slides the expiry of the record and of the session's
 /// event counters (the stream keys take the record's lifetime when appended to).
@@ -93,6 +96,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
     let mut level = None;
     let mut initialized = false;
     let mut subscriptions = BTreeSet::new();
+    let mut holders = BTreeSet::new();
     let mut it = fields.into_iter();
     while let (Some(name), Some(value)) = (it.next(), it.next()) {
         match name.as_slice() {
@@ -109,6 +113,10 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
                     std::str::from_utf8(&n[SUBSCRIPTION.len()..]).map_err(|_| bad_reply("session subscription"))?;
                 subscriptions.insert(uri.to_owned());
             }
+            n if n.starts_with(HOLDER.as_bytes()) => {
+                let instance = std::str::from_utf8(&n[HOLDER.len()..]).map_err(|_| bad_reply("session holder"))?;
+                holders.insert(instance.to_owned());
+            }
             _ => {}
         }
     }
@@ -118,6 +126,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
     }
     record.initialized = initialized;
     record.subscriptions = subscriptions;
+    record.holders = holders;
     Ok(record)
 }
 
@@ -137,6 +146,9 @@ impl SessionRecords for RedisSessionRecords {
                 .arg(if record.initialized { "1" } else { "0" });
             for uri in &record.subscriptions {
                 hset.arg(format!("{SUBSCRIPTION}{uri}")).arg("1");
+            }
+            for instance in &record.holders {
+                hset.arg(format!("{HOLDER}{instance}")).arg("1");
             }
             let mut pipe = redis::pipe();
             pipe.atomic()
@@ -193,6 +205,7 @@ impl SessionRecords for RedisSessionRecords {
                 SessionField::Initialized => ("set", "initialized".to_owned(), "1".to_owned()),
                 SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
                 SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
+                SessionField::Holder(instance) => ("set", format!("{HOLDER}{instance}"), "1".to_owned()),
             };
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);

@@ -94,9 +94,25 @@ pub(crate) struct Channel {
     /// Shared sessions: whether this instance holds the session's GET stream (the newest one
     /// opened here), and so appends registry changes to the session's shared log.
     pub(crate) holder: AtomicBool,
+    /// The session's takeover count when this instance became the holder: a GET stream opened
+    /// elsewhere since then (even after this instance's stream ended) ends the holding.
+    pub(crate) holder_since: std::sync::atomic::AtomicU64,
 }
 
 impl Channel {
+    /// Whether this instance holds the shared session's GET stream: it opened the newest one.
+    pub(crate) fn holds(&self) -> bool {
+        self.holder.load(Ordering::Acquire)
+            && self.session.takeover_count() == self.holder_since.load(Ordering::Acquire)
+    }
+
+    /// This instance opened the shared session's newest GET stream.
+    pub(crate) fn hold(&self) {
+        self.holder_since
+            .store(self.session.takeover_count(), Ordering::Release);
+        self.holder.store(true, Ordering::Release);
+    }
+
     /// The session.
     pub(crate) fn session(&self) -> &Arc<Session> {
         &self.session
@@ -170,6 +186,7 @@ impl Hub {
                         Streams::new(self.capacity)
                     }),
                     holder: AtomicBool::new(false),
+                    holder_since: std::sync::atomic::AtomicU64::new(0),
                 });
                 created = Some(Arc::downgrade(&c));
                 c
@@ -203,6 +220,9 @@ impl Hub {
     /// Starts the fan-out of registry changes once (it needs a Tokio runtime: the first request
     /// or [`serve`](crate::serve) calls this).
     pub(crate) fn ensure_started(self: &Arc<Self>, runtime: &Runtime, shutdown: &CancellationToken) {
+        // A shared store's listener and heartbeat run from the start, before any request:
+        // an instance that served nothing yet still announces its changes.
+        runtime.ensure_started();
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -220,7 +240,7 @@ impl Hub {
             }
             if !c.session.is_shared() {
                 c.push(frame.clone());
-            } else if c.holder.load(Ordering::Acquire) {
+            } else if c.holds() {
                 // Appended once, by the instance holding the session's GET stream.
                 c.session.notify(frame.to_vec());
             }

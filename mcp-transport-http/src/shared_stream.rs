@@ -55,7 +55,7 @@ impl SharedLive {
         let mut takeovers = session.takeovers();
         takeovers.mark_unchanged();
         session.stream_opened();
-        channel.holder.store(true, Ordering::Release);
+        channel.hold();
         let (opening, cursor) = match last {
             None => {
                 let id = log.allocate(&key).await?;

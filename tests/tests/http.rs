@@ -6,7 +6,8 @@
 //! (both eras); `http/limits.rs` every limit; `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
 //! HTTP+SSE pair; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
-//! `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
+//! `http/scaleout.rs` several instances behind a round-robin proxy (both
+//! stores); `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
 //! challenges; `http/support.rs` the server, client and SSE reader.
 
 #[path = "http/bounds.rs"]
@@ -25,6 +26,8 @@ mod pair;
 mod protocols;
 #[path = "http/resume.rs"]
 mod resume;
+#[path = "http/scaleout.rs"]
+mod scaleout;
 #[path = "http/serving.rs"]
 mod serving;
 #[path = "http/simple.rs"]

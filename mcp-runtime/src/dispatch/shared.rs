@@ -52,6 +52,9 @@ impl Runtime {
     pub fn ensure_started(&self) {
         if let Some(c) = &self.cluster {
             c.ensure_started(&self.sessions, &self.registry, self.tasks());
+            // The periodic sweep also fails the tasks of instances that are gone, whether or
+            // not this instance ever ran a task.
+            self.tasks().start_sweeper();
         }
     }
 
@@ -78,7 +81,9 @@ impl Runtime {
 
     /// Runs `handler` for every message another instance [`broadcast`](Runtime::broadcast)s on
     /// `topic` (never for this instance's own; never without a store). It runs on the bus
-    /// listener: keep it short and non-blocking (spawn for anything longer).
+    /// listener: keep it short and non-blocking (spawn for anything longer). Registry changes it
+    /// makes are not announced: the sender's own change is announced on every instance's
+    /// streams already.
     pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
         if let Some(c) = &self.cluster {
             c.on_user(topic.into(), Arc::new(handler));

@@ -40,6 +40,10 @@ pub struct SessionRecord {
     pub initialized: bool,
     /// The URIs subscribed to with `resources/subscribe`.
     pub subscriptions: BTreeSet<String>,
+    /// The instances that hold a replica of the session (a DELETE waits until each live one
+    /// has ended its replica).
+    #[serde(default)]
+    pub holders: BTreeSet<String>,
 }
 
 impl SessionRecord {
@@ -60,6 +64,7 @@ impl SessionRecord {
             log_level: LoggingLevel::Info,
             initialized: false,
             subscriptions: BTreeSet::new(),
+            holders: BTreeSet::new(),
         }
     }
 
@@ -73,6 +78,9 @@ impl SessionRecord {
             }
             SessionField::Unsubscribe(uri) => {
                 self.subscriptions.remove(uri);
+            }
+            SessionField::Holder(instance) => {
+                self.holders.insert(instance.clone());
             }
         }
     }
@@ -90,6 +98,8 @@ pub enum SessionField {
     Subscribe(String),
     /// `resources/unsubscribe`.
     Unsubscribe(String),
+    /// An instance holds a replica of the session.
+    Holder(String),
 }
 
 /// Where legacy session records live.

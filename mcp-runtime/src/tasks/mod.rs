@@ -335,7 +335,7 @@ impl Tasks {
     }
 
     /// Starts the periodic sweep (once; it ends with the runtime).
-    fn start_sweeper(&self) {
+    pub(crate) fn start_sweeper(&self) {
         self.sweeper.get_or_init(|| {
             let me = self.me.clone();
             let every = self.limits.sweep_interval.max(std::time::Duration::from_millis(10));
