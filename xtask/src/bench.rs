@@ -14,9 +14,20 @@
 //! churn, W4 `tools/list` of 200 tools, W5 stdio round trips (sequential and 8 in flight), M1
 //! resident memory (idle, per idle legacy session, per idle keep-alive connection, per open
 //! `subscriptions/listen` stream).
+//!
+//! S cells (scale-out): W1, W2 and W3 through two `ours` instances sharing their state on one
+//! `redis-server` (started for the run, [`crate::redis::RedisServer`]), the generator sending
+//! each request to the other instance in turn (client-side round robin: no proxy), against the
+//! one in-memory `ours` instance of the W row, measured as a fourth target in the same
+//! interleaved rounds. Both instances and Redis share the server core. Around each measured round
+//! xtask reads Redis's `INFO commandstats` (commands executed, script and transaction bodies
+//! counted one by one) and divides by the requests the generator sent; after the rounds, a
+//! separate short run with a `MONITOR` tap counts the requests the instances sent Redis (a script
+//! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]).
 //! Every server listens on 127.0.0.1 only; every run is bounded in count and duration.
 
 mod report;
+mod shared;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -25,8 +36,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use crate::redis::RedisServer;
 use crate::util::{self, ChildGuard, Result};
 
 /// The options of `cargo xtask bench`.
@@ -92,6 +104,19 @@ impl Plan {
 /// The three targets, in the order they run.
 pub(crate) const TARGETS: [&str; 3] = ["ours", "rmcp", "floor"];
 
+/// The S cell of a W workload: its id and title.
+fn shared_cell(workload: &str) -> Option<(&'static str, &'static str)> {
+    match workload {
+        "W1" => Some(("S1", "modern tools/call through two instances on Redis")),
+        "W2" => Some(("S2", "legacy tools/call through two instances on Redis")),
+        "W3" => Some(("S3", "session churn through two instances on Redis")),
+        _ => None,
+    }
+}
+
+/// The counting run of an S cell (with the `MONITOR` tap, which slows Redis: not measured).
+const COUNT_RUN_MS: u64 = 1_000;
+
 /// The binary of a target.
 fn binary_name(target: &str) -> &'static str {
     match target {
@@ -140,7 +165,18 @@ pub(crate) fn run(opts: &Options) -> Result {
     };
     let started = Instant::now();
     let mut rows = Vec::new();
+    let mut shared_rows = Vec::new();
     let mut failures = Vec::new();
+
+    util::banner("redis-server for the S cells");
+    let mut redis = match bench.start_redis() {
+        Ok(redis) => Some(redis),
+        Err(e) => {
+            eprintln!("xtask: S cells: {e}");
+            failures.push(format!("S cells: {e}"));
+            None
+        }
+    };
 
     let workloads = [
         ("W1", Load::Http("w1"), "modern tools/call (2026-07-28, stateless)"),
@@ -156,9 +192,15 @@ pub(crate) fn run(opts: &Options) -> Result {
     ];
     for (id, load, title) in workloads {
         util::banner(&format!("{id}: {title}"));
+        let shared = match load {
+            Load::Http(_) => shared_cell(id),
+            Load::Stdio(_) => None,
+        };
         let mut runs: Vec<Vec<Value>> = vec![Vec::new(); TARGETS.len()];
+        let mut shared_runs = Vec::new();
         let mut body_bytes = 0;
         for round in 1..=plan.rounds {
+            let what = format!("{id} round {round}/{}", plan.rounds);
             for (i, target) in TARGETS.into_iter().enumerate() {
                 let outcome = match load {
                     Load::Http(workload) => bench.http_run(target, workload, body_bytes),
@@ -167,19 +209,51 @@ pub(crate) fn run(opts: &Options) -> Result {
                 if target == "ours" && body_bytes == 0 {
                     body_bytes = outcome.as_ref().map_or(0, |o| o["body_bytes"].as_u64().unwrap_or(0));
                 }
-                let what = format!("{id} round {round}/{}", plan.rounds);
                 if let Some(v) = record(target, &what, outcome, &mut failures) {
                     runs[i].push(v);
                 }
             }
+            if let (Some((sid, _)), Load::Http(workload), Some(redis)) = (shared, load, redis.as_mut()) {
+                let prefix = format!("bench-{}-r{round}", sid.to_ascii_lowercase());
+                let outcome = bench.shared_run(redis, workload, &prefix);
+                if let Some(v) = record(
+                    SHARED_TARGET,
+                    &format!("{sid} round {round}/{}", plan.rounds),
+                    outcome,
+                    &mut failures,
+                ) {
+                    shared_runs.push(v);
+                }
+            }
         }
-        let results = TARGETS
+        let mut results: Map<String, Value> = TARGETS
             .into_iter()
             .zip(runs)
             .map(|(target, runs)| (target.to_owned(), median(runs)))
             .collect();
-        rows.push(report::row(id, title, results));
+        rows.push(report::row(id, title, results.clone()));
+        if let (Some((sid, stitle)), Load::Http(workload)) = (shared, load) {
+            let round_trips = match redis.as_mut() {
+                Some(redis) => {
+                    let prefix = format!("bench-{}-count", sid.to_ascii_lowercase());
+                    let outcome = bench.shared_count(redis, workload, &prefix);
+                    record(SHARED_TARGET, &format!("{sid} counting run"), outcome, &mut failures)
+                        .unwrap_or_else(|| json!({"error": "failed"}))
+                }
+                None => json!({"error": "no redis-server"}),
+            };
+            let single = results.remove("ours").unwrap_or_else(|| json!({"error": "failed"}));
+            shared_rows.push(report::shared_row(
+                sid,
+                stitle,
+                id,
+                single,
+                median(shared_runs),
+                round_trips,
+            ));
+        }
     }
+    drop(redis);
 
     util::banner("M1: resident memory");
     let mut memory = serde_json::Map::new();
@@ -194,6 +268,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         plan: plan.json(),
         pinning,
         rows,
+        shared: shared_rows,
         memory: Value::Object(memory),
         elapsed: started.elapsed(),
     };
@@ -207,6 +282,9 @@ pub(crate) fn run(opts: &Options) -> Result {
         Err(format!("{} run(s) failed: {}", failures.len(), failures.join("; ")))
     }
 }
+
+/// How the S cells' runs are named in the output.
+const SHARED_TARGET: &str = "ours×2+redis";
 
 /// The JSON of one run, printed; a failure is printed and remembered in `failures`.
 fn record(target: &str, what: &str, outcome: Result<Value>, failures: &mut Vec<String>) -> Option<Value> {
@@ -366,23 +444,31 @@ impl Bench {
         Duration::from_millis(self.plan.warmup_ms + self.plan.duration_ms) + Duration::from_secs(60)
     }
 
-    /// One HTTP workload against one target, on a fresh server.
-    fn http_run(&self, target: &str, workload: &str, body_bytes: u64) -> Result<Value> {
+    /// The `loadgen http` arguments of `workload` against `servers` (each request to the next
+    /// one in turn), without the timing.
+    fn http_args(&self, servers: &[&Server], workload: &str) -> Vec<String> {
         let tools = workload == "w4";
-        let mut server = self.start(target, self.server_args(target, tools, body_bytes))?;
-        let mut args = vec![
-            "http".to_owned(),
-            "--url".to_owned(),
-            server.url.clone(),
+        let mut args = vec!["http".to_owned()];
+        for server in servers {
+            args.extend(["--url".to_owned(), server.url.clone()]);
+            args.extend(["--pid".to_owned(), server.child.id().to_string()]);
+        }
+        args.extend([
             "--workload".to_owned(),
             workload.to_owned(),
             "--clients".to_owned(),
             self.plan.clients.to_string(),
-            "--pid".to_owned(),
-            server.child.id().to_string(),
             "--tools".to_owned(),
             (if tools { self.plan.tools } else { 1 }).to_string(),
-        ];
+        ]);
+        args
+    }
+
+    /// One HTTP workload against one target, on a fresh server.
+    fn http_run(&self, target: &str, workload: &str, body_bytes: u64) -> Result<Value> {
+        let tools = workload == "w4";
+        let mut server = self.start(target, self.server_args(target, tools, body_bytes))?;
+        let mut args = self.http_args(&[&server], workload);
         args.extend(self.timing());
         if target == "floor" {
             args.push("--lenient".to_owned());
@@ -390,6 +476,79 @@ impl Bench {
         let outcome = self.loadgen(&args, self.run_timeout());
         ensure_alive(&mut server.child, target)?;
         outcome
+    }
+
+    /// A `redis-server` for the S cells, pinned with the servers.
+    fn start_redis(&self) -> Result<RedisServer> {
+        let redis = RedisServer::start()?;
+        if let Some(cpu) = self.server_pin.last() {
+            shared::pin(shared::port_of(&redis.url())?, cpu)?;
+        }
+        Ok(redis)
+    }
+
+    /// Two `ours` instances on `redis`, keys under `prefix` (a fresh logical server).
+    fn start_pair(&self, redis: &RedisServer, prefix: &str) -> Result<[Server; 2]> {
+        let args = vec![
+            "--redis".to_owned(),
+            redis.url(),
+            "--redis-prefix".to_owned(),
+            prefix.to_owned(),
+        ];
+        Ok([self.start("ours", args.clone())?, self.start("ours", args)?])
+    }
+
+    /// Fails if either instance or Redis died during the run.
+    fn ensure_pair_alive(pair: &mut [Server; 2], redis: &mut RedisServer) -> Result {
+        for server in pair.iter_mut() {
+            ensure_alive(&mut server.child, SHARED_TARGET)?;
+        }
+        redis.ensure_running()
+    }
+
+    /// An S cell's measured round: `workload` through two fresh instances on `redis`, and the
+    /// Redis commands executed meanwhile (`INFO commandstats` before and after) per request
+    /// sent, in `redis_commands`.
+    fn shared_run(&self, redis: &mut RedisServer, workload: &str, prefix: &str) -> Result<Value> {
+        let port = shared::port_of(&redis.url())?;
+        let mut pair = self.start_pair(redis, prefix)?;
+        let mut args = self.http_args(&[&pair[0], &pair[1]], workload);
+        args.extend(self.timing());
+        let before = shared::commandstats(port)?;
+        let outcome = self.loadgen(&args, self.run_timeout());
+        let after = shared::commandstats(port);
+        Self::ensure_pair_alive(&mut pair, redis)?;
+        let mut outcome = outcome?;
+        let commands = shared::delta(&before, &after?);
+        let sent = outcome["requests_sent"].as_u64().unwrap_or(0);
+        outcome["redis_commands"] = shared::per_request(&commands, sent, requests_per_op(&outcome));
+        Ok(outcome)
+    }
+
+    /// An S cell's counting run (not measured: `MONITOR` slows Redis): the requests the
+    /// instances sent Redis per request of the generator, a script or a transaction counted
+    /// once.
+    fn shared_count(&self, redis: &mut RedisServer, workload: &str, prefix: &str) -> Result<Value> {
+        let port = shared::port_of(&redis.url())?;
+        let mut pair = self.start_pair(redis, prefix)?;
+        let mut args = self.http_args(&[&pair[0], &pair[1]], workload);
+        args.extend([
+            "--warmup-ms".to_owned(),
+            "0".to_owned(),
+            "--duration-ms".to_owned(),
+            COUNT_RUN_MS.to_string(),
+        ]);
+        let tap = shared::Tap::start(port)?;
+        let outcome = self.loadgen(&args, self.run_timeout());
+        let counts = tap.finish();
+        Self::ensure_pair_alive(&mut pair, redis)?;
+        let outcome = outcome?;
+        let sent = outcome["requests_sent"].as_u64().unwrap_or(0);
+        let mut v = shared::per_request(&counts?, sent, requests_per_op(&outcome));
+        v["how"] = json!(format!(
+            "MONITOR during a separate {COUNT_RUN_MS} ms run: a script or a MULTI/EXEC counts once, commands run by scripts not at all"
+        ));
+        Ok(v)
     }
 
     /// W5 against one target: the generator spawns the server on stdio (pinned).
@@ -430,6 +589,14 @@ impl Bench {
         let outcome = self.loadgen(&args, Duration::from_secs(300));
         ensure_alive(&mut server.child, target)?;
         outcome
+    }
+}
+
+/// Requests per measured operation (1 for a call, 4 for W3's session).
+fn requests_per_op(outcome: &Value) -> f64 {
+    match (outcome["requests"].as_f64(), outcome["ops"].as_f64()) {
+        (Some(requests), Some(ops)) if ops > 0.0 => requests / ops,
+        _ => 1.0,
     }
 }
 

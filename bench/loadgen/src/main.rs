@@ -1,8 +1,8 @@
 //! `loadgen`: the bench's load generator, the same client for every target (issue 7).
 //!
 //! ```text
-//! loadgen http  --url URL --workload w1|w2|w3|w4 [--clients N] [--warmup-ms MS] [--duration-ms MS]
-//!               [--pid PID] [--tools N] [--lenient]
+//! loadgen http  --url URL [--url URL]… --workload w1|w2|w3|w4 [--clients N] [--warmup-ms MS]
+//!               [--duration-ms MS] [--pid PID]… [--tools N] [--lenient]
 //! loadgen stdio [--inflight K] [--warmup-ms MS] [--duration-ms MS] [--lenient] -- SERVER ARGS…
 //! loadgen mem   --url URL --pid PID [--sessions N] [--connections N] [--streams N]
 //! ```
@@ -12,8 +12,9 @@
 //! workload expects. Before measuring, one operation is checked in full (every answer parsed;
 //! `--lenient` skips that, for the floor, whose answers are fixed). HTTP load runs on a
 //! single-threaded runtime (the bench pins the generator to one core): `--clients` tasks, each
-//! with its own keep-alive connection, one operation after the other. Only loopback URLs are
-//! accepted.
+//! with its own keep-alive connection, one operation after the other. Given `--url` more than
+//! once (instances of one server sharing their state), each client keeps one connection per URL
+//! and sends each request to the next URL in turn (see `run`). Only loopback URLs are accepted.
 
 mod client;
 mod mcp;
@@ -55,18 +56,19 @@ struct Timing {
 enum Command {
     /// Load an HTTP endpoint with one workload.
     Http {
-        /// The endpoint (`http://127.0.0.1:PORT/mcp`).
-        #[arg(long)]
-        url: String,
+        /// The endpoint (`http://127.0.0.1:PORT/mcp`); several: instances taken in turn, one
+        /// request each.
+        #[arg(long, required = true)]
+        url: Vec<String>,
         /// The workload.
         #[arg(long, value_enum)]
         workload: Workload,
         /// Concurrent clients, one keep-alive connection each.
         #[arg(long, default_value_t = 16)]
         clients: usize,
-        /// The server's pid, to report its peak resident size.
+        /// The server's pid, to report its peak resident size (several: the largest).
         #[arg(long)]
-        pid: Option<u32>,
+        pid: Vec<u32>,
         /// Tools `tools/list` must return in all (W4's full check).
         #[arg(long, default_value_t = 200)]
         tools: usize,
@@ -126,13 +128,17 @@ async fn execute(cli: Cli) -> Result<String> {
             tools,
             timing,
         } => {
-            let target = Target::parse(&url)?;
-            if !timing.lenient {
-                run::probe(&target, workload, tools).await?;
-            }
-            let mut outcome = run::run(&target, workload, &timing.opts(clients)).await?;
-            if let Some(pid) = pid {
-                outcome.peak_rss_kb = Some(stats::proc_status_kb(pid, "VmHWM")?);
+            let targets = url.iter().map(|u| Target::parse(u)).collect::<Result<Vec<_>>>()?;
+            let probed = if timing.lenient {
+                0
+            } else {
+                run::probe(&targets, workload, tools).await?
+            };
+            let mut outcome = run::run(&targets, workload, &timing.opts(clients)).await?;
+            outcome.requests_sent += probed;
+            for pid in pid {
+                let peak = stats::proc_status_kb(pid, "VmHWM")?;
+                outcome.peak_rss_kb = Some(outcome.peak_rss_kb.map_or(peak, |p| p.max(peak)));
             }
             json(serde_json::to_string(&outcome))
         }

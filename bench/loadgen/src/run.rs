@@ -1,5 +1,11 @@
 //! The HTTP workloads W1–W4: N clients, each on its own keep-alive connection, doing one
 //! operation after the other through a warm-up and then a fixed measured duration.
+//!
+//! Given several targets (instances of one server sharing their state), each client holds one
+//! keep-alive connection per target and sends every request to the next target in turn
+//! (client-side round robin, so that no proxy is measured): a session is used on every instance,
+//! as behind a round-robin load balancer. Client `i` begins at target `i mod n`, so that the
+//! first request of an operation (W3's `initialize`) is spread over the instances.
 
 use std::time::{Duration, Instant};
 
@@ -36,11 +42,37 @@ pub(crate) struct LoadOpts {
 /// Consecutive failures after which a client gives up (the target is broken, not loaded).
 const MAX_CONSECUTIVE_ERRORS: u32 = 50;
 
-/// One client: its connection, its session (W2) and its request ids.
+/// One keep-alive connection per target, taken in turn: each request goes to the next target.
+struct Conns {
+    conns: Vec<Conn>,
+    next: usize,
+}
+
+impl Conns {
+    async fn open(targets: &[Target], first: usize) -> Result<Conns> {
+        let mut conns = Vec::with_capacity(targets.len());
+        for target in targets {
+            conns.push(Conn::open(target).await?);
+        }
+        Ok(Conns {
+            next: first % conns.len().max(1),
+            conns,
+        })
+    }
+
+    /// The connection of the next request.
+    fn next(&mut self) -> &mut Conn {
+        let i = self.next;
+        self.next = (i + 1) % self.conns.len();
+        &mut self.conns[i]
+    }
+}
+
+/// One client: its connections, its session (W2) and its request ids.
 struct Client {
-    target: Target,
+    targets: Vec<Target>,
     workload: Workload,
-    conn: Conn,
+    conn: Conns,
     session: Option<String>,
     next_id: u64,
     requests: u64,
@@ -48,11 +80,15 @@ struct Client {
 }
 
 impl Client {
-    async fn open(target: &Target, workload: Workload) -> Result<Client> {
+    /// Client number `index` of a run.
+    async fn open(targets: &[Target], workload: Workload, index: usize) -> Result<Client> {
+        if targets.is_empty() {
+            return Err("no target".to_owned());
+        }
         let mut client = Client {
-            target: target.clone(),
+            targets: targets.to_vec(),
             workload,
-            conn: Conn::open(target).await?,
+            conn: Conns::open(targets, index).await?,
             session: None,
             next_id: 1,
             requests: 0,
@@ -73,12 +109,12 @@ impl Client {
     /// `initialize` and `notifications/initialized`: the session, if the target minted one.
     async fn handshake(&mut self) -> Result<Option<String>> {
         let body = mcp::initialize(self.id());
-        let reply = self.conn.post(&[], body).await?;
+        let reply = self.conn.next().post(&[], body).await?;
         mcp::check_ok(&reply, "initialize")?;
         let session = reply.session;
         self.requests += 1;
         let headers = mcp::legacy_headers(session.as_deref());
-        let reply = self.conn.post(&headers, mcp::initialized()).await?;
+        let reply = self.conn.next().post(&headers, mcp::initialized()).await?;
         mcp::check_status(&reply, "notifications/initialized")?;
         Ok(session)
     }
@@ -88,14 +124,14 @@ impl Client {
         match self.workload {
             Workload::W1 => {
                 let body = mcp::modern_call(self.id());
-                let reply = self.conn.post(mcp::MODERN_CALL_HEADERS, body).await?;
+                let reply = self.conn.next().post(mcp::MODERN_CALL_HEADERS, body).await?;
                 self.body_bytes = reply.body.len();
                 check_call(&reply, strict.is_some())
             }
             Workload::W2 => {
                 let body = mcp::legacy_call(self.id());
                 let headers = mcp::legacy_headers(self.session.as_deref());
-                let reply = self.conn.post(&headers, body).await?;
+                let reply = self.conn.next().post(&headers, body).await?;
                 self.body_bytes = reply.body.len();
                 check_call(&reply, strict.is_some())
             }
@@ -103,11 +139,15 @@ impl Client {
                 let session = self.handshake().await?;
                 let headers = mcp::legacy_headers(session.as_deref());
                 let body = mcp::legacy_call(self.id());
-                let reply = self.conn.post(&headers, body).await?;
+                let reply = self.conn.next().post(&headers, body).await?;
                 self.body_bytes = reply.body.len();
                 check_call(&reply, strict.is_some())?;
                 self.requests += 1;
-                let reply = self.conn.send(Method::DELETE, &headers, bytes::Bytes::new()).await?;
+                let reply = self
+                    .conn
+                    .next()
+                    .send(Method::DELETE, &headers, bytes::Bytes::new())
+                    .await?;
                 mcp::check_status(&reply, "DELETE")
             }
             Workload::W4 => {
@@ -115,7 +155,7 @@ impl Client {
                 let mut tools = 0;
                 loop {
                     let body = mcp::modern_list(self.id(), cursor.as_deref());
-                    let reply = self.conn.post(mcp::MODERN_LIST_HEADERS, body).await?;
+                    let reply = self.conn.next().post(mcp::MODERN_LIST_HEADERS, body).await?;
                     self.body_bytes = reply.body.len();
                     if strict.is_some() {
                         let (n, next) = mcp::list_page(&reply)?;
@@ -141,7 +181,8 @@ impl Client {
 
     /// After a failure: a fresh connection (and session), in case the old one broke.
     async fn reset(&mut self) -> Result<()> {
-        self.conn = Conn::open(&self.target).await?;
+        let next = self.conn.next;
+        self.conn = Conns::open(&self.targets, next).await?;
         if self.workload == Workload::W2 {
             self.session = self.handshake().await?;
         }
@@ -157,18 +198,22 @@ fn check_call(reply: &crate::client::Reply, strict: bool) -> Result<()> {
     }
 }
 
-/// One operation with every answer checked in full: fails if the target does not answer as
-/// the workload expects. `tools` is the number of tools `tools/list` must return in all.
-pub(crate) async fn probe(target: &Target, workload: Workload, tools: usize) -> Result<()> {
-    let mut client = Client::open(target, workload).await?;
-    client.op(Some(tools)).await
+/// One operation per target with every answer checked in full: fails if a target does not
+/// answer as the workload expects. `tools` is the number of tools `tools/list` must return in
+/// all. Returns the requests sent.
+pub(crate) async fn probe(targets: &[Target], workload: Workload, tools: usize) -> Result<u64> {
+    let mut client = Client::open(targets, workload, 0).await?;
+    for _ in 0..targets.len() {
+        client.op(Some(tools)).await?;
+    }
+    Ok(client.requests)
 }
 
 /// Runs the workload and measures it.
-pub(crate) async fn run(target: &Target, workload: Workload, opts: &LoadOpts) -> Result<Outcome> {
+pub(crate) async fn run(targets: &[Target], workload: Workload, opts: &LoadOpts) -> Result<Outcome> {
     let mut clients = Vec::with_capacity(opts.clients);
-    for _ in 0..opts.clients {
-        clients.push(Client::open(target, workload).await?);
+    for i in 0..opts.clients {
+        clients.push(Client::open(targets, workload, i).await?);
     }
     let start = Instant::now();
     let measure_from = start + opts.warmup;
@@ -178,6 +223,7 @@ pub(crate) async fn run(target: &Target, workload: Workload, opts: &LoadOpts) ->
         .map(|client| tokio::spawn(drive(client, measure_from, end)))
         .collect();
     let mut outcome = Outcome::new(opts.duration);
+    outcome.instances = targets.len();
     for task in tasks {
         let measure = task.await.map_err(|e| format!("client task: {e}"))?;
         outcome.add(measure)?;
@@ -222,5 +268,6 @@ async fn drive(mut client: Client, measure_from: Instant, end: Instant) -> Measu
             }
         }
     }
+    m.sent = client.requests;
     m
 }

@@ -16,6 +16,8 @@ pub(crate) struct Measure {
     pub(crate) requests: u64,
     /// Failed operations in the measured window.
     pub(crate) errors: u64,
+    /// Every request sent, warm-up and handshakes included.
+    pub(crate) sent: u64,
     /// The first failure (warm-up included).
     pub(crate) first_error: Option<String>,
     /// Whether the client stopped early on repeated failures.
@@ -32,6 +34,7 @@ impl Default for Measure {
             ops: 0,
             requests: 0,
             errors: 0,
+            sent: 0,
             first_error: None,
             gave_up: false,
             body_bytes: 0,
@@ -54,6 +57,11 @@ pub(crate) struct Outcome {
     pub(crate) requests: u64,
     /// Failed operations.
     pub(crate) errors: u64,
+    /// Every request sent by the run, the warm-up, the clients' handshakes and the probe
+    /// included: what the target served in all (to divide a server-side count by).
+    pub(crate) requests_sent: u64,
+    /// The instances loaded (requests sent to each in turn).
+    pub(crate) instances: usize,
     /// The first failure, if any.
     pub(crate) first_error: Option<String>,
     /// Seconds measured.
@@ -85,6 +93,8 @@ impl Outcome {
             ops: 0,
             requests: 0,
             errors: 0,
+            requests_sent: 0,
+            instances: 1,
             first_error: None,
             seconds: duration.as_secs_f64(),
             rps: 0.0,
@@ -104,6 +114,7 @@ impl Outcome {
         self.ops += m.ops;
         self.requests += m.requests;
         self.errors += m.errors;
+        self.requests_sent += m.sent;
         self.clients_gave_up += u64::from(m.gave_up);
         self.body_bytes = self.body_bytes.max(m.body_bytes);
         if self.first_error.is_none() {

@@ -151,6 +151,7 @@ async fn drive(server: Rc<Server>, slot: u64, stride: u64, measure_from: Instant
             check(&line)
         });
         id += stride;
+        m.sent += 1;
         let t1 = Instant::now();
         let measured = t1 >= measure_from && t1 <= end;
         match result {

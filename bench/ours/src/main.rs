@@ -8,6 +8,7 @@
 //! ours --http PORT [--tools N]    # Streamable HTTP on 127.0.0.1:PORT/mcp, HttpConfig::default()
 //! ours --stdio [--tools N]        # newline-delimited JSON-RPC on stdin/stdout
 //! ours --stdio-pipes              # the same through epoll-driven pipes (an experiment)
+//! ours --http PORT --redis URL [--redis-prefix P]   # one instance of a server shared via Redis
 //! ```
 //!
 //! `--stdio` is `McpServer::serve_stdio`, which the bench measures. `--stdio-pipes` is an
@@ -21,10 +22,18 @@
 //! bounds (raised so that the memory workload can hold 10,000 sessions and 2,000 anonymous
 //! `subscriptions/listen` streams from one address) and, with `--page-size`, the page size of the
 //! catalog lists.
+//!
+//! With `--redis URL` the instance keeps its shared state (legacy sessions, stream events, tasks,
+//! the bus, membership) in Redis (`mcp_store_redis::RedisStore`, keys under `--redis-prefix`) and
+//! seals request states with a fixed key ([`SHARED_STATE_KEY`]) instead of a random one: two
+//! processes given the same URL and prefix are one logical server, each answering requests and
+//! sessions begun on the other (the bench's S cells).
 
 use clap::Parser;
 use mcp_server::prelude::*;
+use mcp_server::protocol::request_state::StateKey;
 use mcp_server::runtime::ServerConfig;
+use mcp_store_redis::{RedisOptions, RedisStore};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser, Debug)]
@@ -45,7 +54,17 @@ struct Args {
     /// Page size of `tools/list` (default: the library's default; 0 means no paging).
     #[arg(long)]
     page_size: Option<usize>,
+    /// Share state with every instance given the same Redis URL (`redis://127.0.0.1:PORT/`).
+    #[arg(long, value_name = "URL", requires = "http")]
+    redis: Option<String>,
+    /// The key prefix in Redis (instances of one server use the same one).
+    #[arg(long, value_name = "P", default_value = "bench", requires = "redis")]
+    redis_prefix: String,
 }
+
+/// The request-state key of every instance started with `--redis` (a bench constant, not a
+/// secret: the instances must open each other's request states).
+const SHARED_STATE_KEY: [u8; 32] = [7u8; 32];
 
 /// The echo tool's input.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -63,8 +82,13 @@ fn echo_tool(name: String) -> Tool {
     )
 }
 
-/// The server: `tools` tools of the echo shape, the first named `echo`.
-fn server(tools: usize, page_size: Option<usize>) -> Result<McpServer, ServerError> {
+/// The server: `tools` tools of the echo shape, the first named `echo`; its state in `store`
+/// (with the shared request-state key) when given.
+fn server(
+    tools: usize,
+    page_size: Option<usize>,
+    store: Option<RedisStore>,
+) -> Result<McpServer, Box<dyn std::error::Error>> {
     let mut config = ServerConfig::default();
     // M1 opens 10,000 sessions and 2,000 listen streams from one address, as one principal:
     // raise the bounds that would refuse them (their defaults protect clients from each other).
@@ -77,11 +101,16 @@ fn server(tools: usize, page_size: Option<usize>) -> Result<McpServer, ServerErr
         config.page_size = size;
     }
     let mut builder = McpServer::builder().config(config).name("bench-ours").version("1.0.0");
+    if let Some(store) = store {
+        builder = builder
+            .store(store)
+            .request_state_key(StateKey::new(&SHARED_STATE_KEY).map_err(|e| format!("state key: {e}"))?);
+    }
     for i in 0..tools.max(1) {
         let name = if i == 0 { "echo".to_owned() } else { format!("echo_{i}") };
         builder = builder.tool(echo_tool(name));
     }
-    builder.build()
+    Ok(builder.build()?)
 }
 
 /// `--stdio-pipes`: the stdio transport on non-blocking pipe ends of duplicates of fds 0 and 1.
@@ -98,7 +127,20 @@ async fn serve_pipes(server: McpServer) -> Result<(), Box<dyn std::error::Error>
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let server = server(args.tools, args.page_size)?;
+    let store = match &args.redis {
+        Some(url) => {
+            let options = RedisOptions {
+                prefix: args.redis_prefix.clone(),
+                ..RedisOptions::default()
+            };
+            let store = RedisStore::connect_with(url, options)
+                .await
+                .map_err(|e| format!("--redis {url}: {e}"))?;
+            Some(store)
+        }
+        None => None,
+    };
+    let server = server(args.tools, args.page_size, store)?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

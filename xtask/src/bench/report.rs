@@ -4,7 +4,13 @@
 //! The JSON holds `machine` (`nproc`, CPU model), `pinning`, `plan` (clients, durations, counts),
 //! `workloads` (per row: each target's outcome as the load generator printed it — `rps`,
 //! `p50_ms`, `p99_ms`, `peak_rss_kb`, `errors`… — and `ratios`: `ours_rmcp` and `ours_floor` of
-//! operations per second, `p99_ours_rmcp`), `memory` (per target: `idle_rss_kb`,
+//! operations per second, `p99_ours_rmcp`), `scaleout` (per S cell: `single`, the W row's `ours`
+//! outcome; `shared`, the two instances on Redis, with `redis_commands` of its median round;
+//! `ratios`: `shared_single` of operations per second, `p99_shared_single`; `redis`: `commands`,
+//! the commands Redis executed (`INFO commandstats`), and `round_trips`, the requests the
+//! instances sent it (a script or a transaction once, from the `MONITOR` counting run), each as
+//! `total`, `requests` (what the generator sent), `per_request`, `per_op` and `by_command` per
+//! request), `memory` (per target: `idle_rss_kb`,
 //! `bytes_per_session`, `bytes_per_connection`, `bytes_per_stream`, `peak_rss_kb`) and `targets`
 //! (each goal of the issue, its value and whether it is met).
 
@@ -27,6 +33,8 @@ pub(super) struct Report {
     pub(super) pinning: Value,
     /// One row per workload (from [`row`]).
     pub(super) rows: Vec<Value>,
+    /// One row per S cell (from [`shared_row`]).
+    pub(super) shared: Vec<Value>,
     /// M1 per target.
     pub(super) memory: Value,
     /// Wall time of the measuring.
@@ -50,6 +58,36 @@ pub(super) fn row(id: &str, title: &str, results: Map<String, Value>) -> Value {
             "ours_floor": ratio(rps("ours"), rps("floor")),
             "p99_ours_rmcp": ratio(p99("ours"), p99("rmcp")),
         },
+    })
+}
+
+/// An S cell's row: `workload`'s one in-memory instance (`single`, the W row's `ours`) against
+/// two instances on Redis (`shared`), and the Redis figures.
+pub(super) fn shared_row(
+    id: &str,
+    title: &str,
+    workload: &str,
+    single: Value,
+    shared: Value,
+    round_trips: Value,
+) -> Value {
+    let ratio = |key: &str| match (shared[key].as_f64(), single[key].as_f64()) {
+        (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
+        _ => Value::Null,
+    };
+    let ratios = json!({
+        "shared_single": ratio("rps"),
+        "p99_shared_single": ratio("p99_ms"),
+    });
+    let commands = shared.get("redis_commands").cloned().unwrap_or(Value::Null);
+    json!({
+        "id": id,
+        "title": title,
+        "workload": workload,
+        "single": single,
+        "shared": shared,
+        "ratios": ratios,
+        "redis": {"commands": commands, "round_trips": round_trips},
     })
 }
 
@@ -136,6 +174,7 @@ impl Report {
             "pinning": self.pinning,
             "plan": self.plan,
             "workloads": self.rows,
+            "scaleout": self.shared,
             "memory": self.memory,
             "targets": self.targets(),
         })
@@ -210,6 +249,7 @@ impl Report {
                 three("peak_rss_kb"),
             );
         }
+        t.push_str(&self.shared_table());
         t.push_str(&self.memory_table());
         t.push_str("\nTargets of issue 7:\n\n");
         for target in self.targets() {
@@ -226,6 +266,75 @@ impl Report {
                 target["goal"].as_str().unwrap_or_default()
             );
         }
+        t
+    }
+
+    /// The S cells: one in-memory instance against two on Redis, and Redis's work per request.
+    fn shared_table(&self) -> String {
+        if self.shared.is_empty() {
+            return String::new();
+        }
+        let mut t = String::from(concat!(
+            "\n| scale-out | one in-memory ops/s | two on Redis ops/s | shared/single ",
+            "| p50 ms single / shared | p99 ms single / shared | Redis round trips per request (per op) ",
+            "| round trips by kind per request | Redis commands per request (per op) | top commands per request |\n",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
+        ));
+        for row in &self.shared {
+            let cell = |side: &str, key: &str| -> String {
+                let r = &row[side];
+                if r.get("error").is_some() {
+                    return "error".to_owned();
+                }
+                match (key, r[key].as_f64()) {
+                    ("rps", Some(v)) => format!("{v:.0}"),
+                    (_, Some(v)) => format!("{v:.3}"),
+                    (_, None) => "–".to_owned(),
+                }
+            };
+            let both = |key: &str| format!("{} / {}", cell("single", key), cell("shared", key));
+            let per = |v: &Value| match (v["per_request"].as_f64(), v["per_op"].as_f64()) {
+                (Some(r), Some(o)) => format!("{r:.3} ({o:.2})"),
+                _ if v.get("error").is_some() => "error".to_owned(),
+                _ => "–".to_owned(),
+            };
+            let top = |v: &Value| {
+                v["by_command"].as_object().map_or("–".to_owned(), |m| {
+                    m.iter()
+                        .take(5)
+                        .map(|(name, v)| format!("{name} {:.3}", v.as_f64().unwrap_or(0.0)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+            };
+            let commands = &row["redis"]["commands"];
+            let round_trips = &row["redis"]["round_trips"];
+            let ratio = row["ratios"]["shared_single"]
+                .as_f64()
+                .map_or("–".to_owned(), |v| format!("{v:.2}"));
+            let _ = writeln!(
+                t,
+                "| {} {} | {} | {} | {ratio} | {} | {} | {} | {} | {} | {} |",
+                row["id"].as_str().unwrap_or_default(),
+                row["title"].as_str().unwrap_or_default(),
+                cell("single", "rps"),
+                cell("shared", "rps"),
+                both("p50_ms"),
+                both("p99_ms"),
+                per(round_trips),
+                top(round_trips),
+                per(commands),
+                top(commands),
+            );
+        }
+        t.push_str(concat!(
+            "\nS cells: the W workload sent in turn to two `ours --redis` instances (client-side round robin), ",
+            "both and `redis-server` on the server CPU, against the W row's one in-memory instance. ",
+            "Redis commands: `INFO commandstats` around the median round (commands run by scripts and ",
+            "MULTI/EXEC counted one by one); round trips: the requests the instances sent Redis during a separate ",
+            "counting run with a MONITOR tap (a script or a MULTI/EXEC counts once; PUBLISH is pipelined by a ",
+            "background task, off the request path), both divided by every request the generator sent.\n"
+        ));
         t
     }
 
