@@ -9,13 +9,12 @@
 //! - Each subscriber has a bounded queue; one that overflows is owed a `Gap`, as with the
 //!   in-memory bus.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use mcp_runtime::StoreError;
-use mcp_runtime::store::{Bus, BusEvent};
+use mcp_runtime::store::{Bus, BusEvent, Fanout};
 use redis::aio::{ConnectionManager, PubSub};
 use redis::{Client, RedisError, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -23,8 +22,6 @@ use tokio::time::{MissedTickBehavior, sleep, timeout};
 
 use crate::conn::is_unavailable;
 
-/// The backlog of one subscriber (as the in-memory bus's).
-const BACKLOG: usize = 4096;
 /// How many queued messages go in one pipeline.
 const BATCH: usize = 256;
 /// How many times a batch that could not reach Redis is tried again.
@@ -40,63 +37,10 @@ const PING_TIMEOUT: Duration = Duration::from_secs(3);
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_secs(3);
 
-#[derive(Debug)]
-struct Subscriber {
-    tx: mpsc::Sender<BusEvent>,
-    /// A message was dropped: a `Gap` is owed before the next one.
-    lost: AtomicBool,
-}
-
-/// Every subscription of this process, fed by the listener task.
-#[derive(Debug, Default)]
-struct Subscribers {
-    list: Mutex<Vec<Subscriber>>,
-}
-
-impl Subscribers {
-    fn deliver(&self, message: &Arc<[u8]>) {
-        let mut list = self.list.lock().unwrap_or_else(PoisonError::into_inner);
-        list.retain(|s| !s.tx.is_closed());
-        for s in list.iter() {
-            if s.lost.load(Ordering::Acquire) {
-                if s.tx.try_send(BusEvent::Gap).is_err() {
-                    continue;
-                }
-                s.lost.store(false, Ordering::Release);
-            }
-            if s.tx.try_send(BusEvent::Message(message.clone())).is_err() {
-                s.lost.store(true, Ordering::Release);
-            }
-        }
-    }
-
-    /// Tells every subscriber messages may have been lost.
-    fn gap(&self) {
-        let mut list = self.list.lock().unwrap_or_else(PoisonError::into_inner);
-        list.retain(|s| !s.tx.is_closed());
-        for s in list.iter() {
-            let owed = s.tx.try_send(BusEvent::Gap).is_err();
-            s.lost.store(owed, Ordering::Release);
-        }
-    }
-
-    fn add(&self) -> mpsc::Receiver<BusEvent> {
-        let (tx, rx) = mpsc::channel(BACKLOG);
-        self.list
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Subscriber {
-                tx,
-                lost: AtomicBool::new(false),
-            });
-        rx
-    }
-}
-
 /// The bus over Redis pub/sub.
 pub(crate) struct RedisBus {
     queue: mpsc::Sender<Vec<u8>>,
-    subscribers: Arc<Subscribers>,
+    subscribers: Arc<Fanout>,
     /// Dropped with the bus: the listener task then ends.
     _stop: oneshot::Sender<()>,
 }
@@ -128,7 +72,7 @@ impl RedisBus {
     ) -> Self {
         let (queue, rx) = mpsc::channel(max_pending.max(1));
         let (stop, stopped) = oneshot::channel();
-        let subscribers = Arc::new(Subscribers::default());
+        let subscribers = Arc::new(Fanout::new());
         tokio::spawn(publisher(conn, channel.clone(), rx));
         tokio::spawn(listener(client, channel, pubsub, subscribers.clone(), stopped));
         RedisBus {
@@ -150,7 +94,7 @@ impl Bus for RedisBus {
     }
 
     fn subscribe(&self) -> mpsc::Receiver<BusEvent> {
-        self.subscribers.add()
+        self.subscribers.subscribe()
     }
 }
 
@@ -190,7 +134,7 @@ async fn listener(
     client: Client,
     channel: String,
     first: PubSub,
-    subscribers: Arc<Subscribers>,
+    subscribers: Arc<Fanout>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut current = Some(first);

@@ -97,6 +97,7 @@ mod events;
 mod members;
 mod sessions;
 mod tasks;
+pub mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -24,6 +24,8 @@ use mcp_runtime::{Runtime, Session};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use mcp_protocol::event_id::seq_id;
+
 use crate::pump::{self, Feed, Next};
 use crate::resume::Streams;
 use crate::sse;
@@ -353,9 +355,9 @@ impl Live {
 }
 
 /// Frames `events` onto `out` with their ids; returns the cursor past them.
-fn push_events(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Bytes)>) -> u64 {
+pub(crate) fn push_events<F: AsRef<[u8]>>(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, F)>) -> u64 {
     for (id, frame) in events {
-        out.push(sse::event(Some(&id.to_string()), &frame));
+        out.push(sse::event(Some(&seq_id(id)), frame.as_ref()));
         cursor = cursor.max(id);
     }
     cursor

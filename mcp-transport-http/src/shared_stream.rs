@@ -14,11 +14,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use mcp_protocol::event_id::{seq_id, stream_id};
 use mcp_runtime::Session;
 use mcp_runtime::store::{EventLog, Replay, StoreError, StreamKey};
 use tokio::sync::watch;
 
-use crate::hub::Channel;
+use crate::hub::{Channel, push_events};
 use crate::pump::{Feed, Next};
 use crate::sse;
 
@@ -59,7 +60,7 @@ impl SharedLive {
         let (opening, cursor) = match last {
             None => {
                 let id = log.allocate(&key).await?;
-                (vec![sse::priming(&id.to_string(), retry)], id)
+                (vec![sse::priming(&seq_id(id), retry)], id)
             }
             Some(last) => {
                 let mut opening = vec![sse::retry(retry)];
@@ -90,15 +91,6 @@ impl SharedLive {
             opening,
         })
     }
-}
-
-/// Frames `events` onto `out` with their ids; returns the cursor past them.
-fn push_events(out: &mut Vec<Bytes>, mut cursor: u64, events: Vec<(u64, Vec<u8>)>) -> u64 {
-    for (id, frame) in events {
-        out.push(sse::event(Some(&id.to_string()), &frame));
-        cursor = cursor.max(id);
-    }
-    cursor
 }
 
 async fn changed(rx: &mut Option<watch::Receiver<u64>>) -> bool {
@@ -149,7 +141,7 @@ impl Feed for SharedLive {
         match read {
             Replay::From(events) => self.cursor = push_events(&mut out, self.cursor, events),
             Replay::Truncated => {
-                out.push(sse::truncated(&self.cursor.to_string()));
+                out.push(sse::truncated(&seq_id(self.cursor)));
                 match self.log.allocate(&self.key).await {
                     Ok(id) => self.cursor = id,
                     Err(_) => return Next::Stop,
@@ -244,7 +236,7 @@ impl SharedTape {
                 done = true;
                 break;
             }
-            out.push(sse::event(Some(&format!("{}-{id}", self.key.stream)), &frame));
+            out.push(sse::event(Some(&stream_id(self.key.stream, id)), &frame));
         }
         Ok(Some((out, done)))
     }

@@ -52,23 +52,33 @@ struct Subscriber {
     lost: AtomicBool,
 }
 
-/// The default: a bus between the runtimes of this process.
+/// The subscriptions of one process to a bus, and the delivery rule every bus implementation
+/// shares: each subscription has a bounded backlog; a message that does not fit is dropped and
+/// a [`BusEvent::Gap`] is owed before the next one, so a loss is never silent.
 #[derive(Debug, Default)]
-pub struct MemoryBus {
+pub struct Fanout {
     subscribers: Mutex<Vec<Subscriber>>,
 }
 
-impl MemoryBus {
-    /// A bus with no subscriber.
+impl Fanout {
+    /// No subscription yet.
     pub fn new() -> Self {
         Self::default()
     }
-}
 
-impl Bus for MemoryBus {
-    fn publish(&self, message: Vec<u8>) -> Result<(), StoreError> {
-        let message: Arc<[u8]> = Arc::from(message);
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+    /// A new subscription.
+    pub fn subscribe(&self) -> mpsc::Receiver<BusEvent> {
+        let (tx, rx) = mpsc::channel(BACKLOG);
+        self.lock().push(Subscriber {
+            tx,
+            lost: AtomicBool::new(false),
+        });
+        rx
+    }
+
+    /// Delivers a message to every subscription (a `Gap` first where one is owed).
+    pub fn deliver(&self, message: &Arc<[u8]>) {
+        let mut subscribers = self.lock();
         subscribers.retain(|s| !s.tx.is_closed());
         for s in subscribers.iter() {
             if s.lost.load(Ordering::Acquire) {
@@ -81,18 +91,43 @@ impl Bus for MemoryBus {
                 s.lost.store(true, Ordering::Release);
             }
         }
+    }
+
+    /// Tells every subscription that messages may have been lost (a reconnect).
+    pub fn gap(&self) {
+        let mut subscribers = self.lock();
+        subscribers.retain(|s| !s.tx.is_closed());
+        for s in subscribers.iter() {
+            let owed = s.tx.try_send(BusEvent::Gap).is_err();
+            s.lost.store(owed, Ordering::Release);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
+        self.subscribers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The default: a bus between the runtimes of this process.
+#[derive(Debug, Default)]
+pub struct MemoryBus {
+    fanout: Fanout,
+}
+
+impl MemoryBus {
+    /// A bus with no subscriber.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Bus for MemoryBus {
+    fn publish(&self, message: Vec<u8>) -> Result<(), StoreError> {
+        self.fanout.deliver(&Arc::from(message));
         Ok(())
     }
 
     fn subscribe(&self) -> mpsc::Receiver<BusEvent> {
-        let (tx, rx) = mpsc::channel(BACKLOG);
-        self.subscribers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Subscriber {
-                tx,
-                lost: AtomicBool::new(false),
-            });
-        rx
+        self.fanout.subscribe()
     }
 }

@@ -34,7 +34,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-pub use bus::{Bus, BusEvent, MemoryBus};
+pub use bus::{Bus, BusEvent, Fanout, MemoryBus};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
 pub use members::{Membership, MemoryMembership};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};

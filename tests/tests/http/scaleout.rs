@@ -256,7 +256,7 @@ impl Cluster {
         let (url, server) = match std::env::var("MCP_TEST_REDIS_URL") {
             Ok(url) if !url.is_empty() => (url, None),
             _ => {
-                let server = redis_server::RedisServer::start(false);
+                let server = redis_server::RedisServer::start();
                 (server.url(), Some(server))
             }
         };

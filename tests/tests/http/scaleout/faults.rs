@@ -170,7 +170,7 @@ async fn assert_unavailable(c: &Cluster, req: crate::support::Req, id: Value, wh
 #[tokio::test]
 async fn redis_goes_away_and_comes_back() {
     bounded_for(30, async {
-        let server = RedisServer::start(true);
+        let server = RedisServer::persistent();
         let url = server.url();
         let mut c = Cluster::on_redis(url, Some(server)).await;
         let mut redis = c.redis.take().expect("the test's Redis");
