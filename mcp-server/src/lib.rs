@@ -63,6 +63,7 @@
 
 mod prompt;
 mod resource;
+mod serve;
 mod server;
 mod tool;
 

@@ -11,8 +11,6 @@ use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
 use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
-use mcp_transport_http::HttpConfig;
-use tokio_util::sync::CancellationToken;
 
 use crate::prompt::Prompt;
 use crate::resource::{Resource, ResourceTemplate};
@@ -55,7 +53,7 @@ pub enum ServerError {
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    runtime: Arc<Runtime>,
+    pub(crate) runtime: Arc<Runtime>,
 }
 
 impl McpServer {
@@ -137,49 +135,6 @@ impl McpServer {
     /// is [`ElicitationError::NotFound`].
     pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
         self.runtime.complete_elicitation(elicitation_id, principal)
-    }
-
-    /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the default
-    /// [`HttpConfig`]) until Ctrl-C, then shuts down gracefully.
-    pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.cancel();
-            }
-        });
-        self.serve_http_on(listener, HttpConfig::default(), shutdown).await
-    }
-
-    /// Serves Streamable HTTP on a bound listener until `shutdown` is
-    /// cancelled: open streams end, in-flight calls drain.
-    pub async fn serve_http_on(
-        self,
-        listener: tokio::net::TcpListener,
-        config: HttpConfig,
-        shutdown: CancellationToken,
-    ) -> Result<(), ServerError> {
-        let runtime = self.runtime.clone();
-        let ended = shutdown.clone();
-        tokio::spawn(async move {
-            ended.cancelled().await;
-            runtime.shutdown();
-        });
-        mcp_transport_http::serve(self.runtime, config, listener, shutdown).await?;
-        Ok(())
-    }
-
-    /// The MCP endpoint as an `axum::Router`, to nest in an existing app.
-    pub fn router(&self, config: HttpConfig) -> Result<axum::Router, ServerError> {
-        Ok(mcp_transport_http::router(self.runtime.clone(), config)?)
-    }
-
-    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes.
-    pub async fn serve_stdio(self) -> Result<(), ServerError> {
-        mcp_transport_stdio::serve(self.runtime, mcp_transport_stdio::StdioConfig::default()).await?;
-        Ok(())
     }
 }
 
