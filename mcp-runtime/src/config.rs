@@ -26,8 +26,16 @@ pub struct ServerConfig {
     pub discover_cache: CacheHint,
     /// Page size of the catalog lists (default 50).
     pub page_size: usize,
-    /// Deadline of one handler call (default 60 s).
+    /// Deadline of one handler call (default 60 s). A tool may set its own
+    /// (`ToolEntry::with_timeout`).
     pub handler_timeout: Duration,
+    /// How long a handler whose call was cancelled keeps running before it is
+    /// dropped (default 1 s; behaviour invariant 13). The handler sees
+    /// [`Ctx::cancellation`](crate::Ctx::cancellation) cancelled at once and
+    /// may clean up (a `select!` on the token, then its cleanup) within this
+    /// grace; whatever it returns is discarded (a cancelled call is never
+    /// answered). Zero drops it at once.
+    pub cancel_grace: Duration,
     /// How long a server-to-client request waits for its answer (default 30 s).
     pub client_request_timeout: Duration,
     /// Idle time after which a legacy session expires (default 30 min).
@@ -120,6 +128,7 @@ impl Default for ServerConfig {
             discover_cache: CacheHint::new(60_000, CacheScope::Public),
             page_size: 50,
             handler_timeout: Duration::from_secs(60),
+            cancel_grace: Duration::from_secs(1),
             client_request_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(30 * 60),
             max_sessions: 10_000,

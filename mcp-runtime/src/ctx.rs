@@ -295,7 +295,14 @@ impl Ctx {
     }
 
     /// Cancelled when the client cancels the request, its stream closes
-    /// (modern), or its session ends.
+    /// (modern), its session ends, or a shutdown's drain deadline passes.
+    ///
+    /// The handler is not dropped when this fires: it keeps running for
+    /// `ServerConfig::cancel_grace` (default 1 s), so cleanup after a
+    /// `select!` on the token always runs, then it is dropped if still
+    /// running (behaviour invariant 13). What it returns once cancelled is
+    /// discarded: a cancelled call is never answered. The handler's deadline
+    /// (`handler_timeout`, or the tool's own) is not extended by the grace.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
     }

@@ -59,6 +59,10 @@ pub struct ToolEntry {
     pub(crate) output: Option<CompiledSchema>,
     /// The `x-mcp-header` parameters of the input schema.
     pub param_headers: Vec<ParamHeader>,
+    /// The deadline of this tool's handler runs, overriding
+    /// `ServerConfig::handler_timeout` (inline) and `ServerConfig::task_ttl` (as a task)
+    /// when set (default `None`). See [`ToolEntry::with_timeout`].
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl ToolEntry {
@@ -97,7 +101,17 @@ impl ToolEntry {
             input: validate_input.then_some(input),
             output: output.filter(|_| validate_output),
             param_headers,
+            timeout: None,
         })
+    }
+
+    /// Sets the deadline of this tool's handler runs (behaviour invariant 15): it replaces
+    /// `ServerConfig::handler_timeout` when the call runs inline and `ServerConfig::task_ttl`
+    /// when it runs as a task (the task record still lives for its ttl). A run past it is the
+    /// tool error "Tool execution timed out".
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
 }
 

@@ -67,6 +67,7 @@ pub struct Tool {
     handler: Arc<dyn ToolHandler>,
     validate_input: bool,
     validate_output: bool,
+    timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -93,6 +94,7 @@ impl Tool {
             handler,
             validate_input: true,
             validate_output: true,
+            timeout: None,
         }
     }
 
@@ -177,6 +179,16 @@ impl Tool {
         self
     }
 
+    /// Sets this tool's deadline, overriding the server's `handler_timeout`
+    /// (default 60 s) for this tool, whether the call runs inline or as a task
+    /// (where it replaces `task_ttl` as the deadline). A call past it is the
+    /// tool error "Tool execution timed out" (a failed task, as a 2025-11-25
+    /// task).
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
     /// Sets whether the tool may or must run as a task.
     pub fn task_support(mut self, support: TaskSupport) -> Self {
         self.def = self.def.with_task_support(support);
@@ -203,6 +215,10 @@ impl Tool {
 
     /// The registry entry of the tool (to register it in a [`mcp_runtime::Registry`] directly).
     pub fn into_entry(self) -> Result<ToolEntry, RegistryError> {
-        ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)
+        let entry = ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?;
+        Ok(match self.timeout {
+            Some(t) => entry.with_timeout(t),
+            None => entry,
+        })
     }
 }

@@ -67,7 +67,7 @@ pub(crate) async fn execute(
     let handler = tool.handler.clone();
     let owned = args.clone();
     let call = move |ctx: Ctx| handler.call(owned.clone(), ctx);
-    let (outcome, ctx) = match run_rounds(limits, &tool.def.name, ctx, call).await {
+    let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
         Ok(o) => o,
         Err(Interrupted::Cancelled) => return Settled::Cancelled,
         Err(Interrupted::Panicked) => return Settled::Panicked,
