@@ -6,6 +6,7 @@ use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
+use crate::state::States;
 use crate::visibility::Visibility;
 
 /// How a server presents itself and the bounds it keeps.
@@ -74,6 +75,8 @@ pub struct ServerConfig {
     /// Most `subscriptions/listen` streams open at once, every caller
     /// together (default 10 000); over it a listen is refused with -32603
     /// (HTTP 503).
+    /// Values handed to every handler, one per type ([`Ctx::state`](crate::Ctx::state)).
+    pub state: States,
     pub max_listeners: usize,
     /// Most `subscriptions/listen` streams one peer (a client address on HTTP)
     /// may hold open (default 32); over it -32603 (HTTP 429). Peers are told
@@ -147,6 +150,7 @@ impl Default for ServerConfig {
             task_poll_interval_ms: 1000,
             task_ttl: Duration::from_secs(3600),
             task_sweep_interval: Duration::from_secs(60),
+            state: States::default(),
             task_result_timeout: Duration::from_secs(300),
             max_tasks_total: 10_000,
             max_tasks_per_principal: 1_000,

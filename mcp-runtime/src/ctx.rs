@@ -17,6 +17,7 @@ use crate::handler::HandlerError;
 use crate::mrtr::InputRequired;
 use crate::session::Session;
 use crate::sink::Sink;
+use crate::state::States;
 use crate::tasks::TaskLink;
 use mcp_protocol::mrtr::missing_capability;
 
@@ -48,16 +49,18 @@ pub enum ClientRequestError {
     Elicitation(ElicitationError),
 }
 
-impl From<ClientRequestError> for HandlerError {
-    fn from(e: ClientRequestError) -> Self {
-        match e {
+impl ClientRequestError {
+    /// The handler error `?` makes of it: a missing capability is -32021 and too many URL
+    /// elicitations a -32603 that says so; the rest is internal.
+    pub(crate) fn into_handler_error(self) -> HandlerError {
+        match self {
             ClientRequestError::CapabilityMissing(cap) => {
                 HandlerError::Rpc(RpcError::missing_capability(json!({ cap: {} })))
             }
             ClientRequestError::Elicitation(ElicitationError::TooMany) => {
                 HandlerError::Rpc(RpcError::internal_with("Too many pending URL elicitations"))
             }
-            other => HandlerError::Internal(other.to_string()),
+            other => HandlerError::Internal(Box::new(other)),
         }
     }
 }
@@ -91,6 +94,8 @@ pub(crate) struct CtxInner {
     pub(crate) task: Option<Arc<TaskLink>>,
     /// The runtime's URL-mode elicitation records.
     pub(crate) elicitations: Arc<Elicitations>,
+    /// The server's shared state.
+    pub(crate) state: States,
 }
 
 /// The per-request context handed to every handler. Cheap to clone.
@@ -114,6 +119,13 @@ static EMPTY_CAPS: std::sync::LazyLock<ClientCapabilities> = std::sync::LazyLock
 impl Ctx {
     pub(crate) fn new(inner: CtxInner) -> Self {
         Ctx { inner: Arc::new(inner) }
+    }
+
+    /// The server's shared state of type `T`, set with the builder's `state(value)` (or
+    /// [`ServerConfig::state`](crate::ServerConfig::state)): `let notes = ctx.state::<Notes>()?;`.
+    /// A type that was never set is an internal error naming it.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, HandlerError> {
+        self.inner.state.get::<T>()
     }
 
     /// The authenticated identity of the caller.

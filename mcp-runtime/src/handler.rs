@@ -8,39 +8,14 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use mcp_protocol::RpcError;
 use mcp_protocol::model::{CallToolResult, CompleteParams, Completion, GetPromptResult, ReadResourceResult};
 use serde_json::{Map, Value};
 
 use crate::ctx::Ctx;
-use crate::mrtr::InputRequired;
+pub use crate::handler_error::{BoxError, HandlerError};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// Why a handler did not produce a result.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HandlerError {
-    /// A protocol error to answer with as it is (e.g. -32602, or -32021 when
-    /// a client capability the call needs was not declared).
-    #[error(transparent)]
-    Rpc(#[from] RpcError),
-    /// The handler needs input from the client first (MRTR in the modern
-    /// era; real server-to-client requests for legacy clients).
-    #[error("input required")]
-    InputRequired(Box<InputRequired>),
-    /// An internal failure: logged, answered with a generic error.
-    #[error("internal error: {0}")]
-    Internal(String),
-}
-
-impl HandlerError {
-    /// An internal failure with a message for the logs only.
-    pub fn internal(message: impl Into<String>) -> Self {
-        HandlerError::Internal(message.into())
-    }
-}
 
 /// The outcome of a tool handler.
 pub type ToolResult = Result<CallToolResult, HandlerError>;

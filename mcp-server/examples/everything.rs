@@ -244,7 +244,7 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
             });
             let reply = ask(&ctx, "sampling", "sampling/createMessage", params).await?;
             let text = reply["content"]["text"].as_str().unwrap_or_default().to_owned();
-            Ok::<_, HandlerError>(format!("LLM response: {text}"))
+            Ok(format!("LLM response: {text}"))
         })
         .input_schema(json!({
             "type": "object",
@@ -271,7 +271,7 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                 }),
             )
             .await?;
-            Ok::<_, HandlerError>(format!("User response: action={}, content={}", reply["action"], reply["content"]))
+            Ok(format!("User response: action={}, content={}", reply["action"], reply["content"]))
         })
         .input_schema(json!({
             "type": "object",
@@ -300,7 +300,7 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                 }),
             )
             .await?;
-            Ok::<_, HandlerError>(format!(
+            Ok(format!(
                 "Elicitation completed: action={}, content={}",
                 reply["action"], reply["content"]
             ))
@@ -340,7 +340,7 @@ fn client_request_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServe
                 }),
             )
             .await?;
-            Ok::<_, HandlerError>(format!(
+            Ok(format!(
                 "Elicitation completed: action={}, content={}",
                 reply["action"], reply["content"]
             ))
@@ -382,7 +382,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     b.tool(
         Tool::new("test_input_required_result_elicitation", "Asks for the user's name, then greets", move |_, ctx: Ctx| async move {
             let reply = ask(&ctx, "user_name", "elicitation/create", name_request()).await?;
-            Ok::<_, HandlerError>(format!("Hello, {}!", reply["content"]["name"].as_str().unwrap_or("stranger")))
+            Ok(format!("Hello, {}!", reply["content"]["name"].as_str().unwrap_or("stranger")))
         })
         .input_schema(empty_schema()),
     )
@@ -393,7 +393,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                 "maxTokens": 100
             });
             let reply = ask(&ctx, "capital_question", "sampling/createMessage", params).await?;
-            Ok::<_, HandlerError>(format!("Sampling response: {}", reply["content"]["text"].as_str().unwrap_or_default()))
+            Ok(format!("Sampling response: {}", reply["content"]["text"].as_str().unwrap_or_default()))
         })
         .input_schema(empty_schema()),
     )
@@ -401,7 +401,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         Tool::new("test_input_required_result_list_roots", "Asks the client for its roots", |_, ctx: Ctx| async move {
             let reply = ask(&ctx, "client_roots", "roots/list", json!({})).await?;
             let uris: Vec<&str> = reply["roots"].as_array().into_iter().flatten().filter_map(|r| r["uri"].as_str()).collect();
-            Ok::<_, HandlerError>(format!("Client roots: {}", uris.join(", ")))
+            Ok(format!("Client roots: {}", uris.join(", ")))
         })
         .input_schema(empty_schema()),
     )
@@ -424,7 +424,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
             let confirm = elicit_one("Please confirm", "ok", "boolean");
             let ask_it = InputRequired::new().request("confirm", "elicitation/create", confirm).with_state(json!({"nonce": "integrity"}));
             ctx.input(ask_it).await?;
-            Ok::<_, HandlerError>("state verified")
+            Ok("state verified")
         })
         .input_schema(empty_schema()),
     )
@@ -440,7 +440,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                 .request("client_roots", "roots/list", json!({}))
                 .with_state(json!({"round": 1}));
             let a = ctx.input(ask_all).await?;
-            Ok::<_, HandlerError>(format!(
+            Ok(format!(
                 "name={}, greeting={}, roots={}",
                 a["user_name"]["content"]["name"], a["greeting"]["content"]["text"], a["client_roots"]["roots"]
             ))
@@ -455,7 +455,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
             let step2 = elicit_one("Step 2: What is your favorite color?", "color", "string");
             let b = ctx.input(InputRequired::new().request("step2", "elicitation/create", step2).with_state(json!({"step": 2}))).await?;
             let color = b["step2"]["content"]["color"].as_str().unwrap_or_default().to_owned();
-            Ok::<_, HandlerError>(format!("Hello {name}, your favorite color is {color}"))
+            Ok(format!("Hello {name}, your favorite color is {color}"))
         })
         .input_schema(empty_schema()),
     )
@@ -474,7 +474,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                 ask_what = ask_what.request("client_roots", "roots/list", json!({}));
             }
             if ask_what.requests.is_empty() {
-                return Ok::<_, HandlerError>("The client declared no input capability".to_owned());
+                return Ok("The client declared no input capability".to_owned());
             }
             let answers = ctx.input(ask_what).await?;
             Ok(format!("Received {} input(s)", answers.len()))
@@ -484,7 +484,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     .tool(
         Tool::new("test_streaming_elicitation", "Needs the user's input through elicitation", move |_, ctx: Ctx| async move {
             let reply = ask(&ctx, "user_name", "elicitation/create", name_request()).await?;
-            Ok::<_, HandlerError>(format!("Elicited: {}", reply["content"]))
+            Ok(format!("Elicited: {}", reply["content"]))
         })
         .input_schema(empty_schema()),
     )
@@ -500,7 +500,7 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         let request = elicit_one("What context should the prompt use?", "context", "string");
         let reply = ask(&ctx, "user_context", "elicitation/create", request).await?;
         let context = reply["content"]["context"].as_str().unwrap_or_default().to_owned();
-        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(format!(
+        Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text(format!(
             "Use this context: {context}"
         )))]))
     }))
@@ -518,7 +518,7 @@ fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     )
     .resource(
         Resource::new("test://static-binary", "static-binary", |uri, _, _| async move {
-            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::blob(
+            Ok(ReadResourceResult::new(vec![ResourceContents::blob(
                 uri,
                 "image/png",
                 PNG,
@@ -540,7 +540,7 @@ fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         ResourceTemplate::new("test://template/{id}/data", "template", |uri, vars, _| async move {
             let id = vars.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
             let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
-            Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(
+            Ok(ReadResourceResult::new(vec![ResourceContents::text(
                 uri,
                 "application/json",
                 text,
@@ -557,7 +557,7 @@ fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         "test_simple_prompt",
         "A simple prompt without arguments",
         move |_, _| async move {
-            Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(
+            Ok(GetPromptResult::new(vec![user_text(
                 "This is a simple prompt for testing.".into(),
             )]))
         },
@@ -572,7 +572,7 @@ fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                     string_arg(&args, "arg1"),
                     string_arg(&args, "arg2")
                 );
-                Ok::<_, HandlerError>(GetPromptResult::new(vec![user_text(text)]))
+                Ok(GetPromptResult::new(vec![user_text(text)]))
             },
         )
         .argument("arg1", "First test argument", true)
@@ -588,7 +588,7 @@ fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                     "text/plain",
                     "Embedded resource content for testing.",
                 );
-                Ok::<_, HandlerError>(GetPromptResult::new(vec![
+                Ok(GetPromptResult::new(vec![
                     PromptMessage::user(Content::resource(resource)),
                     user_text("Please process the embedded resource above.".into()),
                 ]))
@@ -600,7 +600,7 @@ fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         "test_prompt_with_image",
         "A prompt with an image",
         move |_, _| async move {
-            Ok::<_, HandlerError>(GetPromptResult::new(vec![
+            Ok(GetPromptResult::new(vec![
                 PromptMessage::user(Content::image(PNG, "image/png")),
                 user_text("Please analyze the image above.".into()),
             ]))
@@ -665,7 +665,7 @@ fn set_dynamic_prompt(registry: &Registry, present: bool) {
     match (present, registry.snapshot().prompt("test_dynamic_prompt").is_some()) {
         (true, false) => {
             let prompt = Prompt::new("test_dynamic_prompt", "A prompt added at run time", |_, _| async {
-                Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user(Content::text(
+                Ok(GetPromptResult::new(vec![PromptMessage::user(Content::text(
                     "dynamic",
                 ))]))
             });

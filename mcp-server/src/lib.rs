@@ -85,17 +85,23 @@ pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
 pub use mcp_transport_http::HttpConfig;
-pub use prompt::Prompt;
-pub use resource::{Resource, ResourceTemplate};
+pub use prompt::{IntoPromptResult, Prompt};
+pub use resource::{IntoReadResult, Resource, ResourceTemplate};
 pub use server::{McpServer, McpServerBuilder, ServerError};
 pub use tool::{IntoToolResult, Tool, schema_of};
+
+/// The result of a handler: `Result<T>` is `Result<T, HandlerError>`, and `?` converts any
+/// `std::error::Error + Send + Sync + 'static` into an internal [`HandlerError`] (logged,
+/// answered without detail); [`HandlerError::tool`] is the error the model sees. The second
+/// parameter is there so that `Result<(), ServerError>` still reads as usual.
+pub type Result<T, E = HandlerError> = std::result::Result<T, E>;
 
 /// Everything a server module usually needs.
 pub mod prelude {
     pub use crate::{
         CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, HttpConfig, InputRequired,
         IntoToolResult, LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
-        ResourceTemplate, Revision, RpcError, ServerError, TaskSupport, Tool,
+        ResourceTemplate, Result, Revision, RpcError, ServerError, TaskSupport, Tool,
     };
     pub use serde_json::{Value, json};
 }

@@ -5,19 +5,51 @@ use std::sync::Arc;
 
 use mcp_protocol::model::{CacheHint, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
 use mcp_runtime::Ctx;
-use mcp_runtime::handler::{HandlerError, ResourceHandler};
+use mcp_runtime::handler::{HandlerError, ResourceHandler, ResourceResult};
 use mcp_runtime::registry::{RegistryError, ResourceEntry, TemplateEntry};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-fn wrap<F, Fut, E>(handler: F) -> Arc<dyn ResourceHandler>
+/// What a resource handler may return: a [`ReadResourceResult`], its contents, one content,
+/// or a `Result` of one of these with a [`HandlerError`].
+pub trait IntoReadResult {
+    /// Converts into the runtime's resource result.
+    fn into_read_result(self) -> ResourceResult;
+}
+
+impl IntoReadResult for ReadResourceResult {
+    fn into_read_result(self) -> ResourceResult {
+        Ok(self)
+    }
+}
+
+impl IntoReadResult for ResourceContents {
+    fn into_read_result(self) -> ResourceResult {
+        Ok(ReadResourceResult::new(vec![self]))
+    }
+}
+
+impl IntoReadResult for Vec<ResourceContents> {
+    fn into_read_result(self) -> ResourceResult {
+        Ok(ReadResourceResult::new(self))
+    }
+}
+
+impl<T: IntoReadResult> IntoReadResult for Result<T, HandlerError> {
+    fn into_read_result(self) -> ResourceResult {
+        self.and_then(IntoReadResult::into_read_result)
+    }
+}
+
+fn wrap<F, Fut, R>(handler: F) -> Arc<dyn ResourceHandler>
 where
     F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
-    E: Into<HandlerError> + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoReadResult,
 {
     Arc::new(move |uri: String, vars: Map<String, Value>, ctx: Ctx| {
         let fut = handler(uri, vars, ctx);
-        async move { fut.await.map_err(Into::into) }
+        async move { fut.await.into_read_result() }
     })
 }
 
@@ -38,11 +70,11 @@ impl std::fmt::Debug for Resource {
 
 impl Resource {
     /// A resource read by `handler(uri, variables, ctx)`.
-    pub fn new<F, Fut, E>(uri: impl Into<String>, name: impl Into<String>, handler: F) -> Self
+    pub fn new<F, Fut, R>(uri: impl Into<String>, name: impl Into<String>, handler: F) -> Self
     where
         F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoReadResult,
     {
         Resource {
             def: ResourceDef::new(uri, name),
@@ -56,7 +88,7 @@ impl Resource {
         let (mime, text) = (mime_type.to_owned(), text.into());
         Resource::new(uri, name, move |uri, _, _| {
             let contents = ResourceContents::text(uri, mime.clone(), text.clone());
-            async move { Ok::<_, HandlerError>(ReadResourceResult::new(vec![contents])) }
+            async move { contents }
         })
         .mime_type(mime_type)
     }
@@ -117,17 +149,52 @@ impl std::fmt::Debug for ResourceTemplate {
 impl ResourceTemplate {
     /// A template (RFC 6570 `{var}` / `{+var}`); reads of matching URIs go to
     /// `handler(uri, variables, ctx)`.
-    pub fn new<F, Fut, E>(uri_template: impl Into<String>, name: impl Into<String>, handler: F) -> Self
+    pub fn new<F, Fut, R>(uri_template: impl Into<String>, name: impl Into<String>, handler: F) -> Self
     where
         F: Fn(String, Map<String, Value>, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoReadResult,
     {
         ResourceTemplate {
             def: ResourceTemplateDef::new(uri_template, name),
             handler: wrap(handler),
             cache: None,
         }
+    }
+
+    /// A template whose variables deserialize into `V` (fields named as the template's
+    /// variables; a `{var*}` list is a `Vec<String>`): reads go to `handler(uri, vars, ctx)`.
+    /// Variables that do not fit `V` are -32602.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct NoteVars { id: String }
+    ///
+    /// let notes = ResourceTemplate::typed("notes://{id}", "note", |uri, v: NoteVars, _ctx| async move {
+    ///     ResourceContents::text(uri, "text/plain", format!("the note {}", v.id))
+    /// });
+    /// # let _ = notes;
+    /// ```
+    pub fn typed<V, F, Fut, R>(uri_template: impl Into<String>, name: impl Into<String>, handler: F) -> Self
+    where
+        V: DeserializeOwned + Send + 'static,
+        F: Fn(String, V, Ctx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoReadResult,
+    {
+        let handler = Arc::new(handler);
+        let raw = move |uri: String, vars: Map<String, Value>, ctx: Ctx| {
+            let handler = handler.clone();
+            async move {
+                match serde_json::from_value::<V>(Value::Object(vars)) {
+                    Ok(v) => handler(uri, v, ctx).await.into_read_result(),
+                    Err(e) => Err(HandlerError::invalid_params(format!("Invalid template variables: {e}"))),
+                }
+            }
+        };
+        ResourceTemplate::new(uri_template, name, raw)
     }
 
     /// Sets the title.

@@ -24,9 +24,11 @@ pub enum ServerError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// The stdio transport failed.
+    #[cfg(feature = "stdio")]
     #[error(transparent)]
     Stdio(#[from] mcp_transport_stdio::StdioError),
     /// The HTTP transport failed (or refused its configuration).
+    #[cfg(feature = "http")]
     #[error(transparent)]
     Http(#[from] mcp_transport_http::HttpError),
     /// Binding the listening socket failed.
@@ -287,7 +289,38 @@ impl McpServerBuilder {
         self
     }
 
-    /// Replaces the whole configuration.
+    /// Shares `value` with every handler, which reads it back with
+    /// [`Ctx::state`](mcp_runtime::Ctx::state) (one value per type; a second value of a type
+    /// replaces the first). Wrap what handlers change in a lock or use a concurrent type.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use mcp_server::prelude::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Notes(Mutex<Vec<String>>);
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { text: String }
+    ///
+    /// let server = McpServer::builder()
+    ///     .state(Notes::default())
+    ///     .tool(Tool::typed("add_note", "Keeps a note", |i: Add, ctx| async move {
+    ///         let notes = ctx.state::<Notes>()?;
+    ///         let mut list = notes.0.lock().map_err(|_| HandlerError::internal("notes poisoned"))?;
+    ///         list.push(i.text);
+    ///         Ok(format!("{} notes", list.len()))
+    ///     }))
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.config.state.insert(value);
+        self
+    }
+
+    /// Replaces the whole configuration (the [`state`](Self::state) values with it: call
+    /// `config` first).
     pub fn config(mut self, config: ServerConfig) -> Self {
         self.config = config;
         self
@@ -326,11 +359,10 @@ impl McpServerBuilder {
     }
 
     /// Registers completions for a prompt argument.
-    pub fn prompt_completion<F, Fut, E>(self, prompt: &str, argument: &str, handler: F) -> Self
+    pub fn prompt_completion<F, Fut>(self, prompt: &str, argument: &str, handler: F) -> Self
     where
         F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = Result<Completion, HandlerError>> + Send + 'static,
     {
         let key = CompletionKey::Prompt {
             name: prompt.into(),
@@ -340,11 +372,10 @@ impl McpServerBuilder {
     }
 
     /// Registers completions for a resource template variable.
-    pub fn template_completion<F, Fut, E>(self, uri_template: &str, argument: &str, handler: F) -> Self
+    pub fn template_completion<F, Fut>(self, uri_template: &str, argument: &str, handler: F) -> Self
     where
         F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = Result<Completion, HandlerError>> + Send + 'static,
     {
         let key = CompletionKey::Resource {
             uri: uri_template.into(),
@@ -353,17 +384,12 @@ impl McpServerBuilder {
         self.completion(key, handler)
     }
 
-    fn completion<F, Fut, E>(self, key: CompletionKey, handler: F) -> Self
+    fn completion<F, Fut>(self, key: CompletionKey, handler: F) -> Self
     where
         F: Fn(CompleteParams, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Completion, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = Result<Completion, HandlerError>> + Send + 'static,
     {
-        let handler = Arc::new(move |p: CompleteParams, ctx: Ctx| {
-            let fut = handler(p, ctx);
-            async move { fut.await.map_err(Into::into) }
-        });
-        self.registry.add_completion(key, handler);
+        self.registry.add_completion(key, Arc::new(handler));
         self
     }
 

@@ -50,9 +50,13 @@ impl IntoToolResult for Vec<Content> {
     }
 }
 
-impl<T: IntoToolResult, E: Into<HandlerError>> IntoToolResult for Result<T, E> {
+/// A handler's `Result`: `Ok` as above, `Err` by its [`HandlerError`] kind (a
+/// [`HandlerError::tool`] is the tool error the model sees). The error type is
+/// [`HandlerError`] and only it, so that `async move { Ok(..) }` needs no annotation; `?`
+/// converts any other error.
+impl<T: IntoToolResult> IntoToolResult for Result<T, HandlerError> {
     fn into_tool_result(self) -> ToolResult {
-        self.map_err(Into::into).and_then(IntoToolResult::into_tool_result)
+        self.and_then(IntoToolResult::into_tool_result)
     }
 }
 
@@ -122,22 +126,39 @@ impl Tool {
 
     /// A typed tool with structured output: `O` is serialized into
     /// `structuredContent` (and a text block), and the output schema is
-    /// derived from `O`.
-    pub fn structured<I, O, F, Fut, E>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    /// derived from `O`. An `Err` is answered as any tool's: a
+    /// [`HandlerError::tool`] is `isError: true` with its message (no
+    /// `structuredContent`), anything else internal.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Div { a: f64, b: f64 }
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Quotient { value: f64 }
+    ///
+    /// let tool = Tool::structured("divide", "Divides a by b", |i: Div, _ctx| async move {
+    ///     if i.b == 0.0 {
+    ///         return Err(HandlerError::tool("cannot divide by zero"));
+    ///     }
+    ///     Ok(Quotient { value: i.a / i.b })
+    /// });
+    /// # let _ = tool;
+    /// ```
+    pub fn structured<I, O, F, Fut>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
         O: Serialize + JsonSchema + 'static,
         F: Fn(I, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, E>> + Send + 'static,
-        E: Into<HandlerError> + 'static,
+        Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
         let wrapped = move |input: I, ctx: Ctx| {
             let handler = handler.clone();
             async move {
-                let out = handler(input, ctx).await.map_err(Into::into)?;
-                let value = serde_json::to_value(out).map_err(|e| HandlerError::internal(e.to_string()))?;
-                Ok::<_, HandlerError>(CallToolResult::structured(value))
+                let value = serde_json::to_value(handler(input, ctx).await?)?;
+                Ok(CallToolResult::structured(value))
             }
         };
         Tool::typed(name, description, wrapped).output_schema(schema_of::<O>())

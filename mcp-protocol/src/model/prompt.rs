@@ -152,6 +152,16 @@ impl PromptMessage {
             content,
         }
     }
+
+    /// A user message of text.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        PromptMessage::user(Content::text(text))
+    }
+
+    /// An assistant message of text.
+    pub fn assistant_text(text: impl Into<String>) -> Self {
+        PromptMessage::assistant(Content::text(text))
+    }
 }
 
 /// The result of `prompts/get`.
@@ -176,6 +186,34 @@ impl GetPromptResult {
             messages,
             meta: None,
         }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Appends a message.
+    pub fn with_message(mut self, message: PromptMessage) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// Appends a user message of text.
+    pub fn user(self, text: impl Into<String>) -> Self {
+        self.with_message(PromptMessage::user_text(text))
+    }
+
+    /// Appends an assistant message of text.
+    pub fn assistant(self, text: impl Into<String>) -> Self {
+        self.with_message(PromptMessage::assistant_text(text))
+    }
+
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
     }
 }
 

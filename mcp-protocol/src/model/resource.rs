@@ -180,6 +180,11 @@ impl ReadResourceResult {
     pub fn new(contents: Vec<ResourceContents>) -> Self {
         ReadResourceResult { contents, meta: None }
     }
+
+    /// A result of one text content.
+    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+        ReadResourceResult::new(vec![ResourceContents::text(uri, mime_type, text)])
+    }
 }
 
 #[cfg(test)]

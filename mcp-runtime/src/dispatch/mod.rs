@@ -347,6 +347,7 @@ impl Runtime {
             request_state: round.state,
             task: None,
             elicitations: self.elicitations.clone(),
+            state: self.config.state.clone(),
         })
     }
 
@@ -515,8 +516,9 @@ fn random_state_key() -> StateKey {
     }
 }
 
-/// Turns a handler error into the wire error of a non-tool method: internal
-/// failures are logged and answered with a generic -32603.
+/// Turns a handler error into the wire error of a non-tool method: a
+/// [`HandlerError::Tool`] is -32603 with its message, internal failures are
+/// logged and answered with a generic -32603.
 pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
     match e {
         HandlerError::Rpc(e) => e,
@@ -524,8 +526,9 @@ pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
             tracing::warn!(method, "handler asked for client input; not available for this request");
             RpcError::internal()
         }
-        HandlerError::Internal(msg) => {
-            tracing::error!(method, error = %msg, "handler failed");
+        HandlerError::Tool(message) => RpcError::internal_with(message),
+        e => {
+            tracing::error!(method, error = %e.log_text(), "handler failed");
             RpcError::internal()
         }
     }

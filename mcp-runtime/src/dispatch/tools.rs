@@ -90,8 +90,9 @@ pub(crate) async fn execute(
             tracing::debug!(tool = %tool.def.name, "tool call cancelled");
             Settled::Cancelled
         }
-        Err(HandlerError::Internal(msg)) => {
-            tracing::error!(tool = %tool.def.name, error = %msg, "tool failed");
+        Err(HandlerError::Tool(message)) => render(CallToolResult::error(message)),
+        Err(e) => {
+            tracing::error!(tool = %tool.def.name, error = %e.log_text(), "tool failed");
             render(CallToolResult::error("Internal tool error"))
         }
     }

@@ -100,7 +100,7 @@ pub(super) fn task_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServ
                 }
                 let reply = ask(&ctx, "confirm", "elicitation/create", confirm_request(&filename)).await?;
                 let confirmed = reply["action"] == "accept" && reply["content"]["confirm"] == true;
-                Ok::<_, HandlerError>(if confirmed {
+                Ok(if confirmed {
                     format!("Deleted {filename}")
                 } else {
                     format!("Kept {filename}")
@@ -124,7 +124,7 @@ pub(super) fn task_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServ
                     .request("first", "elicitation/create", name_request("First name?"))
                     .request("second", "elicitation/create", name_request("Second name?"));
                 let answers = ctx.input(both).await?;
-                Ok::<_, HandlerError>(format!(
+                Ok(format!(
                     "Received: first={}, second={}",
                     answers["first"]["content"]["name"], answers["second"]["content"]["name"]
                 ))
@@ -147,7 +147,7 @@ pub(super) fn task_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServ
                 .await?;
                 let name = reply["content"]["name"].as_str().unwrap_or("stranger").to_owned();
                 tokio::time::sleep(PAST_THE_WINDOW).await;
-                Ok::<_, HandlerError>(format!("Hello, {name}! The task is done."))
+                Ok(format!("Hello, {name}! The task is done."))
             },
         )
         .input_schema(empty_schema())
