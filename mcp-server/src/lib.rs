@@ -19,6 +19,8 @@
 //! - transports: [`McpServer::serve_http`] (Streamable HTTP, both eras on
 //!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
 //!   [`McpServer::serve_stdio`].
+//! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
+//!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
 //!
 //! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
 //! that ask for one (core tasks), and for 2026-07-28 clients that declared
@@ -66,6 +68,8 @@ mod resource;
 mod serve;
 mod server;
 mod tool;
+
+pub mod testing;
 
 pub use mcp_auth as auth;
 pub use mcp_protocol as protocol;
