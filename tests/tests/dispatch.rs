@@ -55,6 +55,13 @@ fn runtime() -> Arc<Runtime> {
     registry.add_tool(tool("fails", json!({"type": "object"}), |_, _| async move {
         Err(HandlerError::internal("database password is hunter2"))
     }));
+    registry.add_tool(tool("io_fails", json!({"type": "object"}), |_, _| async move {
+        std::fs::read("/nonexistent/secret/hunter2")?;
+        Ok(CallToolResult::text("unreachable"))
+    }));
+    registry.add_tool(tool("refuses", json!({"type": "object"}), |_, _| async move {
+        Err(HandlerError::tool("the note does not exist"))
+    }));
     registry.add_tool(tool("needs_sampling", json!({"type": "object"}), |_, _| async move {
         Err(HandlerError::Rpc(mcp_protocol::RpcError::missing_capability(
             json!({"sampling": {}}),
@@ -206,6 +213,8 @@ async fn tool_error_paths_never_leak_details() {
         (json!({"name": "echo"}), "Invalid tool input"),
         (json!({"name": "boom"}), "Internal tool error"),
         (json!({"name": "fails"}), "Internal tool error"),
+        (json!({"name": "io_fails"}), "Internal tool error"),
+        (json!({"name": "refuses"}), "the note does not exist"),
         (
             json!({"name": "structured", "arguments": {"value": {"n": "x"}}}),
             "Invalid tool output",
@@ -290,7 +299,7 @@ async fn pagination_and_cursors() {
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names.len(), 126);
+    assert_eq!(names.len(), 128);
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
