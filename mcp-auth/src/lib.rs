@@ -20,7 +20,7 @@
 //! | provider | credentials | refusal |
 //! | --- | --- | --- |
 //! | [`NoAuth`] (default) | none; everyone is `anonymous` | never |
-//! | [`BearerAuth`] | `Authorization: Bearer <JWT>` (HS256, RS256, ES256, JWKS) or an opaque token checked by a [`TokenVerifier`] | `Bearer realm="mcp", error="invalid_token", …` |
+//! | [`BearerAuth`] (feature `jwt`, on by default) | `Authorization: Bearer <JWT>` (HS256, RS256, ES256, JWKS) or an opaque token checked by a [`TokenVerifier`] | `Bearer realm="mcp", error="invalid_token", …` |
 //! | [`ApiKeyAuth`] | `x-api-key: <key>` or `Authorization: ApiKey <key>`, stored as peppered HMAC-SHA-256 hashes | `ApiKey header="x-api-key"` |
 //! | [`BasicAuth`] | `Authorization: Basic …`, passwords stored as PBKDF2-SHA256 hashes | `Basic realm="mcp"` |
 //! | [`CustomAuth`] | whatever an async function or another provider decides | its own challenge |
@@ -45,6 +45,7 @@ pub use mcp_protocol::auth::{ANONYMOUS, AuthInfo};
 
 pub mod apikey;
 pub mod basic;
+#[cfg(feature = "jwt")]
 pub mod bearer;
 mod challenge;
 mod credentials;
@@ -57,6 +58,7 @@ mod scopes;
 
 pub use apikey::{ApiKey, ApiKeyAuth, ApiKeyAuthBuilder};
 pub use basic::{BasicAuth, BasicAuthBuilder, BasicUser, DEFAULT_MAX_CONCURRENT_HASHES};
+#[cfg(feature = "jwt")]
 pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
 pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
 pub use custom::{CustomAuth, RequestHead};

@@ -77,6 +77,15 @@ macro_rules! catalogue {
                 }
             }
 
+            /// The wire string of a method the table names, `"unknown"` for any other: a
+            /// `'static` label of bounded cardinality (metrics).
+            pub fn label(&self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )*
+                    $name::Unknown(_) => "unknown",
+                }
+            }
+
             fn served(&self) -> Served {
                 match self {
                     $( $name::$variant => Served::$served, )*

@@ -56,6 +56,7 @@ mod handler_error;
 mod inflight;
 pub mod listen;
 pub mod mrtr;
+pub mod observe;
 pub mod registry;
 mod session;
 mod sink;

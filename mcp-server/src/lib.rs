@@ -59,9 +59,65 @@
 //! }
 //! ```
 //!
+//! ## Cargo features
+//!
+//! | feature | default | brings |
+//! | --- | --- | --- |
+//! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper, rustls), and [`auth`] with the providers that need no JWT library |
+//! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
+//! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
+//! | `redis` | no | [`redis`]: sessions, stream events, tasks and the bus shared by several instances through Redis |
+//!
+//! A stdio-only server builds without any HTTP, TLS or JWT code:
+//!
+//! ```toml
+//! mcp-server = { version = "0.1", default-features = false, features = ["stdio"] }
+//! ```
+//!
+//! ## `serde` and `schemars`
+//!
+//! Typed tools derive `serde::Deserialize` (and `Serialize` for structured
+//! output) and `schemars::JsonSchema`. The simple path is to depend on the same
+//! major versions as this crate, `serde = { version = "1", features = ["derive"] }`
+//! and `schemars = "1"`: cargo then unifies them with the ones used here. This
+//! crate also re-exports both (and `serde_json`), so that a server can derive
+//! without naming them in its `Cargo.toml`; the derives must then be told
+//! where the crates are:
+//!
+//! ```
+//! use mcp_server::{schemars, serde};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(crate = "mcp_server::serde")]
+//! #[schemars(crate = "mcp_server::schemars")]
+//! struct Add { a: i64, b: i64 }
+//!
+//! let tool = mcp_server::Tool::typed("add", "Adds two integers", |i: Add, _ctx| async move {
+//!     (i.a + i.b).to_string()
+//! });
+//! # let _ = tool;
+//! ```
+//!
+//! ## Observability
+//!
+//! Every request that reaches the runtime, on any transport, runs inside one
+//! `tracing` span, `mcp.request` (level `INFO`), and is counted through the
+//! [`metrics`](https://docs.rs/metrics) facade; with no subscriber and no
+//! recorder installed both cost next to nothing. The field names, metric
+//! names and labels are listed in [`runtime::observe`]. Install a
+//! `tracing-subscriber` (or `tracing-opentelemetry`) subscriber and a metrics
+//! exporter (e.g. `metrics-exporter-prometheus`) in `main`; the library
+//! installs neither. A request's W3C trace context (`traceparent`,
+//! `tracestate` in its `_meta`) is recorded on the span as `trace_id`,
+//! `parent_span_id`, `trace_flags` and `tracestate`, which is how an
+//! OpenTelemetry pipeline continues the client's trace (see
+//! [`runtime::observe`]).
+//!
 //! The layers below are usable on their own: `mcp-protocol` (the sans-IO
 //! rules), `mcp-runtime` (registry, dispatcher, sessions), the transports,
 //! and `mcp-auth`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod prompt;
 mod resource;
@@ -71,13 +127,47 @@ mod tool;
 
 pub mod testing;
 
+/// Authentication providers (`mcp-auth`): what [`HttpConfig::auth`] takes. [`auth::NoAuth`] is
+/// the default; API keys, basic and custom providers come with `http`, the JWT bearer provider
+/// ([`auth::BearerAuth`]) with the `auth` feature. A server on stdio needs none: its caller is
+/// the process that started it.
+#[cfg(any(feature = "http", feature = "auth"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "http", feature = "auth"))))]
 pub use mcp_auth as auth;
+/// The sans-IO protocol layer (`mcp-protocol`): wire types ([`protocol::model`]), revisions and
+/// eras, error codes. Needed for what the prelude does not re-export, e.g. completion references
+/// or a request's raw `_meta`.
 pub use mcp_protocol as protocol;
+/// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
+/// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
 pub use mcp_runtime as runtime;
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use mcp_store_redis as redis;
+/// The Streamable HTTP transport (`mcp-transport-http`, on axum and hyper): [`HttpConfig`] and
+/// the lower-level `serve`/`router` functions. Most servers need only
+/// [`McpServer::serve_http`] or [`McpServer::router`].
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use mcp_transport_http as http;
+/// The stdio transport (`mcp-transport-stdio`): its configuration ([`stdio::StdioConfig`]: line
+/// size cap, worker pool, queue, drain timeout) and [`stdio::serve`] /
+/// [`stdio::serve_io`] to run [`McpServer::runtime`] with it, or on other streams than
+/// stdin/stdout. Most servers need only [`McpServer::serve_stdio`].
+#[cfg(feature = "stdio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
+pub use mcp_transport_stdio as stdio;
+
+/// `serde`, the version this crate's typed tools use. Deriving through the re-export needs
+/// `#[serde(crate = "mcp_server::serde")]` (see the crate docs).
+pub use serde;
+/// `serde_json`, the version [`Tool`] handlers and results use ([`prelude`] has `Value` and
+/// `json!`).
+pub use serde_json;
+/// `schemars`, the version that derives the input and output schemas of typed tools. Deriving
+/// through the re-export needs `#[schemars(crate = "mcp_server::schemars")]` (see the crate docs).
+pub use schemars;
 
 pub use mcp_protocol::auth::AuthInfo;
 pub use mcp_protocol::model::{
@@ -88,7 +178,15 @@ pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
+pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+#[doc(inline)]
 pub use mcp_transport_http::HttpConfig;
+#[cfg(feature = "stdio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
+#[doc(inline)]
+pub use mcp_transport_stdio::StdioConfig;
 pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoReadResult, Resource, ResourceTemplate};
 pub use server::{McpServer, McpServerBuilder, ServerError};
@@ -103,9 +201,12 @@ pub type Result<T, E = HandlerError> = std::result::Result<T, E>;
 /// Everything a server module usually needs.
 pub mod prelude {
     pub use crate::{
-        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, HttpConfig, InputRequired,
-        IntoToolResult, LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
+        LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
         ResourceTemplate, Result, Revision, RpcError, ServerError, TaskSupport, Tool,
     };
+    pub use crate::{Elicit, Elicitation, Sampling, SamplingReply};
+    #[cfg(feature = "http")]
+    pub use crate::HttpConfig;
     pub use serde_json::{Value, json};
 }

@@ -1,11 +1,15 @@
 //! Serving: Streamable HTTP (on an address, a bound listener, or as an axum router) and stdio.
 
+#[cfg(feature = "http")]
 use mcp_transport_http::HttpConfig;
+#[cfg(feature = "http")]
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{McpServer, ServerError};
 
 impl McpServer {
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the default
     /// [`HttpConfig`]) until Ctrl-C, then shuts down gracefully.
     pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
@@ -20,6 +24,8 @@ impl McpServer {
         self.serve_http_on(listener, HttpConfig::default(), shutdown).await
     }
 
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     /// Serves Streamable HTTP on a bound listener until `shutdown` is
     /// cancelled: open streams end, in-flight calls drain.
     pub async fn serve_http_on(
@@ -38,11 +44,15 @@ impl McpServer {
         Ok(())
     }
 
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     /// The MCP endpoint as an `axum::Router`, to nest in an existing app.
     pub fn router(&self, config: HttpConfig) -> Result<axum::Router, ServerError> {
         Ok(mcp_transport_http::router(self.runtime.clone(), config)?)
     }
 
+    #[cfg(feature = "stdio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
     /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes.
     pub async fn serve_stdio(self) -> Result<(), ServerError> {
         mcp_transport_stdio::serve(self.runtime, mcp_transport_stdio::StdioConfig::default()).await?;

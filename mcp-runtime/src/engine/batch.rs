@@ -115,6 +115,7 @@ impl Engine {
                     let route = match self.runtime.route(&req, peer.revision.known(), session.as_deref()) {
                         Ok(r) => r,
                         Err(rej) => {
+                            crate::observe::refused(&req.method, rej.era);
                             answers.push(encode_error(Some(&req.id), &rej.error));
                             continue;
                         }
@@ -122,6 +123,7 @@ impl Engine {
                     let (guard, cancel) = match register(peer, route.era, session.as_ref(), &req.id) {
                         Ok(r) => r,
                         Err(e) => {
+                            crate::observe::refused(&req.method, route.era);
                             answers.push(encode_error(Some(&req.id), &e));
                             continue;
                         }

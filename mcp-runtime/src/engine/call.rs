@@ -10,9 +10,11 @@ use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::{Era, Method, Request, RequestId, RpcError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::dispatch::{Reply, RequestEnv, Route, Runtime};
 use crate::inflight::InFlightGuard;
+use crate::observe::Observed;
 use crate::session::Session;
 use crate::sink::{Frame, Sink};
 
@@ -35,6 +37,8 @@ pub struct Call {
     route: Route,
     env: Env,
     stream: bool,
+    /// Its span and clock, from the engine (`None` for a batch's calls: opened when run).
+    pub(crate) observed: Option<Observed>,
 }
 
 impl Call {
@@ -45,6 +49,7 @@ impl Call {
             route,
             env,
             stream,
+            observed: None,
         }
     }
 
@@ -108,12 +113,16 @@ impl Call {
             route,
             env,
             stream,
+            observed,
         } = self;
         let id = req.id.clone();
         let era = route.era;
+        let mut observed = observed.unwrap_or_else(|| Observed::start(&req, era, &env.auth, None, None));
+        observed.routed(&route, env.session.as_deref());
         let cancel = env.cancel;
         if cancel.is_cancelled() {
             tracing::debug!(%id, "request cancelled before it started");
+            observed.cancelled();
             return Completed::new(id, era, Reply::Cancelled, env.guard);
         }
         let method = req.method.clone();
@@ -124,7 +133,7 @@ impl Call {
             cancel: cancel.clone(),
             extensions: env.extensions,
         };
-        let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv))
+        let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv).instrument(observed.span().clone()))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -137,6 +146,7 @@ impl Call {
         } else {
             reply
         };
+        observed.finish(&reply);
         Completed::new(id, era, reply, env.guard)
     }
 }

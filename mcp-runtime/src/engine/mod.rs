@@ -39,6 +39,7 @@ use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
 use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcError, TransportRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
@@ -47,6 +48,7 @@ pub use slot::SessionSlot;
 use crate::dispatch::{Route, Runtime, StartError};
 use crate::inflight::{InFlight, InFlightGuard};
 use crate::listen::{Holder, ListenError, Listener};
+use crate::observe::Observed;
 use crate::session::{Session, SessionLimit};
 use crate::sink::Frame;
 
@@ -266,10 +268,17 @@ impl Engine {
     /// Takes a request through every check and hands it back ready to run, or answered.
     pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
         self.runtime.ensure_started();
-        match request_era(&req, peer.revision.known()) {
-            Era::Modern => self.modern(peer, req).await,
-            Era::Legacy => self.legacy(peer, req).await,
+        let era = request_era(&req, peer.revision.known());
+        let observed = Observed::start(&req, era, &peer.auth, peer.revision.known(), peer.headers);
+        let step = async {
+            match era {
+                Era::Modern => self.modern(peer, req).await,
+                Era::Legacy => self.legacy(peer, req).await,
+            }
         }
+        .instrument(observed.span().clone())
+        .await;
+        observed.step(step)
     }
 
     async fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {
