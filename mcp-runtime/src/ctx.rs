@@ -102,6 +102,8 @@ pub(crate) struct CtxInner {
 #[derive(Clone)]
 pub struct Ctx {
     inner: Arc<CtxInner>,
+    /// This run of the handler's input keys and kept round state (fresh per round).
+    run: Arc<crate::input::Run>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -118,7 +120,15 @@ static EMPTY_CAPS: std::sync::LazyLock<ClientCapabilities> = std::sync::LazyLock
 
 impl Ctx {
     pub(crate) fn new(inner: CtxInner) -> Self {
-        Ctx { inner: Arc::new(inner) }
+        Ctx {
+            inner: Arc::new(inner),
+            run: Arc::default(),
+        }
+    }
+
+    /// This run of the handler's input keys and kept round state.
+    pub(crate) fn run(&self) -> &crate::input::Run {
+        &self.run
     }
 
     /// The server's shared state of type `T`, set with the builder's `state(value)` (or
@@ -226,6 +236,34 @@ impl Ctx {
     /// runtime sends real server-to-client requests on the call's stream and
     /// returns their answers. Either way the client must have declared the
     /// capability each request needs, else the call fails with -32021.
+    ///
+    /// **Modern re-runs.** After `input_required` the client retries the whole
+    /// call and the handler **runs again from the top**: whatever it did before
+    /// this call (writes, charges, messages, progress) happens once per round.
+    /// Ask first and act after, or carry what must survive in the round state:
+    /// [`InputRequired::with_state`] (read back with [`Ctx::request_state`]),
+    /// or typed with [`Ctx::keep_round_state`], [`Ctx::round_state`] and
+    /// [`Ctx::once`]; a state kept with [`Ctx::keep_round_state`] is attached
+    /// here when `request` has none of its own. The keys must be the same on
+    /// every run for the answers to be found. The typed forms of this method
+    /// are [`Ctx::elicit`], [`Ctx::sample`] and [`Ctx::roots`] (see
+    /// [`crate::input`]). Legacy calls are not re-run: this method waits for
+    /// the answers.
+    ///
+    /// ```no_run
+    /// use mcp_runtime::mrtr::InputRequired;
+    /// use mcp_runtime::{Ctx, HandlerError};
+    /// use serde_json::json;
+    ///
+    /// async fn ask_name(ctx: Ctx) -> Result<String, HandlerError> {
+    ///     let form = json!({
+    ///         "message": "Your name?",
+    ///         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+    ///     });
+    ///     let answers = ctx.input(InputRequired::new().request("name", "elicitation/create", form)).await?;
+    ///     Ok(answers["name"]["content"]["name"].as_str().unwrap_or("?").to_owned())
+    /// }
+    /// ```
     pub async fn input(&self, request: InputRequired) -> Result<Map<String, Value>, HandlerError> {
         if self.era() == Era::Modern {
             let have = self.inner.input_responses.as_ref();
@@ -238,7 +276,7 @@ impl Ctx {
             if !missing.is_empty() {
                 return Err(HandlerError::InputRequired(Box::new(InputRequired {
                     requests: missing,
-                    state: request.state,
+                    state: request.state.or_else(|| self.run.kept()),
                 })));
             }
             let have = have.cloned().unwrap_or_default();
@@ -479,8 +517,10 @@ impl Ctx {
     }
 
     /// `elicitation/create` in form mode, or URL mode when `params.mode` is
-    /// `"url"` (needs the matching declared elicitation capability).
-    pub async fn elicit(&self, params: Value) -> Result<Value, ClientRequestError> {
+    /// `"url"` (needs the matching declared elicitation capability), with
+    /// `params` as they are (legacy era only). [`Ctx::elicit`] is the typed
+    /// form for both eras.
+    pub async fn elicit_raw(&self, params: Value) -> Result<Value, ClientRequestError> {
         let url = params.get("mode").and_then(Value::as_str) == Some("url");
         let caps = self.client_capabilities();
         let declared = if url {

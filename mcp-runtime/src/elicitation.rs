@@ -201,7 +201,7 @@ impl Ctx {
 
     /// Reserves a URL-mode `elicitationId` owned by the caller and this
     /// session, to embed in the elicitation's URL before eliciting with it
-    /// (pass it as `params.elicitationId` to [`Ctx::elicit`]). Only in a
+    /// (pass it as `params.elicitationId` to [`Ctx::elicit_raw`]). Only in a
     /// 2025-11-25 session; refused over `max_elicitations_per_principal`.
     pub fn url_elicitation_id(&self) -> Result<String, ElicitationError> {
         let session = self.id_session().ok_or(ElicitationError::NotInSession)?;
@@ -223,7 +223,7 @@ impl Ctx {
         }
         let id = self.url_elicitation_id().map_err(ClientRequestError::Elicitation)?;
         let params = json!({"mode": "url", "message": message, "url": url, "elicitationId": id});
-        let response = self.elicit(params).await?;
+        let response = self.elicit_raw(params).await?;
         Ok(UrlElicitation {
             elicitation_id: id,
             response,

@@ -111,7 +111,7 @@ pub(crate) fn registry(probe: &Arc<Probe>) -> Arc<Registry> {
     let object = json!({"type": "object"});
 
     registry.add_tool(tool("elicit", object.clone(), |_, ctx: Ctx| async move {
-        let reply = ctx.elicit(elicit_params("name")).await?;
+        let reply = ctx.elicit_raw(elicit_params("name")).await?;
         let name = reply.pointer("/content/name").and_then(Value::as_str).unwrap_or("?");
         Ok(CallToolResult::text(format!("elicited: {name}")))
     }));
