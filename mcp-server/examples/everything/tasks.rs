@@ -81,9 +81,7 @@ pub(super) fn task_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServ
             "Ends with a protocol error (its task fails)",
             |_, _| async {
                 tokio::time::sleep(PAST_THE_WINDOW).await;
-                Err::<CallToolResult, _>(HandlerError::Rpc(RpcError::internal_with(
-                    "The job hit a protocol error",
-                )))
+                Err(HandlerError::Rpc(RpcError::internal_with("The job hit a protocol error")))
             },
         )
         .input_schema(empty_schema())
