@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use mcp_server::AuthInfo;
 use mcp_server::prelude::*;
 use mcp_server::testing::TestClient;
-use mcp_server::AuthInfo;
 
 /// One legacy revision of each shape and the modern one.
 const REVISIONS: [Revision; 3] = [Revision::V2024_11_05, Revision::V2025_11_25, Revision::V2026_07_28];
@@ -31,16 +31,27 @@ fn server() -> McpServer {
     McpServer::builder()
         .name("tools-test")
         .version("1.2.3")
-        .tool(Tool::typed("add", "Adds two integers", |i: Add, _ctx| async move { (i.a + i.b).to_string() }).title("Adder"))
-        .tool(Tool::structured("weather", "The weather in a city", |i: City, _ctx| async move {
-            Ok::<_, HandlerError>(Weather {
-                celsius: if i.city == "Oslo" { -3.5 } else { 21.0 },
-                city: i.city,
+        .tool(
+            Tool::typed("add", "Adds two integers", |i: Add, _ctx| async move {
+                (i.a + i.b).to_string()
             })
-        }))
-        .tool(Tool::new("whoami", "The caller's principal and era", |_args, ctx: Ctx| async move {
-            format!("{} {:?}", ctx.principal(), ctx.era())
-        }))
+            .title("Adder"),
+        )
+        .tool(Tool::structured(
+            "weather",
+            "The weather in a city",
+            |i: City, _ctx| async move {
+                Ok::<_, HandlerError>(Weather {
+                    celsius: if i.city == "Oslo" { -3.5 } else { 21.0 },
+                    city: i.city,
+                })
+            },
+        ))
+        .tool(Tool::new(
+            "whoami",
+            "The caller's principal and era",
+            |_args, ctx: Ctx| async move { format!("{} {:?}", ctx.principal(), ctx.era()) },
+        ))
         .tool(Tool::new("fails", "Always a tool error", |_args, _ctx| async {
             CallToolResult::error("the disk is full")
         }))
@@ -49,7 +60,12 @@ fn server() -> McpServer {
 }
 
 async fn client(server: &McpServer, revision: Revision) -> TestClient {
-    server.test_client().revision(revision).connect().await.expect("connects")
+    server
+        .test_client()
+        .revision(revision)
+        .connect()
+        .await
+        .expect("connects")
 }
 
 #[tokio::test]
@@ -100,7 +116,9 @@ async fn invalid_arguments_are_a_tool_error_not_a_crash() {
             // Schema validation before the handler: a tool error (SEP-1303) or -32602.
             Ok(r) => {
                 assert!(r.is_error, "{revision:?}: {r:?}");
-                let Content::Text { text, .. } = &r.content[0] else { panic!("text expected") };
+                let Content::Text { text, .. } = &r.content[0] else {
+                    panic!("text expected")
+                };
                 assert!(text.contains('a'), "{text}");
             }
             Err(e) => assert_eq!(e.code(), Some(-32602), "{revision:?}: {e}"),
@@ -114,10 +132,19 @@ async fn structured_tool_returns_structured_content_and_declares_its_output_sche
     for revision in [Revision::V2025_06_18, Revision::V2025_11_25, Revision::V2026_07_28] {
         let c = client(&server, revision).await;
         let r = c.call_tool("weather", json!({"city": "Oslo"})).await.unwrap();
-        assert_eq!(r.structured_content, Some(json!({"city": "Oslo", "celsius": -3.5})), "{revision:?}");
+        assert_eq!(
+            r.structured_content,
+            Some(json!({"city": "Oslo", "celsius": -3.5})),
+            "{revision:?}"
+        );
         // The text block carries the same JSON for clients that do not read structuredContent.
-        let Content::Text { text, .. } = &r.content[0] else { panic!("text expected") };
-        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), json!({"city": "Oslo", "celsius": -3.5}));
+        let Content::Text { text, .. } = &r.content[0] else {
+            panic!("text expected")
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            json!({"city": "Oslo", "celsius": -3.5})
+        );
         let tools = c.list_tools().await.unwrap();
         let weather = tools.iter().find(|t| t.name == "weather").unwrap();
         let schema = weather.output_schema.as_ref().expect("an output schema");
@@ -151,7 +178,13 @@ async fn unknown_tool_is_a_tool_error_naming_it() {
 #[tokio::test]
 async fn handlers_see_the_principal_and_the_era() {
     let server = server();
-    let legacy = server.test_client().legacy().principal("alice").connect().await.unwrap();
+    let legacy = server
+        .test_client()
+        .legacy()
+        .principal("alice")
+        .connect()
+        .await
+        .unwrap();
     let modern = server.test_client().modern().principal("bob").connect().await.unwrap();
     let r = legacy.call_tool("whoami", json!({})).await.unwrap();
     assert_eq!(r.content, vec![Content::text("alice Legacy")]);
@@ -163,19 +196,30 @@ async fn handlers_see_the_principal_and_the_era() {
 async fn modern_results_carry_result_type_and_server_info() {
     let server = server();
     let c = client(&server, Revision::V2026_07_28).await;
-    let raw = c.request("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}})).await.unwrap();
+    let raw = c
+        .request("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}}))
+        .await
+        .unwrap();
     assert_eq!(raw["resultType"], "complete");
     assert_eq!(raw["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "tools-test");
     assert_eq!(raw["_meta"]["io.modelcontextprotocol/serverInfo"]["version"], "1.2.3");
     let legacy = client(&server, Revision::V2025_11_25).await;
-    let raw = legacy.request("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}})).await.unwrap();
+    let raw = legacy
+        .request("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}}))
+        .await
+        .unwrap();
     assert_eq!(raw.get("resultType"), None);
 }
 
 #[tokio::test]
 async fn legacy_handshake_negotiates_the_revision_and_names_the_server() {
     let server = server();
-    for revision in [Revision::V2024_11_05, Revision::V2025_03_26, Revision::V2025_06_18, Revision::V2025_11_25] {
+    for revision in [
+        Revision::V2024_11_05,
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+    ] {
         let c = client(&server, revision).await;
         let init = c.initialize_result().expect("initialized");
         assert_eq!(init["protocolVersion"], revision.as_str());
@@ -191,7 +235,12 @@ async fn modern_discover_advertises_the_modern_revision() {
     let server = server();
     let c = server.test_client().modern().discover(true).connect().await.unwrap();
     let d = c.discover_result().expect("discovered");
-    let versions: Vec<&str> = d["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let versions: Vec<&str> = d["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert!(versions.contains(&"2026-07-28"), "{d}");
     assert!(d["capabilities"]["tools"].is_object(), "{d}");
     assert!(c.initialize_result().is_none());
@@ -203,7 +252,10 @@ async fn modern_request_with_an_unsupported_version_is_refused() {
     let server = server();
     let c = client(&server, Revision::V2026_07_28).await;
     let e = c
-        .request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}}))
+        .request(
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}}),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), Some(-32022), "{e}");
@@ -267,11 +319,20 @@ async fn a_tool_added_at_run_time_is_announced_to_legacy_sessions_and_listed() {
         .await
         .expect("list_changed on the legacy session");
     assert_eq!(note.params, Value::Null);
-    let note = listen.next(Duration::from_secs(5)).await.expect("list_changed on the listen stream");
+    let note = listen
+        .next(Duration::from_secs(5))
+        .await
+        .expect("list_changed on the listen stream");
     assert_eq!(note.method, "notifications/tools/list_changed");
-    assert_eq!(note.params["_meta"]["io.modelcontextprotocol/subscriptionId"], json!(listen.id()));
+    assert_eq!(
+        note.params["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen.id())
+    );
     assert!(c.list_tools().await.unwrap().iter().any(|t| t.name == "late"));
-    assert_eq!(modern.call_tool("late", json!({})).await.unwrap().content, vec![Content::text("late!")]);
+    assert_eq!(
+        modern.call_tool("late", json!({})).await.unwrap().content,
+        vec![Content::text("late!")]
+    );
     assert!(server.remove_tool("late"));
     c.wait_for_notification("notifications/tools/list_changed", Duration::from_secs(5))
         .await
@@ -291,7 +352,13 @@ async fn visibility_hides_tools_per_principal() {
         .build()
         .unwrap();
     for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
-        let user = server.test_client().revision(revision).principal("u").connect().await.unwrap();
+        let user = server
+            .test_client()
+            .revision(revision)
+            .principal("u")
+            .connect()
+            .await
+            .unwrap();
         let admin = server
             .test_client()
             .revision(revision)
@@ -306,7 +373,10 @@ async fn visibility_hides_tools_per_principal() {
         let r = user.call_tool("admin", json!({})).await.unwrap();
         assert_eq!(r.content, vec![Content::text("Unknown tool: admin")], "{revision:?}");
         assert!(r.is_error);
-        assert_eq!(admin.call_tool("admin", json!({})).await.unwrap().content, vec![Content::text("root")]);
+        assert_eq!(
+            admin.call_tool("admin", json!({})).await.unwrap().content,
+            vec![Content::text("root")]
+        );
     }
 }
 
@@ -330,6 +400,9 @@ async fn a_panicking_tool_is_a_masked_tool_error_and_the_client_keeps_serving() 
         assert!(r.is_error, "{revision:?}");
         // The panic message stays in the log.
         assert_eq!(r.content, vec![Content::text("Internal tool error")]);
-        assert_eq!(c.call_tool("ok", json!({})).await.unwrap().content, vec![Content::text("fine")]);
+        assert_eq!(
+            c.call_tool("ok", json!({})).await.unwrap().content,
+            vec![Content::text("fine")]
+        );
     }
 }

@@ -165,7 +165,8 @@ impl TestClientBuilder {
     /// Answers every `elicitation/create` with `reply(params)` (an `ElicitResult`, see
     /// [`accept`](super::accept), [`decline`](super::decline), [`cancel`](super::cancel)).
     pub fn on_elicit(mut self, reply: impl Fn(&Value) -> Value + Send + Sync + 'static) -> Self {
-        self.script.handle("elicitation/create", Arc::new(move |p| Ok(reply(p))));
+        self.script
+            .handle("elicitation/create", Arc::new(move |p| Ok(reply(p))));
         self
     }
 
@@ -179,7 +180,8 @@ impl TestClientBuilder {
     /// Answers every `sampling/createMessage` with `reply(params)` (a `CreateMessageResult`,
     /// see [`sampled_text`](super::sampled_text)).
     pub fn on_sampling(mut self, reply: impl Fn(&Value) -> Value + Send + Sync + 'static) -> Self {
-        self.script.handle("sampling/createMessage", Arc::new(move |p| Ok(reply(p))));
+        self.script
+            .handle("sampling/createMessage", Arc::new(move |p| Ok(reply(p))));
         self
     }
 

@@ -209,13 +209,21 @@ impl TestClient {
 
     /// The result of `initialize` (legacy era).
     pub fn initialize_result(&self) -> Option<Value> {
-        self.inner.initialize.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.inner
+            .initialize
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The result of the `server/discover` sent on connect (modern era, when
     /// [`TestClientBuilder::discover`] asked for it).
     pub fn discover_result(&self) -> Option<Value> {
-        self.inner.discover.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.inner
+            .discover
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The legacy session, once `initialize` succeeded.
@@ -251,15 +259,18 @@ impl TestClient {
             return params;
         };
         if o.revision.era() == Era::Modern {
-            meta.entry(PROTOCOL_VERSION).or_insert_with(|| json!(o.revision.as_str()));
-            meta.entry(CLIENT_CAPABILITIES).or_insert_with(|| o.capabilities.clone());
+            meta.entry(PROTOCOL_VERSION)
+                .or_insert_with(|| json!(o.revision.as_str()));
+            meta.entry(CLIENT_CAPABILITIES)
+                .or_insert_with(|| o.capabilities.clone());
             meta.entry(CLIENT_INFO).or_insert_with(|| o.client_info.clone());
             if let Some(level) = o.log_level {
                 meta.entry(LOG_LEVEL).or_insert_with(|| json!(level));
             }
         }
         if o.progress && method != "initialize" {
-            meta.entry(PROGRESS_TOKEN).or_insert_with(|| json!(format!("progress-{id}")));
+            meta.entry(PROGRESS_TOKEN)
+                .or_insert_with(|| json!(format!("progress-{id}")));
         }
         if meta.is_empty() {
             params.remove("_meta");
@@ -375,7 +386,11 @@ impl TestClient {
         let params = match params {
             Value::Null => Map::new(),
             Value::Object(m) => m,
-            other => return Err(ClientError::Unexpected(format!("params must be an object, not {other}"))),
+            other => {
+                return Err(ClientError::Unexpected(format!(
+                    "params must be an object, not {other}"
+                )));
+            }
         };
         let mut trace = Trace::default();
         let mut rounds = 0;
@@ -398,7 +413,10 @@ impl TestClient {
                 return Err(ClientError::TooManyRounds(rounds));
             }
             retry = params.clone();
-            retry.insert("inputResponses".into(), Value::Object(self.answer_inputs(&result, &mut trace)?));
+            retry.insert(
+                "inputResponses".into(),
+                Value::Object(self.answer_inputs(&result, &mut trace)?),
+            );
             if let Some(state) = result.get("requestState") {
                 retry.insert("requestState".into(), state.clone());
             }
@@ -457,7 +475,11 @@ impl TestClient {
         let params = match params {
             Value::Null => Map::new(),
             Value::Object(m) => m,
-            other => return Err(ClientError::Unexpected(format!("params must be an object, not {other}"))),
+            other => {
+                return Err(ClientError::Unexpected(format!(
+                    "params must be an object, not {other}"
+                )));
+            }
         };
         let id = self.next_id();
         let mut trace = Trace::default();
@@ -656,7 +678,11 @@ impl TestClient {
     }
 
     /// `prompts/get` with its exchange.
-    pub async fn get_prompt_exchange(&self, name: &str, arguments: Value) -> Result<Exchange<GetPromptResult>, ClientError> {
+    pub async fn get_prompt_exchange(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Exchange<GetPromptResult>, ClientError> {
         let mut params = json!({ "name": name });
         if !arguments.is_null() {
             params["arguments"] = arguments;
@@ -673,7 +699,8 @@ impl TestClient {
         argument: &str,
         value: &str,
     ) -> Result<Completion, ClientError> {
-        self.complete_with_context(reference, argument, value, Value::Null).await
+        self.complete_with_context(reference, argument, value, Value::Null)
+            .await
     }
 
     /// [`complete`](Self::complete) with the arguments already resolved (`context.arguments`,
@@ -700,18 +727,24 @@ impl TestClient {
 
     /// `logging/setLevel` (legacy era).
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
-        self.request("logging/setLevel", json!({ "level": level })).await.map(drop)
+        self.request("logging/setLevel", json!({ "level": level }))
+            .await
+            .map(drop)
     }
 
     /// `resources/subscribe` (legacy era): `notifications/resources/updated` for `uri` then
     /// reaches [`take_notifications`](Self::take_notifications).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
-        self.request("resources/subscribe", json!({ "uri": uri })).await.map(drop)
+        self.request("resources/subscribe", json!({ "uri": uri }))
+            .await
+            .map(drop)
     }
 
     /// `resources/unsubscribe` (legacy era).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
-        self.request("resources/unsubscribe", json!({ "uri": uri })).await.map(drop)
+        self.request("resources/unsubscribe", json!({ "uri": uri }))
+            .await
+            .map(drop)
     }
 
     /// Ends the legacy session (as the end of a stdio client's input does): pending

@@ -97,12 +97,18 @@ pub struct Exchange<T> {
 impl<T> Exchange<T> {
     /// The progress notifications, in order.
     pub fn progress(&self) -> Vec<Progress> {
-        self.notifications.iter().filter_map(ServerNotification::as_progress).collect()
+        self.notifications
+            .iter()
+            .filter_map(ServerNotification::as_progress)
+            .collect()
     }
 
     /// The log messages, in order.
     pub fn logs(&self) -> Vec<LogMessage> {
-        self.notifications.iter().filter_map(ServerNotification::as_log).collect()
+        self.notifications
+            .iter()
+            .filter_map(ServerNotification::as_log)
+            .collect()
     }
 
     /// The same exchange with another result.

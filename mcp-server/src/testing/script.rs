@@ -23,7 +23,9 @@ impl std::fmt::Debug for Script {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut methods: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
         methods.sort_unstable();
-        f.debug_struct("Script").field("handlers", &methods).finish_non_exhaustive()
+        f.debug_struct("Script")
+            .field("handlers", &methods)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,0 +1,253 @@
+//! Resources, resource templates, prompts and completions through the facade, in both eras,
+//! through `mcp_server::testing`.
+
+use std::time::Duration;
+
+use mcp_server::prelude::*;
+use mcp_server::testing::{CompleteReference, TestClient};
+
+const REVISIONS: [Revision; 3] = [Revision::V2025_03_26, Revision::V2025_11_25, Revision::V2026_07_28];
+
+const CITIES: [&str; 4] = ["Berlin", "Bern", "Bergen", "Oslo"];
+
+fn server() -> McpServer {
+    McpServer::builder()
+        .name("rp-test")
+        .version("1")
+        .resource(Resource::text("memo://readme", "readme", "text/markdown", "# Read me").description("The readme"))
+        .resource_template(
+            ResourceTemplate::new("weather://{city}/today", "weather", |uri, vars, _ctx| async move {
+                let city = vars["city"].as_str().unwrap_or_default().to_owned();
+                let text = format!("Sunny in {city}");
+                Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(
+                    uri,
+                    "text/plain",
+                    text,
+                )]))
+            })
+            .mime_type("text/plain"),
+        )
+        .prompt(
+            Prompt::new("greet", "Greets someone", |args, _ctx| async move {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let style = args.get("style").and_then(Value::as_str).unwrap_or("plain").to_owned();
+                Ok::<_, HandlerError>(
+                    GetPromptResult::new(vec![PromptMessage::user_text(format!("Say hello to {name} ({style})"))])
+                        .with_description("A greeting"),
+                )
+            })
+            .argument("name", "Who to greet", true)
+            .argument("style", "How", false),
+        )
+        .prompt_completion("greet", "name", |p, _ctx| async move {
+            let prefix = p.argument.value.to_lowercase();
+            let names = ["Ada", "Alan", "Grace"];
+            let values = names
+                .iter()
+                .filter(|n| n.to_lowercase().starts_with(&prefix))
+                .map(|n| n.to_string());
+            Ok::<_, HandlerError>(Completion::from_values(values.collect()))
+        })
+        .template_completion("weather://{city}/today", "city", |p, _ctx| async move {
+            let values = CITIES
+                .iter()
+                .filter(|c| c.starts_with(&p.argument.value))
+                .map(|c| c.to_string());
+            Ok::<_, HandlerError>(Completion::from_values(values.collect()))
+        })
+        .build()
+        .expect("valid server")
+}
+
+async fn client(server: &McpServer, revision: Revision) -> TestClient {
+    server
+        .test_client()
+        .revision(revision)
+        .connect()
+        .await
+        .expect("connects")
+}
+
+fn text_of(contents: &ResourceContents) -> &str {
+    match contents {
+        ResourceContents::Text { text, .. } => text,
+        other => panic!("text contents expected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_text_resource_is_listed_and_read() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let listed = c.list_resources().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].uri, "memo://readme");
+        assert_eq!(listed[0].name, "readme");
+        assert_eq!(listed[0].mime_type.as_deref(), Some("text/markdown"));
+        assert_eq!(listed[0].description.as_deref(), Some("The readme"));
+        let read = c.read_resource("memo://readme").await.unwrap();
+        assert_eq!(read.contents.len(), 1, "{revision:?}");
+        assert_eq!(read.contents[0].uri(), "memo://readme");
+        assert_eq!(text_of(&read.contents[0]), "# Read me");
+    }
+}
+
+#[tokio::test]
+async fn a_template_reads_with_its_variables() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let templates = c.list_resource_templates().await.unwrap();
+        assert_eq!(templates.len(), 1);
+        assert_eq!(templates[0].uri_template, "weather://{city}/today");
+        let read = c.read_resource("weather://Oslo/today").await.unwrap();
+        assert_eq!(read.contents[0].uri(), "weather://Oslo/today", "{revision:?}");
+        assert_eq!(text_of(&read.contents[0]), "Sunny in Oslo");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_resource_is_not_found_with_the_era_s_code() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let e = c.read_resource("memo://missing").await.unwrap_err();
+        // -32002 in the legacy era, -32602 in 2026-07-28 (SEP-2164), with the URI in data.
+        let code = if revision.era() == Era::Modern { -32602 } else { -32002 };
+        assert_eq!(e.code(), Some(code), "{revision:?}: {e}");
+        assert_eq!(e.rpc().unwrap().data.as_ref().unwrap()["uri"], "memo://missing");
+    }
+}
+
+#[tokio::test]
+async fn modern_reads_and_lists_carry_cache_hints() {
+    let server = server();
+    let c = client(&server, Revision::V2026_07_28).await;
+    for (method, params) in [
+        ("resources/read", json!({"uri": "memo://readme"})),
+        ("resources/list", json!({})),
+        ("prompts/list", json!({})),
+    ] {
+        let raw = c.request(method, params).await.unwrap();
+        assert_eq!(raw["resultType"], "complete", "{method}");
+        assert!(raw["ttlMs"].as_u64().is_some(), "{method}: {raw}");
+        assert!(raw["cacheScope"].is_string(), "{method}: {raw}");
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_renders_its_arguments() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let prompts = c.list_prompts().await.unwrap();
+        assert_eq!(prompts.len(), 1);
+        assert_eq!(prompts[0].name, "greet");
+        assert_eq!(prompts[0].arguments.len(), 2);
+        assert_eq!(prompts[0].arguments[0]["name"], "name");
+        assert_eq!(prompts[0].arguments[0]["required"], true);
+        let got = c
+            .get_prompt("greet", json!({"name": "Ada", "style": "warm"}))
+            .await
+            .unwrap();
+        assert_eq!(got.description.as_deref(), Some("A greeting"));
+        assert_eq!(
+            got.messages,
+            vec![PromptMessage::user_text("Say hello to Ada (warm)")],
+            "{revision:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_without_a_required_argument_or_unknown_is_invalid_params() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let e = c.get_prompt("greet", json!({"style": "warm"})).await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{revision:?}: {e}");
+        let e = c.get_prompt("nope", Value::Null).await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{revision:?}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn completions_of_a_prompt_argument_and_a_template_variable() {
+    let server = server();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let prompt = CompleteReference::Prompt { name: "greet".into() };
+        let done = c.complete(prompt, "name", "a").await.unwrap();
+        assert_eq!(done.values, ["Ada", "Alan"], "{revision:?}");
+        assert_eq!(done.total, Some(2));
+        let template = CompleteReference::Resource {
+            uri: "weather://{city}/today".into(),
+        };
+        let done = c.complete(template, "city", "Ber").await.unwrap();
+        assert_eq!(done.values, ["Berlin", "Bern", "Bergen"], "{revision:?}");
+        if revision.era() == Era::Legacy {
+            let caps = c.initialize_result().unwrap()["capabilities"].clone();
+            assert!(caps["completions"].is_object(), "{caps}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn legacy_subscribers_hear_of_updates_and_modern_listeners_too() {
+    let server = server();
+    let subscribed = client(&server, Revision::V2025_11_25).await;
+    let other = client(&server, Revision::V2025_11_25).await;
+    subscribed.subscribe_resource("memo://readme").await.unwrap();
+    let modern = client(&server, Revision::V2026_07_28).await;
+    let mut listen = modern
+        .listen(json!({"resourceSubscriptions": ["memo://readme"]}))
+        .await
+        .unwrap();
+    server.notify_resource_updated("memo://readme");
+    let note = subscribed
+        .wait_for_notification("notifications/resources/updated", Duration::from_secs(5))
+        .await
+        .expect("an update for the subscriber");
+    assert_eq!(note.params["uri"], "memo://readme");
+    let note = listen
+        .next(Duration::from_secs(5))
+        .await
+        .expect("an update on the listen stream");
+    assert_eq!(note.method, "notifications/resources/updated");
+    assert_eq!(note.params["uri"], "memo://readme");
+    // A session that did not subscribe hears nothing.
+    let none = other
+        .wait_for_notification("notifications/resources/updated", Duration::from_millis(100))
+        .await;
+    assert_eq!(none, None);
+    // Unsubscribed: no more updates.
+    subscribed.unsubscribe_resource("memo://readme").await.unwrap();
+    server.notify_resource_updated("memo://readme");
+    let none = subscribed
+        .wait_for_notification("notifications/resources/updated", Duration::from_millis(100))
+        .await;
+    assert_eq!(none, None);
+}
+
+#[tokio::test]
+async fn resources_and_prompts_added_at_run_time_are_announced() {
+    let server = server();
+    let c = client(&server, Revision::V2025_06_18).await;
+    server.add_resource(Resource::text("memo://new", "new", "text/plain", "fresh"));
+    c.wait_for_notification("notifications/resources/list_changed", Duration::from_secs(5))
+        .await
+        .expect("resources list_changed");
+    assert_eq!(
+        text_of(&c.read_resource("memo://new").await.unwrap().contents[0]),
+        "fresh"
+    );
+    server.add_prompt(Prompt::new("bye", "Says bye", |_a, _c| async {
+        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::assistant_text("Bye")]))
+    }));
+    c.wait_for_notification("notifications/prompts/list_changed", Duration::from_secs(5))
+        .await
+        .expect("prompts list_changed");
+    let names: Vec<String> = c.list_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, ["bye", "greet"]);
+}
