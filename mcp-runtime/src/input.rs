@@ -633,11 +633,11 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Content>, D
     #[serde(untagged)]
     enum OneOrMany {
         Many(Vec<Content>),
-        One(Content),
+        One(Box<Content>),
     }
     Ok(match OneOrMany::deserialize(d)? {
         OneOrMany::Many(v) => v,
-        OneOrMany::One(c) => vec![c],
+        OneOrMany::One(c) => vec![*c],
     })
 }
 
@@ -866,7 +866,8 @@ impl Ctx {
     /// `Err(HandlerError::InputRequired(…))` itself must put the state there.
     ///
     /// The state travels through the client: it is integrity-protected and bound to the
-    /// caller and the call, but it is not encrypted, so keep secrets out of it.
+    /// caller and the call, but it is not encrypted, so keep secrets out of it. See
+    /// [`Ctx::round_state`] for an example.
     pub fn keep_round_state<S: Serialize>(&self, state: &S) -> Result<(), HandlerError> {
         let value = serde_json::to_value(state)
             .map_err(|e| HandlerError::internal(format!("the round state could not be serialized: {e}")))?;
