@@ -124,11 +124,17 @@
 
 mod prompt;
 mod resource;
+#[cfg(any(feature = "http", feature = "stdio"))]
 mod serve;
 mod server;
 mod tool;
 
 pub mod testing;
+
+/// The guides (`docs/guides/`): getting started, tools, resources, prompts, progress,
+/// elicitation and sampling, tasks, authentication, axum, testing, migrating from `rmcp`.
+#[cfg(all(feature = "http", feature = "stdio", feature = "auth"))]
+pub mod guides;
 
 /// Authentication providers (`mcp-auth`): what [`HttpConfig::auth`] takes. [`auth::NoAuth`] is
 /// the default; API keys, basic and custom providers come with `http`, the JWT bearer provider

@@ -1,0 +1,49 @@
+//! The guides (`docs/guides/` in the repository), one module each, so that their code is
+//! compiled and run as doc tests.
+//!
+//! - [`getting_started`]: a first server on stdio and on HTTP, the `Cargo.toml` lines;
+//! - [`tools`]: typed, structured and raw tools, errors, shared state, timeouts;
+//! - [`resources`]: resources, templates, subscriptions, cache hints;
+//! - [`prompts`]: prompts, typed arguments, completions;
+//! - [`progress_logging_cancellation`]: progress, log messages, cancellation;
+//! - [`elicitation_sampling`]: asking the user or the client's model, in both eras (MRTR);
+//! - [`tasks`]: long-running tools as tasks, in both eras;
+//! - [`authentication`]: the providers of [`crate::auth`], the caller in handlers, visibility;
+//! - [`axum`]: the endpoint inside an axum app, layers, health, graceful shutdown;
+//! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
+//! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
+//!
+//! The modules are empty: only their documentation matters.
+
+#[doc = include_str!("../../docs/guides/getting-started.md")]
+pub mod getting_started {}
+
+#[doc = include_str!("../../docs/guides/tools.md")]
+pub mod tools {}
+
+#[doc = include_str!("../../docs/guides/resources.md")]
+pub mod resources {}
+
+#[doc = include_str!("../../docs/guides/prompts.md")]
+pub mod prompts {}
+
+#[doc = include_str!("../../docs/guides/progress-logging-cancellation.md")]
+pub mod progress_logging_cancellation {}
+
+#[doc = include_str!("../../docs/guides/elicitation-sampling.md")]
+pub mod elicitation_sampling {}
+
+#[doc = include_str!("../../docs/guides/tasks.md")]
+pub mod tasks {}
+
+#[doc = include_str!("../../docs/guides/authentication.md")]
+pub mod authentication {}
+
+#[doc = include_str!("../../docs/guides/axum.md")]
+pub mod axum {}
+
+#[doc = include_str!("../../docs/guides/testing.md")]
+pub mod testing {}
+
+#[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
+pub mod migrating_from_rmcp {}
