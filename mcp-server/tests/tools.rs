@@ -406,3 +406,38 @@ async fn a_panicking_tool_is_a_masked_tool_error_and_the_client_keeps_serving() 
         );
     }
 }
+
+#[tokio::test]
+async fn handler_errors_reach_the_model_or_are_masked() {
+    let server = McpServer::builder()
+        .name("errors")
+        .version("1")
+        .tool(Tool::new("refuses", "A tool error the model sees", |_a, _c| async {
+            Err::<String, _>(HandlerError::tool("the path must stay inside the notes folder"))
+        }))
+        .tool(Tool::new("io", "An io error through ?", |_a, _c| async {
+            let text = std::fs::read_to_string("/definitely/not/here")?;
+            Ok::<_, HandlerError>(text)
+        }))
+        .tool(Tool::new("protocol", "A JSON-RPC error as it is", |_a, _c| async {
+            Err::<String, _>(HandlerError::Rpc(RpcError::invalid_params("bad cursor")))
+        }))
+        .build()
+        .unwrap();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let r = c.call_tool("refuses", json!({})).await.unwrap();
+        assert!(r.is_error, "{revision:?}");
+        assert_eq!(
+            r.content,
+            vec![Content::text("the path must stay inside the notes folder")]
+        );
+        let r = c.call_tool("io", json!({})).await.unwrap();
+        assert!(r.is_error, "{revision:?}");
+        // The io error's text (a path of this machine) never reaches the client.
+        assert_eq!(r.content, vec![Content::text("Internal tool error")]);
+        let e = c.call_tool("protocol", json!({})).await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{revision:?}");
+        assert_eq!(e.rpc().unwrap().message, "bad cursor");
+    }
+}

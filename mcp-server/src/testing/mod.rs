@@ -1,6 +1,6 @@
 //! An in-process test client for your own tests of your server: no sockets, no child process.
 //!
-//! A [`TestClient`] speaks either era to an [`McpServer`]:
+//! A [`TestClient`] speaks either era to an [`McpServer`](crate::McpServer):
 //!
 //! - **legacy** (2024-11-05 … 2025-11-25): it sends `initialize` and
 //!   `notifications/initialized` itself, keeps its session, and answers the server's
@@ -21,39 +21,41 @@
 //!
 //! ```
 //! use mcp_server::prelude::*;
-//! use mcp_server::testing::{TestClient, accept};
+//! use mcp_server::testing::accept;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Name {
+//!     /// Your name
+//!     name: String,
+//! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // A tool that asks the user for their name, in either era, through `Ctx::input`.
+//! // A tool that asks the user for their name, in either era.
 //! let server = McpServer::builder()
 //!     .name("greeter")
 //!     .version("1.0.0")
 //!     .tool(Tool::new("greet", "Greets the user", |_args, ctx: Ctx| async move {
-//!         let ask = InputRequired::new().request(
-//!             "who",
-//!             "elicitation/create",
-//!             json!({"message": "Your name?", "requestedSchema": {
-//!                 "type": "object", "properties": {"name": {"type": "string"}}}}),
-//!         );
-//!         let answers = ctx.input(ask).await?;
-//!         let name = answers["who"]["content"]["name"].as_str().unwrap_or("stranger").to_owned();
+//!         let name = match ctx.elicit::<Name>("Your name?").await? {
+//!             Elicitation::Accept(n) => n.name,
+//!             _ => "stranger".to_owned(),
+//!         };
 //!         Ok::<_, HandlerError>(format!("Hello, {name}!"))
 //!     }))
 //!     .build()?;
 //!
-//! for era in [Revision::V2025_11_25, Revision::V2026_07_28] {
+//! for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
 //!     let client = server
 //!         .test_client()
-//!         .revision(era)
+//!         .revision(revision)
 //!         .on_elicit(|_params| accept(json!({"name": "Ada"})))
 //!         .connect()
 //!         .await?;
 //!     let call = client.call_tool_exchange("greet", json!({})).await?;
 //!     assert_eq!(call.result.content, vec![Content::text("Hello, Ada!")]);
-//!     assert_eq!(call.server_requests.len(), 1);
-//!     // Legacy: one call answered a server-to-client request; modern: an MRTR retry.
-//!     assert_eq!(call.rounds, if era.era() == Era::Modern { 2 } else { 1 });
+//!     assert_eq!(call.server_requests[0].params["message"], "Your name?");
+//!     // Legacy: one call answered a server-to-client request; modern: one MRTR retry.
+//!     assert_eq!(call.rounds, if revision.era() == Era::Modern { 2 } else { 1 });
 //! }
 //! # Ok(())
 //! # }
