@@ -7,8 +7,71 @@ use crate::{conformance, fuzz, interop, scaleout, soak};
 /// Seconds each fuzz target runs in the CI smoke (the first build of `fuzz/` takes minutes).
 const FUZZ_SMOKE_SECONDS: u64 = 5;
 
-/// Runs fmt, clippy, rustdoc, tests (with a Redis of their own: `MCP_TEST_REDIS_URL`), a fuzz
-/// smoke, interop, conformance, the scale-out legs and the one-minute soak.
+/// The feature sets of `mcp-server` linted on their own (the default set is the workspace's).
+const FEATURE_SETS: &[&str] = &["", "stdio", "http", "auth", "http,auth,redis"];
+
+/// Crates a stdio-only `mcp-server` must not depend on: HTTP, TLS and JWT.
+const NOT_IN_STDIO: &[&str] = &[
+    "axum",
+    "hyper",
+    "hyper-util",
+    "rustls",
+    "tokio-rustls",
+    "jsonwebtoken",
+    "mcp-transport-http",
+];
+
+/// Lints `mcp-server` with each of [`FEATURE_SETS`] (warnings denied), then checks that its
+/// stdio-only dependency tree has none of [`NOT_IN_STDIO`].
+pub(crate) fn features() -> Result {
+    for set in FEATURE_SETS {
+        let mut cmd = util::cargo();
+        cmd.args(["clippy", "-p", "mcp-server", "--no-default-features"]);
+        if !set.is_empty() {
+            cmd.args(["--features", set]);
+        }
+        util::run(cmd.args(["--", "-D", "warnings"]))?;
+    }
+    let mut tree = util::cargo();
+    tree.args(["tree", "-p", "mcp-server", "--no-default-features", "--features", "stdio"])
+        .args(["-e", "normal,build", "--prefix", "none", "--format", "{p}"]);
+    let line = util::display(&tree);
+    println!("$ {line}");
+    let out = tree.output().map_err(|e| format!("cannot run `{line}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{line}` failed ({}): {}",
+            util::describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let found = forbidden_in(&listing);
+    if !found.is_empty() {
+        return Err(format!(
+            "a stdio-only mcp-server depends on {} (`{line}`)",
+            found.join(", ")
+        ));
+    }
+    println!("stdio-only mcp-server: none of {}", NOT_IN_STDIO.join(", "));
+    Ok(())
+}
+
+/// The crates of [`NOT_IN_STDIO`] named in a `cargo tree --prefix none --format {p}` listing.
+fn forbidden_in(tree: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| NOT_IN_STDIO.contains(name))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), tests (with a
+/// Redis of their own: `MCP_TEST_REDIS_URL`), a fuzz smoke, interop, conformance, the scale-out
+/// legs and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -28,8 +91,18 @@ pub(crate) fn run() -> Result {
         ),
         ("cargo test --workspace", &["test", "--workspace"]),
     ];
-    let total = steps.len() + 5;
-    for (i, (title, args)) in steps.iter().enumerate() {
+    // The feature matrix runs after rustdoc, before the tests: `Some` marks its place.
+    let order = steps[..3].iter().map(Some).chain([None]).chain(steps[3..].iter().map(Some));
+    let total = steps.len() + 6;
+    for (i, step) in order.enumerate() {
+        let Some((title, args)) = step else {
+            util::banner(&format!(
+                "ci [{}/{total}] mcp-server feature matrix; no HTTP, TLS or JWT crate in a stdio-only build",
+                i + 1
+            ));
+            features().map_err(|e| format!("ci: feature matrix failed: {e}"))?;
+            continue;
+        };
         util::banner(&format!("ci [{}/{total}] {title}", i + 1));
         let status = util::run_status(
             util::cargo()
@@ -83,4 +156,16 @@ pub(crate) fn run() -> Result {
     let soaked = soak::run(&opts).map_err(|e| format!("ci: soak failed: {e}"));
     drop(redis);
     soaked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_crates_are_found_by_name() {
+        let tree = "mcp-server v0.1.0 (/x)\nhyper v1.8.0\nhyper v1.8.0\nhttp v1.3.0\nrustls-pki-types v1.0.0\n";
+        assert_eq!(forbidden_in(tree), vec!["hyper"]);
+        assert!(forbidden_in("mcp-server v0.1.0\ntokio v1.0.0\n").is_empty());
+    }
 }

@@ -1,0 +1,332 @@
+//! Observability: the per-request `tracing` span (its fields, the W3C trace context from
+//! `_meta`, that handler events are its children, that no argument reaches it) and the request
+//! metrics, over stdio in both eras.
+//!
+//! Each test runs on a current-thread runtime inside a thread-local subscriber and recorder,
+//! so that the tests of this binary do not see each other's requests.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_runtime::Runtime;
+use mcp_runtime::observe::{REQUEST_DURATION_SECONDS, REQUESTS_TOTAL, SPAN_NAME};
+use mcp_server::{McpServer, Tool};
+use mcp_transport_stdio::{StdioConfig, serve_io};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+const WAIT: Duration = Duration::from_secs(5);
+const MODERN: &str = "2026-07-28";
+const LEGACY: &str = "2025-11-25";
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_ID: &str = "00f067aa0ba902b7";
+const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+/// An argument value that must never reach a span or an event.
+const SECRET_ARG: &str = "argument-value-never-logged";
+
+// ------------------------------------------------------------------ capture
+
+/// A closed span: its name and fields, and the messages of the events logged inside it.
+#[derive(Debug, Clone, Default)]
+struct SpanRecord {
+    name: String,
+    fields: HashMap<String, String>,
+    events: Vec<String>,
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<SpanRecord>>>);
+
+impl Captured {
+    /// The closed `mcp.request` spans, in the order they closed.
+    fn requests(&self) -> Vec<SpanRecord> {
+        self.0.lock().unwrap().iter().filter(|s| s.name == SPAN_NAME).cloned().collect()
+    }
+
+    /// The request span of the request with `id`.
+    fn request(&self, id: &str) -> SpanRecord {
+        let all = self.requests();
+        all.iter()
+            .find(|s| s.fields.get("id").map(String::as_str) == Some(id))
+            .cloned()
+            .unwrap_or_else(|| panic!("no span for request {id} in {all:#?}"))
+    }
+}
+
+struct Fields<'a>(&'a mut HashMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+/// A layer that keeps every span's fields and the events inside it.
+struct CaptureLayer(Captured);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut record = SpanRecord {
+            name: attrs.metadata().name().to_owned(),
+            ..SpanRecord::default()
+        };
+        attrs.record(&mut Fields(&mut record.fields));
+        ctx.span(id).expect("new span").extensions_mut().insert(record);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let span = ctx.span(id).expect("recorded span");
+        let mut ext = span.extensions_mut();
+        let record = ext.get_mut::<SpanRecord>().expect("record");
+        values.record(&mut Fields(&mut record.fields));
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = HashMap::new();
+        event.record(&mut Fields(&mut fields));
+        let message = fields.remove("message").unwrap_or_default();
+        for span in ctx.event_scope(event).into_iter().flatten() {
+            if let Some(record) = span.extensions_mut().get_mut::<SpanRecord>() {
+                record.events.push(message.clone());
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let span = ctx.span(&id).expect("closed span");
+        if let Some(record) = span.extensions_mut().remove::<SpanRecord>() {
+            self.0.0.lock().unwrap().push(record);
+        }
+    }
+}
+
+/// Runs `f` on a current-thread runtime with a capturing subscriber and a debugging recorder
+/// installed for this thread only.
+fn observed<F: Future<Output = ()>>(f: impl FnOnce() -> F) -> (Captured, metrics_util::debugging::Snapshotter) {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::registry().with(CaptureLayer(captured.clone()));
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        metrics::with_local_recorder(&recorder, || {
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(30), f()).await.expect("test timed out") })
+        })
+    });
+    (captured, snapshotter)
+}
+
+// ------------------------------------------------------------------ server
+
+fn server() -> Arc<Runtime> {
+    let server = McpServer::builder()
+        .name("observe")
+        .version("1.0.0")
+        .tool(Tool::new("echo", "Echoes `text`", |args: Map<String, Value>, _ctx| async move {
+            tracing::info!("echo handler ran");
+            args.get("text").and_then(Value::as_str).unwrap_or_default().to_owned()
+        }))
+        .build()
+        .expect("server");
+    server.runtime().clone()
+}
+
+struct Client {
+    input: Option<DuplexStream>,
+    output: Lines<BufReader<DuplexStream>>,
+    server: tokio::task::JoinHandle<Result<(), mcp_transport_stdio::StdioError>>,
+}
+
+impl Client {
+    fn start() -> Self {
+        let (input, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, output) = tokio::io::duplex(64 * 1024);
+        let server = tokio::spawn(serve_io(server(), StdioConfig::default(), server_in, server_out));
+        Client {
+            input: Some(input),
+            output: BufReader::new(output).lines(),
+            server,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        let input = self.input.as_mut().expect("input open");
+        input.write_all(&line).await.unwrap();
+        input.flush().await.unwrap();
+    }
+
+    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let line = tokio::time::timeout(WAIT, self.output.next_line())
+            .await
+            .expect("no answer in time")
+            .unwrap()
+            .expect("output closed");
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        answer
+    }
+
+    /// Closes stdin and waits for the server to end (every span closed).
+    async fn finish(mut self) {
+        self.input = None;
+        tokio::time::timeout(WAIT, self.server)
+            .await
+            .expect("serve_io did not return")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn traceparent() -> String {
+    format!("00-{TRACE_ID}-{PARENT_ID}-01")
+}
+
+fn modern_meta(extra: Value) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    meta.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    meta
+}
+
+fn echo(meta: Value) -> Value {
+    json!({"name": "echo", "arguments": {"text": SECRET_ARG}, "_meta": meta})
+}
+
+fn field<'a>(span: &'a SpanRecord, name: &str) -> Option<&'a str> {
+    span.fields.get(name).map(String::as_str)
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
+    let (captured, _) = observed(|| async {
+        let mut c = Client::start();
+        let meta = modern_meta(json!({"traceparent": traceparent(), "tracestate": TRACESTATE}));
+        let answer = c.call(1, "tools/call", echo(meta)).await;
+        assert_eq!(answer["result"]["content"][0]["text"], SECRET_ARG, "{answer}");
+        c.finish().await;
+    });
+    let span = captured.request("1");
+    assert_eq!(field(&span, "method"), Some("tools/call"));
+    assert_eq!(field(&span, "era"), Some("modern"));
+    assert_eq!(field(&span, "revision"), Some(MODERN));
+    assert_eq!(field(&span, "principal"), Some("anonymous"));
+    assert_eq!(field(&span, "session"), None, "a modern request has no session");
+    assert_eq!(field(&span, "trace_id"), Some(TRACE_ID));
+    assert_eq!(field(&span, "parent_span_id"), Some(PARENT_ID));
+    assert_eq!(field(&span, "trace_flags"), Some("01"));
+    assert_eq!(field(&span, "tracestate"), Some(TRACESTATE));
+    assert_eq!(field(&span, "outcome"), Some("ok"));
+    assert!(
+        span.events.iter().any(|e| e == "echo handler ran"),
+        "the handler runs inside the request span: {span:#?}"
+    );
+    for s in captured.0.lock().unwrap().iter() {
+        assert!(
+            !s.fields.values().chain(s.events.iter()).any(|v| v.contains(SECRET_ARG)),
+            "an argument reached a span: {s:#?}"
+        );
+    }
+}
+
+#[test]
+fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ignored() {
+    let (captured, _) = observed(|| async {
+        let mut c = Client::start();
+        let init = json!({
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
+        });
+        let answer = c.call(1, "initialize", init).await;
+        assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        c.call(2, "tools/call", echo(json!({"traceparent": traceparent()}))).await;
+        c.call(3, "tools/call", echo(json!({"traceparent": "00-not-a-trace-01", "tracestate": TRACESTATE})))
+            .await;
+        let answer = c.call(4, "resources/read", json!({"uri": "file:///nowhere"})).await;
+        assert!(answer.get("error").is_some(), "{answer}");
+        c.finish().await;
+    });
+    let init = captured.request("1");
+    assert_eq!(field(&init, "method"), Some("initialize"));
+    assert_eq!(field(&init, "era"), Some("legacy"));
+    assert_eq!(field(&init, "outcome"), Some("ok"));
+    let session = field(&init, "session").expect("initialize names the session it minted").to_owned();
+
+    let call = captured.request("2");
+    assert_eq!(field(&call, "era"), Some("legacy"));
+    assert_eq!(field(&call, "revision"), Some(LEGACY));
+    assert_eq!(field(&call, "session"), Some(session.as_str()));
+    assert_eq!(field(&call, "trace_id"), Some(TRACE_ID), "legacy requests may carry _meta too");
+    assert_eq!(field(&call, "parent_span_id"), Some(PARENT_ID));
+
+    let bad = captured.request("3");
+    assert_eq!(field(&bad, "trace_id"), None, "an invalid traceparent is ignored: {bad:#?}");
+    assert_eq!(field(&bad, "tracestate"), None, "no tracestate without a valid traceparent");
+    assert_eq!(field(&bad, "outcome"), Some("ok"));
+
+    let missing = captured.request("4");
+    assert_eq!(field(&missing, "method"), Some("resources/read"));
+    assert_eq!(field(&missing, "outcome"), Some("error"), "{missing:#?}");
+}
+
+#[test]
+fn requests_are_counted_and_timed_by_method_era_and_outcome() {
+    let (_, snapshotter) = observed(|| async {
+        let mut c = Client::start();
+        c.call(1, "tools/call", echo(modern_meta(json!({})))).await;
+        c.call(2, "tools/call", echo(modern_meta(json!({})))).await;
+        c.call(3, "tools/list", json!({"_meta": modern_meta(json!({}))})).await;
+        // Not served in the modern era: refused before any handler.
+        c.call(4, "initialize", json!({"_meta": modern_meta(json!({}))})).await;
+        // A method no table names is counted as `unknown`, whatever its name.
+        c.call(5, "x/made-up", json!({"_meta": modern_meta(json!({}))})).await;
+        c.finish().await;
+    });
+    let mut counts = HashMap::new();
+    let mut timings = HashMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let labels: HashMap<&str, &str> = key.labels().map(|l| (l.key(), l.value())).collect();
+        let label = |k: &str| labels.get(k).copied().unwrap_or("-").to_owned();
+        match (key.name(), value) {
+            (REQUESTS_TOTAL, DebugValue::Counter(n)) => {
+                counts.insert((label("method"), label("era"), label("outcome")), n);
+            }
+            (REQUEST_DURATION_SECONDS, DebugValue::Histogram(samples)) => {
+                assert!(samples.iter().all(|s| s.0 >= 0.0 && s.0 < 30.0), "{samples:?}");
+                timings.insert((label("method"), label("era")), samples.len());
+            }
+            _ => {}
+        }
+    }
+    let count = |m: &str, e: &str, o: &str| counts.get(&(m.to_owned(), e.to_owned(), o.to_owned())).copied();
+    assert_eq!(count("tools/call", "modern", "ok"), Some(2), "{counts:?}");
+    assert_eq!(count("tools/list", "modern", "ok"), Some(1), "{counts:?}");
+    assert_eq!(count("initialize", "modern", "refused"), Some(1), "{counts:?}");
+    assert_eq!(count("unknown", "modern", "refused"), Some(1), "{counts:?}");
+    assert!(!counts.keys().any(|(m, _, _)| m == "x/made-up"), "{counts:?}");
+    assert_eq!(timings.get(&("tools/call".to_owned(), "modern".to_owned())), Some(&2), "{timings:?}");
+    assert_eq!(counts.values().sum::<u64>(), 5, "one count per request: {counts:?}");
+}
