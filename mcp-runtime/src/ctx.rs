@@ -221,7 +221,8 @@ impl Ctx {
     }
 
     /// The handler's own state from the previous round (what it put in
-    /// [`InputRequired::with_state`]), verified and opened by the runtime.
+    /// [`InputRequired::with_state`], or [`Ctx::keep_round_state`]), verified
+    /// and opened by the runtime. [`Ctx::round_state`] reads it typed.
     pub fn request_state(&self) -> Option<&Value> {
         self.inner.request_state.as_ref()
     }

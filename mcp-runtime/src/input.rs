@@ -313,10 +313,11 @@ fn primitive(schema: &Value) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-/// Copies the `keys` that `from` has into `out`.
+/// Copies the `keys` that `from` has into `out` (but not a `null`, such as the default of an
+/// `Option` field: no primitive schema allows it).
 fn copy(out: &mut Map<String, Value>, from: &Map<String, Value>, keys: &[&str]) {
     for k in keys {
-        if let Some(v) = from.get(*k) {
+        if let Some(v) = from.get(*k).filter(|v| !v.is_null()) {
             out.insert((*k).into(), v.clone());
         }
     }
@@ -966,6 +967,8 @@ mod tests {
         tags: Vec<Colour>,
         #[serde(default = "five")]
         five: i64,
+        #[serde(default)]
+        maybe: Option<bool>,
     }
 
     fn five() -> i64 {
@@ -998,6 +1001,7 @@ mod tests {
             json!({"type": "array", "items": {"type": "string", "enum": ["Red", "Green"]}})
         );
         assert_eq!(p["five"]["default"], 5);
+        assert_eq!(p["maybe"], json!({"type": "boolean"}));
         let required: Vec<&str> = s["required"]
             .as_array()
             .unwrap()

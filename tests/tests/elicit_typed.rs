@@ -291,13 +291,17 @@ impl Client {
     }
 
     async fn initialize(&mut self, capabilities: Value) {
+        self.initialize_as(LEGACY, capabilities).await;
+    }
+
+    async fn initialize_as(&mut self, version: &str, capabilities: Value) {
         let init = json!({
-            "protocolVersion": LEGACY,
+            "protocolVersion": version,
             "capabilities": capabilities,
             "clientInfo": {"name": "elicit-typed", "version": "1.0.0"}
         });
         let r = self.call("initialize", init).await;
-        assert_eq!(r["result"]["protocolVersion"], LEGACY, "{r}");
+        assert_eq!(r["result"]["protocolVersion"], version, "{r}");
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
     }
@@ -552,6 +556,14 @@ async fn a_missing_capability_is_32021_in_both_eras() {
         assert!(asked.is_empty());
         assert_eq!(m["error"]["code"], -32021, "{m}");
         assert_eq!(m["error"]["data"]["requiredCapabilities"], json!({"elicitation": {}}));
+        c.finish().await;
+
+        // A revision without elicitation (2025-03-26) never elicits, whatever the client says.
+        let mut c = f.client();
+        c.initialize_as("2025-03-26", elicit_caps()).await;
+        let (m, asked) = c.legacy_tool("signup", |_| panic!("nothing to answer")).await;
+        assert!(asked.is_empty(), "{asked:?}");
+        assert_eq!(m["error"]["code"], -32021, "{m}");
         c.finish().await;
     })
     .await;
