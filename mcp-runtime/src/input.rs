@@ -155,6 +155,14 @@ impl Elicit {
 }
 
 /// Why a type cannot be an elicitation form (see [`form_schema`]).
+///
+/// ```
+/// use mcp_runtime::input::form_schema;
+///
+/// let e = form_schema::<Vec<u8>>().unwrap_err();
+/// assert!(e.to_string().starts_with("alloc::vec::Vec<u8> cannot be an elicitation form"));
+/// assert!(e.reason().contains("struct"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{type_name} cannot be an elicitation form: {reason}")]
 pub struct FormSchemaError {
