@@ -658,8 +658,8 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Content>, D
 /// use mcp_runtime::input::Root;
 /// use serde_json::json;
 ///
-/// let root: Root = serde_json::from_value(json!({"uri": "file:///work", "name": "work"})).unwrap();
-/// assert_eq!(root.uri, "file:///work");
+/// let root: Root = serde_json::from_value(json!({"uri": "file:///projects", "name": "projects"})).unwrap();
+/// assert_eq!(root.uri, "file:///projects");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
