@@ -116,6 +116,17 @@ impl TestClientBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`, modern era): the server
+    /// may then answer a task-capable `tools/call` with a task (see
+    /// [`TestClient::call_tool_as_task`]).
+    pub fn tasks_extension(mut self) -> Self {
+        let extensions = self.extra_capabilities.entry("extensions").or_insert_with(|| json!({}));
+        if let Some(e) = extensions.as_object_mut() {
+            e.insert(mcp_protocol::task_mode::TASKS_EXTENSION.into(), json!({}));
+        }
+        self
+    }
+
     /// The client info (`clientInfo` of `initialize`, or of each modern request's `_meta`).
     pub fn client_info(mut self, name: &str, version: &str) -> Self {
         self.client_info = json!({"name": name, "version": version});

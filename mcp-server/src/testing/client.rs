@@ -94,6 +94,8 @@ pub(crate) struct Inner {
     next_id: AtomicI64,
     /// Every notification received, from any call, the session or the registry's changes.
     log: Mutex<Vec<ServerNotification>>,
+    /// Every server request answered, from any call or task.
+    requests: Mutex<Vec<ServerRequest>>,
     arrived: Notify,
     initialize: Mutex<Option<Value>>,
     discover: Mutex<Option<Value>>,
@@ -145,6 +147,7 @@ impl TestClient {
             limits: DecodeLimits::default(),
             next_id: AtomicI64::new(1),
             log: Mutex::default(),
+            requests: Mutex::default(),
             arrived: Notify::new(),
             initialize: Mutex::default(),
             discover: Mutex::default(),
@@ -361,12 +364,14 @@ impl TestClient {
             .script
             .reply(method, &params)
             .unwrap_or_else(|| Err(RpcError::method_not_found(method)));
-        trace.server_requests.push(ServerRequest {
+        let asked = ServerRequest {
             method: method.to_owned(),
             params,
             key: None,
             reply: reply.clone(),
-        });
+        };
+        trace.server_requests.push(asked.clone());
+        self.record_server_request(asked);
         let body = match reply {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
@@ -440,12 +445,14 @@ impl TestClient {
             if let Ok(v) = &reply {
                 responses.insert(key.clone(), v.clone());
             }
-            trace.server_requests.push(ServerRequest {
+            let asked = ServerRequest {
                 method: method.to_owned(),
                 params,
                 key: Some(key.clone()),
                 reply,
-            });
+            };
+            trace.server_requests.push(asked.clone());
+            self.record_server_request(asked);
         }
         Ok(responses)
     }
@@ -544,6 +551,24 @@ impl TestClient {
     /// session, registry changes), oldest first; the log is emptied.
     pub fn take_notifications(&self) -> Vec<ServerNotification> {
         std::mem::take(&mut *self.inner.log.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every server request the client answered so far (in calls, and for tasks) that
+    /// nobody took yet, oldest first; the log is emptied.
+    pub fn take_server_requests(&self) -> Vec<ServerRequest> {
+        std::mem::take(&mut *self.inner.requests.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn record_server_request(&self, asked: ServerRequest) {
+        self.inner
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(asked);
+    }
+
+    pub(crate) fn script(&self) -> &Script {
+        &self.inner.options.script
     }
 
     /// Waits until a notification of `method` arrives (or is already in the log) and takes
@@ -657,7 +682,15 @@ impl TestClient {
         let arguments = serde_json::to_value(arguments).map_err(|e| ClientError::Unexpected(e.to_string()))?;
         self.exchange("tools/call", json!({"name": name, "arguments": arguments}))
             .await?
-            .try_map(|v| decode("tools/call", v))
+            .try_map(|v| {
+                if v.get("resultType").and_then(Value::as_str) == Some("task") {
+                    let id = v.get("taskId").cloned().unwrap_or_default();
+                    return Err(ClientError::Unexpected(format!(
+                        "the call became task {id}: use call_tool_as_task and task_result"
+                    )));
+                }
+                decode("tools/call", v)
+            })
     }
 
     /// `resources/read`.

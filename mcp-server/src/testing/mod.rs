@@ -85,6 +85,7 @@ mod listen;
 mod listing;
 mod pending;
 mod script;
+mod tasks;
 
 pub use builder::TestClientBuilder;
 pub use client::TestClient;
@@ -94,6 +95,7 @@ pub use listing::{PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 pub use mcp_protocol::model::CompleteReference;
 pub use pending::PendingRequest;
 pub use script::{accept, cancel, decline, sampled_text};
+pub use tasks::{TaskInfo, ToolCall};
 
 impl crate::McpServer {
     /// A [`TestClient`] builder for this server (modern by default; see
