@@ -24,7 +24,7 @@ use tokio_util::sync::DropGuard;
 
 use crate::resume::{self, Follow, Streams, Tape};
 use crate::sse;
-use crate::state::{Permit, Shared, empty, json, rpc_error};
+use crate::state::{Permit, Shared, json, rpc_error};
 
 /// Runs a call the engine prepared and answers it.
 pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -> Response {
@@ -40,9 +40,22 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -
     let guard = call
         .disconnect_cancels()
         .then(|| call.cancel_token().clone().drop_guard());
+    let stop = shared.stop_calls.clone();
     let mut job = shared.tracker.spawn(async move {
         let _permit = permit;
-        call.run(sink).await
+        // A shutdown whose grace ran out cancels the call (a modern call belongs to no
+        // session that closing would cancel); it still runs to its end, within its grace.
+        let token = call.cancel_token().clone();
+        let run = call.run(sink);
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            done = &mut run => done,
+            () = stop.cancelled() => {
+                token.cancel();
+                run.await
+            }
+        }
     });
     let close_at = poll.map(|after| Instant::now() + after);
     let first = tokio::select! {
@@ -147,8 +160,9 @@ fn json_reply(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> R
     match r {
         Ok(done) => match done.frame() {
             Some(body) => json(StatusCode::from_u16(done.status()).unwrap_or(StatusCode::OK), body),
-            // A cancelled call is answered with an empty 200 (behaviour invariant 13).
-            None => empty(StatusCode::OK),
+            // A cancelled call gets no JSON-RPC answer: an SSE stream that ends at once
+            // (behaviour invariant 13; see `sse::ended`).
+            None => sse::ended(),
         },
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");

@@ -62,7 +62,10 @@ pub struct HttpConfig {
     /// How long reading one request body may take (default 60 s); a slower body is answered
     /// `408 Request Timeout` with a JSON-RPC error.
     pub body_timeout: Duration,
-    /// How long [`serve`](crate::serve) waits, on shutdown, for calls in flight (default 30 s).
+    /// How long a graceful shutdown ([`serve`](crate::serve), an
+    /// [`EndpointHandle`](crate::EndpointHandle)) waits for the calls in flight, once every
+    /// stream has ended (default 10 s). Past it every session is closed and the calls still
+    /// running are cancelled (each with the runtime's `cancel_grace` to clean up).
     pub shutdown_grace: Duration,
     /// TLS for [`serve`](crate::serve) (default none: cleartext HTTP/1.1 and h2c). See
     /// [`HttpConfig::with_tls`].
@@ -192,7 +195,7 @@ impl Default for HttpConfig {
             mode: HttpMode::Streamable,
             max_connections: 16_384,
             body_timeout: Duration::from_secs(60),
-            shutdown_grace: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
             tls: None,
             sse_pair: None,
             poll_after: None,
@@ -334,7 +337,8 @@ impl HttpConfig {
         self
     }
 
-    /// Sets how long a shutdown waits for calls in flight (default 30 s).
+    /// Sets how long a shutdown waits for calls in flight (default 10 s; see
+    /// [`HttpConfig::shutdown_grace`]).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self

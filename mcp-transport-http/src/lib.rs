@@ -4,7 +4,15 @@
 //! (default `/mcp`) serves both protocol eras side by side: the legacy revisions 2024-11-05 …
 //! 2025-11-25 (`initialize`, `Mcp-Session-Id` sessions, the GET stream, server-to-client
 //! requests) and the modern, stateless 2026-07-28 (per-request `_meta`, `Mcp-*` headers). Use
-//! [`serve`] to run it on a listener, or [`router`] to mount it in an existing axum app.
+//! [`serve`] to run it on a listener, or [`endpoint`] to mount it in an existing axum app (with
+//! the [`EndpointHandle`] that shuts it down).
+//!
+//! ## Shutdown
+//!
+//! A graceful shutdown ([`serve`]'s token, [`EndpointHandle::shutdown`]) ends every SSE stream
+//! at once, gives the calls in flight [`HttpConfig::shutdown_grace`] to finish, then closes the
+//! sessions and cancels what still runs (each handler has the runtime's `cancel_grace` to clean
+//! up): behaviour invariant 27.
 //!
 //! ## How a POST travels
 //!
@@ -31,8 +39,9 @@
 //! frame (progress, a log message, a legacy server-to-client request) arrives first, the answer
 //! switches to `text/event-stream` and carries the frames, then the reply, on that request's own
 //! stream. A legacy client that disconnects does not cancel its call; a modern client that
-//! closes its stream does. A call cancelled by `notifications/cancelled` is answered with an
-//! empty 200.
+//! closes its stream does. A call cancelled by `notifications/cancelled` gets no JSON-RPC
+//! answer: a stream that had started just ends, otherwise the POST is answered with an SSE
+//! stream that ends before any event (behaviour invariant 13).
 //!
 //! ## Resumable POST streams (SEP-1699)
 //!
@@ -51,7 +60,7 @@
 //! stream starts with a SEP-1699 priming event (an id and empty data, after a `retry:` field),
 //! replays the events after `Last-Event-ID` when the client resumes (or says, with one
 //! `notifications/replay_truncated` event, that some were lost), then carries live events.
-//! DELETE ends a session; [`serve`] also sweeps idle ones.
+//! DELETE ends a session; [`serve`] and [`endpoint`] also sweep idle ones.
 //!
 //! ## `subscriptions/listen`
 //!
@@ -87,6 +96,7 @@
 mod batch;
 mod call;
 mod config;
+mod endpoint;
 mod guard;
 mod hub;
 mod listen;
@@ -115,6 +125,7 @@ use mcp_runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{HttpConfig, HttpError, HttpMode};
+pub use endpoint::{Endpoint, EndpointHandle};
 pub use server::serve;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
 pub use tokio_rustls::rustls;
@@ -168,29 +179,53 @@ fn routes(shared: Arc<Shared>) -> Router {
     router.with_state(shared)
 }
 
-/// The MCP endpoint as an axum [`Router`], to merge or nest into an application.
+/// The MCP endpoint as an axum [`Router`], to merge or nest into an application, with the
+/// [`EndpointHandle`] that shuts it down (see [`Endpoint`] for the whole pattern).
 ///
-/// The router does not know the address it is served on, so a `None`
-/// [`HttpConfig::allowed_origins`] / [`HttpConfig::allowed_hosts`] means the loopback defaults:
-/// configure both when serving other hosts. Idle sessions are not swept by the router alone:
-/// call `runtime.sessions().sweep(ttl)` periodically, or use [`serve`]. The connection cap,
-/// `TCP_NODELAY` and TLS belong to the server that runs the router; the body limits and the
-/// body-read timeout apply. Request extensions set by the application's middleware reach
+/// What the router does not know or own, the application must see to:
+///
+/// - **Shutdown.** Its SSE streams (a legacy GET stream lives as long as its client) end only
+///   when the endpoint shuts down: call [`EndpointHandle::trigger`] or
+///   [`EndpointHandle::shutdown`] and give [`EndpointHandle::triggered`] to
+///   `axum::serve(..).with_graceful_shutdown(..)`; without it the server's graceful shutdown
+///   waits for those streams forever.
+/// - **`TCP_NODELAY`.** Set it on accepted sockets (axum 0.8: `axum::serve::ListenerExt`,
+///   `listener.tap_io(|tcp| { let _ = tcp.set_nodelay(true); })`), or SSE events and small
+///   replies wait for Nagle's algorithm and delayed ACKs (tens of ms per event).
+/// - **Origins and hosts.** The router does not know the address it is served on, so a `None`
+///   [`HttpConfig::allowed_origins`] / [`HttpConfig::allowed_hosts`] means the loopback
+///   defaults: configure both when serving other hosts.
+/// - **Connections.** The connection cap, the header-read, idle and stall timeouts, HTTP/2
+///   limits and TLS are [`serve`]'s; the application's server has its own (or none). The
+///   body limits and the body-read timeout apply.
+/// - **Paths.** [`HttpConfig::path`] (and the 2024-11-05 pair's paths) are routes of this
+///   router: nested under a prefix, the pair's `endpoint` event must name the prefix too
+///   (see [`HttpConfig::sse_pair`]).
+///
+/// The router sweeps its own idle sessions (started with its first request, or at once when
+/// built inside a Tokio runtime). Request extensions set by the application's middleware reach
 /// handlers through `Ctx::extensions`.
-pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
+pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, HttpError> {
     let shared = shared(runtime, config, None, CancellationToken::new())?;
     if tokio::runtime::Handle::try_current().is_ok() {
-        shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
+        shared.ensure_started();
     }
-    Ok(routes(shared))
+    Ok(Endpoint::new(routes(shared.clone()), shared))
+}
+
+/// The MCP endpoint as an axum [`Router`] alone: [`endpoint`] without its handle, so it cannot
+/// be shut down gracefully (its SSE streams end only when their clients leave). Prefer
+/// [`endpoint`]; every caveat listed there applies.
+pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
+    endpoint(runtime, config).map(Endpoint::into_router)
 }
 
 /// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers).
 /// The host is the target's authority when it has one (absolute form, HTTP/2 `:authority`),
 /// else the `Host` header; two `Host` headers, or an HTTP/2 `Host` that disagrees with
 /// `:authority`, are a malformed request (400). Returns the origin to echo in the CORS headers.
-pub(crate) fn admit(shared: &Shared, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
-    shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
+pub(crate) fn admit(shared: &Arc<Shared>, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
+    shared.ensure_started();
     let headers = req.headers();
     let origin = guard::origin_of(headers);
     let host = match guard::host_of(headers, req.uri(), req.version()) {

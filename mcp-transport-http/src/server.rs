@@ -49,7 +49,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{HttpConfig, HttpError};
-use crate::state::Shared;
 use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
@@ -146,9 +145,14 @@ fn builder(config: &HttpConfig) -> auto::Builder<TokioExecutor> {
 /// `h2`/`http/1.1`. Connections are bounded by [`HttpConfig::header_read_timeout`],
 /// [`HttpConfig::idle_timeout`], [`HttpConfig::stall_timeout`] and the HTTP/2 keep-alive and
 /// limits. A background task sweeps sessions idle for longer than the runtime's `session_ttl`
-/// every [`HttpConfig::session_sweep_interval`]. On shutdown no new connection is accepted, SSE
-/// streams end, and the calls in flight run to their end (at most
-/// [`HttpConfig::shutdown_grace`]) before this returns.
+/// every [`HttpConfig::session_sweep_interval`].
+///
+/// When `shutdown` is cancelled, no new connection is accepted and every SSE stream ends at
+/// once (the legacy GET stream, `subscriptions/listen` streams with their completion result,
+/// the 2024-11-05 pair, POST streams); the calls in flight get [`HttpConfig::shutdown_grace`]
+/// (default 10 s) to finish; past it every session is closed and the remaining calls are
+/// cancelled, each with the runtime's `cancel_grace` to clean up. This returns when the calls
+/// have drained: at most `shutdown_grace` + `cancel_grace` + 1 s after the cancellation.
 pub async fn serve(
     runtime: Arc<Runtime>,
     config: HttpConfig,
@@ -157,8 +161,7 @@ pub async fn serve(
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr()?;
     let shared = crate::shared(runtime, config, Some(addr), shutdown.child_token())?;
-    shared.hub.ensure_started(&shared.runtime, &shared.shutdown);
-    let sweeper = tokio::spawn(sweep(shared.clone()));
+    shared.ensure_started();
     let app = crate::routes(shared.clone());
     let tls = shared.config.tls.clone().map(TlsAcceptor::from);
     let max = shared.config.max_connections;
@@ -236,20 +239,13 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // Streams end at once (the endpoint's shutdown token); connections close once their
+    // responses are done (hyper's graceful shutdown); calls get `shutdown_grace`, then are
+    // cancelled (behaviour invariant 27).
     shared.shutdown.cancel();
-    sweeper.abort();
     drain.cancel();
     connections.close();
-    let drained = tokio::time::timeout(shared.config.shutdown_grace, async {
-        connections.wait().await;
-        shared.tracker.close();
-        shared.tracker.wait().await;
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(grace = ?shared.config.shutdown_grace, "calls still in flight after the shutdown grace");
-        shared.runtime.sessions().clear();
-    }
+    shared.drain(connections.wait()).await;
     tracing::info!(%addr, "MCP Streamable HTTP endpoint stopped");
     Ok(())
 }
@@ -320,25 +316,6 @@ async fn connection<I>(
                     if !draining {
                         conn.as_mut().graceful_shutdown();
                     }
-                }
-            }
-        }
-    }
-}
-
-/// Expires idle sessions every [`HttpConfig::session_sweep_interval`].
-async fn sweep(shared: Arc<Shared>) {
-    let every = shared.config.session_sweep_interval.max(Duration::from_millis(10));
-    let mut tick = tokio::time::interval(every);
-    tick.reset();
-    loop {
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = tick.tick() => {
-                let n = shared.runtime.sessions().sweep(shared.runtime.config().session_ttl);
-                shared.hub.prune();
-                if n > 0 {
-                    tracing::debug!(expired = n, "idle sessions swept");
                 }
             }
         }

@@ -77,6 +77,18 @@ pub(crate) fn response(rx: mpsc::Receiver<Bytes>) -> Response {
     r
 }
 
+/// A `200 text/event-stream` response that ends before any event: the answer to a request
+/// whose call was cancelled before its reply started (behaviour invariant 13). The SDK clients
+/// take it without complaint: the Python SDK resolves the (already abandoned) request with
+/// "SSE stream ended without a response", the TypeScript SDKs end the stream silently (no
+/// event id, so nothing to resume); an empty `200` without a content type made both report
+/// "Unexpected content type". It is also what the specification allows for a request (SSE or
+/// JSON), unlike a `202`.
+pub(crate) fn ended() -> Response {
+    let (_, rx) = channel(1);
+    response(rx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,10 @@
 //! What every request of one endpoint shares, the in-flight cap, CORS, and the helpers that
 //! build answers.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -44,6 +46,15 @@ pub(crate) struct Shared {
     pub(crate) tracker: TaskTracker,
     /// Cancelled when the server shuts down: streams end.
     pub(crate) shutdown: CancellationToken,
+    /// Cancelled when a shutdown's drain deadline passed: the calls still running are
+    /// cancelled (each then gets the runtime's `cancel_grace`).
+    pub(crate) stop_calls: CancellationToken,
+    /// Cancelled once a shutdown has drained (or given up on) the calls in flight.
+    pub(crate) drained: CancellationToken,
+    /// Whether the drain of a shutdown has started (it runs once).
+    draining: AtomicBool,
+    /// Whether the background tasks (registry fan-out, session sweep) were started.
+    started: AtomicBool,
     in_flight: Arc<AtomicUsize>,
     allow_headers: Mutex<Option<(Arc<Catalog>, HeaderValue)>>,
 }
@@ -68,9 +79,68 @@ impl Shared {
             pairs: Pairs::default(),
             tracker: TaskTracker::new(),
             shutdown,
+            stop_calls: CancellationToken::new(),
+            drained: CancellationToken::new(),
+            draining: AtomicBool::new(false),
+            started: AtomicBool::new(false),
             in_flight: Arc::new(AtomicUsize::new(0)),
             allow_headers: Mutex::new(None),
         }
+    }
+
+    /// Starts the endpoint's background tasks once (they need a Tokio runtime: the first
+    /// request, [`serve`](crate::serve) or [`router`](crate::router) calls this): the fan-out
+    /// of registry changes and the idle-session sweep. Both end at shutdown, and when the
+    /// endpoint is dropped.
+    pub(crate) fn ensure_started(self: &Arc<Self>) {
+        self.hub.ensure_started(&self.runtime, &self.shutdown);
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tokio::spawn(sweep(Arc::downgrade(self)));
+    }
+
+    /// Begins a graceful shutdown once (later calls do nothing): every stream ends at once, and
+    /// a task drains the calls in flight ([`Shared::drain`]), then cancels [`Shared::drained`].
+    pub(crate) fn begin_shutdown(self: &Arc<Self>) {
+        self.shutdown.cancel();
+        if self.draining.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let shared = self.clone();
+        tokio::spawn(async move {
+            shared.drain(std::future::ready(())).await;
+        });
+    }
+
+    /// The drain of a graceful shutdown (behaviour invariant 27): streams end (the shutdown
+    /// token), then the calls in flight and `also` (the connections, for `serve`) get
+    /// [`HttpConfig::shutdown_grace`] to finish. Past it every session is closed and every call
+    /// still running is cancelled; each then has the runtime's `cancel_grace` to clean up
+    /// (plus a second for its answer to be written) before the drain gives up on it.
+    pub(crate) async fn drain(&self, also: impl Future<Output = ()>) {
+        self.draining.store(true, Ordering::Release);
+        self.shutdown.cancel();
+        self.tracker.close();
+        let grace = self.config.shutdown_grace;
+        let work = async {
+            also.await;
+            self.tracker.wait().await;
+        };
+        tokio::pin!(work);
+        if tokio::time::timeout(grace, &mut work).await.is_err() {
+            tracing::warn!(
+                ?grace,
+                "calls still in flight after the shutdown grace; cancelling them"
+            );
+            self.runtime.sessions().clear();
+            self.stop_calls.cancel();
+            let wind_down = self.runtime.config().cancel_grace + Duration::from_secs(1);
+            if tokio::time::timeout(wind_down, &mut work).await.is_err() {
+                tracing::warn!("calls still running after their cancellation grace; abandoned");
+            }
+        }
+        self.drained.cancel();
     }
 
     /// Whether legacy sessions are minted (the streamable mode with sessions enabled).
@@ -215,4 +285,31 @@ pub(crate) fn session_required() -> Response {
 pub(crate) fn store_unavailable() -> Response {
     let e = RpcError::store_unavailable();
     rpc_error(status_at(Stage::Overload, Era::Legacy, e.code), None, &e)
+}
+
+/// Expires idle sessions every [`HttpConfig::session_sweep_interval`], until the endpoint shuts
+/// down or is dropped.
+async fn sweep(shared: std::sync::Weak<Shared>) {
+    let (every, shutdown) = match shared.upgrade() {
+        Some(s) => (
+            s.config.session_sweep_interval.max(Duration::from_millis(10)),
+            s.shutdown.clone(),
+        ),
+        None => return,
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.reset();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                let Some(shared) = shared.upgrade() else { return };
+                let n = shared.runtime.sessions().sweep(shared.runtime.config().session_ttl);
+                shared.hub.prune();
+                if n > 0 {
+                    tracing::debug!(expired = n, "idle sessions swept");
+                }
+            }
+        }
+    }
 }

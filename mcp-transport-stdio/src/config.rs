@@ -41,8 +41,10 @@ pub struct StdioConfig {
     /// Past it, notifications are dropped: they have no reply.
     /// `notifications/cancelled` never waits here.
     pub max_notifications: usize,
-    /// How long admitted work may still run after stdin closes (default
-    /// 30 s). Past it, the remaining requests are cancelled and get no answer.
+    /// How long admitted work may still run after stdin closes or a graceful
+    /// shutdown begins ([`serve_until`](crate::serve_until)) (default 10 s).
+    /// Past it, the remaining requests are cancelled and get no answer; each
+    /// handler then has the runtime's `cancel_grace` to clean up.
     pub drain_timeout: Duration,
 }
 
@@ -55,7 +57,7 @@ impl Default for StdioConfig {
             max_workers: 8,
             max_queue: 64,
             max_notifications: 256,
-            drain_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -119,14 +121,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_are_the_reference_ones() {
+    fn defaults() {
         let c = StdioConfig::default();
         assert_eq!(c.max_frame_bytes, 16 * 1024 * 1024);
         assert_eq!(c.max_depth, 64);
         assert_eq!(c.max_workers, 8);
         assert_eq!(c.max_queue, 64);
         assert_eq!(c.max_notifications, 256);
-        assert_eq!(c.drain_timeout, Duration::from_secs(30));
+        assert_eq!(c.drain_timeout, Duration::from_secs(10));
     }
 
     #[test]

@@ -133,33 +133,40 @@ impl Coordinator {
     /// `subscriptions/listen`: the acknowledgement first, then the
     /// subscription's notifications, correlated by the listen id. The client
     /// ends it with `notifications/cancelled` (no answer); a server shutdown
-    /// ends it with `notifications/cancelled` naming the listen id and then
-    /// the completion result; the end of input ends it silently.
+    /// (the runtime's, or this transport's graceful one) ends it with
+    /// `notifications/cancelled` naming the listen id and then the completion
+    /// result; the end of input ends it silently.
     async fn listen(&self, listening: Listening) {
         let Listening { mut listener, guard } = listening;
         if let Some(ack) = listener.take_ack() {
             self.shared.out.notify(ack).await;
         }
         let shared = self.shared.clone();
-        tokio::spawn(async move {
+        self.shared.listens.spawn(async move {
             let cancelled = guard.as_ref().map(|g| g.token().clone()).unwrap_or_default();
             loop {
-                tokio::select! {
+                let ended = tokio::select! {
                     biased;
                     () = cancelled.cancelled() => break,
+                    () = shared.shutdown.cancelled() => true,
                     () = shared.input_closed.cancelled() => break,
                     next = listener.next() => match next {
                         Some(frame) => {
                             if !shared.out.notify(frame).await {
                                 break;
                             }
+                            false
                         }
-                        None => {
-                            shared.out.notify(listener.server_cancel_frame()).await;
-                            shared.out.respond(listener.completion_frame(), guard.into_iter().collect()).await;
-                            return;
-                        }
+                        None => true,
                     },
+                };
+                if ended {
+                    shared.out.notify(listener.server_cancel_frame()).await;
+                    shared
+                        .out
+                        .respond(listener.completion_frame(), guard.into_iter().collect())
+                        .await;
+                    return;
                 }
             }
             drop(guard);

@@ -66,11 +66,17 @@
 //!
 //! ## Shutdown
 //!
-//! At end of input the reader stops, the session is closed (its pending
-//! server-to-client requests fail at once: no answer can arrive any more),
-//! admitted requests run to completion for at most
-//! [`drain_timeout`](StdioConfig::drain_timeout), then are cancelled; the
-//! output is flushed and [`serve_io`] returns. If writing fails, the client
+//! At end of input, or when the shutdown future of [`serve_until`] /
+//! [`serve_io_until`] completes, the reader stops, the session is closed (its
+//! pending server-to-client requests fail at once: no answer can arrive any
+//! more), admitted requests run to completion for at most
+//! [`drain_timeout`](StdioConfig::drain_timeout) (default 10 s), then are
+//! cancelled (each handler then has the runtime's `cancel_grace` to clean
+//! up); the output is flushed and [`serve_io`] returns. A graceful shutdown
+//! also ends open `subscriptions/listen` streams with `notifications/cancelled`
+//! and their completion result. When stdin is not a pipe (a terminal), [`serve`]
+//! reads it on a detached thread, so a read blocked on the terminal never keeps
+//! the process alive after serving ended. If writing fails, the client
 //! is gone: reading stops, work in flight is cancelled, and
 //! [`StdioError::Write`] is returned.
 //!
@@ -90,8 +96,10 @@ mod framing;
 mod notify;
 mod pool;
 mod state;
+mod stdin;
 mod writer;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,6 +111,9 @@ pub use config::StdioConfig;
 pub use error::StdioError;
 
 use coordinator::Coordinator;
+
+/// How long open listen streams may take to write their end once serving stops.
+const LISTEN_WIND_DOWN: Duration = Duration::from_secs(1);
 use framing::LineReader;
 use pool::Pool;
 use state::Shared;
@@ -111,16 +122,30 @@ use state::Shared;
 ///
 /// When stdin and stdout are pipes (as when a client spawns the server),
 /// they are driven by the reactor as non-blocking pipes; otherwise (a file,
-/// a terminal) through tokio's `stdin()`/`stdout()`, which read and write on
-/// the blocking thread pool. See [`serve_io`]. Note that in the second case,
-/// if serving ends because stdout failed while stdin stays open, the reading
-/// thread lingers until stdin yields or the process exits.
+/// a terminal) stdin is read on a detached thread of its own and stdout
+/// written through tokio's `stdout()`. The thread is never waited for: once
+/// serving has ended, the process exits when `main` returns even while the
+/// thread is still blocked reading a terminal. See [`serve_io`].
 pub async fn serve(runtime: Arc<Runtime>, config: StdioConfig) -> Result<(), StdioError> {
+    serve_until(runtime, config, std::future::pending()).await
+}
+
+/// Serves MCP on the process's stdin and stdout until stdin closes or
+/// `shutdown` completes (a graceful shutdown, e.g. on
+/// `tokio::signal::ctrl_c()`): see [`serve_io_until`] and [`serve`].
+pub async fn serve_until(
+    runtime: Arc<Runtime>,
+    config: StdioConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), StdioError> {
     #[cfg(unix)]
     if let Some((stdin, stdout)) = pipes() {
-        return serve_io(runtime, config, stdin, stdout).await;
+        return serve_io_until(runtime, config, stdin, stdout, shutdown).await;
     }
-    serve_io(runtime, config, tokio::io::stdin(), tokio::io::stdout()).await
+    match stdin::spawn() {
+        Some(stdin) => serve_io_until(runtime, config, stdin, tokio::io::stdout(), shutdown).await,
+        None => serve_io_until(runtime, config, tokio::io::stdin(), tokio::io::stdout(), shutdown).await,
+    }
 }
 
 /// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes.
@@ -160,6 +185,32 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_io_until(runtime, config, reader, writer, std::future::pending()).await
+}
+
+/// Serves MCP on `reader` and `writer` until `reader` ends or `shutdown`
+/// completes.
+///
+/// A graceful shutdown stops reading (nothing more is admitted, and the
+/// session is closed: its pending server-to-client requests fail, since no
+/// answer can be read any more), ends every `subscriptions/listen` stream
+/// with `notifications/cancelled` and its completion result, lets the
+/// admitted requests finish within [`StdioConfig::drain_timeout`] (default
+/// 10 s), then cancels the rest (each handler has the runtime's
+/// `cancel_grace` to clean up; a cancelled request gets no answer), flushes
+/// the output and returns `Ok(())` (behaviour invariant 28).
+pub async fn serve_io_until<R, W>(
+    runtime: Arc<Runtime>,
+    config: StdioConfig,
+    reader: R,
+    writer: W,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let cancel_grace = runtime.config().cancel_grace;
     // Subscribe before anything runs, so that no change is missed.
     let changes = runtime.registry().subscribe();
     let (outlets, writer) = writer::spawn(writer);
@@ -167,15 +218,27 @@ where
     let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
     let limits = DecodeLimits::new(config.max_frame_bytes, config.max_depth).with_max_batch(config.max_batch);
-    let pool = Pool::new(config.workers(), config.max_queue, shared.slot.root().clone());
+    let pool = Pool::new(
+        config.workers(),
+        config.max_queue,
+        shared.slot.root().clone(),
+        cancel_grace,
+    );
     let coordinator = Coordinator::new(shared.clone(), pool, notifications, limits);
     tracing::debug!(?config, "stdio transport serving");
 
     let mut lines = LineReader::new(reader, config.max_frame_bytes);
+    tokio::pin!(shutdown);
     let read = loop {
         let next = tokio::select! {
             biased;
             () = writer.failed().cancelled() => break Ok(()),
+            () = &mut shutdown => {
+                tracing::debug!("graceful shutdown: reading stops");
+                // Listen streams end with their completion (before `input_closed`).
+                shared.shutdown.cancel();
+                break Ok(());
+            }
             next = lines.next() => next,
         };
         match next {
@@ -203,6 +266,13 @@ where
     pool.drain(drain).await;
     if tokio::time::timeout(config.drain_timeout, inbound).await.is_err() {
         tracing::warn!("client notifications still being handled at shutdown");
+    }
+    shared.listens.close();
+    if tokio::time::timeout(LISTEN_WIND_DOWN, shared.listens.wait())
+        .await
+        .is_err()
+    {
+        tracing::debug!("listen streams still ending at shutdown");
     }
     forwarder.abort();
     let written = writer.close().await;

@@ -22,8 +22,9 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-/// How long cancelled work may take to wind down before it is aborted.
-const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// How long cancelled work may take, beyond the runtime's `cancel_grace`, to write its end
+/// before it is aborted.
+const WIND_DOWN: Duration = Duration::from_secs(1);
 
 /// A unit of admitted work: a request or a batch, answer included.
 pub(crate) type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -50,14 +51,17 @@ pub(crate) struct Pool {
     admitted: Arc<AtomicUsize>,
     capacity: usize,
     stop: CancellationToken,
+    /// How long cancelled work may run before it is aborted.
+    grace: Duration,
     dispatcher: JoinHandle<()>,
 }
 
 impl Pool {
     /// A pool of `workers` (at least one) with `queue` waiting places;
     /// `stop` is cancelled when the drain timeout passes (every job's token
-    /// descends from it).
-    pub(crate) fn new(workers: usize, queue: usize, stop: CancellationToken) -> Self {
+    /// descends from it); cancelled work is aborted after `cancel_grace`
+    /// (the runtime's grace for cancelled handlers) and a second more.
+    pub(crate) fn new(workers: usize, queue: usize, stop: CancellationToken, cancel_grace: Duration) -> Self {
         let workers = workers.max(1);
         let (tx, rx) = mpsc::unbounded_channel();
         Pool {
@@ -65,6 +69,7 @@ impl Pool {
             admitted: Arc::new(AtomicUsize::new(0)),
             capacity: workers.saturating_add(queue),
             stop,
+            grace: cancel_grace + WIND_DOWN,
             dispatcher: tokio::spawn(dispatch(rx, workers)),
         }
     }
@@ -92,6 +97,7 @@ impl Pool {
         let Pool {
             tx,
             stop,
+            grace,
             mut dispatcher,
             ..
         } = self;
@@ -99,9 +105,12 @@ impl Pool {
         if tokio::time::timeout(timeout, &mut dispatcher).await.is_ok() {
             return;
         }
-        tracing::warn!(?timeout, "requests still running after end of input; cancelling them");
+        tracing::warn!(
+            ?timeout,
+            "requests still running at the end of serving; cancelling them"
+        );
         stop.cancel();
-        if tokio::time::timeout(CANCEL_GRACE, &mut dispatcher).await.is_ok() {
+        if tokio::time::timeout(grace, &mut dispatcher).await.is_ok() {
             return;
         }
         tracing::warn!("requests ignored their cancellation; aborting them");
@@ -147,7 +156,7 @@ mod tests {
 
     #[tokio::test]
     async fn admission_is_bounded_and_released() {
-        let pool = Pool::new(1, 1, CancellationToken::new());
+        let pool = Pool::new(1, 1, CancellationToken::new(), Duration::ZERO);
         let gate = Arc::new(Notify::new());
         let job = |g: Arc<Notify>| -> Job { Box::pin(async move { g.notified().await }) };
         let admit = |j: Job| pool.reserve().map(|s| pool.submit(s, j));
@@ -170,7 +179,7 @@ mod tests {
     #[tokio::test]
     async fn drain_cancels_after_the_timeout() {
         let stop = CancellationToken::new();
-        let pool = Pool::new(2, 2, stop.clone());
+        let pool = Pool::new(2, 2, stop.clone(), Duration::ZERO);
         let token = stop.child_token();
         let seen = token.clone();
         let job: Job = Box::pin(async move { seen.cancelled().await });

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mcp_protocol::auth::AuthInfo;
 use mcp_runtime::{Engine, Peer, Session, SessionSlot, Sessions};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::writer::Outlets;
 
@@ -24,6 +25,11 @@ pub(crate) struct Shared {
     pub(crate) out: Outlets,
     /// Cancelled when the input ends: open listen streams stop.
     pub(crate) input_closed: CancellationToken,
+    /// Cancelled when a graceful shutdown begins: open listen streams end with
+    /// `notifications/cancelled` and their completion result.
+    pub(crate) shutdown: CancellationToken,
+    /// The listen streams' tasks, awaited (briefly) before the output is closed.
+    pub(crate) listens: TaskTracker,
 }
 
 impl Shared {
@@ -35,6 +41,8 @@ impl Shared {
             slot: SessionSlot::new(CancellationToken::new()),
             out,
             input_closed: CancellationToken::new(),
+            shutdown: CancellationToken::new(),
+            listens: TaskTracker::new(),
         }
     }
 

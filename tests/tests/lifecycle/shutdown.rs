@@ -1,0 +1,232 @@
+//! Graceful shutdown with a legacy GET stream, a `subscriptions/listen` stream, a streaming
+//! POST and calls in flight: over `serve_http_on`, over the router under `axum::serve` with
+//! its graceful shutdown, and over stdio.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::Method;
+use mcp_server::McpServer;
+use mcp_server::http::HttpConfig;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::fixture::{Probe, WAIT, bounded, call, server};
+use crate::stdio::Pipe;
+use crate::support::{Server, Sse, modern};
+
+/// The drain deadline of these tests: calls get 1 s, then are cancelled (1 s grace each).
+const GRACE: Duration = Duration::from_secs(1);
+/// The bound on a whole shutdown: the grace, the cancel grace and a second are 3 s; the old
+/// router hung for good, the old stdio reader as long as stdin stayed silent.
+const SHUTDOWN: Duration = Duration::from_secs(10);
+
+/// The streams and calls open when the shutdown begins.
+struct Open {
+    get: Sse,
+    listen: Sse,
+    post: Sse,
+}
+
+/// Opens a legacy GET stream, a modern listen stream (id 5) and a legacy streaming POST of
+/// `hold` (id 7), and starts a `stubborn` call (id 8) that ignores its cancellation.
+async fn open(client: &Server, probe: &mut Probe) -> Open {
+    let sid = client.initialize().await;
+    let mut get = client
+        .req(Method::GET)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .sse();
+    assert!(get.next().await.is_some(), "the GET stream's priming event");
+    let mut listen = client
+        .post(modern(
+            5,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .send()
+        .await
+        .sse();
+    let ack = listen.next().await.expect("acknowledgement").json();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let mut post = client
+        .post(call(7, "hold", true))
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .sse();
+    let progress = post.message().await.expect("the call's progress");
+    assert_eq!(progress["method"], "notifications/progress");
+    assert!(probe.saw("hold started").await);
+    let stubborn = client.post(call(8, "stubborn", false)).header("mcp-session-id", &sid);
+    tokio::spawn(stubborn.try_send());
+    // Let the stubborn call start.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Open { get, listen, post }
+}
+
+/// Every stream ended (the listen stream with its completion result) and `hold` cleaned up.
+async fn assert_ended(mut open: Open, probe: &mut Probe) {
+    let rest = tokio::time::timeout(WAIT, drain(&mut open.get))
+        .await
+        .expect("the GET stream ended");
+    assert!(rest.is_empty(), "nothing more on the GET stream: {rest:?}");
+    let rest = tokio::time::timeout(WAIT, drain(&mut open.listen))
+        .await
+        .expect("the listen stream ended");
+    let last = rest.last().expect("the listen stream's completion result");
+    assert_eq!(last["id"], 5, "{rest:?}");
+    assert_eq!(last["result"]["resultType"], "complete", "{rest:?}");
+    let rest = tokio::time::timeout(WAIT, drain(&mut open.post))
+        .await
+        .expect("the POST stream ended");
+    assert!(
+        rest.iter().all(|m| m.get("id").is_none()),
+        "the held call is not answered on a stream that ended: {rest:?}"
+    );
+    assert!(
+        probe.saw("hold cleaned up").await,
+        "the held call was cancelled and cleaned up"
+    );
+}
+
+/// The messages left on a stream until it ends.
+async fn drain(sse: &mut Sse) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(e) = sse.next().await {
+        if !e.data.is_empty() {
+            out.push(e.json());
+        }
+    }
+    out
+}
+
+/// A client of the endpoint at `addr`.
+fn client(addr: SocketAddr, server: &McpServer) -> Server {
+    Server::external(addr, "/mcp", server.runtime().clone(), server.registry().clone())
+}
+
+#[tokio::test]
+async fn serve_http_on_ends_streams_and_drains_within_the_grace() {
+    bounded(async {
+        let (server, mut probe) = server();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let token = CancellationToken::new();
+        let config = HttpConfig::default().shutdown_grace(GRACE);
+        let serving = tokio::spawn(server.clone().serve_http_on(listener, config, token.clone()));
+        let c = client(addr, &server);
+        let open = open(&c, &mut probe).await;
+
+        let started = Instant::now();
+        token.cancel();
+        tokio::time::timeout(SHUTDOWN, serving)
+            .await
+            .expect("serve_http_on returned within its deadline")
+            .expect("serve task")
+            .expect("clean shutdown");
+        assert!(started.elapsed() < SHUTDOWN);
+        assert_ended(open, &mut probe).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_router_shuts_down_under_axum_serve() {
+    use axum::serve::ListenerExt;
+    bounded(async {
+        let (server, mut probe) = server();
+        let mcp = server
+            .router(HttpConfig::default().shutdown_grace(GRACE))
+            .expect("router");
+        let handle = mcp.handle();
+        let app = axum::Router::new()
+            .route("/health", axum::routing::get(|| async { "ok" }))
+            .merge(mcp.into_router());
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // axum does not set TCP_NODELAY itself (the router's documented caveat).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let triggered = handle.triggered();
+        let serving = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(triggered).await });
+        let c = client(addr, &server);
+        let open = open(&c, &mut probe).await;
+
+        let started = Instant::now();
+        assert!(!handle.is_triggered());
+        handle.trigger();
+        tokio::time::timeout(SHUTDOWN, serving)
+            .await
+            .expect("axum::serve's graceful shutdown returned within the deadline")
+            .expect("serve task")
+            .expect("clean shutdown");
+        tokio::time::timeout(SHUTDOWN, handle.shutdown())
+            .await
+            .expect("the endpoint drained within its deadline");
+        assert!(started.elapsed() < SHUTDOWN);
+        assert_ended(open, &mut probe).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stdio_shutdown_ends_listens_and_drains() {
+    bounded(async {
+        let (server, mut probe) = server();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let config = mcp_server::StdioConfig::default().with_drain_timeout(GRACE);
+        let mut pipe = Pipe::start(server.runtime().clone(), config, async {
+            let _ = stopped.await;
+        });
+        pipe.initialize("2025-11-25").await;
+        let listen = json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
+            "notifications": {"toolsListChanged": true},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }});
+        pipe.send(&listen).await;
+        let ack = pipe.next().await.expect("acknowledgement");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        pipe.send(&call(3, "hold", false)).await;
+        assert!(probe.saw("hold started").await);
+        pipe.send(&call(4, "stubborn", false)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        let started = Instant::now();
+        stop.send(()).expect("serving");
+        let (rest, served) = tokio::time::timeout(SHUTDOWN, pipe.finish())
+            .await
+            .expect("serve_io_until returned within its deadline");
+        served.expect("clean shutdown");
+        assert!(started.elapsed() < SHUTDOWN);
+        let cancelled = rest
+            .iter()
+            .position(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == "L")
+            .unwrap_or_else(|| panic!("the listen stream's notifications/cancelled: {rest:?}"));
+        let completion = rest
+            .iter()
+            .position(|m| m["id"] == "L")
+            .unwrap_or_else(|| panic!("the listen stream's completion: {rest:?}"));
+        assert!(cancelled < completion, "{rest:?}");
+        assert_eq!(rest[completion]["result"]["resultType"], "complete");
+        assert!(
+            rest.iter().all(|m| m["id"] != 3 && m["id"] != 4),
+            "cancelled calls are not answered: {rest:?}"
+        );
+        assert!(
+            probe.saw("hold cleaned up").await,
+            "the held call cleaned up after its cancellation"
+        );
+    })
+    .await;
+}
