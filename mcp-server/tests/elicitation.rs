@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use mcp_server::prelude::*;
 use mcp_server::testing::{ClientError, TestClient, accept, decline, sampled_text};
@@ -495,4 +496,63 @@ async fn typed_sampling_and_roots_in_both_eras() {
         // Modern: one round per ask (the handler re-runs from the top).
         assert_eq!(call.rounds, if revision.era() == Era::Modern { 3 } else { 1 });
     }
+}
+
+#[tokio::test]
+async fn url_elicitation_completes_on_the_session_that_elicited() {
+    let server = McpServer::builder()
+        .name("url")
+        .version("1")
+        .tool(Tool::new(
+            "sign_in",
+            "URL-mode elicitation",
+            |_a, ctx: Ctx| async move {
+                let done = ctx.elicit_url("Sign in, please", "https://example.com/login").await?;
+                Ok::<_, HandlerError>(format!(
+                    "{} {}",
+                    done.elicitation_id,
+                    done.response["action"].as_str().unwrap_or("?")
+                ))
+            },
+        ))
+        .build()
+        .unwrap();
+    let c = server
+        .test_client()
+        .revision(Revision::V2025_11_25)
+        .principal("carol")
+        .capability("elicitation", json!({"url": {}}))
+        .on_elicit(|p| {
+            assert_eq!(p["mode"], "url");
+            assert_eq!(p["url"], "https://example.com/login");
+            accept(Value::Null)
+        })
+        .connect()
+        .await
+        .unwrap();
+    let bystander = server
+        .test_client()
+        .revision(Revision::V2025_11_25)
+        .principal("carol")
+        .connect()
+        .await
+        .unwrap();
+    let call = c.call_tool_exchange("sign_in", json!({})).await.unwrap();
+    let out = text(&call.result).to_owned();
+    let (id, action) = out.split_once(' ').unwrap();
+    assert_eq!(action, "accept");
+    assert_eq!(call.server_requests[0].params["elicitationId"], id);
+    // Only the owner may complete it; the notification reaches the eliciting session only.
+    assert!(server.complete_elicitation(id, "mallory").is_err());
+    server.complete_elicitation(id, "carol").unwrap();
+    let note = c
+        .wait_for_notification("notifications/elicitation/complete", Duration::from_secs(5))
+        .await
+        .expect("the completion");
+    assert_eq!(note.params["elicitationId"], id);
+    let none = bystander
+        .wait_for_notification("notifications/elicitation/complete", Duration::from_millis(100))
+        .await;
+    assert_eq!(none, None);
+    assert!(server.complete_elicitation(id, "carol").is_err(), "completed once");
 }

@@ -283,9 +283,10 @@ impl TestClient {
 
     /// Records a notification the server sent outside any call (session, changes).
     pub(crate) fn record_frame(inner: &Weak<Inner>, frame: &Frame) -> bool {
-        if let Some(inner) = inner.upgrade() {
-            inner.record(frame);
-        }
+        let Some(inner) = inner.upgrade() else {
+            return false;
+        };
+        inner.record(frame);
         true
     }
 
@@ -572,8 +573,10 @@ impl TestClient {
     }
 
     /// Waits until a notification of `method` arrives (or is already in the log) and takes
-    /// it from the log; `None` after `timeout`. List-changed and resource-updated
-    /// notifications arrive on their own, shortly after the change.
+    /// it from the log; `None` after `timeout`. A legacy session's list-changed,
+    /// resource-updated and elicitation-complete notifications arrive on their own, shortly
+    /// after the change (a modern client hears of changes on a [`listen`](Self::listen)
+    /// stream instead).
     pub async fn wait_for_notification(&self, method: &str, timeout: Duration) -> Option<ServerNotification> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {

@@ -18,6 +18,11 @@
 //! [`TestClient::exchange`] return an [`Exchange`]: the result with the progress and log
 //! notifications of that request, the input the server asked for, and the rounds.
 //! [`TestClient::start`] runs a request in the background so that a test can cancel it.
+//! [`TestClient::take_notifications`] and [`TestClient::wait_for_notification`] read the
+//! client's log of every notification (calls, the legacy session, registry changes),
+//! [`TestClient::take_server_requests`] the input it gave; [`TestClient::listen`] opens a
+//! modern `subscriptions/listen` stream; [`TestClient::call_tool_as_task`] and
+//! [`TestClient::task_result`] follow a task-capable tool in either era.
 //!
 //! ```
 //! use mcp_server::prelude::*;
@@ -77,6 +82,10 @@
 //!
 //! Each request runs as a Tokio task: build clients inside a Tokio runtime
 //! (`#[tokio::test]`).
+//!
+//! Left out: batches (send them with a transport), HTTP-only behaviour (headers, status
+//! codes, SSE resumption, the 2024-11-05 pair), and modern list-changed notifications outside
+//! a `listen` stream (the modern era has none).
 
 mod builder;
 mod client;
