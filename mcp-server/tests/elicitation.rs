@@ -35,7 +35,7 @@ fn server() -> McpServer {
                 .input(InputRequired::new().request("who", "elicitation/create", form("Your name?", "name")))
                 .await?;
             let answer = &got["who"];
-            Ok::<_, HandlerError>(match answer["action"].as_str() {
+            Ok(match answer["action"].as_str() {
                 Some("accept") => format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("?")),
                 other => format!("no name ({})", other.unwrap_or("none")),
             })
@@ -53,7 +53,7 @@ fn server() -> McpServer {
                     .with_state(json!({"step": 2}));
                 let city = ctx.input(second).await?["city"]["content"]["city"].clone();
                 let state = ctx.request_state().cloned().unwrap_or(Value::Null);
-                Ok::<_, HandlerError>(CallToolResult::structured(
+                Ok(CallToolResult::structured(
                     json!({"name": name, "city": city, "state": state}),
                 ))
             },
@@ -69,7 +69,7 @@ fn server() -> McpServer {
                 let got = ctx
                     .input(InputRequired::new().request("llm", "sampling/createMessage", params))
                     .await?;
-                Ok::<_, HandlerError>(format!(
+                Ok(format!(
                     "model said {}",
                     got["llm"]["content"]["text"].as_str().unwrap_or("?")
                 ))
@@ -88,7 +88,7 @@ fn server() -> McpServer {
                     .flatten()
                     .filter_map(|r| r["uri"].as_str())
                     .collect();
-                Ok::<_, HandlerError>(uris.join(","))
+                Ok(uris.join(","))
             },
         ))
         .tool(Tool::new(
@@ -96,7 +96,7 @@ fn server() -> McpServer {
             "Ctx::elicit_raw (legacy only)",
             |_args, ctx: Ctx| async move {
                 match ctx.elicit_raw(form("Colour?", "colour")).await {
-                    Ok(v) => Ok::<_, HandlerError>(format!(
+                    Ok(v) => Ok(format!(
                         "{}:{}",
                         v["action"].as_str().unwrap_or("?"),
                         v["content"]["colour"]
@@ -109,7 +109,7 @@ fn server() -> McpServer {
             "contact",
             "Typed elicitation",
             |_args, ctx: Ctx| async move {
-                Ok::<_, HandlerError>(match ctx.elicit::<Contact>("Who are you?").await? {
+                Ok(match ctx.elicit::<Contact>("Who are you?").await? {
                     Elicitation::Accept(c) => format!("{} is {}", c.name, c.age),
                     Elicitation::Decline => "declined".to_owned(),
                     Elicitation::Cancel => "cancelled".to_owned(),
@@ -125,7 +125,7 @@ fn server() -> McpServer {
                     .await?;
                 let roots = ctx.roots().await?;
                 let names: Vec<String> = roots.into_iter().filter_map(|r| r.name).collect();
-                Ok::<_, HandlerError>(format!("{} from {} in {}", reply.text(), reply.model, names.join("+")))
+                Ok(format!("{} from {} in {}", reply.text(), reply.model, names.join("+")))
             },
         ))
         .build()
@@ -399,7 +399,7 @@ async fn a_server_that_keeps_asking_hits_the_round_limit() {
                 let n = counter.fetch_add(1, Ordering::SeqCst);
                 ctx.input(InputRequired::new().request(format!("q{n}"), "elicitation/create", form("More?", "x")))
                     .await?;
-                Ok::<_, HandlerError>("never")
+                Ok("never")
             }
         }))
         .build()
@@ -508,7 +508,7 @@ async fn url_elicitation_completes_on_the_session_that_elicited() {
             "URL-mode elicitation",
             |_a, ctx: Ctx| async move {
                 let done = ctx.elicit_url("Sign in, please", "https://example.com/login").await?;
-                Ok::<_, HandlerError>(format!(
+                Ok(format!(
                     "{} {}",
                     done.elicitation_id,
                     done.response["action"].as_str().unwrap_or("?")

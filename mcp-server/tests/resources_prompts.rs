@@ -19,7 +19,7 @@ fn server() -> McpServer {
             ResourceTemplate::new("weather://{city}/today", "weather", |uri, vars, _ctx| async move {
                 let city = vars["city"].as_str().unwrap_or_default().to_owned();
                 let text = format!("Sunny in {city}");
-                Ok::<_, HandlerError>(ReadResourceResult::new(vec![ResourceContents::text(
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
                     uri,
                     "text/plain",
                     text,
@@ -31,7 +31,7 @@ fn server() -> McpServer {
             Prompt::new("greet", "Greets someone", |args, _ctx| async move {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let style = args.get("style").and_then(Value::as_str).unwrap_or("plain").to_owned();
-                Ok::<_, HandlerError>(
+                Ok(
                     GetPromptResult::new(vec![PromptMessage::user_text(format!("Say hello to {name} ({style})"))])
                         .with_description("A greeting"),
                 )
@@ -46,14 +46,14 @@ fn server() -> McpServer {
                 .iter()
                 .filter(|n| n.to_lowercase().starts_with(&prefix))
                 .map(|n| n.to_string());
-            Ok::<_, HandlerError>(Completion::from_values(values.collect()))
+            Ok(Completion::from_values(values.collect()))
         })
         .template_completion("weather://{city}/today", "city", |p, _ctx| async move {
             let values = CITIES
                 .iter()
                 .filter(|c| c.starts_with(&p.argument.value))
                 .map(|c| c.to_string());
-            Ok::<_, HandlerError>(Completion::from_values(values.collect()))
+            Ok(Completion::from_values(values.collect()))
         })
         .build()
         .expect("valid server")
@@ -243,11 +243,89 @@ async fn resources_and_prompts_added_at_run_time_are_announced() {
         "fresh"
     );
     server.add_prompt(Prompt::new("bye", "Says bye", |_a, _c| async {
-        Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::assistant_text("Bye")]))
+        Ok(GetPromptResult::new(vec![PromptMessage::assistant_text("Bye")]))
     }));
     c.wait_for_notification("notifications/prompts/list_changed", Duration::from_secs(5))
         .await
         .expect("prompts list_changed");
     let names: Vec<String> = c.list_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["bye", "greet"]);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Review {
+    /// The code to review.
+    code: String,
+    /// What to focus on.
+    focus: Option<String>,
+}
+
+/// Template variables arrive as strings (a `u32` field is refused with -32602).
+#[derive(serde::Deserialize)]
+struct NoteVars {
+    id: String,
+}
+
+/// The notes every handler shares through `ctx.state`.
+struct Notes(std::sync::Mutex<Vec<String>>);
+
+#[tokio::test]
+async fn typed_prompts_and_templates_with_shared_state() {
+    let server = McpServer::builder()
+        .name("typed")
+        .version("1")
+        .state(Notes(std::sync::Mutex::new(vec!["first".into(), "second".into()])))
+        .prompt(Prompt::typed(
+            "review",
+            "Asks for a review",
+            |a: Review, _ctx| async move {
+                let focus = a.focus.unwrap_or_else(|| "correctness".into());
+                GetPromptResult::default().user(format!("Review for {focus}: {}", a.code))
+            },
+        ))
+        .resource_template(ResourceTemplate::typed(
+            "notes://{id}",
+            "note",
+            |uri, v: NoteVars, ctx: Ctx| async move {
+                let notes = ctx.state::<Notes>()?;
+                let index: usize = v.id.parse().map_err(|_| HandlerError::tool("the id is a number"))?;
+                let text = notes.0.lock().unwrap().get(index).cloned();
+                let text = text.ok_or_else(|| HandlerError::tool(format!("no note {}", v.id)))?;
+                Ok(ResourceContents::text(uri, "text/plain", text))
+            },
+        ))
+        .tool(Tool::new("add_note", "Adds a note", |args, ctx: Ctx| async move {
+            let notes = ctx.state::<Notes>()?;
+            let mut notes = notes.0.lock().unwrap();
+            notes.push(args["text"].as_str().unwrap_or_default().to_owned());
+            Ok(format!("{} notes", notes.len()))
+        }))
+        .build()
+        .unwrap();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let prompts = c.list_prompts().await.unwrap();
+        let args: Vec<(&str, bool)> = prompts[0]
+            .arguments
+            .iter()
+            .map(|a| (a["name"].as_str().unwrap(), a["required"].as_bool().unwrap_or(false)))
+            .collect();
+        assert_eq!(args, [("code", true), ("focus", false)], "{revision:?}");
+        let got = c.get_prompt("review", json!({"code": "x = 1"})).await.unwrap();
+        assert_eq!(
+            got.messages,
+            vec![PromptMessage::user_text("Review for correctness: x = 1")]
+        );
+        let e = c.get_prompt("review", json!({"focus": "style"})).await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{revision:?}");
+        let read = c.read_resource("notes://1").await.unwrap();
+        assert_eq!(text_of(&read.contents[0]), "second", "{revision:?}");
+    }
+    // One state for every client and era.
+    let legacy = client(&server, Revision::V2025_11_25).await;
+    let modern = client(&server, Revision::V2026_07_28).await;
+    let r = legacy.call_tool("add_note", json!({"text": "third"})).await.unwrap();
+    assert_eq!(r.content, vec![Content::text("3 notes")]);
+    let read = modern.read_resource("notes://2").await.unwrap();
+    assert_eq!(text_of(&read.contents[0]), "third");
 }

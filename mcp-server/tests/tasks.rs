@@ -40,7 +40,7 @@ fn server() -> McpServer {
                         Elicitation::Accept(n) => n.name,
                         _ => "nobody".into(),
                     };
-                    Ok::<_, HandlerError>(format!("hello {name}"))
+                    Ok(format!("hello {name}"))
                 },
             )
             .task_support(TaskSupport::Optional),

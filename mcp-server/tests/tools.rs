@@ -41,7 +41,7 @@ fn server() -> McpServer {
             "weather",
             "The weather in a city",
             |i: City, _ctx| async move {
-                Ok::<_, HandlerError>(Weather {
+                Ok(Weather {
                     celsius: if i.city == "Oslo" { -3.5 } else { 21.0 },
                     city: i.city,
                 })
@@ -417,7 +417,7 @@ async fn handler_errors_reach_the_model_or_are_masked() {
         }))
         .tool(Tool::new("io", "An io error through ?", |_a, _c| async {
             let text = std::fs::read_to_string("/definitely/not/here")?;
-            Ok::<_, HandlerError>(text)
+            Ok(text)
         }))
         .tool(Tool::new("protocol", "A JSON-RPC error as it is", |_a, _c| async {
             Err::<String, _>(HandlerError::Rpc(RpcError::invalid_params("bad cursor")))

@@ -45,7 +45,7 @@
 //!             Elicitation::Accept(n) => n.name,
 //!             _ => "stranger".to_owned(),
 //!         };
-//!         Ok::<_, HandlerError>(format!("Hello, {name}!"))
+//!         Ok(format!("Hello, {name}!"))
 //!     }))
 //!     .build()?;
 //!
