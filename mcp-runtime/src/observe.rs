@@ -1,11 +1,11 @@
-//! Observability: what every request leaves behind in [`tracing`] and in the
+//! Observability: what every request leaves behind in [`tracing`](https://docs.rs/tracing) and in the
 //! [`metrics`](https://docs.rs/metrics) facade. The names below are the contract; this module is
 //! the one place that spells them.
 //!
 //! The engine calls in here once per request, whatever the transport: [`Engine::request`]
 //! opens the observation, the [`Call`] it hands back carries it, and [`Call::run`] closes it
 //! (requests of a batch are observed from [`Call::run`] on). Nothing here installs a
-//! subscriber or a recorder: with none installed, the span is [`Span::none`] (no field is
+//! subscriber or a recorder: with none installed, the span is `Span::none()` (no field is
 //! formatted, no trace context parsed) and the metrics go to the facade's no-op recorder.
 //!
 //! # The span
@@ -424,7 +424,10 @@ mod tests {
         use mcp_protocol::jsonrpc::{encode_error, encode_result};
         let id = RequestId::from(",\"error\":");
         assert!(!is_error_frame(&encode_result(&id, &serde_json::json!({"error": 1}))));
-        assert!(is_error_frame(&encode_error(Some(&id), &mcp_protocol::RpcError::internal())));
+        assert!(is_error_frame(&encode_error(
+            Some(&id),
+            &mcp_protocol::RpcError::internal()
+        )));
         assert!(is_error_frame(&encode_error(None, &mcp_protocol::RpcError::internal())));
     }
 

@@ -69,7 +69,7 @@
 //! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper, rustls), and [`auth`] with the providers that need no JWT library |
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
-//! | `redis` | no | [`redis`]: sessions, stream events, tasks and the bus shared by several instances through Redis |
+//! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`): sessions, stream events, tasks and the bus shared by several instances through Redis |
 //!
 //! A stdio-only server builds without any HTTP, TLS or JWT code:
 //!
@@ -118,7 +118,12 @@
 //!
 //! The layers below are usable on their own: `mcp-protocol` (the sans-IO
 //! rules), `mcp-runtime` (registry, dispatcher, sessions), the transports,
-//! and `mcp-auth`.
+//! and `mcp-auth`. They are re-exported as modules: [`protocol`] (wire types,
+//! for what the prelude lacks), [`runtime`] (for a transport of your own),
+//! [`auth`] (the providers [`HttpConfig::auth`] takes), [`http`] (the
+//! transport crate: lower-level `serve`, `router`, and `rustls` for
+//! [`HttpConfig::with_rustls`]), [`stdio`] (its configuration and `serve_io`
+//! for other streams), and `redis` with the `redis` feature.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -142,21 +147,26 @@ pub mod guides;
 /// the process that started it.
 #[cfg(any(feature = "http", feature = "auth"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "http", feature = "auth"))))]
+#[doc(inline)]
 pub use mcp_auth as auth;
 /// The sans-IO protocol layer (`mcp-protocol`): wire types ([`protocol::model`]), revisions and
 /// eras, error codes. Needed for what the prelude does not re-export, e.g. completion references
 /// or a request's raw `_meta`.
+#[doc(inline)]
 pub use mcp_protocol as protocol;
 /// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
 /// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
+#[doc(inline)]
 pub use mcp_runtime as runtime;
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+#[doc(inline)]
 pub use mcp_store_redis as redis;
-/// The Streamable HTTP transport (`mcp-transport-http`, on axum and hyper): [`HttpConfig`] and
-/// the lower-level `serve`/`router` functions. Most servers need only
-/// [`McpServer::serve_http`] or [`McpServer::router`].
+/// The Streamable HTTP transport (`mcp-transport-http`, on axum and hyper): [`HttpConfig`], the
+/// lower-level `serve`/`router` functions, and the `rustls` it serves TLS with. Most servers
+/// need only [`McpServer::serve_http`] or [`McpServer::router`]. (Not inlined: it re-exports
+/// the whole of `rustls`.)
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use mcp_transport_http as http;
@@ -166,19 +176,23 @@ pub use mcp_transport_http as http;
 /// stdin/stdout. Most servers need only [`McpServer::serve_stdio`].
 #[cfg(feature = "stdio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
+#[doc(inline)]
 pub use mcp_transport_stdio as stdio;
 
+/// `schemars`, the version that derives the input and output schemas of typed tools. Deriving
+/// through the re-export needs `#[schemars(crate = "mcp_server::schemars")]` (see the crate docs).
+pub use schemars;
 /// `serde`, the version this crate's typed tools use. Deriving through the re-export needs
 /// `#[serde(crate = "mcp_server::serde")]` (see the crate docs).
 pub use serde;
 /// `serde_json`, the version [`Tool`] handlers and results use ([`prelude`] has `Value` and
 /// `json!`).
 pub use serde_json;
-/// `schemars`, the version that derives the input and output schemas of typed tools. Deriving
-/// through the re-export needs `#[schemars(crate = "mcp_server::schemars")]` (see the crate docs).
-pub use schemars;
 
 pub use mcp_protocol::auth::AuthInfo;
+/// What the client declared it supports ([`Ctx::client_capabilities`]): per request in the
+/// modern era, from `initialize` in the legacy one.
+pub use mcp_protocol::model::ClientCapabilities;
 pub use mcp_protocol::model::{
     CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
     ResourceContents,
@@ -209,13 +223,13 @@ pub type Result<T, E = HandlerError> = std::result::Result<T, E>;
 
 /// Everything a server module usually needs.
 pub mod prelude {
+    #[cfg(feature = "http")]
+    pub use crate::HttpConfig;
     pub use crate::{
         CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
         LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
         ResourceTemplate, Result, Revision, RpcError, ServerError, TaskSupport, Tool,
     };
     pub use crate::{Elicit, Elicitation, Sampling, SamplingReply};
-    #[cfg(feature = "http")]
-    pub use crate::HttpConfig;
     pub use serde_json::{Value, json};
 }

@@ -12,8 +12,11 @@
 //!
 //! [`RedisStore::connect`] fails at once with [`RedisStoreError`] when Redis cannot be reached
 //! (or does not answer `PING`) at start. Once connected, the store uses two connections: one
-//! multiplexed command connection ([`redis::aio::ConnectionManager`], shared by every seam and
-//! every clone) and one subscriber connection for the bus, owned by a background task.
+//! multiplexed command connection ([`redis::aio::ConnectionManager`][conn-manager], shared by
+//! every seam and every clone) and one subscriber connection for the bus, owned by a
+//! background task.
+//!
+//! [conn-manager]: https://docs.rs/redis/latest/redis/aio/struct.ConnectionManager.html
 //!
 //! # Key layout
 //!

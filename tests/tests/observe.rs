@@ -1,9 +1,13 @@
 //! Observability: the per-request `tracing` span (its fields, the W3C trace context from
 //! `_meta`, that handler events are its children, that no argument reaches it) and the request
-//! metrics, over stdio in both eras.
+//! metrics, over stdio in both eras, and the `traceparent` header over HTTP.
 //!
 //! Each test runs on a current-thread runtime inside a thread-local subscriber and recorder,
 //! so that the tests of this binary do not see each other's requests.
+
+#[allow(dead_code)]
+#[path = "http/support.rs"]
+mod support;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -49,7 +53,13 @@ struct Captured(Arc<Mutex<Vec<SpanRecord>>>);
 impl Captured {
     /// The closed `mcp.request` spans, in the order they closed.
     fn requests(&self) -> Vec<SpanRecord> {
-        self.0.lock().unwrap().iter().filter(|s| s.name == SPAN_NAME).cloned().collect()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.name == SPAN_NAME)
+            .cloned()
+            .collect()
     }
 
     /// The request span of the request with `id`.
@@ -120,10 +130,17 @@ fn observed<F: Future<Output = ()>>(f: impl FnOnce() -> F) -> (Captured, metrics
     let subscriber = tracing_subscriber::registry().with(CaptureLayer(captured.clone()));
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     tracing::subscriber::with_default(subscriber, || {
         metrics::with_local_recorder(&recorder, || {
-            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(30), f()).await.expect("test timed out") })
+            runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(30), f())
+                    .await
+                    .expect("test timed out")
+            })
         })
     });
     (captured, snapshotter)
@@ -135,10 +152,14 @@ fn server() -> Arc<Runtime> {
     let server = McpServer::builder()
         .name("observe")
         .version("1.0.0")
-        .tool(Tool::new("echo", "Echoes `text`", |args: Map<String, Value>, _ctx| async move {
-            tracing::info!("echo handler ran");
-            args.get("text").and_then(Value::as_str).unwrap_or_default().to_owned()
-        }))
+        .tool(Tool::new(
+            "echo",
+            "Echoes `text`",
+            |args: Map<String, Value>, _ctx| async move {
+                tracing::info!("echo handler ran");
+                args.get("text").and_then(Value::as_str).unwrap_or_default().to_owned()
+            },
+        ))
         .build()
         .expect("server");
     server.runtime().clone()
@@ -260,10 +281,16 @@ fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ign
         });
         let answer = c.call(1, "initialize", init).await;
         assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
-        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        c.call(2, "tools/call", echo(json!({"traceparent": traceparent()}))).await;
-        c.call(3, "tools/call", echo(json!({"traceparent": "00-not-a-trace-01", "tracestate": TRACESTATE})))
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
+        c.call(2, "tools/call", echo(json!({"traceparent": traceparent()})))
+            .await;
+        c.call(
+            3,
+            "tools/call",
+            echo(json!({"traceparent": "00-not-a-trace-01", "tracestate": TRACESTATE})),
+        )
+        .await;
         let answer = c.call(4, "resources/read", json!({"uri": "file:///nowhere"})).await;
         assert!(answer.get("error").is_some(), "{answer}");
         c.finish().await;
@@ -272,18 +299,32 @@ fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ign
     assert_eq!(field(&init, "method"), Some("initialize"));
     assert_eq!(field(&init, "era"), Some("legacy"));
     assert_eq!(field(&init, "outcome"), Some("ok"));
-    let session = field(&init, "session").expect("initialize names the session it minted").to_owned();
+    let session = field(&init, "session")
+        .expect("initialize names the session it minted")
+        .to_owned();
 
     let call = captured.request("2");
     assert_eq!(field(&call, "era"), Some("legacy"));
     assert_eq!(field(&call, "revision"), Some(LEGACY));
     assert_eq!(field(&call, "session"), Some(session.as_str()));
-    assert_eq!(field(&call, "trace_id"), Some(TRACE_ID), "legacy requests may carry _meta too");
+    assert_eq!(
+        field(&call, "trace_id"),
+        Some(TRACE_ID),
+        "legacy requests may carry _meta too"
+    );
     assert_eq!(field(&call, "parent_span_id"), Some(PARENT_ID));
 
     let bad = captured.request("3");
-    assert_eq!(field(&bad, "trace_id"), None, "an invalid traceparent is ignored: {bad:#?}");
-    assert_eq!(field(&bad, "tracestate"), None, "no tracestate without a valid traceparent");
+    assert_eq!(
+        field(&bad, "trace_id"),
+        None,
+        "an invalid traceparent is ignored: {bad:#?}"
+    );
+    assert_eq!(
+        field(&bad, "tracestate"),
+        None,
+        "no tracestate without a valid traceparent"
+    );
     assert_eq!(field(&bad, "outcome"), Some("ok"));
 
     let missing = captured.request("4");
@@ -327,6 +368,75 @@ fn requests_are_counted_and_timed_by_method_era_and_outcome() {
     assert_eq!(count("initialize", "modern", "refused"), Some(1), "{counts:?}");
     assert_eq!(count("unknown", "modern", "refused"), Some(1), "{counts:?}");
     assert!(!counts.keys().any(|(m, _, _)| m == "x/made-up"), "{counts:?}");
-    assert_eq!(timings.get(&("tools/call".to_owned(), "modern".to_owned())), Some(&2), "{timings:?}");
+    assert_eq!(
+        timings.get(&("tools/call".to_owned(), "modern".to_owned())),
+        Some(&2),
+        "{timings:?}"
+    );
     assert_eq!(counts.values().sum::<u64>(), 5, "one count per request: {counts:?}");
+}
+
+#[test]
+fn over_http_the_traceparent_header_is_used_when_meta_has_none() {
+    let other_parent = "b7ad6b7169203331";
+    let (captured, snapshotter) = observed(|| async {
+        let s = support::Server::default_config().await;
+        let post = |id: i64, meta: Value| {
+            let mut body = support::modern(id, "tools/list", json!({}));
+            body["params"]["_meta"]
+                .as_object_mut()
+                .unwrap()
+                .extend(meta.as_object().unwrap().clone());
+            s.post(body)
+                .header("mcp-protocol-version", MODERN)
+                .header("mcp-method", "tools/list")
+                .header("traceparent", &traceparent())
+                .header("tracestate", TRACESTATE)
+        };
+        assert_eq!(post(1, json!({})).send().await.status, http::StatusCode::OK);
+        let meta = json!({"traceparent": format!("00-{TRACE_ID}-{other_parent}-00")});
+        assert_eq!(post(2, meta).send().await.status, http::StatusCode::OK);
+        // No `Mcp-Method` header: refused before any handler (-32020).
+        let refused = s
+            .post(support::modern(3, "tools/list", json!({})))
+            .header("mcp-protocol-version", MODERN)
+            .send()
+            .await;
+        assert_eq!(refused.status, http::StatusCode::BAD_REQUEST);
+        s.shutdown().await.unwrap();
+    });
+    let header = captured.request("1");
+    assert_eq!(field(&header, "trace_id"), Some(TRACE_ID));
+    assert_eq!(field(&header, "parent_span_id"), Some(PARENT_ID));
+    assert_eq!(field(&header, "tracestate"), Some(TRACESTATE));
+    assert_eq!(field(&header, "principal"), Some("anonymous"));
+    assert_eq!(field(&header, "outcome"), Some("ok"));
+
+    let meta = captured.request("2");
+    assert_eq!(
+        field(&meta, "parent_span_id"),
+        Some(other_parent),
+        "_meta wins over the header"
+    );
+    assert_eq!(field(&meta, "trace_flags"), Some("00"));
+    assert_eq!(
+        field(&meta, "tracestate"),
+        None,
+        "the header's tracestate does not pair with _meta's parent"
+    );
+
+    assert_eq!(field(&captured.request("3"), "outcome"), Some("refused"));
+    let refused = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find_map(|(key, _, _, value)| {
+            let key = key.key();
+            let outcome = key
+                .labels()
+                .find(|l| l.key() == "outcome")
+                .map(|l| l.value().to_owned());
+            (key.name() == REQUESTS_TOTAL && outcome.as_deref() == Some("refused")).then_some(value)
+        });
+    assert_eq!(refused, Some(DebugValue::Counter(1)));
 }

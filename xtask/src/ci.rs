@@ -33,8 +33,15 @@ pub(crate) fn features() -> Result {
         util::run(cmd.args(["--", "-D", "warnings"]))?;
     }
     let mut tree = util::cargo();
-    tree.args(["tree", "-p", "mcp-server", "--no-default-features", "--features", "stdio"])
-        .args(["-e", "normal,build", "--prefix", "none", "--format", "{p}"]);
+    tree.args([
+        "tree",
+        "-p",
+        "mcp-server",
+        "--no-default-features",
+        "--features",
+        "stdio",
+    ])
+    .args(["-e", "normal,build", "--prefix", "none", "--format", "{p}"]);
     let line = util::display(&tree);
     println!("$ {line}");
     let out = tree.output().map_err(|e| format!("cannot run `{line}`: {e}"))?;
@@ -92,7 +99,11 @@ pub(crate) fn run() -> Result {
         ("cargo test --workspace", &["test", "--workspace"]),
     ];
     // The feature matrix runs after rustdoc, before the tests: `Some` marks its place.
-    let order = steps[..3].iter().map(Some).chain([None]).chain(steps[3..].iter().map(Some));
+    let order = steps[..3]
+        .iter()
+        .map(Some)
+        .chain([None])
+        .chain(steps[3..].iter().map(Some));
     let total = steps.len() + 6;
     for (i, step) in order.enumerate() {
         let Some((title, args)) = step else {
