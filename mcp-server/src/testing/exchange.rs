@@ -2,7 +2,7 @@
 //! the input the server asked for, and how many rounds it took; and why it failed.
 
 use mcp_protocol::RpcError;
-use mcp_protocol::model::LoggingLevel;
+use mcp_protocol::model::{Content, LoggingLevel};
 use serde_json::Value;
 
 /// A notification the server sent to the test client.
@@ -171,6 +171,25 @@ impl From<RpcError> for ClientError {
     fn from(e: RpcError) -> Self {
         ClientError::Rpc(e)
     }
+}
+
+/// The text of every text block, joined: what a tool said, for assertions.
+///
+/// ```
+/// use mcp_server::prelude::*;
+/// use mcp_server::testing::text_of;
+///
+/// let result = CallToolResult::new(vec![Content::text("Hello, "), Content::text("Ada")]);
+/// assert_eq!(text_of(&result.content), "Hello, Ada");
+/// ```
+pub fn text_of(content: &[Content]) -> String {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Decodes a result into `T`.

@@ -81,7 +81,7 @@
 //! transports' own suites cover those.
 //!
 //! Each request runs as a Tokio task: build clients inside a Tokio runtime
-//! (`#[tokio::test]`).
+//! (`#[tokio::test]`). The module needs no transport feature: it is there in every build.
 //!
 //! Left out: batches (send them with a transport), HTTP-only behaviour (headers, status
 //! codes, SSE resumption, the 2024-11-05 pair), and modern list-changed notifications outside
@@ -98,7 +98,7 @@ mod tasks;
 
 pub use builder::TestClientBuilder;
 pub use client::TestClient;
-pub use exchange::{ClientError, Exchange, LogMessage, Progress, ServerNotification, ServerRequest};
+pub use exchange::{ClientError, Exchange, LogMessage, Progress, ServerNotification, ServerRequest, text_of};
 pub use listen::Subscription;
 pub use listing::{PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 pub use mcp_protocol::model::CompleteReference;
