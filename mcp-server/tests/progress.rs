@@ -234,3 +234,23 @@ async fn closing_a_legacy_session_cancels_its_calls() {
     assert_eq!(call.outcome().await.unwrap_err(), ClientError::Cancelled);
     assert!(saw_cancel.load(Ordering::SeqCst));
 }
+
+#[tokio::test]
+async fn a_closed_client_serves_no_more() {
+    let server = server(Arc::default());
+    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        let c = client(&server, revision).await;
+        c.close();
+        assert_eq!(
+            c.call_tool("steps", json!({})).await.unwrap_err(),
+            ClientError::Cancelled,
+            "{revision:?}"
+        );
+        // Another client of the same server is unaffected.
+        let other = client(&server, revision).await;
+        assert_eq!(
+            other.call_tool("steps", json!({})).await.unwrap().content,
+            vec![Content::text("done")]
+        );
+    }
+}

@@ -783,8 +783,10 @@ impl TestClient {
             .map(drop)
     }
 
-    /// Ends the legacy session (as the end of a stdio client's input does): pending
-    /// server-to-client requests fail, requests in flight are cancelled.
+    /// Ends the connection (as the end of a stdio client's input does): the legacy session
+    /// closes, its pending server-to-client requests fail, requests in flight are cancelled,
+    /// and later requests end [`ClientError::Cancelled`]. Dropping the last clone does the
+    /// same.
     pub fn close(&self) {
         if let Some(session) = self.inner.slot.session() {
             session.close();
