@@ -263,8 +263,8 @@ async fn sampling_and_roots_are_answered_from_the_script() {
                 sampled_text("test-model", "Paris")
             })
             .roots(vec![
-                json!({"uri": "file:///work", "name": "work"}),
-                json!({"uri": "file:///home", "name": "home"}),
+                json!({"uri": "file:///projects/demo", "name": "demo"}),
+                json!({"uri": "file:///srv/data", "name": "data"}),
             ])
             .connect()
             .await
@@ -272,7 +272,7 @@ async fn sampling_and_roots_are_answered_from_the_script() {
         let r = c.call_tool("ask_model", json!({})).await.unwrap();
         assert_eq!(text(&r), "model said Paris", "{revision:?}");
         let r = c.call_tool("roots", json!({})).await.unwrap();
-        assert_eq!(text(&r), "file:///work,file:///home", "{revision:?}");
+        assert_eq!(text(&r), "file:///projects/demo,file:///srv/data", "{revision:?}");
     }
 }
 
