@@ -164,7 +164,8 @@ impl ResourceTemplate {
 
     /// A template whose variables deserialize into `V` (fields named as the template's
     /// variables; a `{var*}` list is a `Vec<String>`): reads go to `handler(uri, vars, ctx)`.
-    /// Variables that do not fit `V` are -32602.
+    /// Variables that do not fit `V` are -32602. Template variables are strings: declare
+    /// `String` fields and parse numbers in the handler.
     ///
     /// ```
     /// use mcp_server::prelude::*;
