@@ -1,6 +1,6 @@
 //! The small examples serve what they say: `http_minimal` and `shared_state` are served
 //! in-process (their `server()`, on a free port, as their `main` does) and answer real HTTP
-//! requests in both eras.
+//! requests in both eras; `elicitation`'s tool is driven by the in-process test client.
 
 #![cfg(feature = "http")]
 
@@ -18,6 +18,10 @@ mod http_minimal;
 #[allow(dead_code)]
 #[path = "../examples/shared_state.rs"]
 mod shared_state;
+
+#[allow(dead_code)]
+#[path = "../examples/elicitation.rs"]
+mod elicitation;
 
 /// A server on a free loopback port; cancel the token to stop it.
 struct Running {
@@ -236,4 +240,37 @@ async fn shared_state_keeps_reads_and_refuses_notes() {
     assert_eq!(contents["text"], "# Milk\n\nBuy two litres.\n");
 
     server.stop().await;
+}
+
+#[tokio::test]
+async fn elicitation_books_in_both_eras() {
+    use mcp_server::Revision;
+    use mcp_server::testing::accept;
+
+    let server = elicitation::server().expect("builds");
+    for (revision, number) in [(Revision::V2025_11_25, 1), (Revision::V2026_07_28, 2)] {
+        let client = server
+            .test_client()
+            .revision(revision)
+            .elicit_reply(accept(
+                json!({"name": "Ada", "email": "ada@example.com", "people": 2, "time": "Late"}),
+            ))
+            .elicit_reply(accept(json!({"confirm": true})))
+            .connect()
+            .await
+            .expect("connects");
+        let call = client
+            .call_tool_exchange("book_table", json!({"restaurant": "Chez Nous"}))
+            .await
+            .expect("answers");
+        let text = serde_json::to_value(&call.result.content).expect("serializes")[0]["text"].clone();
+        assert_eq!(
+            text,
+            format!("booking {number}: Chez Nous at 21:00 for 2 people; confirmation to ada@example.com"),
+            "{revision:?}"
+        );
+        // Legacy: one run and two server-to-client requests; modern: three rounds, one number.
+        assert_eq!(call.server_requests.len(), 2);
+        assert_eq!(call.rounds, if revision == Revision::V2026_07_28 { 3 } else { 1 });
+    }
 }
