@@ -24,6 +24,8 @@
 //!   the session that elicited ([`Runtime::complete_elicitation`] notifies
 //!   that session only);
 //! - the optional [`Visibility`] hook filtering the catalog per principal;
+//! - [`observe`]: the `tracing` span and the metrics every request leaves behind (field and
+//!   metric names, W3C trace context from `_meta`), recorded by the engine;
 //! - the [`store`] seams (session records, stream event log, bus, membership, with the task
 //!   store) that let several instances behind a load balancer serve as one
 //!   ([`Runtime::with_store`]); with none configured everything stays in the process.

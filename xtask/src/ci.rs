@@ -21,12 +21,13 @@ const NOT_IN_STDIO: &[&str] = &[
     "mcp-transport-http",
 ];
 
-/// Lints `mcp-server` with each of [`FEATURE_SETS`] (warnings denied), then checks that its
-/// stdio-only dependency tree has none of [`NOT_IN_STDIO`].
+/// Lints `mcp-server` (its examples and tests too: each needs `required-features` or a `cfg`)
+/// with each of [`FEATURE_SETS`], warnings denied, then checks that its stdio-only dependency
+/// tree has none of [`NOT_IN_STDIO`].
 pub(crate) fn features() -> Result {
     for set in FEATURE_SETS {
         let mut cmd = util::cargo();
-        cmd.args(["clippy", "-p", "mcp-server", "--no-default-features"]);
+        cmd.args(["clippy", "-p", "mcp-server", "--all-targets", "--no-default-features"]);
         if !set.is_empty() {
             cmd.args(["--features", set]);
         }
