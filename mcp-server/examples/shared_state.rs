@@ -35,6 +35,11 @@ impl Notes {
             .map_err(|_| HandlerError::internal("the notes lock is poisoned"))?;
         Ok(f(&mut notes))
     }
+
+    /// Every note as Markdown.
+    fn markdown(&self) -> Result<String, HandlerError> {
+        self.with(|notes| notes.values().map(Note::markdown).collect())
+    }
 }
 
 #[derive(Clone, serde::Serialize, schemars::JsonSchema)]
@@ -153,9 +158,7 @@ pub(crate) fn server() -> Result<McpServer, ServerError> {
                 if e.file.contains(['/', '\\']) || e.file.starts_with('.') {
                     return Err(HandlerError::tool("give a plain file name"));
                 }
-                let text = ctx
-                    .state::<Notes>()?
-                    .with(|notes| notes.values().map(Note::markdown).collect::<String>())?;
+                let text = ctx.state::<Notes>()?.markdown()?;
                 let path = std::env::temp_dir().join(e.file);
                 // An I/O error is internal: the client sees "Internal tool error", the log the cause.
                 std::fs::write(&path, text)?;
@@ -166,8 +169,9 @@ pub(crate) fn server() -> Result<McpServer, ServerError> {
             ResourceTemplate::typed("notes://{id}", "note", |uri, v: NoteVars, ctx| async move {
                 // An unknown note is "resource not found" (-32002 legacy, -32602 in 2026-07-28).
                 let missing = || HandlerError::Rpc(RpcError::resource_not_found(ctx.era(), &uri));
-                let Ok(id) = v.id.parse::<u64>() else {
-                    return Err(missing());
+                let id: u64 = match v.id.parse() {
+                    Ok(id) => id,
+                    Err(_) => return Err(missing()),
                 };
                 let note = ctx.state::<Notes>()?.with(|notes| notes.get(&id).cloned())?;
                 let note = note.ok_or_else(missing)?;
@@ -180,9 +184,7 @@ pub(crate) fn server() -> Result<McpServer, ServerError> {
             "summarize_notes",
             "Summarizes every note",
             |s: Summary, ctx| async move {
-                let text = ctx
-                    .state::<Notes>()?
-                    .with(|notes| notes.values().map(Note::markdown).collect::<String>())?;
+                let text = ctx.state::<Notes>()?.markdown()?;
                 let style = s.style.unwrap_or_else(|| "in three bullet points".into());
                 Ok(GetPromptResult::default()
                     .with_description("A summary of the notes")

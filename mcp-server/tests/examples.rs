@@ -101,8 +101,8 @@ fn parse_response(raw: &str) -> (u16, Vec<(String, String)>, Option<Value>) {
     let message = if header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
         body.lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .rfind(|m| m.get("id").is_some())
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .rfind(|m: &Value| m.get("id").is_some())
     } else {
         serde_json::from_str(&body).ok()
     };
