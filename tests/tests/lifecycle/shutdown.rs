@@ -230,3 +230,46 @@ async fn stdio_shutdown_ends_listens_and_drains() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_router_sweeps_its_idle_sessions() {
+    bounded(async {
+        // Sessions expire after 200 ms of idleness (the router alone used to keep them for good).
+        let server = McpServer::builder()
+            .session_ttl(Duration::from_millis(200))
+            .build()
+            .expect("server");
+        let config = HttpConfig::default().session_sweep_interval(Duration::from_millis(50));
+        let (router, handle) = server.router(config).expect("router").into_parts();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let serving = tokio::spawn(
+            axum::serve(listener, router)
+                .with_graceful_shutdown(handle.triggered())
+                .into_future(),
+        );
+        let c = client(addr, &server);
+        let sid = c.initialize().await;
+        assert_eq!(server.runtime().sessions().len(), 1);
+        let swept = tokio::time::timeout(WAIT, async {
+            while !server.runtime().sessions().is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(swept.is_ok(), "the idle session was swept by the router");
+        let after = c
+            .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}))
+            .header("mcp-session-id", &sid)
+            .send()
+            .await;
+        assert_eq!(after.status, http::StatusCode::NOT_FOUND);
+        handle.shutdown().await;
+        tokio::time::timeout(SHUTDOWN, serving)
+            .await
+            .expect("served")
+            .expect("serve task")
+            .expect("clean shutdown");
+    })
+    .await;
+}
