@@ -38,16 +38,28 @@
 //! ignored. A `tracestate` is recorded when a valid `traceparent` came with it and it is
 //! printable ASCII of at most 512 bytes.
 //!
-//! The library has no OpenTelemetry dependency. With `tracing-opentelemetry`, a layer stacked
-//! over the `OpenTelemetryLayer` continues the trace: in `on_record` (the fields are recorded
-//! right after the span is created) it reads `trace_id`, `parent_span_id`, `trace_flags` and
-//! `tracestate` of an `mcp.request` span, builds the parent context with the `opentelemetry`
-//! crate (`SpanContext::new(TraceId::from_hex(..)?, SpanId::from_hex(..)?,
-//! TraceFlags::new(..), true, tracestate.parse()?)`, then
-//! `Context::new().with_remote_span_context(..)`), and sets it as the parent in the span's
-//! `OtelData` extension (its exact shape depends on the `tracing-opentelemetry` version).
-//! Alternatively a handler can call `tracing_opentelemetry::OpenTelemetrySpanExt::set_parent`
-//! on `tracing::Span::current()` (the request span) with the same context.
+//! The library has no OpenTelemetry dependency. To continue the caller's trace with
+//! `tracing-opentelemetry`, set a hook with [`set_trace_context_hook`] in `main`: it is called
+//! with each request's span and its [`TraceContext`] right after the span is created, before
+//! it is first entered, which is when `OpenTelemetrySpanExt::set_parent` takes effect:
+//!
+//! ```ignore
+//! use opentelemetry::propagation::TextMapPropagator;
+//! use opentelemetry_sdk::propagation::TraceContextPropagator;
+//! use tracing_opentelemetry::OpenTelemetrySpanExt;
+//!
+//! mcp_runtime::observe::set_trace_context_hook(|span, trace| {
+//!     let mut carrier = std::collections::HashMap::new();
+//!     carrier.insert("traceparent".to_owned(), trace.traceparent.to_owned());
+//!     if let Some(state) = trace.tracestate {
+//!         carrier.insert("tracestate".to_owned(), state.to_owned());
+//!     }
+//!     let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
+//! });
+//! ```
+//!
+//! The hook runs only for spans some subscriber is interested in (the OpenTelemetry layer must
+//! enable `mcp.request`, target `mcp_runtime::observe`, level `INFO`).
 //!
 //! # Metrics
 //!
@@ -77,6 +89,7 @@
 //! [`Call::run`]: crate::Call::run
 //! [`AuthInfo::principal`]: mcp_protocol::auth::AuthInfo::principal
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use mcp_protocol::auth::AuthInfo;
@@ -103,6 +116,36 @@ pub const TRACESTATE: &str = "tracestate";
 
 /// The longest `tracestate` recorded (the W3C limit a vendor must propagate).
 const MAX_TRACESTATE: usize = 512;
+
+/// A caller's valid W3C trace context, borrowed from its request: what the hook of
+/// [`set_trace_context_hook`] receives (the same values as the span's fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TraceContext<'a> {
+    /// The whole `traceparent`, as sent (`00-<trace id>-<parent span id>-<flags>`).
+    pub traceparent: &'a str,
+    /// The trace id: 32 lowercase hex digits, not all zeros.
+    pub trace_id: &'a str,
+    /// The caller's span id: 16 lowercase hex digits, not all zeros.
+    pub parent_span_id: &'a str,
+    /// The trace flags: 2 hex digits (`01`: sampled).
+    pub trace_flags: &'a str,
+    /// The `tracestate`, when one came with the `traceparent` (printable ASCII, at most 512
+    /// bytes).
+    pub tracestate: Option<&'a str>,
+}
+
+type Hook = Box<dyn Fn(&Span, &TraceContext<'_>) + Send + Sync>;
+
+static TRACE_CONTEXT_HOOK: OnceLock<Hook> = OnceLock::new();
+
+/// Sets the function called with each request's span and its caller's trace context (see the
+/// [module docs](self#w3c-trace-context)): right after the span is created, before it is first
+/// entered, and only when some subscriber is interested in the span. Once per process: `false`
+/// when a hook was set already (the first one stays).
+pub fn set_trace_context_hook(hook: impl Fn(&Span, &TraceContext<'_>) + Send + Sync + 'static) -> bool {
+    TRACE_CONTEXT_HOOK.set(Box::new(hook)).is_ok()
+}
 
 /// How a request ended (the `outcome` label and span field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,14 +359,27 @@ fn record_trace(span: &Span, meta: Option<&serde_json::Map<String, Value>>, head
         Some(p) => (Some(p), from_meta(TRACESTATE)),
         None => (from_header(TRACEPARENT), from_header(TRACESTATE)),
     };
-    let Some(parent) = parent.and_then(TraceParent::parse) else {
+    let Some((traceparent, parent)) = parent.and_then(|p| Some((p, TraceParent::parse(p)?))) else {
         return;
     };
     span.record("trace_id", parent.trace_id);
     span.record("parent_span_id", parent.parent_id);
     span.record("trace_flags", parent.flags);
-    if let Some(state) = state.filter(|s| valid_tracestate(s)) {
+    let tracestate = state.filter(|s| valid_tracestate(s));
+    if let Some(state) = tracestate {
         span.record("tracestate", state);
+    }
+    if let Some(hook) = TRACE_CONTEXT_HOOK.get() {
+        hook(
+            span,
+            &TraceContext {
+                traceparent,
+                trace_id: parent.trace_id,
+                parent_span_id: parent.parent_id,
+                trace_flags: parent.flags,
+                tracestate,
+            },
+        );
     }
 }
 

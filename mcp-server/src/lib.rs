@@ -105,16 +105,18 @@
 //!
 //! Every request that reaches the runtime, on any transport, runs inside one
 //! `tracing` span, `mcp.request` (level `INFO`), and is counted through the
-//! [`metrics`](https://docs.rs/metrics) facade; with no subscriber and no
-//! recorder installed both cost next to nothing. The field names, metric
+//! [`metrics`](https://docs.rs/metrics) facade. With no subscriber and no
+//! recorder installed both cost little: the span is disabled (nothing is
+//! formatted or parsed) and the facade's no-op recorder takes the counts
+//! (it still builds each metric's key). The field names, metric
 //! names and labels are listed in [`runtime::observe`]. Install a
 //! `tracing-subscriber` (or `tracing-opentelemetry`) subscriber and a metrics
 //! exporter (e.g. `metrics-exporter-prometheus`) in `main`; the library
 //! installs neither. A request's W3C trace context (`traceparent`,
 //! `tracestate` in its `_meta`) is recorded on the span as `trace_id`,
-//! `parent_span_id`, `trace_flags` and `tracestate`, which is how an
-//! OpenTelemetry pipeline continues the client's trace (see
-//! [`runtime::observe`]).
+//! `parent_span_id`, `trace_flags` and `tracestate`; to continue the client's
+//! trace with `tracing-opentelemetry`, hand it to `set_parent` from a hook set
+//! with [`runtime::observe::set_trace_context_hook`] (the module shows how).
 //!
 //! The layers below are usable on their own: `mcp-protocol` (the sans-IO
 //! rules), `mcp-runtime` (registry, dispatcher, sessions), the transports,

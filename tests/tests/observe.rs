@@ -440,3 +440,33 @@ fn over_http_the_traceparent_header_is_used_when_meta_has_none() {
         });
     assert_eq!(refused, Some(DebugValue::Counter(1)));
 }
+
+#[test]
+fn the_trace_context_hook_gets_the_request_span_and_the_callers_context() {
+    static SEEN: Mutex<Vec<(String, String, Option<String>)>> = Mutex::new(Vec::new());
+    let set = mcp_runtime::observe::set_trace_context_hook(|span, trace| {
+        let name = span.metadata().map(|m| m.name()).unwrap_or_default().to_owned();
+        let state = trace.tracestate.map(str::to_owned);
+        SEEN.lock().unwrap().push((name, trace.traceparent.to_owned(), state));
+    });
+    assert!(set, "no other test sets the hook");
+    assert!(
+        !mcp_runtime::observe::set_trace_context_hook(|_, _| {}),
+        "the first hook stays"
+    );
+    let unique = "0af7651916cd43dd8448eb211c80319c";
+    let parent = format!("00-{unique}-{PARENT_ID}-01");
+    observed(|| async {
+        let mut c = Client::start();
+        let meta = modern_meta(json!({"traceparent": parent.clone(), "tracestate": TRACESTATE}));
+        c.call(1, "tools/call", echo(meta)).await;
+        c.finish().await;
+    });
+    let seen = SEEN.lock().unwrap();
+    let ours: Vec<_> = seen.iter().filter(|(_, p, _)| p.contains(unique)).collect();
+    assert_eq!(
+        ours,
+        vec![&(SPAN_NAME.to_owned(), parent.clone(), Some(TRACESTATE.to_owned()))],
+        "{seen:?}"
+    );
+}
