@@ -28,10 +28,12 @@ struct Open {
     get: Sse,
     listen: Sse,
     post: Sse,
+    pair: Sse,
 }
 
-/// Opens a legacy GET stream, a modern listen stream (id 5) and a legacy streaming POST of
-/// `hold` (id 7), and starts a `stubborn` call (id 8) that ignores its cancellation.
+/// Opens a legacy GET stream, a modern listen stream (id 5), a legacy streaming POST of
+/// `hold` (id 7) and a 2024-11-05 pair's stream, and starts a `stubborn` call (id 8) that
+/// ignores its cancellation.
 async fn open(client: &Server, probe: &mut Probe) -> Open {
     let sid = client.initialize().await;
     let mut get = client
@@ -66,9 +68,23 @@ async fn open(client: &Server, probe: &mut Probe) -> Open {
     assert!(probe.saw("hold started").await);
     let stubborn = client.post(call(8, "stubborn", false)).header("mcp-session-id", &sid);
     tokio::spawn(stubborn.try_send());
+    let mut pair = client
+        .req(Method::GET)
+        .at("/sse")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .sse();
+    let endpoint = pair.next().await.expect("the pair's endpoint event");
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
     // Let the stubborn call start.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    Open { get, listen, post }
+    Open {
+        get,
+        listen,
+        post,
+        pair,
+    }
 }
 
 /// Every stream ended (the listen stream with its completion result) and `hold` cleaned up.
@@ -90,6 +106,10 @@ async fn assert_ended(mut open: Open, probe: &mut Probe) {
         rest.iter().all(|m| m.get("id").is_none()),
         "the held call is not answered on a stream that ended: {rest:?}"
     );
+    let rest = tokio::time::timeout(WAIT, drain(&mut open.pair))
+        .await
+        .expect("the pair's stream ended");
+    assert!(rest.is_empty(), "nothing more on the pair's stream: {rest:?}");
     assert!(
         probe.saw("hold cleaned up").await,
         "the held call was cancelled and cleaned up"
@@ -119,7 +139,9 @@ async fn serve_http_on_ends_streams_and_drains_within_the_grace() {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let token = CancellationToken::new();
-        let config = HttpConfig::default().shutdown_grace(GRACE);
+        let config = HttpConfig::default()
+            .shutdown_grace(GRACE)
+            .sse_pair("/sse", "/messages");
         let serving = tokio::spawn(server.clone().serve_http_on(listener, config, token.clone()));
         let c = client(addr, &server);
         let open = open(&c, &mut probe).await;
@@ -143,7 +165,11 @@ async fn the_router_shuts_down_under_axum_serve() {
     bounded(async {
         let (server, mut probe) = server();
         let mcp = server
-            .router(HttpConfig::default().shutdown_grace(GRACE))
+            .router(
+                HttpConfig::default()
+                    .shutdown_grace(GRACE)
+                    .sse_pair("/sse", "/messages"),
+            )
             .expect("router");
         let handle = mcp.handle();
         let app = axum::Router::new()
