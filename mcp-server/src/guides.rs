@@ -13,6 +13,18 @@
 //! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
+//! [`getting_started`]: crate::guides::getting_started
+//! [`tools`]: crate::guides::tools
+//! [`resources`]: crate::guides::resources
+//! [`prompts`]: crate::guides::prompts
+//! [`progress_logging_cancellation`]: crate::guides::progress_logging_cancellation
+//! [`elicitation_sampling`]: crate::guides::elicitation_sampling
+//! [`tasks`]: crate::guides::tasks
+//! [`authentication`]: crate::guides::authentication
+//! [`axum`]: crate::guides::axum
+//! [`testing`]: crate::guides::testing
+//! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
+//!
 //! The modules are empty: only their documentation matters.
 
 #[doc = include_str!("../../docs/guides/getting-started.md")]
