@@ -299,3 +299,59 @@ async fn the_router_sweeps_its_idle_sessions() {
     })
     .await;
 }
+
+/// Set in the environment of the child process of [`a_terminal_like_stdin_does_not_keep_the_process_alive`].
+const CHILD: &str = "MCP_LIFECYCLE_STDIO_CHILD";
+
+/// The child: serves stdio until a 300 ms shutdown, then returns, dropping its runtime (a
+/// no-op test in a normal run).
+#[test]
+fn stdio_child_process() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let (server, _probe) = server();
+        let stop = tokio::time::sleep(Duration::from_millis(300));
+        mcp_transport_stdio::serve_until(server.runtime().clone(), Default::default(), stop)
+            .await
+            .expect("served");
+    });
+    // Dropping the runtime waits for its blocking threads: a stdin read on the blocking pool
+    // would hang here for as long as stdin stays silent.
+    drop(rt);
+}
+
+/// stdin that is not a pipe (a socket here, like a terminal: reads block, nothing arrives):
+/// after a graceful shutdown the process still exits (it used to wait for the next line).
+#[cfg(unix)]
+#[test]
+fn a_terminal_like_stdin_does_not_keep_the_process_alive() {
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+    let (ours, theirs) = UnixStream::pair().expect("socket pair");
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["shutdown::stdio_child_process", "--exact", "--test-threads=1"])
+        .env(CHILD, "1")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("child");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if started.elapsed() > SHUTDOWN {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(ours);
+    let status = status.expect("the child exited within 10 s, its stdin still open and silent");
+    assert!(status.success(), "{status}");
+}
