@@ -21,6 +21,9 @@
 //!   [`McpServer::serve_stdio`].
 //! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
 //!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
+//! - `guides` (also `docs/guides/` in the repository): getting started, tools,
+//!   resources, prompts, progress, elicitation and sampling, tasks,
+//!   authentication, axum, testing, migrating from `rmcp`; their code is tested.
 //!
 //! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
 //! that ask for one (core tasks), and for 2026-07-28 clients that declared
