@@ -67,6 +67,8 @@ pub struct ServerConfig {
     /// make the new key `request_state_key` and keep the old one here for
     /// `request_state_ttl`).
     pub request_state_old_keys: Vec<StateKey>,
+    /// Values handed to every handler, one per type ([`Ctx::state`](crate::Ctx::state)).
+    pub state: States,
     /// Lifetime of a sealed `requestState` (default 300 s).
     pub request_state_ttl: Duration,
     /// Most rounds of client input one legacy call may go through when its
@@ -75,8 +77,6 @@ pub struct ServerConfig {
     /// Most `subscriptions/listen` streams open at once, every caller
     /// together (default 10 000); over it a listen is refused with -32603
     /// (HTTP 503).
-    /// Values handed to every handler, one per type ([`Ctx::state`](crate::Ctx::state)).
-    pub state: States,
     pub max_listeners: usize,
     /// Most `subscriptions/listen` streams one peer (a client address on HTTP)
     /// may hold open (default 32); over it -32603 (HTTP 429). Peers are told
@@ -141,6 +141,7 @@ impl Default for ServerConfig {
             max_stream_events: 256,
             request_state_key: None,
             request_state_old_keys: Vec::new(),
+            state: States::default(),
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,
             max_listeners: 10_000,
@@ -150,7 +151,6 @@ impl Default for ServerConfig {
             task_poll_interval_ms: 1000,
             task_ttl: Duration::from_secs(3600),
             task_sweep_interval: Duration::from_secs(60),
-            state: States::default(),
             task_result_timeout: Duration::from_secs(300),
             max_tasks_total: 10_000,
             max_tasks_per_principal: 1_000,
