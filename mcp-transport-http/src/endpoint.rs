@@ -8,7 +8,7 @@ use axum::Router;
 
 use crate::state::Shared;
 
-/// The MCP endpoint as an axum [`Router`] to merge or nest into an application, and the
+/// The MCP endpoint as an `axum::Router` to merge or nest into an application, and the
 /// [`EndpointHandle`] that shuts it down. Built by [`endpoint`](crate::endpoint).
 ///
 /// The router sweeps its own idle legacy sessions (every

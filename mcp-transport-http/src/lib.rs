@@ -179,7 +179,7 @@ fn routes(shared: Arc<Shared>) -> Router {
     router.with_state(shared)
 }
 
-/// The MCP endpoint as an axum [`Router`], to merge or nest into an application, with the
+/// The MCP endpoint as an `axum::Router`, to merge or nest into an application, with the
 /// [`EndpointHandle`] that shuts it down (see [`Endpoint`] for the whole pattern).
 ///
 /// What the router does not know or own, the application must see to:
@@ -213,7 +213,7 @@ pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, H
     Ok(Endpoint::new(routes(shared.clone()), shared))
 }
 
-/// The MCP endpoint as an axum [`Router`] alone: [`endpoint`] without its handle, so it cannot
+/// The MCP endpoint as an `axum::Router` alone: [`endpoint`] without its handle, so it cannot
 /// be shut down gracefully (its SSE streams end only when their clients leave). Prefer
 /// [`endpoint`]; every caveat listed there applies.
 pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
