@@ -204,9 +204,9 @@ pub use mcp_protocol::model::{
 };
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
+pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
-pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[doc(inline)]

@@ -181,7 +181,11 @@ mod tests {
 
     #[test]
     fn typed_arguments_come_from_the_fields() {
-        let p = Prompt::typed("p", "d", |a: Args, _ctx| async move { PromptMessage::user_text(a.topic) });
+        let p = Prompt::typed(
+            "p",
+            "d",
+            |a: Args, _ctx| async move { PromptMessage::user_text(a.topic) },
+        );
         let args = &p.def().arguments;
         assert_eq!(args.len(), 2);
         assert_eq!((args[0].name.as_str(), args[0].required), ("topic", true));

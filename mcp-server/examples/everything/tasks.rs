@@ -81,7 +81,8 @@ pub(super) fn task_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServ
             "Ends with a protocol error (its task fails)",
             |_, _| async {
                 tokio::time::sleep(PAST_THE_WINDOW).await;
-                let failed: Result<CallToolResult> = Err(RpcError::internal_with("The job hit a protocol error").into());
+                let failed: Result<CallToolResult> =
+                    Err(RpcError::internal_with("The job hit a protocol error").into());
                 failed
             },
         )
