@@ -1,5 +1,6 @@
-//! `cargo xtask bench [--quick] [--skip-build]`: our server against rmcp and against the floor,
-//! in one run (issue 7).
+//! `cargo xtask bench [--quick] [--skip-build] [--readme]`: our server against rmcp and against
+//! the floor, in one run (issue 7); `--readme` measures nothing and prints the Markdown tables of
+//! the saved `target/bench/report.json` (for the README).
 //!
 //! It builds the bench workspace (`bench/`, its own workspace, into `target/bench-build`) in
 //! release, then for each workload starts each target afresh (`ours`, `rmcp-peer`, `floor`) and
@@ -13,7 +14,7 @@
 //! Workloads: W1 modern stateless `tools/call`, W2 legacy session `tools/call`, W3 session
 //! churn, W4 `tools/list` of 200 tools, W5 stdio round trips (sequential and 8 in flight), M1
 //! resident memory (idle, per idle legacy session, per idle keep-alive connection, per open
-//! `subscriptions/listen` stream).
+//! `subscriptions/listen` stream over HTTP/1.1 and over h2c).
 //!
 //! S cells (scale-out): W1, W2 and W3 through two `ours` instances sharing their state on one
 //! `redis-server` (started for the run, [`crate::redis::RedisServer`]), the generator sending
@@ -48,6 +49,8 @@ pub(crate) struct Options {
     pub(crate) quick: bool,
     /// Use the binaries already in `target/bench-build/release`.
     pub(crate) skip_build: bool,
+    /// Measure nothing: print the Markdown tables of the saved `target/bench/report.json`.
+    pub(crate) readme: bool,
 }
 
 /// Durations and counts of one run.
@@ -137,6 +140,14 @@ struct Bench {
 
 /// Runs the bench.
 pub(crate) fn run(opts: &Options) -> Result {
+    let path = util::target_dir().join("bench/report.json");
+    if opts.readme {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e} (run `cargo xtask bench` first)", path.display()))?;
+        let report: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("{}", report::markdown(&report));
+        return Ok(());
+    }
     let plan = Plan::new(opts.quick);
     let build_dir = util::target_dir().join("bench-build");
     if !opts.skip_build {
@@ -272,7 +283,6 @@ pub(crate) fn run(opts: &Options) -> Result {
         memory: Value::Object(memory),
         elapsed: started.elapsed(),
     };
-    let path = util::target_dir().join("bench/report.json");
     report.write(&path)?;
     println!("\n{}", report.table());
     println!("report: {}", path.display());
@@ -568,7 +578,8 @@ impl Bench {
 
     /// M1 against one target: idle size; sessions (not the floor's); idle keep-alive connections
     /// (as many as streams: the part of a stream's figure that is its connection); listen
-    /// streams (ours only: rmcp has no `subscriptions/listen`).
+    /// streams over HTTP/1.1, one per connection, and over h2c, 100 per connection (ours only:
+    /// rmcp has no `subscriptions/listen`).
     fn memory(&self, target: &str) -> Result<Value> {
         let mut server = self.start(target, Vec::new())?;
         let sessions = if target == "floor" { 0 } else { self.plan.sessions };
@@ -584,6 +595,8 @@ impl Bench {
             "--connections".to_owned(),
             self.plan.streams.to_string(),
             "--streams".to_owned(),
+            streams.to_string(),
+            "--h2-streams".to_owned(),
             streams.to_string(),
         ];
         let outcome = self.loadgen(&args, Duration::from_secs(300));

@@ -16,9 +16,10 @@
 //!   `mcp-tests` crate, switching instance on every HTTP request), driven through the proxy by
 //!   the Python SDK client in its three HTTP modes and by every conformance leg; prints the
 //!   requests each instance served (both must be > 0).
-//! - `bench [--quick] [--skip-build]`: our server against rmcp and a bare HTTP floor (the bench
-//!   workspace under `bench/`, built into `target/bench-build`), every workload in one run; prints
-//!   a table and writes `target/bench/report.json`.
+//! - `bench [--quick] [--skip-build] [--readme]`: our server against rmcp and a bare HTTP floor
+//!   (the bench workspace under `bench/`, built into `target/bench-build`), every workload in one
+//!   run; prints a table and writes `target/bench/report.json` (`--readme`: prints the Markdown
+//!   tables of the saved report, measuring nothing).
 //! - `soak [--minutes N] [--listeners N] [--skip-build]`: a bounded load-and-fault soak of the
 //!   `everything` example (the `soak` driver crate), checked for lost replies, unexpected 5xx,
 //!   flat memory and descriptors back to baseline; writes `target/soak/report.json`.
@@ -61,9 +62,10 @@ commands:
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
-  bench [--quick] [--skip-build]
+  bench [--quick] [--skip-build] [--readme]
                           load test against rmcp and a bare HTTP floor; writes target/bench/report.json
-                          (--quick: short runs, under two minutes once built)
+                          (--quick: short runs, under two minutes once built; --readme: print the
+                          Markdown tables of the saved report.json, measuring nothing)
   soak [--minutes N] [--listeners N] [--skip-build]
                           N minutes (default 1) of load and faults against the everything example:
                           2000 listen streams (ci runs 1 minute with 500), callers of both eras,
@@ -177,6 +179,7 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
         match arg.as_str() {
             "--quick" => opts.quick = true,
             "--skip-build" => opts.skip_build = true,
+            "--readme" => opts.readme = true,
             other => return Err(format!("bench: unexpected argument `{other}`")),
         }
     }

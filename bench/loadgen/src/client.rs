@@ -1,5 +1,6 @@
 //! One keep-alive HTTP/1.1 connection (hyper's client connection, no pool): a bench client owns
-//! one and sends its requests on it one after the other.
+//! one and sends its requests on it one after the other. [`H2Conn`] is one HTTP/2 connection
+//! with prior knowledge (h2c), for M1's many listen streams on one connection.
 
 use std::net::SocketAddr;
 
@@ -9,7 +10,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{SendRequest, handshake};
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
 /// Every failure of the bench is a one-line reason.
@@ -131,6 +132,52 @@ impl Conn {
     /// A POST of a JSON body.
     pub(crate) async fn post(&mut self, headers: &[(&'static str, &str)], body: Bytes) -> Result<Reply> {
         self.send(Method::POST, headers, body).await
+    }
+}
+
+/// One HTTP/2 connection with prior knowledge (h2c); its streams run concurrently.
+pub(crate) struct H2Conn {
+    target: Target,
+    send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+}
+
+impl H2Conn {
+    /// Connects (with `TCP_NODELAY`) and performs the HTTP/2 handshake (no upgrade: the
+    /// connection preface first).
+    pub(crate) async fn open(target: &Target) -> Result<H2Conn> {
+        let tcp = TcpStream::connect(target.addr)
+            .await
+            .map_err(|e| format!("connect {}: {e}", target.addr))?;
+        tcp.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
+        let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
+        tokio::spawn(async move {
+            // Ends when the connection closes; an error is seen by the next request.
+            let _ = conn.await;
+        });
+        Ok(H2Conn {
+            target: target.clone(),
+            send,
+        })
+    }
+
+    /// Sends a POST on a new stream and returns its response head with the body still
+    /// streaming.
+    pub(crate) async fn start(&self, headers: &[(&'static str, &str)], body: Bytes) -> Result<Response<Incoming>> {
+        let uri = format!("http://{}{}", self.target.addr, self.target.path);
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req.body(Full::new(body)).map_err(|e| format!("request: {e}"))?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(|e| format!("connection: {e}"))?;
+        send.send_request(req).await.map_err(|e| format!("send: {e}"))
     }
 }
 

@@ -5,6 +5,7 @@
 //!               [--duration-ms MS] [--pid PID]… [--tools N] [--lenient]
 //! loadgen stdio [--inflight K] [--warmup-ms MS] [--duration-ms MS] [--lenient] -- SERVER ARGS…
 //! loadgen mem   --url URL --pid PID [--sessions N] [--connections N] [--streams N]
+//!               [--h2-streams N]
 //! ```
 //!
 //! Each command prints one line of JSON on stdout (see `stats::Outcome` and `mem::Memory`)
@@ -104,6 +105,9 @@ enum Command {
         /// `subscriptions/listen` streams to hold open (0: skip).
         #[arg(long, default_value_t = 2_000)]
         streams: usize,
+        /// `subscriptions/listen` streams to hold open over h2c, 100 per connection (0: skip).
+        #[arg(long, default_value_t = 0)]
+        h2_streams: usize,
     },
 }
 
@@ -156,12 +160,14 @@ async fn execute(cli: Cli) -> Result<String> {
             sessions,
             connections,
             streams,
+            h2_streams,
         } => {
             let target = Target::parse(&url)?;
             let counts = mem::Counts {
                 sessions,
                 connections,
                 streams,
+                h2_streams,
             };
             let memory = mem::measure(&target, pid, counts).await?;
             json(serde_json::to_string(&memory))

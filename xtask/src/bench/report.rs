@@ -11,8 +11,13 @@
 //! instances sent it (a script or a transaction once, from the `MONITOR` counting run), each as
 //! `total`, `requests` (what the generator sent), `per_request`, `per_op` and `by_command` per
 //! request), `memory` (per target: `idle_rss_kb`,
-//! `bytes_per_session`, `bytes_per_connection`, `bytes_per_stream`, `peak_rss_kb`) and `targets`
-//! (each goal of the issue, its value and whether it is met).
+//! `bytes_per_session`, `bytes_per_connection`, `bytes_per_stream` (HTTP/1.1, one stream per
+//! connection), `bytes_per_stream_h2c` (h2c, `h2_streams_per_connection` streams per connection),
+//! `peak_rss_kb`), `peers` (how each target is set up) and `targets` (each goal of issue 14, its
+//! value and whether it is met).
+//!
+//! The Markdown the run prints is rendered from that JSON alone ([`markdown`]), so that
+//! `cargo xtask bench --readme` prints the same tables from a saved `report.json`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -113,55 +118,6 @@ fn machine() -> Value {
 }
 
 impl Report {
-    /// The issue's targets, each with its value and whether it is met (`null`: not measured).
-    fn targets(&self) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut goal = |what: String, value: Option<f64>, op: &str, bound: f64| {
-            let met = value.map(|v| if op == ">=" { v >= bound } else { v <= bound });
-            out.push(
-                json!({"what": what, "value": value.map(|v| round(v, 3)), "goal": format!("{op} {bound}"), "met": met}),
-            );
-        };
-        for row in &self.rows {
-            let id = row["id"].as_str().unwrap_or_default();
-            let bound = if id.starts_with("W5") { 1.5 } else { 1.25 };
-            goal(
-                format!("{id} ours/rmcp ops/s"),
-                row["ratios"]["ours_rmcp"].as_f64(),
-                ">=",
-                bound,
-            );
-            goal(
-                format!("{id} p99 ours/rmcp"),
-                row["ratios"]["p99_ours_rmcp"].as_f64(),
-                "<=",
-                1.0,
-            );
-            if id == "W1" {
-                goal(
-                    format!("{id} ours/floor ops/s"),
-                    row["ratios"]["ours_floor"].as_f64(),
-                    ">=",
-                    0.6,
-                );
-            }
-        }
-        let ours = &self.memory["ours"];
-        goal(
-            "M1 bytes per idle legacy session".to_owned(),
-            ours["bytes_per_session"].as_f64(),
-            "<=",
-            2048.0,
-        );
-        goal(
-            "M1 bytes per open listen stream".to_owned(),
-            ours["bytes_per_stream"].as_f64(),
-            "<=",
-            8192.0,
-        );
-        out
-    }
-
     /// The whole report as JSON.
     fn json(&self) -> Value {
         json!({
@@ -176,7 +132,8 @@ impl Report {
             "workloads": self.rows,
             "scaleout": self.shared,
             "memory": self.memory,
-            "targets": self.targets(),
+            "peers": peers(),
+            "targets": targets(&self.rows, &self.memory),
         })
     }
 
@@ -191,198 +148,289 @@ impl Report {
 
     /// The tables (Markdown) and the targets, as printed and as the README shows them.
     pub(super) fn table(&self) -> String {
-        let machine = machine();
-        let mut t = String::new();
-        let pinned = if self.pinning["pinned"] == true {
-            "server on CPU 1, load generator on CPU 0 (taskset)".to_owned()
-        } else {
-            format!("not pinned ({})", self.pinning["why"].as_str().unwrap_or("?"))
+        markdown(&self.json())
+    }
+}
+
+/// How each target is set up, as the report states it.
+fn peers() -> Value {
+    json!({
+        "ours": "this library with its defaults (ServerConfig::default() but the session and \
+                 listen caps raised for M1, HttpConfig::default(), page size 50), TCP_NODELAY",
+        "rmcp": "rmcp 3.11 (the official Rust SDK): StreamableHttpService with json_response, \
+                 LocalSessionManager, TCP_NODELAY; stdio through stdio_pipes(); tools/list \
+                 unpaged (all tools in one answer)",
+        "floor": "no MCP: a bare axum endpoint answering every request with one fixed JSON-RPC \
+                  result of the server's answer size, without parsing the body (stdio: a \
+                  blocking line loop); TCP_NODELAY",
+    })
+}
+
+/// The targets of issue 14, each with its value and whether it is met (`null`: not measured),
+/// from the workload rows and M1.
+fn targets(rows: &[Value], memory: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut goal = |what: String, value: Option<f64>, op: &str, bound: f64| {
+        let met = value.map(|v| if op == ">=" { v >= bound } else { v <= bound });
+        out.push(
+            json!({"what": what, "value": value.map(|v| round(v, 3)), "goal": format!("{op} {bound}"), "met": met}),
+        );
+    };
+    for row in rows {
+        let id = row["id"].as_str().unwrap_or_default();
+        let ratio = |key: &str| row["ratios"][key].as_f64();
+        match id {
+            "W1" | "W2" | "W3" => {
+                goal(format!("{id} ours/floor ops/s"), ratio("ours_floor"), ">=", 0.6);
+                goal(format!("{id} p99 ours/rmcp"), ratio("p99_ours_rmcp"), "<=", 1.0);
+            }
+            "W4" => goal(format!("{id} ours/rmcp ops/s"), ratio("ours_rmcp"), ">=", 1.25),
+            "W5a" | "W5b" => {
+                goal(format!("{id} ours/rmcp ops/s"), ratio("ours_rmcp"), ">=", 1.5);
+                goal(format!("{id} p99 ours/rmcp"), ratio("p99_ours_rmcp"), "<=", 1.0);
+            }
+            _ => {}
+        }
+    }
+    let ours = &memory["ours"];
+    goal(
+        "M1 bytes per open listen stream over h2c (its share of the connection included)".to_owned(),
+        ours["bytes_per_stream_h2c"].as_f64(),
+        "<=",
+        8192.0,
+    );
+    goal(
+        "M1 bytes per open listen stream over HTTP/1.1 (its connection included)".to_owned(),
+        ours["bytes_per_stream"].as_f64(),
+        "<=",
+        8192.0,
+    );
+    goal(
+        "M1 bytes per idle legacy session".to_owned(),
+        ours["bytes_per_session"].as_f64(),
+        "<=",
+        2048.0,
+    );
+    out
+}
+
+/// The tables (Markdown), the peers' setups and the targets, from a report's JSON.
+pub(super) fn markdown(report: &Value) -> String {
+    let machine = &report["machine"];
+    let plan = &report["plan"];
+    let pinning = &report["pinning"];
+    let mut t = String::new();
+    let pinned = if pinning["pinned"] == true {
+        "server on CPU 1, load generator on CPU 0 (taskset)".to_owned()
+    } else {
+        format!("not pinned ({})", pinning["why"].as_str().unwrap_or("?"))
+    };
+    let quick = report["generated_by"].as_str().is_some_and(|g| g.ends_with("--quick"));
+    let _ = writeln!(
+        t,
+        "Machine: {} × {}; {pinned}. {} clients; per cell the median of {} round(s) of {} ms warm-up \
+         and {} ms measured, targets interleaved{}.\n",
+        machine["nproc"],
+        machine["cpu"].as_str().unwrap_or("?"),
+        plan["clients"],
+        plan["rounds"],
+        plan["warmup_ms"],
+        plan["duration_ms"],
+        if quick { " (--quick)" } else { "" }
+    );
+    t.push_str(concat!(
+        "| workload | ours ops/s | rmcp ops/s | floor ops/s | ours/rmcp | ours/floor | p99 ours/rmcp ",
+        "| p50 ms ours / rmcp / floor | p99 ms ours / rmcp / floor | peak RSS MiB ours / rmcp / floor |\n"
+    ));
+    t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for row in report["workloads"].as_array().into_iter().flatten() {
+        let cell = |target: &str, key: &str| -> String {
+            let r = &row["targets"][target];
+            if r.get("error").is_some() {
+                return "error".to_owned();
+            }
+            match (key, r[key].as_f64()) {
+                ("rps", Some(v)) => format!("{v:.0}"),
+                ("peak_rss_kb", Some(v)) => format!("{:.1}", v / 1024.0),
+                (_, Some(v)) => format!("{v:.3}"),
+                (_, None) => "–".to_owned(),
+            }
+        };
+        let three = |key: &str| TARGETS.map(|target| cell(target, key)).join(" / ");
+        let ratio = |key: &str| {
+            row["ratios"][key]
+                .as_f64()
+                .map_or("–".to_owned(), |v| format!("{v:.2}"))
         };
         let _ = writeln!(
             t,
-            "Machine: {} × {}; {pinned}. {} clients; per cell the median of {} round(s) of {} ms warm-up \
-             and {} ms measured, targets interleaved{}.\n",
-            machine["nproc"],
-            machine["cpu"].as_str().unwrap_or("?"),
-            self.plan["clients"],
-            self.plan["rounds"],
-            self.plan["warmup_ms"],
-            self.plan["duration_ms"],
-            if self.quick { " (--quick)" } else { "" }
+            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row["id"].as_str().unwrap_or_default(),
+            row["title"].as_str().unwrap_or_default(),
+            cell("ours", "rps"),
+            cell("rmcp", "rps"),
+            cell("floor", "rps"),
+            ratio("ours_rmcp"),
+            ratio("ours_floor"),
+            ratio("p99_ours_rmcp"),
+            three("p50_ms"),
+            three("p99_ms"),
+            three("peak_rss_kb"),
         );
-        t.push_str(concat!(
-            "| workload | ours ops/s | rmcp ops/s | floor ops/s | ours/rmcp | ours/floor ",
-            "| p50 ms ours / rmcp / floor | p99 ms ours / rmcp / floor | peak RSS MiB ours / rmcp / floor |\n"
-        ));
-        t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-        for row in &self.rows {
-            let cell = |target: &str, key: &str| -> String {
-                let r = &row["targets"][target];
-                if r.get("error").is_some() {
-                    return "error".to_owned();
-                }
-                match (key, r[key].as_f64()) {
-                    ("rps", Some(v)) => format!("{v:.0}"),
-                    ("peak_rss_kb", Some(v)) => format!("{:.1}", v / 1024.0),
-                    (_, Some(v)) => format!("{v:.3}"),
-                    (_, None) => "–".to_owned(),
-                }
-            };
-            let three = |key: &str| TARGETS.map(|target| cell(target, key)).join(" / ");
-            let ratio = |key: &str| {
-                row["ratios"][key]
-                    .as_f64()
-                    .map_or("–".to_owned(), |v| format!("{v:.2}"))
-            };
-            let _ = writeln!(
-                t,
-                "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                row["id"].as_str().unwrap_or_default(),
-                row["title"].as_str().unwrap_or_default(),
-                cell("ours", "rps"),
-                cell("rmcp", "rps"),
-                cell("floor", "rps"),
-                ratio("ours_rmcp"),
-                ratio("ours_floor"),
-                three("p50_ms"),
-                three("p99_ms"),
-                three("peak_rss_kb"),
-            );
-        }
-        t.push_str(&self.shared_table());
-        t.push_str(&self.memory_table());
-        t.push_str("\nTargets of issue 7:\n\n");
-        for target in self.targets() {
-            let mark = match target["met"].as_bool() {
-                Some(true) => "met",
-                Some(false) => "MISSED",
-                None => "not measured",
-            };
-            let value = target["value"].as_f64().map_or("–".to_owned(), |v| format!("{v}"));
-            let _ = writeln!(
-                t,
-                "- {}: {value} (goal {}): {mark}",
-                target["what"].as_str().unwrap_or_default(),
-                target["goal"].as_str().unwrap_or_default()
-            );
-        }
-        t
     }
-
-    /// The S cells: one in-memory instance against two on Redis, and Redis's work per request.
-    fn shared_table(&self) -> String {
-        if self.shared.is_empty() {
-            return String::new();
-        }
-        let mut t = String::from(concat!(
-            "\n| scale-out | one in-memory ops/s | two on Redis ops/s | shared/single ",
-            "| p50 ms single / shared | p99 ms single / shared | Redis round trips per request (per op) ",
-            "| round trips by kind per request | Redis commands per request (per op) | top commands per request |\n",
-            "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
-        ));
-        for row in &self.shared {
-            let cell = |side: &str, key: &str| -> String {
-                let r = &row[side];
-                if r.get("error").is_some() {
-                    return "error".to_owned();
-                }
-                match (key, r[key].as_f64()) {
-                    ("rps", Some(v)) => format!("{v:.0}"),
-                    (_, Some(v)) => format!("{v:.3}"),
-                    (_, None) => "–".to_owned(),
-                }
-            };
-            let both = |key: &str| format!("{} / {}", cell("single", key), cell("shared", key));
-            let per = |v: &Value| match (v["per_request"].as_f64(), v["per_op"].as_f64()) {
-                (Some(r), Some(o)) => format!("{r:.3} ({o:.2})"),
-                _ if v.get("error").is_some() => "error".to_owned(),
-                _ => "–".to_owned(),
-            };
-            let top = |v: &Value| {
-                v["by_command"].as_object().map_or("–".to_owned(), |m| {
-                    m.iter()
-                        .take(5)
-                        .map(|(name, v)| format!("{name} {:.3}", v.as_f64().unwrap_or(0.0)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-            };
-            let commands = &row["redis"]["commands"];
-            let round_trips = &row["redis"]["round_trips"];
-            let ratio = row["ratios"]["shared_single"]
-                .as_f64()
-                .map_or("–".to_owned(), |v| format!("{v:.2}"));
-            let _ = writeln!(
-                t,
-                "| {} {} | {} | {} | {ratio} | {} | {} | {} | {} | {} | {} |",
-                row["id"].as_str().unwrap_or_default(),
-                row["title"].as_str().unwrap_or_default(),
-                cell("single", "rps"),
-                cell("shared", "rps"),
-                both("p50_ms"),
-                both("p99_ms"),
-                per(round_trips),
-                top(round_trips),
-                per(commands),
-                top(commands),
-            );
-        }
-        t.push_str(concat!(
-            "\nS cells: the W workload sent in turn to two `ours --redis` instances (client-side round robin), ",
-            "both and `redis-server` on the server CPU, against the W row's one in-memory instance. ",
-            "Redis commands: `INFO commandstats` around the median round (commands run by scripts and ",
-            "MULTI/EXEC counted one by one); round trips: the requests the instances sent Redis during a separate ",
-            "counting run with a MONITOR tap (a script or a MULTI/EXEC counts once; PUBLISH is pipelined by a ",
-            "background task, off the request path), both divided by every request the generator sent.\n"
-        ));
-        t
+    t.push_str(&shared_table(
+        report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
+    ));
+    t.push_str(&memory_table(&report["memory"], plan));
+    t.push_str("\nThe peers:\n\n");
+    // A report written before `peers` was recorded gets today's description.
+    let peers = match &report["peers"] {
+        Value::Object(_) => report["peers"].clone(),
+        _ => peers(),
+    };
+    for (name, setup) in peers.as_object().into_iter().flatten() {
+        let _ = writeln!(t, "- {name}: {}", setup.as_str().unwrap_or_default());
     }
+    t.push_str("\nTargets of issue 14 (from the measured rates and sizes above):\n\n");
+    // Recomputed, so that an older report is judged by the same targets.
+    let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
+    for target in &targets(rows, &report["memory"]) {
+        let mark = match target["met"].as_bool() {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not measured",
+        };
+        let value = target["value"].as_f64().map_or("–".to_owned(), |v| format!("{v}"));
+        let _ = writeln!(
+            t,
+            "- {}: {value} (goal {}): {mark}",
+            target["what"].as_str().unwrap_or_default(),
+            target["goal"].as_str().unwrap_or_default()
+        );
+    }
+    t
+}
 
-    fn memory_table(&self) -> String {
-        let mut t = String::from("\n| M1 memory | ours | rmcp | floor |\n|---|---:|---:|---:|\n");
-        let cell = |target: &str, key: &str| -> String {
-            let m = &self.memory[target];
-            if m.get("error").is_some() {
+/// The S cells: one in-memory instance against two on Redis, and Redis's work per request.
+fn shared_table(shared: &[Value]) -> String {
+    if shared.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from(concat!(
+        "\n| scale-out | one in-memory ops/s | two on Redis ops/s | shared/single ",
+        "| p50 ms single / shared | p99 ms single / shared | Redis round trips per request (per op) ",
+        "| round trips by kind per request | Redis commands per request (per op) | top commands per request |\n",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
+    ));
+    for row in shared {
+        let cell = |side: &str, key: &str| -> String {
+            let r = &row[side];
+            if r.get("error").is_some() {
                 return "error".to_owned();
             }
-            match (key, m[key].as_f64()) {
-                ("idle_rss_kb" | "peak_rss_kb", Some(v)) => format!("{:.1} MiB", v / 1024.0),
-                (_, Some(v)) => format!("{v:.0} B"),
-                ("bytes_per_stream", None) if target == "rmcp" => "n/a (no subscriptions/listen)".to_owned(),
-                (_, None) => "n/a".to_owned(),
+            match (key, r[key].as_f64()) {
+                ("rps", Some(v)) => format!("{v:.0}"),
+                (_, Some(v)) => format!("{v:.3}"),
+                (_, None) => "–".to_owned(),
             }
         };
-        let sessions = &self.plan["sessions"];
-        let streams = &self.plan["streams"];
-        for (label, key) in [
-            ("idle resident size".to_owned(), "idle_rss_kb"),
-            (format!("per idle legacy session ({sessions})"), "bytes_per_session"),
-            (
-                format!("per idle keep-alive connection ({streams})"),
-                "bytes_per_connection",
-            ),
-            (
-                format!("per open listen stream ({streams}, its connection included)"),
-                "bytes_per_stream",
-            ),
-            ("peak resident size".to_owned(), "peak_rss_kb"),
-        ] {
-            let _ = writeln!(
-                t,
-                "| {label} | {} | {} | {} |",
-                cell("ours", key),
-                cell("rmcp", key),
-                cell("floor", key)
-            );
-        }
-        let ours = &self.memory["ours"];
-        if let (Some(stream), Some(conn)) = (ours["bytes_per_stream"].as_f64(), ours["bytes_per_connection"].as_f64()) {
-            let _ = writeln!(
-                t,
-                "| per open listen stream beyond an idle connection's | {:.0} B | n/a | n/a |",
-                stream - conn
-            );
-        }
-        t
+        let both = |key: &str| format!("{} / {}", cell("single", key), cell("shared", key));
+        let per = |v: &Value| match (v["per_request"].as_f64(), v["per_op"].as_f64()) {
+            (Some(r), Some(o)) => format!("{r:.3} ({o:.2})"),
+            _ if v.get("error").is_some() => "error".to_owned(),
+            _ => "–".to_owned(),
+        };
+        let top = |v: &Value| {
+            v["by_command"].as_object().map_or("–".to_owned(), |m| {
+                m.iter()
+                    .take(5)
+                    .map(|(name, v)| format!("{name} {:.3}", v.as_f64().unwrap_or(0.0)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+        };
+        let commands = &row["redis"]["commands"];
+        let round_trips = &row["redis"]["round_trips"];
+        let ratio = row["ratios"]["shared_single"]
+            .as_f64()
+            .map_or("–".to_owned(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            t,
+            "| {} {} | {} | {} | {ratio} | {} | {} | {} | {} | {} | {} |",
+            row["id"].as_str().unwrap_or_default(),
+            row["title"].as_str().unwrap_or_default(),
+            cell("single", "rps"),
+            cell("shared", "rps"),
+            both("p50_ms"),
+            both("p99_ms"),
+            per(round_trips),
+            top(round_trips),
+            per(commands),
+            top(commands),
+        );
     }
+    t.push_str(concat!(
+        "\nS cells: the W workload sent in turn to two `ours --redis` instances (client-side round robin), ",
+        "both and `redis-server` on the server CPU, against the W row's one in-memory instance. ",
+        "Redis commands: `INFO commandstats` around the median round (commands run by scripts and ",
+        "MULTI/EXEC counted one by one); round trips: the requests the instances sent Redis during a separate ",
+        "counting run with a MONITOR tap (a script or a MULTI/EXEC counts once; PUBLISH is pipelined by a ",
+        "background task, off the request path), both divided by every request the generator sent.\n"
+    ));
+    t
+}
+
+fn memory_table(memory: &Value, plan: &Value) -> String {
+    let mut t = String::from("\n| M1 memory | ours | rmcp | floor |\n|---|---:|---:|---:|\n");
+    let cell = |target: &str, key: &str| -> String {
+        let m = &memory[target];
+        if m.get("error").is_some() {
+            return "error".to_owned();
+        }
+        match (key, m[key].as_f64()) {
+            ("idle_rss_kb" | "peak_rss_kb", Some(v)) => format!("{:.1} MiB", v / 1024.0),
+            (_, Some(v)) => format!("{v:.0} B"),
+            ("bytes_per_stream" | "bytes_per_stream_h2c", None) if target == "rmcp" => {
+                "n/a (no subscriptions/listen)".to_owned()
+            }
+            (_, None) => "n/a".to_owned(),
+        }
+    };
+    let sessions = &plan["sessions"];
+    let streams = &plan["streams"];
+    let per_h2 = memory["ours"]["h2_streams_per_connection"].as_u64().unwrap_or(100);
+    for (label, key) in [
+        ("idle resident size".to_owned(), "idle_rss_kb"),
+        (format!("per idle legacy session ({sessions})"), "bytes_per_session"),
+        (
+            format!("per idle keep-alive connection ({streams})"),
+            "bytes_per_connection",
+        ),
+        (
+            format!("per open listen stream over HTTP/1.1 ({streams}, its connection included)"),
+            "bytes_per_stream",
+        ),
+        (
+            format!("per open listen stream over h2c ({streams}, {per_h2} per connection)"),
+            "bytes_per_stream_h2c",
+        ),
+        ("peak resident size".to_owned(), "peak_rss_kb"),
+    ] {
+        let _ = writeln!(
+            t,
+            "| {label} | {} | {} | {} |",
+            cell("ours", key),
+            cell("rmcp", key),
+            cell("floor", key)
+        );
+    }
+    let ours = &memory["ours"];
+    if let (Some(stream), Some(conn)) = (ours["bytes_per_stream"].as_f64(), ours["bytes_per_connection"].as_f64()) {
+        let _ = writeln!(
+            t,
+            "| per open HTTP/1.1 listen stream beyond an idle connection's | {:.0} B | n/a | n/a |",
+            stream - conn
+        );
+    }
+    t
 }
