@@ -574,6 +574,24 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> V
     })
 }
 
+/// Encodes a success response whose result is already serialized (a cached catalog page):
+/// the same bytes as [`encode_result`], written in one pass into a buffer of the right size
+/// (the result copied once, not re-serialized).
+pub fn encode_raw_result(id: &RequestId, result: &serde_json::value::RawValue) -> Vec<u8> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
+    let raw = result.get().as_bytes();
+    let mut out = Vec::with_capacity(HEAD.len() + 24 + RESULT.len() + raw.len() + 1);
+    out.extend_from_slice(HEAD);
+    if serde_json::to_writer(&mut out, id).is_err() {
+        return encode_result(id, result);
+    }
+    out.extend_from_slice(RESULT);
+    out.extend_from_slice(raw);
+    out.push(b'}');
+    out
+}
+
 fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
     // Serialising plain `Value`s and strings cannot fail.
     serde_json::to_vec(v).unwrap_or_default()
@@ -583,6 +601,16 @@ fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_raw_result_encodes_as_its_value_would() {
+        let result = json!({"tools": [{"name": "a"}], "nextCursor": "x\"y", "resultType": "complete"});
+        let raw = serde_json::value::to_raw_value(&result).unwrap();
+        for id in [RequestId::from(7), RequestId::from("a\"b"), RequestId::from(-1)] {
+            assert_eq!(encode_raw_result(&id, &raw), encode_result(&id, &result), "{id}");
+            assert_eq!(encode_raw_result(&id, &raw), encode_result(&id, &*raw), "{id}");
+        }
+    }
 
     fn dec(s: &str) -> Result<Inbound, DecodeError> {
         decode(s.as_bytes(), &DecodeLimits::default())

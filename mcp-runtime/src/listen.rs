@@ -7,9 +7,15 @@
 //! acknowledgement is always the first message. Fan-out reads the table
 //! directly and never waits: a subscriber whose channel is full misses the
 //! notification (notifications have no reply), and a closed one is removed.
+//!
+//! A subscription's channel is a [`mailbox`]: a queue that allocates only
+//! while notifications wait in it (an idle subscription holds a few dozen
+//! bytes for it, where a `tokio::sync::mpsc` channel holds a block of 32
+//! slots from the start), since a server may hold thousands of idle
+//! subscriptions.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use dashmap::DashMap;
@@ -19,7 +25,7 @@ use mcp_protocol::model::{ListenFilter, listen_completion};
 use mcp_protocol::notifications::{cancelled, task_status};
 use mcp_protocol::{Request, RequestId, RpcError};
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::Runtime;
@@ -139,7 +145,98 @@ struct Entry {
     holder: Holder,
     listen_id: RequestId,
     filter: ListenFilter,
-    tx: mpsc::Sender<Frame>,
+    tx: Mailbox,
+}
+
+/// Why a frame was not queued.
+#[derive(Debug, PartialEq, Eq)]
+enum Refused {
+    /// The queue holds [`LISTENER_BUFFER`] frames: this one is missed.
+    Full,
+    /// The receiving end is gone.
+    Closed,
+}
+
+/// A bounded queue of frames from the fan-out to one subscription: [`mailbox`].
+#[derive(Debug, Default)]
+struct Queue {
+    frames: Mutex<VecDeque<Frame>>,
+    notify: Notify,
+    /// The [`Inbox`] was dropped.
+    receiver_gone: AtomicBool,
+    /// The [`Mailbox`] was dropped.
+    sender_gone: AtomicBool,
+}
+
+/// The sending end: [`Mailbox::try_send`] never waits.
+#[derive(Debug)]
+struct Mailbox(Arc<Queue>);
+
+/// The receiving end, held by the [`Listener`].
+#[derive(Debug)]
+struct Inbox(Arc<Queue>);
+
+/// A queue of at most [`LISTENER_BUFFER`] frames with one sender and one receiver. Unlike
+/// `tokio::sync::mpsc`, it allocates nothing beyond its header until frames wait in it.
+fn mailbox() -> (Mailbox, Inbox) {
+    let queue = Arc::new(Queue::default());
+    (Mailbox(queue.clone()), Inbox(queue))
+}
+
+impl Mailbox {
+    /// Queues `frame`, unless the queue is full or the receiver is gone.
+    fn try_send(&self, frame: Frame) -> Result<(), Refused> {
+        if self.0.receiver_gone.load(Ordering::Acquire) {
+            return Err(Refused::Closed);
+        }
+        {
+            let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
+            if frames.len() >= LISTENER_BUFFER {
+                return Err(Refused::Full);
+            }
+            frames.push_back(frame);
+        }
+        // A permit is stored when the receiver is not waiting yet: no wake-up is lost.
+        self.0.notify.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        self.0.sender_gone.store(true, Ordering::Release);
+        self.0.notify.notify_one();
+    }
+}
+
+impl Inbox {
+    /// The next frame; `None` once the sender is gone and the queue is empty.
+    async fn recv(&mut self) -> Option<Frame> {
+        loop {
+            let next = {
+                let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
+                let next = frames.pop_front();
+                if frames.is_empty() && frames.capacity() > 0 {
+                    // An idle subscription keeps no buffer from a burst.
+                    frames.shrink_to_fit();
+                }
+                next
+            };
+            if next.is_some() {
+                return next;
+            }
+            if self.0.sender_gone.load(Ordering::Acquire) {
+                return None;
+            }
+            self.0.notify.notified().await;
+        }
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        self.0.receiver_gone.store(true, Ordering::Release);
+    }
 }
 
 /// The open subscriptions of a server.
@@ -150,6 +247,9 @@ pub struct Subscriptions {
     counts: Mutex<Counts>,
     fanout: OnceLock<()>,
     closing: CancellationToken,
+    /// The server's `Implementation` for completion results (`None`: not sent), rendered at the
+    /// first subscription: the configuration does not change.
+    server_info: OnceLock<Option<Value>>,
 }
 
 impl Subscriptions {
@@ -181,7 +281,7 @@ impl Subscriptions {
                 continue;
             }
             let frame = task_status(&detailed, &e.listen_id);
-            if let Err(mpsc::error::TrySendError::Closed(_)) = e.tx.try_send(frame) {
+            if let Err(Refused::Closed) = e.tx.try_send(frame) {
                 gone.push(*e.key());
             }
         }
@@ -197,7 +297,7 @@ impl Subscriptions {
                 continue;
             }
             let frame = change.frame(Some(&e.listen_id));
-            if let Err(mpsc::error::TrySendError::Closed(_)) = e.tx.try_send(frame) {
+            if let Err(Refused::Closed) = e.tx.try_send(frame) {
                 gone.push(*e.key());
             }
         }
@@ -215,8 +315,7 @@ pub struct Listener {
     id: RequestId,
     hub: Arc<Subscriptions>,
     ack: Option<Frame>,
-    completion: Frame,
-    rx: mpsc::Receiver<Frame>,
+    rx: Inbox,
 }
 
 impl Listener {
@@ -248,10 +347,11 @@ impl Listener {
     }
 
     /// The result that completes a subscription the server ends gracefully
-    /// (decorated like every modern result; rendered when the subscription
-    /// opened).
+    /// (decorated like every modern result; rendered when asked, so that an
+    /// open subscription does not hold it).
     pub fn completion_frame(&self) -> Frame {
-        self.completion.clone()
+        let server_info = self.hub.server_info.get().and_then(Option::as_ref);
+        encode_result(&self.id, &listen_completion(&self.id, server_info))
     }
 }
 
@@ -307,12 +407,12 @@ impl Runtime {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take(holder, self.config())?;
-        let server_info = self
-            .config()
-            .send_server_info
-            .then(|| self.config().server_info.render(None));
-        let completion = encode_result(&req.id, &listen_completion(&req.id, server_info.as_ref()));
-        let (tx, rx) = mpsc::channel(LISTENER_BUFFER);
+        hub.server_info.get_or_init(|| {
+            self.config()
+                .send_server_info
+                .then(|| self.config().server_info.render(None))
+        });
+        let (tx, rx) = mailbox();
         let key = hub.next.fetch_add(1, Ordering::Relaxed);
         hub.entries.insert(
             key,
@@ -329,7 +429,6 @@ impl Runtime {
             id: req.id.clone(),
             hub,
             ack: Some(ack),
-            completion,
             rx,
         })
     }

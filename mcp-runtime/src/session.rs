@@ -65,11 +65,18 @@ pub struct Session {
     /// When the shared record's expiry was last pushed back (ms of `epoch`).
     stored_touch_ms: AtomicU64,
     /// The newest event id of the session's GET stream log known here (shared store only).
-    log_head: watch::Sender<u64>,
+    /// This and the next two are created on first use ([`lazy`]): most sessions never need
+    /// them, and each is a few hundred bytes.
+    log_head: OnceLock<watch::Sender<u64>>,
     /// Bumped when a GET stream of the session opens on another instance.
-    takeovers: watch::Sender<u64>,
+    takeovers: OnceLock<watch::Sender<u64>>,
     /// Bumped by every event appended to one of the session's POST stream logs (shared store).
-    stream_logs: watch::Sender<u64>,
+    stream_logs: OnceLock<watch::Sender<u64>>,
+}
+
+/// A session's counter channel, created (at 0) on first use.
+fn lazy(cell: &OnceLock<watch::Sender<u64>>) -> &watch::Sender<u64> {
+    cell.get_or_init(|| watch::Sender::new(0))
 }
 
 impl Session {
@@ -99,9 +106,9 @@ impl Session {
             outlet: OutletSlot::default(),
             cluster: OnceLock::new(),
             stored_touch_ms: AtomicU64::new(0),
-            log_head: watch::Sender::new(0),
-            takeovers: watch::Sender::new(0),
-            stream_logs: watch::Sender::new(0),
+            log_head: OnceLock::new(),
+            takeovers: OnceLock::new(),
+            stream_logs: OnceLock::new(),
         }
     }
 
@@ -140,16 +147,16 @@ impl Session {
     /// A receiver of the newest event id of the session's GET stream log (shared store): woken
     /// whenever any instance appends to it.
     pub fn log_head(&self) -> watch::Receiver<u64> {
-        self.log_head.subscribe()
+        lazy(&self.log_head).subscribe()
     }
 
     /// An event was appended to one of the session's stream logs.
     pub(crate) fn event_appended(&self, stream: u64, id: u64) {
         if stream != 0 {
-            self.stream_logs.send_modify(|n| *n += 1);
+            lazy(&self.stream_logs).send_modify(|n| *n += 1);
         }
         if stream == 0 {
-            self.log_head.send_if_modified(|head| {
+            lazy(&self.log_head).send_if_modified(|head| {
                 let newer = id > *head;
                 if newer {
                     *head = id;
@@ -163,7 +170,7 @@ impl Session {
     /// (shared store): a stream resumed on another instance than the one running its call
     /// follows the log.
     pub fn stream_logs(&self) -> watch::Receiver<u64> {
-        self.stream_logs.subscribe()
+        lazy(&self.stream_logs).subscribe()
     }
 
     /// Appends an event to one of the session's stream logs in the shared store, in order and
@@ -176,17 +183,17 @@ impl Session {
     /// A receiver woken when a GET stream of the session opens on another instance (the older
     /// stream here ends: one GET stream per session).
     pub fn takeovers(&self) -> watch::Receiver<u64> {
-        self.takeovers.subscribe()
+        lazy(&self.takeovers).subscribe()
     }
 
     /// How many GET streams of the session opened on other instances since this replica exists.
     pub fn takeover_count(&self) -> u64 {
-        *self.takeovers.borrow()
+        *lazy(&self.takeovers).borrow()
     }
 
     /// A GET stream of the session opened on another instance.
     pub(crate) fn stream_taken_elsewhere(&self) {
-        self.takeovers.send_modify(|n| *n += 1);
+        lazy(&self.takeovers).send_modify(|n| *n += 1);
     }
 
     /// A GET stream of the session opened here: other instances end theirs.

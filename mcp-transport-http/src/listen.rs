@@ -7,47 +7,39 @@
 //! that shuts down writes the completion result, then closes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::response::Response;
 use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use crate::pump::{self, Feed, Next, Outcome};
+use crate::pump::{self, Feed, Next};
 use crate::sse;
 use crate::state::{Permit, Shared};
 
 /// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
+/// The response body is the pump ([`pump::body`]): no task and no channel per stream, since a
+/// server may hold thousands of idle subscriptions. The client leaving drops the body, hence
+/// the `Listener`, which unsubscribes.
 pub(crate) fn serve(shared: &Shared, permit: Arc<Permit>, listening: Listening) -> Response {
-    let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
-    let keep_alive = shared.config.sse_keep_alive;
-    let shutdown = shared.shutdown.clone();
-    shared
-        .tracker
-        .spawn(pump(listening.listener, tx, keep_alive, shutdown, permit));
-    sse::response(rx)
-}
-
-/// Runs one subscription's stream; the permit is held until it ends.
-async fn pump(
-    listener: Listener,
-    tx: mpsc::Sender<Bytes>,
-    keep_alive: Duration,
-    shutdown: CancellationToken,
-    _permit: Arc<Permit>,
-) {
-    let id = listener.id().clone();
-    if pump::run(Subscription(listener), tx, keep_alive, shutdown).await == Outcome::ClientGone {
-        tracing::debug!(%id, "subscription closed by the client");
-    }
+    let feed = Subscription(listening.listener);
+    sse::with_body(pump::body(
+        feed,
+        shared.config.sse_keep_alive,
+        shared.shutdown.clone(),
+        permit,
+    ))
 }
 
 /// The [`Feed`] of a subscription: its acknowledgement, its notifications, then (when the
 /// server ends it) the completion result.
 struct Subscription(Listener);
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        tracing::debug!(id = %self.0.id(), "subscription stream closed");
+    }
+}
 
 impl Subscription {
     /// The completion result's event.

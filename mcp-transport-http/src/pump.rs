@@ -1,9 +1,12 @@
 //! The one SSE stream pump: every long-lived stream of the transport is a [`Feed`] run by
-//! [`run`].
+//! [`run`] or [`body`].
 //!
-//! A stream's response body is the receiving end of a bounded channel (see
-//! [`sse::channel`]); its pump task writes SSE chunks into the sender. What a
-//! stream carries differs (the GET stream's session events, a resumable POST stream's tape, a
+//! Either a stream's response body is the receiving end of a bounded channel (see
+//! [`sse::channel`]) and its pump task ([`run`]) writes SSE chunks into the sender; or the
+//! body is the pump itself ([`body`]: the `subscriptions/listen` streams, which are many and
+//! mostly idle), taking the next chunk when the connection asks for one, with no task and no
+//! channel. Both hand out the same chunks in the same order (one state machine, `Pump`); below,
+//! "written" means taken by the body. What a stream carries differs (the GET stream's session events, a resumable POST stream's tape, a
 //! `subscriptions/listen` subscription, the 2024-11-05 pair's messages), but the way it is
 //! written does not, and that part lives here, once:
 //!
@@ -18,7 +21,8 @@
 //!   [`MIN_KEEP_ALIVE`]) while the feed has nothing ready, then [`Feed::on_keep_alive`]; a tick
 //!   missed while the pump was busy writing is written once, not as a burst.
 //! - **The client leaving.** The body being dropped (`tx.closed()`) or any write failing ends
-//!   the stream at once, writing nothing more: [`Outcome::ClientGone`].
+//!   the stream at once, writing nothing more: [`Outcome::ClientGone`] (with [`body`], the
+//!   body's drop drops the feed).
 //! - **A client that stops reading.** A write blocks while the channel is full: the body is not
 //!   being taken (a full TCP window, a closed HTTP/2 flow-control window). The server's stall
 //!   watchdog ([`HttpConfig::stall_timeout`](crate::HttpConfig::stall_timeout), kept by
@@ -100,66 +104,151 @@ pub(crate) trait Feed: Send {
     }
 }
 
-/// Writes the chunks in order; `false` once the client is gone.
-async fn write(tx: &mpsc::Sender<Bytes>, chunks: Vec<Bytes>) -> bool {
-    for chunk in chunks {
-        if tx.send(chunk).await.is_err() {
-            return false;
+/// Where a [`Pump`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// [`Feed::open`] not called yet.
+    Opening,
+    /// Waiting for the feed, shutdown or the clock once the pending chunks are out.
+    Running,
+    /// The stream ends with `outcome` once the pending chunks are out.
+    Ending(Outcome),
+}
+
+/// One stream's state: the feed, the chunks of its current step not handed out yet, the
+/// keep-alive clock. [`Pump::chunk`] hands out the stream's chunks one by one; [`run`] writes
+/// them into a channel, [`body`] is them (no task, no channel).
+struct Pump<F> {
+    feed: F,
+    pending: std::vec::IntoIter<Bytes>,
+    phase: Phase,
+    /// A keep-alive comment was handed out: [`Feed::on_keep_alive`] runs before anything else.
+    kept_alive: bool,
+    tick: tokio::time::Interval,
+    shutdown: CancellationToken,
+}
+
+impl<F: Feed> Pump<F> {
+    fn new(feed: F, keep_alive: Duration, shutdown: CancellationToken) -> Pump<F> {
+        let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // An interval's first tick is immediate: the first keep-alive is due one period from now.
+        tick.reset();
+        Pump {
+            feed,
+            pending: Vec::new().into_iter(),
+            phase: Phase::Opening,
+            kept_alive: false,
+            tick,
+            shutdown,
         }
     }
-    true
+
+    /// Takes a step's chunks.
+    fn take(&mut self, step: Next) {
+        match step {
+            Next::Write(chunks) => self.pending = chunks.into_iter(),
+            Next::End(chunks) => {
+                self.pending = chunks.into_iter();
+                self.phase = Phase::Ending(Outcome::Complete);
+            }
+            Next::Stop => self.phase = Phase::Ending(Outcome::Stopped),
+        }
+    }
+
+    /// The next chunk of the stream, or its outcome once it ended. Called again only once the
+    /// previous chunk was written; cancel safe (the state changes after the waiting).
+    async fn chunk(&mut self) -> Result<Bytes, Outcome> {
+        if std::mem::take(&mut self.kept_alive) {
+            self.feed.on_keep_alive();
+        }
+        loop {
+            if let Some(chunk) = self.pending.next() {
+                return Ok(chunk);
+            }
+            match self.phase {
+                Phase::Ending(outcome) => return Err(outcome),
+                Phase::Opening => {
+                    self.phase = Phase::Running;
+                    let step = self.feed.open();
+                    self.take(step);
+                    continue;
+                }
+                Phase::Running => {}
+            }
+            let step = tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => {
+                    self.phase = Phase::Ending(Outcome::Shutdown);
+                    self.feed.on_shutdown().map_or(Next::Stop, |last| Next::Write(vec![last]))
+                }
+                step = self.feed.next() => step,
+                _ = self.tick.tick() => {
+                    self.kept_alive = true;
+                    return Ok(Bytes::from_static(sse::KEEP_ALIVE));
+                }
+            };
+            if self.phase == Phase::Running {
+                self.take(step);
+            } else if let Next::Write(chunks) = step {
+                // Shutdown: the last chunk, then the end.
+                self.pending = chunks.into_iter();
+            }
+        }
+    }
 }
 
 /// Runs one stream: writes `feed`'s steps to `tx` (the response body's sender) with a
 /// keep-alive comment every `keep_alive` while idle, until the feed ends it, the client leaves
 /// or `shutdown` is cancelled. The feed is dropped before this returns.
 pub(crate) async fn run<F: Feed>(
-    mut feed: F,
+    feed: F,
     tx: mpsc::Sender<Bytes>,
     keep_alive: Duration,
     shutdown: CancellationToken,
 ) -> Outcome {
-    let mut step = feed.open();
-    let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    // An interval's first tick is immediate: the first keep-alive is due one period from now.
-    tick.reset();
+    let mut pump = Pump::new(feed, keep_alive, shutdown);
     loop {
-        match step {
-            Next::Write(chunks) => {
-                if !write(&tx, chunks).await {
-                    return Outcome::ClientGone;
-                }
-            }
-            Next::End(chunks) => {
-                return if write(&tx, chunks).await {
-                    Outcome::Complete
-                } else {
-                    Outcome::ClientGone
-                };
-            }
-            Next::Stop => return Outcome::Stopped,
-        }
-        step = tokio::select! {
+        let chunk = tokio::select! {
             biased;
-            () = tx.closed() => return Outcome::ClientGone,
-            () = shutdown.cancelled() => {
-                if let Some(last) = feed.on_shutdown() {
-                    // The client may be gone already: the stream ends either way.
-                    let _ = tx.send(last).await;
-                }
-                return Outcome::Shutdown;
+            () = tx.closed(), if pump.phase == Phase::Running && pump.pending.as_slice().is_empty() => {
+                return Outcome::ClientGone;
             }
-            step = feed.next() => step,
-            _ = tick.tick() => {
-                if tx.send(Bytes::from_static(sse::KEEP_ALIVE)).await.is_err() {
-                    return Outcome::ClientGone;
-                }
-                feed.on_keep_alive();
-                Next::Write(Vec::new())
-            }
+            chunk = pump.chunk() => chunk,
         };
+        match chunk {
+            Ok(chunk) => {
+                if tx.send(chunk).await.is_err() {
+                    // The client may be gone already at shutdown: the stream ends either way.
+                    return match pump.phase {
+                        Phase::Ending(Outcome::Shutdown) => Outcome::Shutdown,
+                        _ => Outcome::ClientGone,
+                    };
+                }
+            }
+            Err(outcome) => return outcome,
+        }
     }
+}
+
+/// One stream as a response body: the same chunks as [`run`] writes, handed to the body as it
+/// asks for them, with no task and no channel between (a stream that may stay open for hours
+/// holds its feed and its clock, nothing more). The client leaving drops the body, hence the
+/// feed; `hold` (a permit) lives as long as the stream.
+pub(crate) fn body<F: Feed + 'static, H: Send + 'static>(
+    feed: F,
+    keep_alive: Duration,
+    shutdown: CancellationToken,
+    hold: H,
+) -> axum::body::Body {
+    let pump = Pump::new(feed, keep_alive, shutdown);
+    let stream = futures::stream::unfold((pump, hold), |(mut pump, hold)| async move {
+        match pump.chunk().await {
+            Ok(chunk) => Some((Ok::<_, std::convert::Infallible>(chunk), (pump, hold))),
+            Err(_) => None,
+        }
+    });
+    axum::body::Body::from_stream(stream)
 }
 
 #[cfg(test)]

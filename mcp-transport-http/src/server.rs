@@ -223,17 +223,22 @@ pub async fn serve(
         connections.spawn(async move {
             match tls {
                 None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
+                // Boxed: the TLS state (the handshake, the TLS stream) is larger than a
+                // cleartext connection's, and every connection task would be sized for it.
                 Some(acceptor) => {
-                    let handshake = tokio::select! {
-                        r = tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
-                        () = slot.conn.evict.cancelled() => return,
-                        () = drain.cancelled() => return,
-                    };
-                    match handshake {
-                        Ok(Ok(stream)) => connection(stream, peer, &builder, service, slot, timing, drain).await,
-                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!("TLS handshake timed out"),
-                    }
+                    Box::pin(async move {
+                        let handshake = tokio::select! {
+                            r = tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
+                            () = slot.conn.evict.cancelled() => return,
+                            () = drain.cancelled() => return,
+                        };
+                        match handshake {
+                            Ok(Ok(stream)) => connection(stream, peer, &builder, service, slot, timing, drain).await,
+                            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
+                        }
+                    })
+                    .await
                 }
             }
         });

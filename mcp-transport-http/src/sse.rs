@@ -69,7 +69,12 @@ pub(crate) fn response(rx: mpsc::Receiver<Bytes>) -> Response {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
     });
-    let mut r = Response::new(Body::from_stream(stream));
+    with_body(Body::from_stream(stream))
+}
+
+/// A `200 text/event-stream` response with `body` (a [`pump::body`](crate::pump::body)).
+pub(crate) fn with_body(body: Body) -> Response {
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

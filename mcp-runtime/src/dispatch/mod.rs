@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::request_era;
-use mcp_protocol::jsonrpc::{encode_error, encode_result};
+use mcp_protocol::jsonrpc::{encode_error, encode_raw_result, encode_result};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
 use mcp_protocol::model::render::{cache_hint_for, finalize};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
@@ -126,7 +126,7 @@ impl Reply {
     pub fn encode(&self, id: &RequestId) -> Option<Vec<u8>> {
         match self {
             Reply::Result(v) => Some(encode_result(id, v)),
-            Reply::Encoded(e) => Some(encode_result(id, e.as_raw())),
+            Reply::Encoded(e) => Some(encode_raw_result(id, e.as_raw())),
             Reply::Error(e) => Some(encode_error(Some(id), e)),
             Reply::Cancelled => None,
         }
