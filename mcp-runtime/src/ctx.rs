@@ -81,8 +81,9 @@ pub(crate) struct CtxInner {
     pub(crate) auth: Arc<AuthInfo>,
     pub(crate) origin: Origin,
     pub(crate) request_id: RequestId,
-    pub(crate) method: Arc<str>,
-    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) method: mcp_protocol::Method,
+    /// The request's params, shared rather than copied (`_meta` is read from them).
+    pub(crate) params: Arc<Map<String, Value>>,
     pub(crate) progress_token: Option<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Sink,
@@ -200,12 +201,12 @@ impl Ctx {
 
     /// The request method.
     pub fn method(&self) -> &str {
-        &self.inner.method
+        self.inner.method.as_str()
     }
 
     /// The request's `_meta`, verbatim.
     pub fn meta(&self) -> Option<&Map<String, Value>> {
-        self.inner.meta.as_ref()
+        self.inner.params.get("_meta").and_then(Value::as_object)
     }
 
     /// The progress token the client sent, if any.

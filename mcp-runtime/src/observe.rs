@@ -89,7 +89,8 @@
 //! [`Call::run`]: crate::Call::run
 //! [`AuthInfo::principal`]: mcp_protocol::auth::AuthInfo::principal
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use mcp_protocol::auth::AuthInfo;
@@ -317,13 +318,56 @@ pub(crate) fn refused(method: &Method, era: Era) {
     count(method.label(), era, Outcome::Refused, None);
 }
 
+/// The metadata of both metrics (what `metrics::counter!` would give them here).
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+/// The metric keys built so far, by their labels. The label sets are closed (`method` is a
+/// catalogue name or `unknown`, `era` and `outcome` are fixed words), so the table stays small,
+/// and a request's metrics cost a lookup instead of a label vector and a key hash each.
+#[derive(Default)]
+struct Keys {
+    counters: HashMap<(&'static str, &'static str, &'static str), metrics::Key>,
+    histograms: HashMap<(&'static str, &'static str), metrics::Key>,
+}
+
+static KEYS: LazyLock<RwLock<Keys>> = LazyLock::new(RwLock::default);
+
+fn label(key: &'static str, value: &'static str) -> metrics::Label {
+    metrics::Label::from_static_parts(key, value)
+}
+
 fn count(method: &'static str, era: Era, outcome: Outcome, start: Option<Instant>) {
     let era = era_label(era);
-    metrics::counter!(REQUESTS_TOTAL, "method" => method, "era" => era, "outcome" => outcome.as_str()).increment(1);
-    if let Some(start) = start {
-        metrics::histogram!(REQUEST_DURATION_SECONDS, "method" => method, "era" => era)
-            .record(start.elapsed().as_secs_f64());
-    }
+    let outcome = outcome.as_str();
+    let counter = (method, era, outcome);
+    let histogram = (method, era);
+    let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
+    let keys = if keys.counters.contains_key(&counter) && keys.histograms.contains_key(&histogram) {
+        keys
+    } else {
+        drop(keys);
+        let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+        keys.counters.entry(counter).or_insert_with(|| {
+            let labels = vec![label("method", method), label("era", era), label("outcome", outcome)];
+            metrics::Key::from_parts(REQUESTS_TOTAL, labels)
+        });
+        keys.histograms.entry(histogram).or_insert_with(|| {
+            let labels = vec![label("method", method), label("era", era)];
+            metrics::Key::from_parts(REQUEST_DURATION_SECONDS, labels)
+        });
+        drop(keys);
+        KEYS.read().unwrap_or_else(PoisonError::into_inner)
+    };
+    metrics::with_recorder(|r| {
+        if let Some(key) = keys.counters.get(&counter) {
+            r.register_counter(key, &METADATA).increment(1);
+        }
+        if let (Some(start), Some(key)) = (start, keys.histograms.get(&histogram)) {
+            r.register_histogram(key, &METADATA)
+                .record(start.elapsed().as_secs_f64());
+        }
+    });
 }
 
 /// An immediate answer is a refusal, except `initialize`'s result.

@@ -36,7 +36,13 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -
         Some(_) if legacy && streams => call.tool_name().and_then(|tool| shared.config.polls(tool)),
         _ => None,
     };
-    let (sink, mut frames) = Sink::channel(shared.config.sse_buffer_size.max(1));
+    // A call that cannot stream gets no channel: its sink would be detached anyway.
+    let (sink, mut frames) = if streams {
+        let (sink, frames) = Sink::channel(shared.config.sse_buffer_size.max(1));
+        (sink, Some(frames))
+    } else {
+        (Sink::detached(), None)
+    };
     let guard = call
         .disconnect_cancels()
         .then(|| call.cancel_token().clone().drop_guard());
@@ -60,22 +66,31 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -
     let close_at = poll.map(|after| Instant::now() + after);
     let first = tokio::select! {
         biased;
-        f = frames.recv() => f,
+        f = next_frame(&mut frames) => f,
         r = &mut job => return finish(guard, json_reply(&id, r)),
         _ = until(close_at) => None,
     };
     if let (Some(session), true) = (&session, legacy)
         && (first.is_some() || close_at.is_some_and(|at| at <= Instant::now()))
+        && let Some(frames) = frames.take()
     {
         return resumable(shared, session, first, frames, job, id, close_at);
     }
-    let Some(first) = first else {
+    let (Some(first), Some(frames)) = (first, frames) else {
         let r = (&mut job).await;
         return finish(guard, json_reply(&id, r));
     };
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
     shared.tracker.spawn(pump(first, frames, job, tx, guard, id));
     sse::response(rx)
+}
+
+/// The next frame of a call that streams; never, for one that cannot.
+async fn next_frame(frames: &mut Option<mpsc::Receiver<Frame>>) -> Option<Frame> {
+    match frames {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Sleeps until `at`, or forever.

@@ -320,25 +320,26 @@ impl Runtime {
         }
     }
 
-    fn ctx(&self, req: &Request, route: &Route, env: RequestEnv, round: Round) -> Ctx {
+    fn ctx(
+        &self,
+        req: &Request,
+        params: &Arc<Map<String, Value>>,
+        route: &Route,
+        env: RequestEnv,
+        round: Round,
+    ) -> Ctx {
         let origin = match (&route.modern, env.session) {
             (Some(m), _) => Origin::Modern(m.clone()),
             (None, Some(s)) => Origin::Session(s),
             (None, None) => Origin::Sessionless,
         };
-        let meta = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(Value::as_object)
-            .cloned();
         Ctx::new(CtxInner {
             auth: env.auth,
             origin,
             request_id: req.id.clone(),
-            method: Arc::from(req.method.as_str()),
-            meta,
-            progress_token: progress_token(req.params.as_ref()),
+            method: req.method.clone(),
+            params: params.clone(),
+            progress_token: progress_token(Some(params)),
             cancel: env.cancel,
             sink: env.sink,
             extensions: env.extensions,
@@ -352,7 +353,7 @@ impl Runtime {
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).
-    pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
+    pub async fn dispatch(&self, mut req: Request, route: &Route, env: RequestEnv) -> Reply {
         let cancel = env.cancel.clone();
         let round = if route.era == Era::Modern && req.method.allows_input_required() {
             match self.open_round(req.method.as_str(), req.params.as_ref(), &env.auth.principal) {
@@ -362,30 +363,31 @@ impl Runtime {
         } else {
             Round::default()
         };
-        let ctx = self.ctx(&req, route, env, round);
-        let params = req.params.unwrap_or_default();
+        let shared = Arc::new(req.params.take().unwrap_or_default());
+        let ctx = self.ctx(&req, &shared, route, env, round);
+        let params: &Map<String, Value> = &shared;
         let outcome = match &req.method {
             Method::Ping => Ok(Value::Object(Map::new())),
             Method::Discover => Ok(self.discover()),
-            Method::SetLogLevel => lifecycle::set_level(&ctx, &params),
-            Method::ResourcesSubscribe => lifecycle::subscribe(&ctx, &params, true),
-            Method::ResourcesUnsubscribe => lifecycle::subscribe(&ctx, &params, false),
-            m if m.lists_catalog() => return self.list(m, &params, route, &ctx),
+            Method::SetLogLevel => lifecycle::set_level(&ctx, params),
+            Method::ResourcesSubscribe => lifecycle::subscribe(&ctx, params, true),
+            Method::ResourcesUnsubscribe => lifecycle::subscribe(&ctx, params, false),
+            m if m.lists_catalog() => return self.list(m, params, route, &ctx),
             Method::ToolsCall => {
-                let reply = tools::call(self, ctx, &params).await;
+                let reply = tools::call(self, ctx, params).await;
                 if cancel.is_cancelled() {
                     return Reply::Cancelled;
                 }
-                return self.finish(&req.method, &params, route, reply);
+                return self.finish(&req.method, params, route, reply);
             }
-            Method::ResourcesRead => catalog::read_resource(self, ctx, &params).await,
-            Method::PromptsGet => catalog::get_prompt(self, ctx, &params).await,
-            Method::Complete => catalog::complete(self, ctx, &params).await,
+            Method::ResourcesRead => catalog::read_resource(self, ctx, params).await,
+            Method::PromptsGet => catalog::get_prompt(self, ctx, params).await,
+            Method::Complete => catalog::complete(self, ctx, params).await,
             m @ (Method::TasksGet
             | Method::TasksResult
             | Method::TasksList
             | Method::TasksCancel
-            | Method::TasksUpdate) => self.tasks_method(&ctx, m, &params).await,
+            | Method::TasksUpdate) => self.tasks_method(&ctx, m, params).await,
             // `initialize` runs through `Runtime::initialize`, `subscriptions/listen` through
             // `Runtime::listen`; anything else is unknown.
             other => Err(RpcError::method_not_found(other.as_str())),
@@ -397,7 +399,7 @@ impl Runtime {
             Ok(v) => Reply::Result(v),
             Err(e) => Reply::Error(e),
         };
-        self.finish(&req.method, &params, route, reply)
+        self.finish(&req.method, params, route, reply)
     }
 
     /// A catalog list. Without a visibility hook every caller of a revision
@@ -536,6 +538,6 @@ pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
 
 /// Deserializes params, answering -32602 when they do not fit.
 pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, RpcError> {
-    serde_json::from_value(Value::Object(params.clone()))
-        .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
+    // Borrowed: nothing of the params is copied but what `T` keeps.
+    T::deserialize(params).map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
 }

@@ -27,7 +27,7 @@ fn tasks_enabled(ctx: &Ctx, p: &CallToolParams) -> bool {
 }
 
 pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Reply {
-    let p: CallToolParams = match parse_params(params) {
+    let mut p: CallToolParams = match parse_params(params) {
         Ok(p) => p,
         Err(e) => return Reply::Error(e),
     };
@@ -36,8 +36,9 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
     let Some(tool) = rt.tool_for(ctx.auth(), &p.name) else {
         return Reply::Result(CallToolResult::error(format!("Unknown tool: {}", p.name)).render(revision));
     };
-    let args = p.arguments.clone().unwrap_or_default();
-    match task_mode(tool.def.task_support, tasks_enabled(&ctx, &p), ctx.era()) {
+    let enabled = tasks_enabled(&ctx, &p);
+    let args = p.arguments.take().unwrap_or_default();
+    match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
             let settled = execute(RoundLimits::of(rt.config()), &tool, &args, ctx).await;
@@ -64,9 +65,8 @@ pub(crate) async fn execute(
     {
         return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
     }
-    let handler = tool.handler.clone();
-    let owned = args.clone();
-    let call = move |ctx: Ctx| handler.call(owned.clone(), ctx);
+    // Each round gets its own copy of the arguments (the handler owns them).
+    let call = |ctx: Ctx| tool.handler.call(args.clone(), ctx);
     let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
         Ok(o) => o,
         Err(Interrupted::Cancelled) => return Settled::Cancelled,

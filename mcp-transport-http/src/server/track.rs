@@ -313,7 +313,7 @@ impl HttpBody for TrackedBody {
     type Error = BodyError;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        let now = self.watch.clock.now();
+        let clock = self.watch.clock;
         let mut st = lock(&self.watch.state);
         let Some(body) = st.body.as_mut() else {
             return Poll::Ready(if st.killed != 0 {
@@ -328,7 +328,8 @@ impl HttpBody for TrackedBody {
                 Poll::Pending
             }
             Poll::Ready(Some(Ok(frame))) => {
-                st.armed = now;
+                // The clock is read only when a frame is handed over (the stall watch starts).
+                st.armed = clock.now();
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(end) => {
