@@ -11,6 +11,10 @@
 //! ours --http PORT --redis URL [--redis-prefix P]   # one instance of a server shared via Redis
 //! ```
 //!
+//! Built with `--features count-allocs` it counts every allocation and prints the totals on
+//! stderr at each `SIGUSR1` (see `count.rs`): allocations per request are the difference of two
+//! readings divided by the requests sent between them.
+//!
 //! `--stdio` is `McpServer::serve_stdio`, which the bench measures. `--stdio-pipes` is an
 //! experiment for issue 7's W5 finding: the same transport (`mcp_transport_stdio::serve_io`)
 //! given stdin and stdout as tokio `unix::pipe` ends (non-blocking, driven by epoll) instead of
@@ -28,6 +32,13 @@
 //! seals request states with a fixed key ([`SHARED_STATE_KEY`]) instead of a random one: two
 //! processes given the same URL and prefix are one logical server, each answering requests and
 //! sessions begun on the other (the bench's S cells).
+
+#[cfg(feature = "count-allocs")]
+mod count;
+
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static GLOBAL: count::Counting = count::Counting;
 
 use clap::Parser;
 use mcp_server::prelude::*;
@@ -127,6 +138,8 @@ async fn serve_pipes(server: McpServer) -> Result<(), Box<dyn std::error::Error>
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    #[cfg(feature = "count-allocs")]
+    count::report_on_signal()?;
     let store = match &args.redis {
         Some(url) => {
             let options = RedisOptions {
