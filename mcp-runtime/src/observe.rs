@@ -339,32 +339,34 @@ fn label(key: &'static str, value: &'static str) -> metrics::Label {
 
 fn count(method: &'static str, era: Era, outcome: Outcome, start: Option<Instant>) {
     let era = era_label(era);
-    let outcome = outcome.as_str();
-    let counter = (method, era, outcome);
+    let counter = (method, era, outcome.as_str());
     let histogram = (method, era);
-    let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
-    let keys = if keys.counters.contains_key(&counter) && keys.histograms.contains_key(&histogram) {
-        keys
-    } else {
-        drop(keys);
-        let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
-        keys.counters.entry(counter).or_insert_with(|| {
-            let labels = vec![label("method", method), label("era", era), label("outcome", outcome)];
-            metrics::Key::from_parts(REQUESTS_TOTAL, labels)
-        });
-        keys.histograms.entry(histogram).or_insert_with(|| {
-            let labels = vec![label("method", method), label("era", era)];
-            metrics::Key::from_parts(REQUEST_DURATION_SECONDS, labels)
-        });
-        drop(keys);
-        KEYS.read().unwrap_or_else(PoisonError::into_inner)
-    };
-    metrics::with_recorder(|r| {
-        if let Some(key) = keys.counters.get(&counter) {
-            r.register_counter(key, &METADATA).increment(1);
+    {
+        let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
+        if let (Some(c), Some(h)) = (keys.counters.get(&counter), keys.histograms.get(&histogram)) {
+            record(c, h, start);
+            return;
         }
-        if let (Some(start), Some(key)) = (start, keys.histograms.get(&histogram)) {
-            r.register_histogram(key, &METADATA)
+    }
+    let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    let keys = &mut *keys;
+    let c = keys.counters.entry(counter).or_insert_with(|| {
+        let labels = vec![label("method", method), label("era", era), label("outcome", counter.2)];
+        metrics::Key::from_parts(REQUESTS_TOTAL, labels)
+    });
+    let h = keys.histograms.entry(histogram).or_insert_with(|| {
+        let labels = vec![label("method", method), label("era", era)];
+        metrics::Key::from_parts(REQUEST_DURATION_SECONDS, labels)
+    });
+    record(c, h, start);
+}
+
+/// Counts a request under its keys, and its duration when it has a start.
+fn record(counter: &metrics::Key, histogram: &metrics::Key, start: Option<Instant>) {
+    metrics::with_recorder(|r| {
+        r.register_counter(counter, &METADATA).increment(1);
+        if let Some(start) = start {
+            r.register_histogram(histogram, &METADATA)
                 .record(start.elapsed().as_secs_f64());
         }
     });
