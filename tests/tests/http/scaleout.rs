@@ -172,6 +172,10 @@ impl Instance {
                     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
                     let addr = listener.local_addr().expect("addr");
                     let shutdown = CancellationToken::new();
+                    // `serve` starts the cluster too, but on a task of its own that a loaded
+                    // machine may run only after the test has gone on: the instance is ready
+                    // once its cluster is.
+                    runtime.ensure_started();
                     tokio::spawn(serve(
                         runtime.clone(),
                         HttpConfig::default(),
