@@ -22,6 +22,11 @@
 //!   every multi-segment SSE reply waits ~40 ms for the client's delayed ACK;
 //! - the tool router is built once and shared (`Arc`), not rebuilt per session or per stateless
 //!   request, which is what `#[tool_handler]` without `router = …` would do.
+//!
+//! Over stdio: `rmcp::transport::stdio_pipes()`, rmcp's fastest documented stdio setup (the
+//! standard streams reopened as non-blocking pipes driven by the reactor, when both are FIFOs,
+//! which is how the load generator starts it), not `stdio()` (every read and write on tokio's
+//! blocking pool).
 
 use std::sync::Arc;
 
@@ -102,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let bench = Bench::new(args.tools);
     if args.stdio {
-        let service = bench.serve(rmcp::transport::stdio()).await?;
+        let service = bench.serve(rmcp::transport::stdio_pipes()).await?;
         service.waiting().await?;
         return Ok(());
     }
