@@ -8,7 +8,7 @@
 //! directly and never waits: a subscriber whose channel is full misses the
 //! notification (notifications have no reply), and a closed one is removed.
 //!
-//! A subscription's channel is a [`mailbox`]: a queue that allocates only
+//! A subscription's channel is a `mailbox`: a queue that allocates only
 //! while notifications wait in it (an idle subscription holds a few dozen
 //! bytes for it, where a `tokio::sync::mpsc` channel holds a block of 32
 //! slots from the start), since a server may hold thousands of idle
