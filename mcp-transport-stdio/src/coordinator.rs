@@ -120,7 +120,7 @@ impl Coordinator {
             }
             Step::Listen(listening) => self.listen(listening).await,
             Step::Call(call) => match self.pool.reserve() {
-                Ok(slot) => self.pool.submit(slot, exec::single(self.shared.clone(), call)).await,
+                Ok(slot) => self.pool.submit(slot, exec::single(self.shared.clone(), call)),
                 Err(_) => {
                     tracing::warn!(id = %call.id(), "pool full; request refused");
                     let frame = encode_error(Some(call.id()), &RpcError::overloaded());
@@ -186,7 +186,7 @@ impl Coordinator {
             return;
         }
         match self.pool.reserve() {
-            Ok(slot) => self.pool.submit(slot, exec::batch(self.shared.clone(), batch)).await,
+            Ok(slot) => self.pool.submit(slot, exec::batch(self.shared.clone(), batch)),
             Err(_) => {
                 tracing::warn!("pool full; batch refused");
                 let done = batch.refuse(&RpcError::overloaded());

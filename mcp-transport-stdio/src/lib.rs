@@ -15,11 +15,7 @@
 //!
 //! ## Design
 //!
-//! The transport is a small pipeline (behaviour invariant 28). The reader,
-//! the coordinator and the writer run on one task ([`serve`] spawns it on
-//! the runtime, so that the thread woken by a frame's arrival is the one that
-//! handles it), so that a request answered at once costs no wake-up of
-//! another thread:
+//! The transport is a small pipeline of tasks (behaviour invariant 28):
 //!
 //! 1. **Reader** (`framing`): splits the input into lines within
 //!    [`StdioConfig::max_frame_bytes`]. A longer line is discarded up to its
@@ -43,20 +39,13 @@
 //!    [`max_workers`](StdioConfig::max_workers) requests run at once, at
 //!    most [`max_queue`](StdioConfig::max_queue) more wait (FIFO); past
 //!    that a request is answered at once with -32603 "Server is
-//!    overloaded". When a worker is free and no request waits, a request
-//!    starts on the reading task: a handler that completes without waiting
-//!    (most do) is answered with no hand-off to another task, and one that
-//!    waits (on I/O, a timer, a server-to-client request) moves to a task of
-//!    its own, so reading goes on. A handler should therefore not block its
-//!    thread (long synchronous work belongs in `spawn_blocking`, as anywhere
-//!    in tokio). Each request runs as the engine's
+//!    overloaded". Each request runs as the engine's
 //!    [`Call`](mcp_runtime::Call) with its own cancellation token,
 //!    registered in the process's [`SessionSlot`](mcp_runtime::SessionSlot)
 //!    so that a duplicate id is refused and a cancellation finds it, queued
 //!    or running. A cancelled request gets no answer. A batch runs as one
 //!    job and is answered with one array.
-//! 4. **Writer** (`writer`): the only code that writes the output, a future
-//!    driven by the serving task beside the reader (no task of its own). It
+//! 4. **Writer** (`writer`): the only task that writes the output. It
 //!    receives encoded frames through channels (the handlers' [`Sink`]s
 //!    feed one of them, so progress, log messages and server-to-client
 //!    requests travel the same way as responses), writes each followed by
@@ -117,8 +106,6 @@ use std::time::Duration;
 use mcp_protocol::jsonrpc::DecodeLimits;
 use mcp_runtime::{Engine, Runtime};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
 
 pub use config::StdioConfig;
 pub use error::StdioError;
@@ -134,8 +121,7 @@ use state::Shared;
 /// Serves MCP on the process's stdin and stdout until stdin closes.
 ///
 /// When stdin and stdout are pipes (as when a client spawns the server),
-/// they are opened anew (on Linux, so that `O_NONBLOCK` stays the
-/// transport's own) and driven by the reactor as non-blocking pipes; otherwise (a file,
+/// they are driven by the reactor as non-blocking pipes; otherwise (a file,
 /// a terminal) stdin is read on a detached thread of its own and stdout
 /// written through tokio's `stdout()`. The thread is never waited for: once
 /// serving has ended, the process exits when `main` returns even while the
@@ -152,33 +138,6 @@ pub async fn serve_until(
     config: StdioConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), StdioError> {
-    // Served on a task of the runtime (aborted if this future is dropped), not on the caller's
-    // (often `main`'s `block_on`, which does not drive the reactor): a frame's arrival then
-    // wakes the thread that runs the transport, not a worker that must wake another thread.
-    let stop = CancellationToken::new();
-    let stopped = stop.clone().cancelled_owned();
-    let mut serving = AbortOnDropHandle::new(tokio::spawn(serve_process(runtime, config, stopped)));
-    tokio::pin!(shutdown);
-    let joined = tokio::select! {
-        joined = &mut serving => joined,
-        () = &mut shutdown => {
-            stop.cancel();
-            serving.await
-        }
-    };
-    match joined {
-        Ok(result) => result,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(StdioError::Read(std::io::Error::other(e))),
-    }
-}
-
-/// [`serve_until`] on the process's standard streams, on the task it was spawned as.
-async fn serve_process(
-    runtime: Arc<Runtime>,
-    config: StdioConfig,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), StdioError> {
     #[cfg(unix)]
     if let Some((stdin, stdout)) = pipes() {
         return serve_io_until(runtime, config, stdin, stdout, shutdown).await;
@@ -189,30 +148,8 @@ async fn serve_process(
     }
 }
 
-/// Non-blocking ends of the pipes behind fds 0 and 1, when both are pipes.
-///
-/// Each is opened anew through `/proc/self/fd` (as rmcp's `stdio_pipes` does), so that it has
-/// an open file description of its own: `O_NONBLOCK` stays private to the transport instead of
-/// reaching the process's standard streams (and the processes that share them). Where that
-/// fails (no `/proc`, not pipes), `None`: the blocking fallback serves.
-#[cfg(target_os = "linux")]
-fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
-    use tokio::net::unix::pipe::OpenOptions;
-    // `OpenOptions` refuses anything but a FIFO.
-    let reader = OpenOptions::new().open_receiver("/proc/self/fd/0");
-    let writer = OpenOptions::new().open_sender("/proc/self/fd/1");
-    match (reader, writer) {
-        (Ok(reader), Ok(writer)) => Some((reader, writer)),
-        (r, w) => {
-            tracing::debug!(stdin = ?r.err(), stdout = ?w.err(), "stdin or stdout is not a pipe: blocking stdio");
-            None
-        }
-    }
-}
-
-/// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes (no `/proc` to open
-/// them anew: the duplicates share `O_NONBLOCK` with fds 0 and 1).
-#[cfg(all(unix, not(target_os = "linux")))]
+/// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes.
+#[cfg(unix)]
 fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
     use std::os::fd::{AsFd, OwnedFd};
     use std::os::unix::fs::FileTypeExt;
@@ -276,9 +213,7 @@ where
     let cancel_grace = runtime.config().cancel_grace;
     // Subscribe before anything runs, so that no change is missed.
     let changes = runtime.registry().subscribe();
-    // The writer runs on this task, beside the reading: what the reading side answers (and
-    // what a job run in place answers) is written without waking another task.
-    let (outlets, writer, writing) = writer::local(writer);
+    let (outlets, writer) = writer::spawn(writer);
     let shared = Arc::new(Shared::new(Engine::new(runtime), outlets));
     let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
@@ -292,59 +227,55 @@ where
     let coordinator = Coordinator::new(shared.clone(), pool, notifications, limits);
     tracing::debug!(?config, "stdio transport serving");
 
-    let serving = async {
-        let mut lines = LineReader::new(reader, config.max_frame_bytes);
-        tokio::pin!(shutdown);
-        let read = loop {
-            let next = tokio::select! {
-                biased;
-                () = writer.failed().cancelled() => break Ok(()),
-                () = &mut shutdown => {
-                    tracing::debug!("graceful shutdown: reading stops");
-                    // Listen streams end with their completion (before `input_closed`).
-                    shared.shutdown.cancel();
-                    break Ok(());
-                }
-                next = lines.next() => next,
-            };
-            match next {
-                Ok(Some(input)) => coordinator.handle(input).await,
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
+    let mut lines = LineReader::new(reader, config.max_frame_bytes);
+    tokio::pin!(shutdown);
+    let read = loop {
+        let next = tokio::select! {
+            biased;
+            () = writer.failed().cancelled() => break Ok(()),
+            () = &mut shutdown => {
+                tracing::debug!("graceful shutdown: reading stops");
+                // Listen streams end with their completion (before `input_closed`).
+                shared.shutdown.cancel();
+                break Ok(());
             }
+            next = lines.next() => next,
         };
-        drop(lines);
-        shared.input_closed.cancel();
-
-        let client_gone = writer.failed().is_cancelled();
-        tracing::debug!(client_gone, "end of input; draining");
-        if let Some(session) = shared.session() {
-            // No client answer can arrive any more.
-            session.close();
+        match next {
+            Ok(Some(input)) => coordinator.handle(input).await,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
         }
-        let drain = if client_gone {
-            Duration::ZERO
-        } else {
-            config.drain_timeout
-        };
-        // Dropping the coordinator closes the notification queue.
-        let pool = coordinator.into_pool();
-        pool.drain(drain).await;
-        if tokio::time::timeout(config.drain_timeout, inbound).await.is_err() {
-            tracing::warn!("client notifications still being handled at shutdown");
-        }
-        shared.listens.close();
-        if tokio::time::timeout(LISTEN_WIND_DOWN, shared.listens.wait())
-            .await
-            .is_err()
-        {
-            tracing::debug!("listen streams still ending at shutdown");
-        }
-        forwarder.abort();
-        writer.finish();
-        read
     };
-    let (read, written) = tokio::join!(serving, writing);
+    drop(lines);
+    shared.input_closed.cancel();
+
+    let client_gone = writer.failed().is_cancelled();
+    tracing::debug!(client_gone, "end of input; draining");
+    if let Some(session) = shared.session() {
+        // No client answer can arrive any more.
+        session.close();
+    }
+    let drain = if client_gone {
+        Duration::ZERO
+    } else {
+        config.drain_timeout
+    };
+    // Dropping the coordinator closes the notification queue.
+    let pool = coordinator.into_pool();
+    pool.drain(drain).await;
+    if tokio::time::timeout(config.drain_timeout, inbound).await.is_err() {
+        tracing::warn!("client notifications still being handled at shutdown");
+    }
+    shared.listens.close();
+    if tokio::time::timeout(LISTEN_WIND_DOWN, shared.listens.wait())
+        .await
+        .is_err()
+    {
+        tracing::debug!("listen streams still ending at shutdown");
+    }
+    forwarder.abort();
+    let written = writer.close().await;
     tracing::debug!("stdio transport stopped");
     match (read, written) {
         (_, Err(e)) => Err(StdioError::Write(e)),

@@ -1,5 +1,4 @@
-//! The single writer: the only code that touches the output, a future that
-//! the serving task drives beside its reading (see [`local`]).
+//! The single writer: the only task that touches the output.
 //!
 //! Two channels feed it. The *sink* channel carries what handlers emit
 //! while they run (progress, log messages, server-to-client requests), the
@@ -19,14 +18,12 @@
 //! short read turn, see [`Output`]), and once more (with a shutdown) when the
 //! transport stops.
 
-use std::future::Future;
 use std::io;
 use std::time::Duration;
 
 use mcp_runtime::{Frame, InFlightGuard, Sink};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
-#[cfg(test)]
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -76,43 +73,23 @@ impl Outlets {
     }
 }
 
-/// How the serving side controls the writer.
+/// The running writer task.
 #[derive(Debug)]
-pub(crate) struct Control {
+pub(crate) struct WriterTask {
     finish: CancellationToken,
     failed: CancellationToken,
+    handle: JoinHandle<io::Result<()>>,
 }
 
-impl Control {
+impl WriterTask {
     /// A token cancelled when writing failed (the client is gone).
     pub(crate) fn failed(&self) -> &CancellationToken {
         &self.failed
     }
 
-    /// Asks the writer to write what is still queued, flush, shut the output down and end.
-    pub(crate) fn finish(&self) {
-        self.finish.cancel();
-    }
-}
-
-/// The writer running as a task of its own.
-#[derive(Debug)]
-#[cfg(test)]
-pub(crate) struct WriterTask {
-    control: Control,
-    handle: JoinHandle<io::Result<()>>,
-}
-
-#[cfg(test)]
-impl WriterTask {
-    /// A token cancelled when writing failed (the client is gone).
-    pub(crate) fn failed(&self) -> &CancellationToken {
-        self.control.failed()
-    }
-
     /// Writes what is still queued, flushes and shuts the output down.
     pub(crate) async fn close(self) -> io::Result<()> {
-        self.control.finish();
+        self.finish.cancel();
         match self.handle.await {
             Ok(r) => r,
             Err(e) => Err(io::Error::other(e)),
@@ -127,38 +104,7 @@ impl WriterTask {
 /// none of 200 calls per client; with an idle machine 0 ms was already enough.
 const READ_TURN: Duration = Duration::from_millis(10);
 
-/// The writer on `out`, as a future for the serving task to drive beside its reading: a
-/// response queued by that task is written without waking another one. It ends once
-/// [`Control::finish`] was called and the queues are written, or when writing fails.
-pub(crate) fn local<W>(out: W) -> (Outlets, Control, impl Future<Output = io::Result<()>>)
-where
-    W: AsyncWrite + Unpin,
-{
-    local_with(out, READ_TURN)
-}
-
-fn local_with<W>(out: W, read_turn: Duration) -> (Outlets, Control, impl Future<Output = io::Result<()>>)
-where
-    W: AsyncWrite + Unpin,
-{
-    let (sink, sink_rx) = mpsc::channel(OUTBOUND_CAPACITY);
-    let (responses, resp_rx) = mpsc::channel(OUTBOUND_CAPACITY);
-    let control = Control {
-        finish: CancellationToken::new(),
-        failed: CancellationToken::new(),
-    };
-    let run = run(
-        out,
-        Inlets { sink_rx, resp_rx },
-        control.finish.clone(),
-        control.failed.clone(),
-        read_turn,
-    );
-    (Outlets { sink, responses }, control, run)
-}
-
-/// Starts the writer on `out` as a task of its own.
-#[cfg(test)]
+/// Starts the writer on `out`.
 pub(crate) fn spawn<W>(out: W) -> (Outlets, WriterTask)
 where
     W: AsyncWrite + Unpin + Send + 'static,
@@ -166,15 +112,23 @@ where
     spawn_with(out, READ_TURN)
 }
 
-/// Starts the writer on `out` with the given read turn, as a task of its own.
-#[cfg(test)]
+/// Starts the writer on `out` with the given read turn.
 fn spawn_with<W>(out: W, read_turn: Duration) -> (Outlets, WriterTask)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (outlets, control, run) = local_with(out, read_turn);
-    let handle = tokio::spawn(run);
-    (outlets, WriterTask { control, handle })
+    let (sink, sink_rx) = mpsc::channel(OUTBOUND_CAPACITY);
+    let (responses, resp_rx) = mpsc::channel(OUTBOUND_CAPACITY);
+    let finish = CancellationToken::new();
+    let failed = CancellationToken::new();
+    let handle = tokio::spawn(run(
+        out,
+        Inlets { sink_rx, resp_rx },
+        finish.clone(),
+        failed.clone(),
+        read_turn,
+    ));
+    (Outlets { sink, responses }, WriterTask { finish, failed, handle })
 }
 
 struct Inlets {
