@@ -15,7 +15,11 @@
 //!
 //! ## Design
 //!
-//! The transport is a small pipeline of tasks (behaviour invariant 28):
+//! The transport is a small pipeline of tasks (behaviour invariant 28), all
+//! spawned on the caller's runtime; even the reading loop is a task of its
+//! own rather than the caller's future, so that a frame never crosses from
+//! `main` (outside the runtime's workers under `#[tokio::main]`) to a worker
+//! and back:
 //!
 //! 1. **Reader** (`framing`): splits the input into lines within
 //!    [`StdioConfig::max_frame_bytes`]. A longer line is discarded up to its
@@ -106,6 +110,8 @@ use std::time::Duration;
 use mcp_protocol::jsonrpc::DecodeLimits;
 use mcp_runtime::{Engine, Runtime};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 pub use config::StdioConfig;
 pub use error::StdioError;
@@ -210,6 +216,38 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    // The serving loop runs as a task of the runtime, not in the caller's future: a caller is
+    // often `main` under `#[tokio::main]`, which runs outside the runtime's workers, and every
+    // frame would then cross threads twice (reader to workers and back), a context switch each
+    // on a busy core. Dropping this future aborts the task, as dropping the loop itself would.
+    let stop = CancellationToken::new();
+    let mut serving = AbortOnDropHandle::new(tokio::spawn(run(runtime, config, reader, writer, stop.clone())));
+    tokio::pin!(shutdown);
+    let joined = tokio::select! {
+        joined = &mut serving => joined,
+        () = &mut shutdown => {
+            stop.cancel();
+            (&mut serving).await
+        }
+    };
+    joined.unwrap_or_else(|e| match e.try_into_panic() {
+        Ok(panic) => std::panic::resume_unwind(panic),
+        Err(e) => Err(StdioError::Write(std::io::Error::other(e))),
+    })
+}
+
+/// The serving loop of [`serve_io_until`]; `stop` is its graceful shutdown.
+async fn run<R, W>(
+    runtime: Arc<Runtime>,
+    config: StdioConfig,
+    reader: R,
+    writer: W,
+    stop: CancellationToken,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let cancel_grace = runtime.config().cancel_grace;
     // Subscribe before anything runs, so that no change is missed.
     let changes = runtime.registry().subscribe();
@@ -228,12 +266,11 @@ where
     tracing::debug!(?config, "stdio transport serving");
 
     let mut lines = LineReader::new(reader, config.max_frame_bytes);
-    tokio::pin!(shutdown);
     let read = loop {
         let next = tokio::select! {
             biased;
             () = writer.failed().cancelled() => break Ok(()),
-            () = &mut shutdown => {
+            () = stop.cancelled() => {
                 tracing::debug!("graceful shutdown: reading stops");
                 // Listen streams end with their completion (before `input_closed`).
                 shared.shutdown.cancel();

@@ -1,6 +1,9 @@
-//! `cargo xtask bench [--quick] [--skip-build] [--readme]`: our server against rmcp and against
-//! the floor, in one run (issue 7); `--readme` measures nothing and prints the Markdown tables of
-//! the saved `target/bench/report.json` (for the README).
+//! `cargo xtask bench [--quick] [--skip-build] [--readme] [--only ID]…`: our server against rmcp
+//! and against the floor, in one run (issue 7); `--readme` measures nothing and prints the
+//! Markdown tables of the saved `target/bench/report.json` (for the README). `--only W5a` (and
+//! so on, repeatable: `W1` … `W4`, `W5a`, `W5b`, `M1`) measures only those rows, for working on
+//! one workload, and writes `target/bench/report-only.json` instead, so that the full run's
+//! report stays.
 //!
 //! It builds the bench workspace (`bench/`, its own workspace, into `target/bench-build`) in
 //! release, then for each workload starts each target afresh (`ours`, `rmcp-peer`, `floor`) and
@@ -51,7 +54,19 @@ pub(crate) struct Options {
     pub(crate) skip_build: bool,
     /// Measure nothing: print the Markdown tables of the saved `target/bench/report.json`.
     pub(crate) readme: bool,
+    /// Measure only these rows (`W1` … `W5b`, `M1`); empty: every row.
+    pub(crate) only: Vec<String>,
 }
+
+impl Options {
+    /// Whether the row `id` is measured.
+    fn wants(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(id))
+    }
+}
+
+/// The ids `--only` accepts.
+pub(crate) const ROW_IDS: [&str; 7] = ["W1", "W2", "W3", "W4", "W5a", "W5b", "M1"];
 
 /// Durations and counts of one run.
 #[derive(Debug, Clone, Copy)]
@@ -141,6 +156,13 @@ struct Bench {
 /// Runs the bench.
 pub(crate) fn run(opts: &Options) -> Result {
     let path = util::target_dir().join("bench/report.json");
+    if let Some(bad) = opts
+        .only
+        .iter()
+        .find(|o| !ROW_IDS.iter().any(|id| id.eq_ignore_ascii_case(o)))
+    {
+        return Err(format!("bench: --only {bad}: expected one of {}", ROW_IDS.join(", ")));
+    }
     if opts.readme {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e} (run `cargo xtask bench` first)", path.display()))?;
@@ -179,15 +201,17 @@ pub(crate) fn run(opts: &Options) -> Result {
     let mut shared_rows = Vec::new();
     let mut failures = Vec::new();
 
-    util::banner("redis-server for the S cells");
-    let mut redis = match bench.start_redis() {
-        Ok(redis) => Some(redis),
-        Err(e) => {
-            eprintln!("xtask: S cells: {e}");
-            failures.push(format!("S cells: {e}"));
-            None
+    let mut redis = None;
+    if ["W1", "W2", "W3"].iter().any(|id| opts.wants(id)) {
+        util::banner("redis-server for the S cells");
+        match bench.start_redis() {
+            Ok(r) => redis = Some(r),
+            Err(e) => {
+                eprintln!("xtask: S cells: {e}");
+                failures.push(format!("S cells: {e}"));
+            }
         }
-    };
+    }
 
     let workloads = [
         ("W1", Load::Http("w1"), "modern tools/call (2026-07-28, stateless)"),
@@ -201,7 +225,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         ("W5a", Load::Stdio(1), "stdio round trips, sequential"),
         ("W5b", Load::Stdio(8), "stdio round trips, 8 in flight"),
     ];
-    for (id, load, title) in workloads {
+    for (id, load, title) in workloads.into_iter().filter(|(id, _, _)| opts.wants(id)) {
         util::banner(&format!("{id}: {title}"));
         let shared = match load {
             Load::Http(_) => shared_cell(id),
@@ -266,9 +290,11 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
     drop(redis);
 
-    util::banner("M1: resident memory");
     let mut memory = serde_json::Map::new();
-    for target in TARGETS {
+    if opts.wants("M1") {
+        util::banner("M1: resident memory");
+    }
+    for target in TARGETS.into_iter().filter(|_| opts.wants("M1")) {
         let outcome = bench.memory(target);
         let value = record(target, "M1", outcome, &mut failures);
         memory.insert(target.to_owned(), value.unwrap_or_else(|| json!({"error": "failed"})));
@@ -282,6 +308,11 @@ pub(crate) fn run(opts: &Options) -> Result {
         shared: shared_rows,
         memory: Value::Object(memory),
         elapsed: started.elapsed(),
+    };
+    let path = if opts.only.is_empty() {
+        path
+    } else {
+        path.with_file_name("report-only.json")
     };
     report.write(&path)?;
     println!("\n{}", report.table());
