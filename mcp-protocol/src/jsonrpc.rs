@@ -283,20 +283,29 @@ const TOO_DEEP: &str = "mcp: nesting limit exceeded";
 const TOO_MANY: &str = "mcp: batch limit exceeded";
 
 /// Decodes one body or frame within `limits`.
+///
+/// A single message is read straight into its envelope: only its members are
+/// built as values (`params`, `id`…), not the object around them, and member
+/// names are matched without being copied.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeError> {
     if bytes.len() > limits.max_bytes {
         return Err(DecodeError::TooLarge {
             limit: limits.max_bytes,
         });
     }
-    let value = parse_root(bytes, limits.max_depth, Some(limits.max_batch)).map_err(|e| match e {
+    let seed = RootSeed {
+        depth_left: limits.max_depth,
+        max_items: limits.max_batch,
+    };
+    let root = parse_with(bytes, limits.max_depth, seed).map_err(|e| match e {
         DecodeError::Parse(m) if m.contains(TOO_MANY) => DecodeError::BatchTooLarge {
             limit: limits.max_batch,
         },
         other => other,
     })?;
-    match value {
-        Value::Array(items) => {
+    match root {
+        Root::Message(envelope) => envelope.into_message().map(Inbound::Single),
+        Root::Batch(items) => {
             if items.is_empty() {
                 return Err(DecodeError::EmptyBatch);
             }
@@ -311,22 +320,23 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
             }
             Ok(Inbound::Batch(decoded))
         }
-        other => message_from_value(other).map(Inbound::Single),
+        Root::Other => Err(not_an_object()),
     }
 }
 
 /// Parses JSON with a nesting limit; duplicate keys keep the first occurrence.
 pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
-    parse_root(bytes, max_depth, None)
+    parse_with(bytes, max_depth, ValueSeed::nested(max_depth))
 }
 
-/// Parses JSON with a nesting limit and, when the root is an array, a cap on its length.
-fn parse_root(bytes: &[u8], max_depth: usize, max_root_items: Option<usize>) -> Result<Value, DecodeError> {
+/// Runs `seed` over the whole of `bytes` (trailing bytes are a parse error), the nesting limit
+/// reported as [`DecodeError::TooDeep`].
+fn parse_with<'de, S: DeserializeSeed<'de>>(
+    bytes: &'de [u8],
+    max_depth: usize,
+    seed: S,
+) -> Result<S::Value, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let seed = ValueSeed {
-        depth_left: max_depth,
-        max_items: max_root_items,
-    };
     let value = seed.deserialize(&mut de).map_err(|e| {
         if e.to_string().contains(TOO_DEEP) {
             DecodeError::TooDeep { limit: max_depth }
@@ -340,63 +350,237 @@ fn parse_root(bytes: &[u8], max_depth: usize, max_root_items: Option<usize>) -> 
 
 /// Interprets one JSON value as a JSON-RPC message.
 pub fn message_from_value(value: Value) -> Result<Message, DecodeError> {
-    let Value::Object(mut obj) = value else {
-        return Err(invalid(None, "Message must be a JSON object", false));
+    let Value::Object(obj) = value else {
+        return Err(not_an_object());
     };
-    let raw_id = obj.remove("id");
-    let has_id = raw_id.is_some();
-    let id = match &raw_id {
-        None => None,
-        Some(v) => match RequestId::from_value(v) {
-            Some(id) => Some(id),
-            None => {
-                return Err(invalid(None, "id must be a string or an integer", false));
-            }
-        },
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(invalid(id, "jsonrpc must be \"2.0\"", !has_id));
+    Envelope::from_object(obj).into_message()
+}
+
+fn not_an_object() -> DecodeError {
+    invalid(None, "Message must be a JSON object", false)
+}
+
+/// The members of a message object that JSON-RPC gives a meaning to (the first occurrence of
+/// each); any other member is ignored.
+#[derive(Debug, Default)]
+struct Envelope {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Envelope {
+    fn from_object(mut obj: Map<String, Value>) -> Self {
+        Envelope {
+            jsonrpc: obj.remove("jsonrpc"),
+            id: obj.remove("id"),
+            method: obj.remove("method"),
+            params: obj.remove("params"),
+            result: obj.remove("result"),
+            error: obj.remove("error"),
+        }
     }
-    match obj.remove("method") {
-        Some(Value::String(method)) => {
-            let params = match obj.remove("params") {
-                None => None,
-                Some(Value::Object(p)) => Some(p),
-                Some(_) => return Err(invalid(id, "params must be an object", !has_id)),
-            };
-            Ok(match id {
-                Some(id) => Message::Request(Request {
-                    id,
-                    method: Method::parse(&method),
-                    params,
-                }),
-                None => Message::Notification(Notification {
-                    method: NotificationMethod::parse(&method),
-                    params,
-                }),
-            })
+
+    /// Where the value of member `field` goes (`None`: a member without meaning).
+    fn slot(&mut self, field: Field) -> Option<&mut Option<Value>> {
+        match field {
+            Field::Jsonrpc => Some(&mut self.jsonrpc),
+            Field::Id => Some(&mut self.id),
+            Field::Method => Some(&mut self.method),
+            Field::Params => Some(&mut self.params),
+            Field::Result => Some(&mut self.result),
+            Field::Error => Some(&mut self.error),
+            Field::Other => None,
         }
-        Some(_) => Err(invalid(id, "method must be a string", !has_id)),
-        None => {
-            let Some(id) = id else {
-                return Err(invalid(None, "message has neither method nor id", false));
-            };
-            let outcome = match (obj.remove("result"), obj.remove("error")) {
-                (Some(result), None) => Ok(result),
-                (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
-                    Ok(e) => Err(e),
-                    Err(_) => return Err(invalid(Some(id), "malformed error object", false)),
-                },
-                _ => {
-                    return Err(invalid(
-                        Some(id),
-                        "response must carry exactly one of result and error",
-                        false,
-                    ));
+    }
+
+    fn into_message(self) -> Result<Message, DecodeError> {
+        let has_id = self.id.is_some();
+        let id = match &self.id {
+            None => None,
+            Some(v) => match RequestId::from_value(v) {
+                Some(id) => Some(id),
+                None => {
+                    return Err(invalid(None, "id must be a string or an integer", false));
                 }
-            };
-            Ok(Message::Response(Response { id, outcome }))
+            },
+        };
+        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid(id, "jsonrpc must be \"2.0\"", !has_id));
         }
+        match self.method {
+            Some(Value::String(method)) => {
+                let params = match self.params {
+                    None => None,
+                    Some(Value::Object(p)) => Some(p),
+                    Some(_) => return Err(invalid(id, "params must be an object", !has_id)),
+                };
+                Ok(match id {
+                    Some(id) => Message::Request(Request {
+                        id,
+                        method: Method::parse(&method),
+                        params,
+                    }),
+                    None => Message::Notification(Notification {
+                        method: NotificationMethod::parse(&method),
+                        params,
+                    }),
+                })
+            }
+            Some(_) => Err(invalid(id, "method must be a string", !has_id)),
+            None => {
+                let Some(id) = id else {
+                    return Err(invalid(None, "message has neither method nor id", false));
+                };
+                let outcome = match (self.result, self.error) {
+                    (Some(result), None) => Ok(result),
+                    (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                        Ok(e) => Err(e),
+                        Err(_) => return Err(invalid(Some(id), "malformed error object", false)),
+                    },
+                    _ => {
+                        return Err(invalid(
+                            Some(id),
+                            "response must carry exactly one of result and error",
+                            false,
+                        ));
+                    }
+                };
+                Ok(Message::Response(Response { id, outcome }))
+            }
+        }
+    }
+}
+
+/// A member name of a message object, matched without copying it.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> DeserializeSeed<'de> for Field {
+    type Value = Field;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Field, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Field {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Field, E> {
+        Ok(match v {
+            "jsonrpc" => Field::Jsonrpc,
+            "id" => Field::Id,
+            "method" => Field::Method,
+            "params" => Field::Params,
+            "result" => Field::Result,
+            "error" => Field::Error,
+            _ => Field::Other,
+        })
+    }
+}
+
+/// What a body or frame holds at its root.
+enum Root {
+    /// One object: a message (or an invalid one).
+    Message(Envelope),
+    /// An array: a batch, each element still to interpret.
+    Batch(Vec<Value>),
+    /// Anything else: not a message.
+    Other,
+}
+
+/// The root of a body or frame: an object is read as an [`Envelope`], an array as a batch of
+/// at most `max_items` values.
+struct RootSeed {
+    depth_left: usize,
+    max_items: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for RootSeed {
+    type Value = Root;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Root, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RootSeed {
+    type Value = Root;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message or batch")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_none<E>(self) -> Result<Root, E> {
+        Ok(Root::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Root, A::Error> {
+        let seed = ValueSeed {
+            depth_left: self.depth_left,
+            max_items: Some(self.max_items),
+        };
+        match seed.visit_seq(seq)? {
+            Value::Array(items) => Ok(Root::Batch(items)),
+            _ => Ok(Root::Other),
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Root, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
+        };
+        let mut envelope = Envelope::default();
+        while let Some(field) = map.next_key_seed(Field::Other)? {
+            // Every member is parsed within the depth limit, meaningful or not.
+            let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
+            if let Some(slot) = envelope.slot(field)
+                && slot.is_none()
+            {
+                *slot = Some(value);
+            }
+        }
+        Ok(Root::Message(envelope))
     }
 }
 
@@ -713,6 +897,29 @@ mod tests {
     fn duplicate_keys_keep_first() {
         let v = parse_value(br#"{"a":1,"a":2}"#, 64).unwrap();
         assert_eq!(v, json!({"a": 1}));
+        // In the envelope too, whether read from bytes or from a value.
+        let s = r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b","id":2,"params":{"x":1},"params":3}"#;
+        let from_value = message_from_value(parse_value(s.as_bytes(), 64).unwrap()).unwrap();
+        for m in [single(s), from_value] {
+            let Message::Request(r) = m else { panic!("{m:?}") };
+            assert_eq!((r.id, r.method.as_str()), (RequestId::from(1), "a"));
+            assert_eq!(r.params, Some(json!({"x": 1}).as_object().unwrap().clone()));
+        }
+    }
+
+    #[test]
+    fn other_members_are_ignored_but_bounded() {
+        let s = r#"{"extra":{"deep":[1]},"jsonrpc":"2.0","id":"q","method":"ping","\u0069d":5}"#;
+        let Message::Request(r) = single(s) else { panic!() };
+        assert_eq!(r.id, RequestId::from("q"), "an escaped name is matched as its text");
+        let limits = DecodeLimits::new(1 << 20, 3);
+        let deep = r#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":{"a":{"b":{}}}}"#;
+        assert_eq!(
+            decode(deep.as_bytes(), &limits).unwrap_err(),
+            DecodeError::TooDeep { limit: 3 }
+        );
+        let ok = r#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":{"a":{"b":1}}}"#;
+        assert!(decode(ok.as_bytes(), &limits).is_ok());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! `cacheScope` (never on `input_required` results or on MRTR retries). Legacy
 //! results are left as they are.
 
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::meta::SERVER_INFO;
@@ -52,6 +54,38 @@ pub fn cache_hint_for(method: &Method, params: Option<&Map<String, Value>>, hint
     (method.is_cacheable() && !is_retry(params)).then_some(hint)
 }
 
+/// What the era adds to one result object: decided once, by [`decorations`], for both
+/// [`finalize`] (on a value) and [`finalize_encoded`] (while serializing).
+#[derive(Debug, Clone, Copy, Default)]
+struct Decorations {
+    /// `resultType: "complete"` is added (there was none).
+    result_type: bool,
+    /// `ttlMs` is added.
+    ttl_ms: Option<u64>,
+    /// `cacheScope` is added.
+    cache_scope: Option<CacheScope>,
+    /// The server's `Implementation` goes into `_meta` (a new one when absent).
+    server_info: bool,
+}
+
+/// The decorations of a modern result object (see the module doc): nothing that is already
+/// there is overwritten.
+fn decorations(obj: &Map<String, Value>, server_info: bool, cache: Option<CacheHint>) -> Decorations {
+    let complete = obj.get("resultType").is_none_or(|t| t == "complete");
+    let hint = cache.filter(|_| complete);
+    let meta_takes_info = match obj.get("_meta") {
+        None => true,
+        Some(Value::Object(meta)) => !meta.contains_key(SERVER_INFO),
+        Some(_) => false,
+    };
+    Decorations {
+        result_type: !obj.contains_key("resultType"),
+        ttl_ms: hint.filter(|_| !obj.contains_key("ttlMs")).map(|h| h.ttl_ms),
+        cache_scope: hint.filter(|_| !obj.contains_key("cacheScope")).map(|h| h.scope),
+        server_info: server_info && meta_takes_info,
+    }
+}
+
 /// Decorates a result for its era (see the module doc).
 pub fn finalize(era: Era, result: &mut Value, server_info: Option<&Value>, cache: Option<CacheHint>) {
     if era != Era::Modern {
@@ -60,23 +94,104 @@ pub fn finalize(era: Era, result: &mut Value, server_info: Option<&Value>, cache
     let Some(obj) = result.as_object_mut() else {
         return;
     };
-    let complete = match obj.get("resultType") {
-        None => {
-            obj.insert("resultType".into(), Value::String("complete".into()));
-            true
-        }
-        Some(t) => t == "complete",
-    };
-    if complete && let Some(hint) = cache {
-        obj.entry("ttlMs").or_insert(Value::from(hint.ttl_ms));
-        obj.entry("cacheScope")
-            .or_insert(serde_json::to_value(hint.scope).unwrap_or(Value::Null));
+    let d = decorations(obj, server_info.is_some(), cache);
+    if d.result_type {
+        obj.insert("resultType".into(), Value::String("complete".into()));
     }
-    if let Some(info) = server_info {
-        let meta = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.entry(SERVER_INFO).or_insert_with(|| info.clone());
+    if let Some(ttl) = d.ttl_ms {
+        obj.insert("ttlMs".into(), Value::from(ttl));
+    }
+    if let Some(scope) = d.cache_scope {
+        obj.insert("cacheScope".into(), serde_json::to_value(scope).unwrap_or(Value::Null));
+    }
+    if let (true, Some(info)) = (d.server_info, server_info)
+        && let Some(meta) = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+    {
+        meta.insert(SERVER_INFO.into(), info.clone());
+    }
+}
+
+/// [`finalize`] written straight to JSON: the modern decoration of `result` serialized, the
+/// server's `Implementation` given already encoded, so that nothing is copied into the value.
+/// The bytes are those `finalize` then serializing would give (member order included).
+pub fn finalize_encoded(
+    era: Era,
+    result: &Value,
+    server_info: Option<&RawValue>,
+    cache: Option<CacheHint>,
+) -> serde_json::Result<Box<RawValue>> {
+    match (era, result) {
+        (Era::Modern, Value::Object(obj)) => {
+            let decorations = decorations(obj, server_info.is_some(), cache);
+            serde_json::value::to_raw_value(&Decorated {
+                obj,
+                decorations,
+                server_info,
+            })
         }
+        _ => serde_json::value::to_raw_value(result),
+    }
+}
+
+/// A result object with its decorations, as [`finalize_encoded`] serializes it.
+struct Decorated<'a> {
+    obj: &'a Map<String, Value>,
+    decorations: Decorations,
+    server_info: Option<&'a RawValue>,
+}
+
+impl Serialize for Decorated<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = self.decorations;
+        let info = self.server_info.filter(|_| d.server_info);
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.obj {
+            match (k.as_str(), v, info) {
+                ("_meta", Value::Object(meta), Some(info)) => map.serialize_entry(k, &WithInfo { meta, info })?,
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        if d.result_type {
+            map.serialize_entry("resultType", "complete")?;
+        }
+        if let Some(ttl) = d.ttl_ms {
+            map.serialize_entry("ttlMs", &ttl)?;
+        }
+        if let Some(scope) = d.cache_scope {
+            map.serialize_entry("cacheScope", &scope)?;
+        }
+        if let Some(info) = info
+            && !self.obj.contains_key("_meta")
+        {
+            map.serialize_entry(
+                "_meta",
+                &WithInfo {
+                    meta: &Map::new(),
+                    info,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+/// A `_meta` object with the server's `Implementation` added at its end.
+struct WithInfo<'a> {
+    meta: &'a Map<String, Value>,
+    info: &'a RawValue,
+}
+
+impl Serialize for WithInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.meta.len() + 1))?;
+        for (k, v) in self.meta {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry(SERVER_INFO, self.info)?;
+        map.end()
     }
 }
 
@@ -133,6 +248,39 @@ mod tests {
                 want,
                 "{m}"
             );
+        }
+    }
+
+    #[test]
+    fn encoded_is_the_decorated_value_serialized() {
+        let info = json!({"name": "s", "version": "1"});
+        let raw_info = serde_json::value::to_raw_value(&info).unwrap();
+        let results = [
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false}),
+            json!({"tools": [], "nextCursor": "c"}),
+            json!({"_meta": {"k": 1}, "resultType": "complete", "ttlMs": 5}),
+            json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "other"}}}),
+            json!({"_meta": 3}),
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({"resultType": "task", "cacheScope": "public"}),
+            json!([1]),
+            json!({}),
+        ];
+        for era in [Era::Modern, Era::Legacy] {
+            for result in &results {
+                for (info, raw) in [(Some(&info), Some(&*raw_info)), (None, None)] {
+                    for hint in [Some(HINT), None] {
+                        let mut v = result.clone();
+                        finalize(era, &mut v, info, hint);
+                        let encoded = finalize_encoded(era, result, raw, hint).unwrap();
+                        assert_eq!(
+                            encoded.get(),
+                            serde_json::to_string(&v).unwrap(),
+                            "{era:?} {result} {hint:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 

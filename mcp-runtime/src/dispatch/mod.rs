@@ -21,7 +21,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::request_era;
 use mcp_protocol::jsonrpc::{encode_error, encode_raw_result, encode_result};
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta, progress_token};
-use mcp_protocol::model::render::{cache_hint_for, finalize};
+use mcp_protocol::model::render::{cache_hint_for, finalize_encoded};
 use mcp_protocol::model::{CacheHint, CacheScope, ServerFeatures, server_capabilities};
 use mcp_protocol::request_state::{StateKey, StateKeyRing};
 use mcp_protocol::task_mode::TaskSupport;
@@ -75,26 +75,47 @@ impl Rejection {
     }
 }
 
-/// A finalized result already serialized (a cached catalog page): written
-/// as it is, never re-serialized.
+/// A finalized result already serialized (a cached catalog page, or a modern
+/// result decorated as it was serialized): written as it is, never
+/// re-serialized.
 #[derive(Debug, Clone)]
-pub struct EncodedResult(Arc<RawValue>);
+pub struct EncodedResult(Encoded);
+
+/// Where the bytes of an [`EncodedResult`] live.
+#[derive(Debug, Clone)]
+enum Encoded {
+    /// Shared with a cache (a catalog page).
+    Shared(Arc<RawValue>),
+    /// This reply's own.
+    Owned(Box<RawValue>),
+}
 
 impl EncodedResult {
     /// The serialized result.
     pub fn as_raw(&self) -> &RawValue {
-        &self.0
+        match &self.0 {
+            Encoded::Shared(raw) => raw,
+            Encoded::Owned(raw) => raw,
+        }
     }
 
     /// The result as a JSON value (a parse: for the rare paths that need one).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        serde_json::from_str(self.as_raw().get()).unwrap_or(Value::Null)
+    }
+
+    /// The bytes, to share (with a cache).
+    fn into_shared(self) -> Arc<RawValue> {
+        match self.0 {
+            Encoded::Shared(raw) => raw,
+            Encoded::Owned(raw) => Arc::from(raw),
+        }
     }
 }
 
 impl PartialEq for EncodedResult {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
+        self.as_raw().get() == other.as_raw().get()
     }
 }
 
@@ -169,7 +190,8 @@ pub struct Runtime {
     sessions: Arc<SessionStore>,
     /// This instance's part of a shared store (none: everything in this process).
     cluster: Option<Arc<Cluster>>,
-    server_info: Value,
+    /// The server's `Implementation` serialized, as modern results carry it.
+    server_info_raw: Box<RawValue>,
     state_keys: StateKeyRing,
     subscriptions: Arc<Subscriptions>,
     tasks: Arc<Tasks>,
@@ -194,7 +216,9 @@ impl Runtime {
         store: Arc<dyn TaskStore>,
         cluster: Option<Arc<Cluster>>,
     ) -> Self {
-        let server_info = config.server_info.render(None);
+        // A `Value` always serializes (its keys are strings).
+        let server_info_raw = serde_json::value::to_raw_value(&config.server_info.render(None))
+            .unwrap_or_else(|_| RawValue::NULL.to_owned());
         let state_keys = config.request_state_old_keys.iter().fold(
             StateKeyRing::new(config.request_state_key.clone().unwrap_or_else(random_state_key)),
             |ring, old| ring.with_old(old.clone()),
@@ -210,7 +234,7 @@ impl Runtime {
             registry,
             sessions: Arc::new(SessionStore::new()),
             cluster,
-            server_info,
+            server_info_raw,
             state_keys,
             subscriptions,
             tasks,
@@ -420,24 +444,25 @@ impl Runtime {
             cursor: params.get("cursor").and_then(Value::as_str).map(str::to_owned),
         });
         if let Some(page) = key.as_ref().and_then(|k| catalog.page(k)) {
-            return Reply::Encoded(EncodedResult(page));
+            return Reply::Encoded(EncodedResult(Encoded::Shared(page)));
         }
         let reply = match list(self, &catalog, ctx, params) {
             Ok(v) => Reply::Result(v),
             Err(e) => Reply::Error(e),
         };
         let reply = self.finish(method, params, route, reply);
-        match (key, &reply) {
-            (Some(key), Reply::Result(v)) => match serde_json::value::to_raw_value(v) {
-                Ok(raw) => {
-                    let page: Arc<RawValue> = Arc::from(raw);
-                    catalog.store_page(key, page.clone());
-                    Reply::Encoded(EncodedResult(page))
-                }
-                Err(_) => reply,
+        let encoded = match (key, reply) {
+            (Some(key), Reply::Encoded(e)) => (key, e),
+            (Some(key), Reply::Result(v)) => match serde_json::value::to_raw_value(&v) {
+                Ok(raw) => (key, EncodedResult(Encoded::Owned(raw))),
+                Err(_) => return Reply::Result(v),
             },
-            _ => reply,
-        }
+            (_, reply) => return reply,
+        };
+        let (key, encoded) = encoded;
+        let page = encoded.into_shared();
+        catalog.store_page(key, page.clone());
+        Reply::Encoded(EncodedResult(Encoded::Shared(page)))
     }
 
     /// The cache hint of a cacheable result: `server/discover`'s own; for
@@ -465,13 +490,21 @@ impl Runtime {
         hint
     }
 
+    /// The last step of a result: its era's decoration. A modern result is decorated while it
+    /// is serialized (the server's `Implementation` written from its encoded form, not copied
+    /// into the result), so it leaves as [`Reply::Encoded`]; a legacy one is left as it is.
     fn finish(&self, method: &Method, params: &Map<String, Value>, route: &Route, reply: Reply) -> Reply {
         match reply {
-            Reply::Result(mut v) => {
-                let hint = self.cache_hint(method, params);
-                let info = self.config.send_server_info.then_some(&self.server_info);
-                finalize(route.era, &mut v, info, cache_hint_for(method, Some(params), hint));
-                Reply::Result(v)
+            Reply::Result(v) if route.era == Era::Modern => {
+                let hint = cache_hint_for(method, Some(params), self.cache_hint(method, params));
+                let info = self.config.send_server_info.then_some(&*self.server_info_raw);
+                match finalize_encoded(route.era, &v, info, hint) {
+                    Ok(raw) => Reply::Encoded(EncodedResult(Encoded::Owned(raw))),
+                    Err(e) => {
+                        tracing::error!(error = %e, "a result could not be serialized");
+                        Reply::Error(RpcError::internal())
+                    }
+                }
             }
             other => other,
         }

@@ -41,6 +41,7 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
     match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
+            let args = Value::Object(args);
             let settled = execute(RoundLimits::of(rt.config()), &tool, &args, ctx).await;
             in_place(rt, params, revision, settled)
         }
@@ -51,22 +52,18 @@ pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) ->
 
 /// Runs one round of a tool call: validates the arguments, runs the
 /// handler (guarded; legacy input rounds included), validates structured
-/// output, and renders the result for the caller's revision.
-pub(crate) async fn execute(
-    limits: RoundLimits,
-    tool: &Arc<ToolEntry>,
-    args: &Map<String, Value>,
-    ctx: Ctx,
-) -> Settled {
+/// output, and renders the result for the caller's revision. `args` is the
+/// arguments object (a `Value`, so that it is validated without a copy).
+pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: &Value, ctx: Ctx) -> Settled {
     let revision = ctx.revision();
     let render = |r: CallToolResult| Settled::Done(Ok(r.render(revision)));
     if let Some(schema) = &tool.input
-        && let Err(violations) = schema.validate(&Value::Object(args.clone()))
+        && let Err(violations) = schema.validate(args)
     {
         return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
     }
     // Each round gets its own copy of the arguments (the handler owns them).
-    let call = |ctx: Ctx| tool.handler.call(args.clone(), ctx);
+    let call = |ctx: Ctx| tool.handler.call(args.as_object().cloned().unwrap_or_default(), ctx);
     let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
         Ok(o) => o,
         Err(Interrupted::Cancelled) => return Settled::Cancelled,

@@ -126,6 +126,7 @@ async fn run_worker(
         reported: false,
     };
     let mut ctx = ctx;
+    let args = Value::Object(args);
     loop {
         let settled = tools::execute(limits, &tool, &args, ctx.clone()).await;
         match handoff.offer(settled) {
