@@ -6,9 +6,11 @@
 //! released only when a job has finished, so the decision depends on
 //! nothing but what was admitted and what completed.
 //!
-//! Admitted jobs start in admission order (FIFO): one dispatcher task takes
-//! them from a queue and waits for one of `max_workers` permits of a fair
-//! semaphore before spawning each. Every job's cancellation token is a
+//! Admitted jobs start in admission order (FIFO). A job admitted while a
+//! worker is free and none is waiting starts at once, spawned by the caller;
+//! otherwise it waits in a queue, from which one dispatcher task takes each
+//! job in turn and waits for one of `max_workers` permits of a fair
+//! semaphore before spawning it. Every job's cancellation token is a
 //! child of the pool's own, so that the pool can cancel all work (queued
 //! or running) when the drain timeout passes.
 
@@ -18,9 +20,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use std::sync::Mutex;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// How long cancelled work may take, beyond the runtime's `cancel_grace`, to write its end
 /// before it is aborted.
@@ -44,10 +49,38 @@ impl Drop for Slot {
     }
 }
 
+/// The running jobs and the permits they hold.
+#[derive(Debug)]
+struct Workers {
+    permits: Arc<Semaphore>,
+    /// The running jobs (aborted when the drain's grace has passed).
+    running: Mutex<JoinSet<()>>,
+    /// Waits for the running jobs.
+    tracker: TaskTracker,
+    /// Jobs queued for the dispatcher and not yet started.
+    waiting: AtomicUsize,
+}
+
+impl Workers {
+    /// Starts `job` on a worker (its permit held).
+    fn start(&self, job: Job, permit: OwnedSemaphorePermit, slot: Slot) {
+        let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.spawn(self.tracker.track_future(async move {
+            job.await;
+            drop(permit);
+            drop(slot);
+        }));
+        while let Some(r) = running.try_join_next() {
+            report(r);
+        }
+    }
+}
+
 /// The worker pool.
 #[derive(Debug)]
 pub(crate) struct Pool {
     tx: mpsc::UnboundedSender<(Job, Slot)>,
+    workers: Arc<Workers>,
     admitted: Arc<AtomicUsize>,
     capacity: usize,
     stop: CancellationToken,
@@ -62,12 +95,19 @@ impl Pool {
     /// descends from it); cancelled work is aborted after `cancel_grace`
     /// (the runtime's grace for cancelled handlers) and a second more.
     pub(crate) fn new(workers: usize, queue: usize, stop: CancellationToken, cancel_grace: Duration) -> Self {
-        let workers = workers.max(1);
+        let count = workers.max(1);
         let (tx, rx) = mpsc::unbounded_channel();
+        let workers = Arc::new(Workers {
+            permits: Arc::new(Semaphore::new(count)),
+            running: Mutex::new(JoinSet::new()),
+            tracker: TaskTracker::new(),
+            waiting: AtomicUsize::new(0),
+        });
         Pool {
             tx,
+            workers: workers.clone(),
             admitted: Arc::new(AtomicUsize::new(0)),
-            capacity: workers.saturating_add(queue),
+            capacity: count.saturating_add(queue),
             stop,
             grace: cancel_grace + WIND_DOWN,
             dispatcher: tokio::spawn(dispatch(rx, workers)),
@@ -83,9 +123,19 @@ impl Pool {
         Ok(Slot(self.admitted.clone()))
     }
 
-    /// Queues an admitted job; it starts when a worker is free.
+    /// Starts an admitted job at once when a worker is free and no job is waiting; queues it
+    /// otherwise (it starts when a worker is free, after those admitted before it).
     pub(crate) fn submit(&self, slot: Slot, job: Job) {
+        let workers = &self.workers;
+        // Only this caller adds waiting jobs, so none can appear between the check and the start.
+        if workers.waiting.load(Ordering::Acquire) == 0
+            && let Ok(permit) = workers.permits.clone().try_acquire_owned()
+        {
+            return workers.start(job, permit, slot);
+        }
+        workers.waiting.fetch_add(1, Ordering::AcqRel);
         if self.tx.send((job, slot)).is_err() {
+            workers.waiting.fetch_sub(1, Ordering::AcqRel);
             tracing::error!("the stdio dispatcher has stopped; request dropped");
         }
     }
@@ -96,6 +146,7 @@ impl Pool {
     pub(crate) async fn drain(self, timeout: Duration) {
         let Pool {
             tx,
+            workers,
             stop,
             grace,
             mut dispatcher,
@@ -115,28 +166,35 @@ impl Pool {
         }
         tracing::warn!("requests ignored their cancellation; aborting them");
         dispatcher.abort();
+        workers
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .abort_all();
         let _ = dispatcher.await;
     }
 }
 
-async fn dispatch(mut rx: mpsc::UnboundedReceiver<(Job, Slot)>, workers: usize) {
-    let permits = Arc::new(Semaphore::new(workers));
-    let mut running = JoinSet::new();
+/// Starts the queued jobs in turn, each once a worker is free; once the queue has closed, waits
+/// for every running job (those started at once by [`Pool::submit`] included).
+async fn dispatch(mut rx: mpsc::UnboundedReceiver<(Job, Slot)>, workers: Arc<Workers>) {
     while let Some((job, slot)) = rx.recv().await {
         // The semaphore is fair and this loop sequential: FIFO starts.
-        let Ok(permit) = permits.clone().acquire_owned().await else {
+        let Ok(permit) = workers.permits.clone().acquire_owned().await else {
             break;
         };
-        running.spawn(async move {
-            job.await;
-            drop(permit);
-            drop(slot);
-        });
-        while let Some(r) = running.try_join_next() {
-            report(r);
-        }
+        workers.waiting.fetch_sub(1, Ordering::AcqRel);
+        workers.start(job, permit, slot);
     }
-    while let Some(r) = running.join_next().await {
+    workers.tracker.close();
+    workers.tracker.wait().await;
+    let mut running = std::mem::take(
+        &mut *workers
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    while let Some(r) = running.try_join_next() {
         report(r);
     }
 }
@@ -174,6 +232,32 @@ mod tests {
         gate.notify_one();
         pool.drain(Duration::from_secs(5)).await;
         assert_eq!(admitted.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn jobs_start_in_admission_order() {
+        let pool = Pool::new(1, 8, CancellationToken::new(), Duration::ZERO);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let gate = Arc::new(Notify::new());
+        let job = |n: u32, gate: Option<Arc<Notify>>| -> Job {
+            let order = order.clone();
+            Box::pin(async move {
+                order.lock().unwrap().push(n);
+                if let Some(g) = gate {
+                    g.notified().await;
+                }
+            })
+        };
+        // The first starts at once (a worker is free); the others wait for it, in order.
+        pool.submit(pool.reserve().unwrap(), job(1, Some(gate.clone())));
+        for n in 2..=4 {
+            pool.submit(pool.reserve().unwrap(), job(n, None));
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(*order.lock().unwrap(), vec![1]);
+        gate.notify_one();
+        pool.drain(Duration::from_secs(5)).await;
+        assert_eq!(*order.lock().unwrap(), vec![1, 2, 3, 4]);
     }
 
     #[tokio::test]
