@@ -496,6 +496,10 @@ impl Visitor<'_> for Field {
 }
 
 /// What a body or frame holds at its root.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a temporary returned once per frame and taken apart at once: boxing would cost the allocation this saves"
+)]
 enum Root {
     /// One object: a message (or an invalid one).
     Message(Envelope),
