@@ -99,7 +99,7 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn decoded<'h>(get: &dyn Fn(&str) -> Option<&'h [u8]>, name: &str) -> Option<String> {
-    decode_header_value(get(name)?).ok()
+    decode_header_value(get(name)?).ok().map(std::borrow::Cow::into_owned)
 }
 
 fn name_of<'p>(method: &Method, params: Option<&'p Map<String, Value>>) -> Option<&'p str> {

@@ -24,6 +24,8 @@
 //! property that is reachable from the root of `inputSchema` through
 //! `properties` keys only. An invalid annotation fails the registration.
 
+use std::borrow::Cow;
+
 use base64::Engine;
 use base64::alphabet;
 use base64::engine::general_purpose::STANDARD;
@@ -129,7 +131,7 @@ fn is_header_byte(c: u8) -> bool {
 /// Decodes a raw header value: refuses bytes other than visible ASCII, space
 /// and tab; trims surrounding spaces and tabs (OWS); decodes a
 /// `=?base64?…?=` sentinel (lowercase markers, case-sensitive) to UTF-8.
-pub fn decode_header_value(raw: &[u8]) -> Result<String, HeaderError> {
+pub fn decode_header_value(raw: &[u8]) -> Result<Cow<'_, str>, HeaderError> {
     if !raw.iter().all(|&c| is_header_byte(c)) {
         return Err(HeaderError::InvalidCharacters);
     }
@@ -141,9 +143,11 @@ pub fn decode_header_value(raw: &[u8]) -> Result<String, HeaderError> {
     {
         Some(inner) => {
             let bytes = LENIENT_STANDARD.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
-            String::from_utf8(bytes).map_err(|_| HeaderError::InvalidUtf8)
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| HeaderError::InvalidUtf8)
         }
-        None => Ok(s.to_owned()),
+        None => Ok(Cow::Borrowed(s)),
     }
 }
 

@@ -49,8 +49,9 @@ impl TransportRevision {
         match value {
             None => TransportRevision::Absent,
             Some(v) => {
-                let s = String::from_utf8_lossy(v).trim().to_owned();
-                Revision::parse(&s).map_or(TransportRevision::Unknown(s), TransportRevision::Known)
+                let s = String::from_utf8_lossy(v);
+                let s = s.trim();
+                Revision::parse(s).map_or_else(|| TransportRevision::Unknown(s.to_owned()), TransportRevision::Known)
             }
         }
     }

@@ -94,10 +94,10 @@ proptest! {
         let encoded = encode_header_value(&Value::String(s.clone())).expect("every string has a header form");
         prop_assert!(encoded.bytes().all(|b| matches!(b, 0x21..=0x7e | b' ' | b'\t')), "{encoded:?}");
         prop_assert!(!encoded.starts_with([' ', '\t']) && !encoded.ends_with([' ', '\t']));
-        prop_assert_eq!(decode_header_value(encoded.as_bytes()), Ok(s.clone()));
+        prop_assert_eq!(decode_header_value(encoded.as_bytes()).map(String::from), Ok(s.clone()));
         // Optional whitespace around a field value is not part of it.
         let padded = format!(" \t{encoded}\t ");
-        prop_assert_eq!(decode_header_value(padded.as_bytes()), Ok(s));
+        prop_assert_eq!(decode_header_value(padded.as_bytes()).map(String::from), Ok(s));
     }
 
     #[test]

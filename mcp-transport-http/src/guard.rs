@@ -34,7 +34,9 @@ struct OriginParts {
 
 /// Splits `host[:port]` (the host may be a bracketed IPv6 literal). `*` as the port is
 /// [`Port::Any`] when `wildcard` allows it; no port gives `None`.
-fn split_authority(authority: &str, wildcard: bool) -> Option<(String, Option<Port>)> {
+/// The host (as written: compare it with [`str::eq_ignore_ascii_case`]) and port of an
+/// authority.
+fn split_authority(authority: &str, wildcard: bool) -> Option<(&str, Option<Port>)> {
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let end = rest.find(']')?;
         let host = &authority[..end + 2];
@@ -66,7 +68,7 @@ fn split_authority(authority: &str, wildcard: bool) -> Option<(String, Option<Po
         Some(p) if !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()) => Some(Port::Exact(p.parse().ok()?)),
         Some(_) => return None,
     };
-    Some((host.to_ascii_lowercase(), port))
+    Some((host, port))
 }
 
 fn parse_origin(s: &str, wildcard: bool) -> Option<OriginParts> {
@@ -88,7 +90,11 @@ fn parse_origin(s: &str, wildcard: bool) -> Option<OriginParts> {
             _ => 0,
         }),
     };
-    Some(OriginParts { scheme, host, port })
+    Some(OriginParts {
+        scheme,
+        host: host.to_ascii_lowercase(),
+        port,
+    })
 }
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -183,7 +189,7 @@ impl HostPolicy {
                 list.iter()
                     .map(|h| {
                         split_authority(h.trim(), true)
-                            .map(|(host, port)| (host, port.unwrap_or(Port::Any)))
+                            .map(|(host, port)| (host.to_ascii_lowercase(), port.unwrap_or(Port::Any)))
                             .ok_or_else(|| HttpError::InvalidHost(h.clone()))
                     })
                     .collect::<Result<_, _>>()?,
@@ -204,7 +210,7 @@ impl HostPolicy {
             return false;
         };
         entries.iter().any(|(n, p)| {
-            *n == name
+            n.eq_ignore_ascii_case(name)
                 && match port {
                     None => *p == Port::Any,
                     Some(Port::Exact(x)) => p.matches(x),
@@ -256,22 +262,27 @@ pub(crate) fn origin_of(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 /// The media types listed in `Accept`, lowercase, parameters dropped.
-fn accepted(headers: &HeaderMap) -> Vec<String> {
+/// The media types `Accept` lists (parameters and blanks dropped), as written: compare them
+/// with [`str::eq_ignore_ascii_case`].
+fn accepted(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|item| item.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|item| item.split(';').next().unwrap_or("").trim())
         .filter(|m| !m.is_empty())
-        .collect()
+}
+
+/// Whether `Accept` lists one of `types` (case-insensitive).
+fn accepts_any(headers: &HeaderMap, types: &[&str]) -> bool {
+    accepted(headers).any(|t| types.iter().any(|m| t.eq_ignore_ascii_case(m)))
 }
 
 /// POST: `*/*`, or both `application/json` and `text/event-stream`.
 pub(crate) fn accepts_post(headers: &HeaderMap) -> bool {
-    let types = accepted(headers);
-    let has = |m: &str| types.iter().any(|t| t == m);
-    has("*/*") || (has("application/json") && has("text/event-stream"))
+    accepts_any(headers, &["*/*"])
+        || (accepts_any(headers, &["application/json"]) && accepts_any(headers, &["text/event-stream"]))
 }
 
 /// Whether a POST body is declared as JSON: `Content-Type: application/json`, with or without
@@ -288,19 +299,12 @@ pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
 /// POST in the simple mode (JSON replies only): no `Accept`, or one that lists
 /// `application/json`, `application/*` or `*/*`.
 pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
-    let types = accepted(headers);
-    types.is_empty()
-        || types
-            .iter()
-            .any(|t| t == "*/*" || t == "application/*" || t == "application/json")
+    accepted(headers).next().is_none() || accepts_any(headers, &["*/*", "application/*", "application/json"])
 }
 
 /// GET: `*/*` or `text/event-stream`.
 pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
-    let types = accepted(headers);
-    types
-        .iter()
-        .any(|t| t == "*/*" || t == "text/event-stream" || t == "text/*")
+    accepts_any(headers, &["*/*", "text/event-stream", "text/*"])
 }
 
 #[cfg(test)]

@@ -192,6 +192,8 @@ pub struct Runtime {
     cluster: Option<Arc<Cluster>>,
     /// The server's `Implementation` serialized, as modern results carry it.
     server_info_raw: Box<RawValue>,
+    /// The revisions errors name (`config.advertise`, listed once).
+    advertised: Vec<Revision>,
     state_keys: StateKeyRing,
     subscriptions: Arc<Subscriptions>,
     tasks: Arc<Tasks>,
@@ -216,6 +218,7 @@ impl Runtime {
         store: Arc<dyn TaskStore>,
         cluster: Option<Arc<Cluster>>,
     ) -> Self {
+        let advertised = config.advertise.revisions();
         // A `Value` always serializes (its keys are strings).
         let server_info_raw = serde_json::value::to_raw_value(&config.server_info.render(None))
             .unwrap_or_else(|_| RawValue::NULL.to_owned());
@@ -235,6 +238,7 @@ impl Runtime {
             sessions: Arc::new(SessionStore::new()),
             cluster,
             server_info_raw,
+            advertised,
             state_keys,
             subscriptions,
             tasks,
@@ -322,7 +326,7 @@ impl Runtime {
         match era {
             Era::Modern => {
                 req.method.check(era, None).map_err(|error| Rejection { era, error })?;
-                let meta = parse_modern_meta(req.params.as_ref(), &self.config.advertise.revisions())
+                let meta = parse_modern_meta(req.params.as_ref(), &self.advertised)
                     .map_err(|error| Rejection { era, error })?;
                 Ok(Route {
                     era,

@@ -3,12 +3,15 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::model::{CallToolParams, CallToolResult};
+use mcp_protocol::RpcError;
+#[cfg(doc)]
+use mcp_protocol::model::CallToolParams;
+use mcp_protocol::model::CallToolResult;
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
 use mcp_protocol::{Era, Feature, Revision};
 use serde_json::{Map, Value};
 
-use super::{Reply, Runtime, parse_params};
+use super::{Reply, Runtime};
 use crate::ctx::Ctx;
 use crate::guard::Interrupted;
 use crate::handler::HandlerError;
@@ -19,34 +22,63 @@ use crate::tasks::Settled;
 /// Whether the caller enabled tasks for this call: a task-augmented request
 /// under core tasks (legacy), or the tasks extension declared (modern; a
 /// legacy `task` param is ignored there).
-fn tasks_enabled(ctx: &Ctx, p: &CallToolParams) -> bool {
+fn tasks_enabled(ctx: &Ctx, task: Option<&Value>) -> bool {
     match ctx.era() {
-        Era::Legacy => p.task.is_some() && ctx.revision().is_some_and(|r| r.has(Feature::CoreTasks)),
+        Era::Legacy => task.is_some() && ctx.revision().is_some_and(|r| r.has(Feature::CoreTasks)),
         Era::Modern => ctx.client_capabilities().tasks_extension(),
     }
 }
 
+/// The members of `tools/call` params (those of [`CallToolParams`]), borrowed: the arguments
+/// are validated where they are and copied once, for the handler.
+struct CallParams<'a> {
+    name: &'a str,
+    /// The arguments object (absent or `null`: none).
+    arguments: Option<&'a Value>,
+    /// 2025-11-25 task augmentation (absent or `null`: none).
+    task: Option<&'a Value>,
+}
+
+impl<'a> CallParams<'a> {
+    fn parse(params: &'a Map<String, Value>) -> Result<Self, RpcError> {
+        let invalid = |what: &str| RpcError::invalid_params(format!("Invalid params: {what}"));
+        let name = match params.get("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(invalid("`name` must be a string")),
+            None => return Err(invalid("missing field `name`")),
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => None,
+            Some(args @ Value::Object(_)) => Some(args),
+            Some(_) => return Err(invalid("`arguments` must be an object")),
+        };
+        let task = params.get("task").filter(|t| !t.is_null());
+        Ok(CallParams { name, arguments, task })
+    }
+}
+
 pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Reply {
-    let mut p: CallToolParams = match parse_params(params) {
+    let p = match CallParams::parse(params) {
         Ok(p) => p,
         Err(e) => return Reply::Error(e),
     };
     let revision = ctx.revision();
     // A tool hidden from the caller answers exactly as an unknown one.
-    let Some(tool) = rt.tool_for(ctx.auth(), &p.name) else {
+    let Some(tool) = rt.tool_for(ctx.auth(), p.name) else {
         return Reply::Result(CallToolResult::error(format!("Unknown tool: {}", p.name)).render(revision));
     };
-    let enabled = tasks_enabled(&ctx, &p);
-    let args = p.arguments.take().unwrap_or_default();
+    let enabled = tasks_enabled(&ctx, p.task);
+    let no_args = Value::Object(Map::new());
+    let args = p.arguments.unwrap_or(&no_args);
+    let owned = || args.as_object().cloned().unwrap_or_default();
     match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
-            let args = Value::Object(args);
-            let settled = execute(RoundLimits::of(rt.config()), &tool, &args, ctx).await;
+            let settled = execute(RoundLimits::of(rt.config()), &tool, args, ctx).await;
             in_place(rt, params, revision, settled)
         }
-        TaskMode::TaskFirst => rt.task_first(ctx, tool, args, p.task.as_ref()).await,
-        TaskMode::Escalate => rt.escalate(ctx, tool, args, params).await,
+        TaskMode::TaskFirst => rt.task_first(ctx, tool, owned(), p.task).await,
+        TaskMode::Escalate => rt.escalate(ctx, tool, owned(), params).await,
     }
 }
 
