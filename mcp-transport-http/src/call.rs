@@ -10,6 +10,7 @@
 //! lives in the response future, then in the stream pump. In the simple mode nothing streams.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -46,29 +47,40 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -
     let guard = call
         .disconnect_cancels()
         .then(|| call.cancel_token().clone().drop_guard());
-    let stop = shared.stop_calls.clone();
-    let mut job = shared.tracker.spawn(async move {
-        let _permit = permit;
-        // A shutdown whose grace ran out cancels the call (a modern call belongs to no
-        // session that closing would cancel); it still runs to its end, within its grace.
-        let token = call.cancel_token().clone();
-        let run = call.run(sink);
-        tokio::pin!(run);
-        tokio::select! {
-            biased;
-            done = &mut run => done,
-            () = stop.cancelled() => {
-                token.cancel();
-                run.await
-            }
-        }
-    });
+    // The first poll runs here: a call that ends at once (most do) is answered without a task
+    // of its own. One that has to wait moves, as it is, to a task, where a shutdown whose grace
+    // ran out cancels it (a modern call belongs to no session that closing would cancel); it
+    // still runs to its end, within its grace.
+    let token = call.cancel_token().clone();
     let close_at = poll.map(|after| Instant::now() + after);
-    let first = tokio::select! {
-        biased;
-        f = next_frame(&mut frames) => f,
-        r = &mut job => return finish(guard, json_reply(&id, r)),
-        _ = until(close_at) => None,
+    let mut run = Box::pin(call.run(sink));
+    let (mut job, first) = match futures::poll!(run.as_mut()) {
+        Poll::Ready(done) => match frames.as_mut().and_then(|f| f.try_recv().ok()) {
+            None => return finish(guard, json_reply(&id, Ok(done))),
+            // It streamed before it ended: its stream, already complete.
+            Some(first) => (shared.tracker.spawn(std::future::ready(done)), Some(first)),
+        },
+        Poll::Pending => {
+            let stop = shared.stop_calls.clone();
+            let mut job = shared.tracker.spawn(async move {
+                let _permit = permit;
+                tokio::select! {
+                    biased;
+                    done = &mut run => done,
+                    () = stop.cancelled() => {
+                        token.cancel();
+                        run.await
+                    }
+                }
+            });
+            let first = tokio::select! {
+                biased;
+                f = next_frame(&mut frames) => f,
+                r = &mut job => return finish(guard, json_reply(&id, r)),
+                _ = until(close_at) => None,
+            };
+            (job, first)
+        }
     };
     if let (Some(session), true) = (&session, legacy)
         && (first.is_some() || close_at.is_some_and(|at| at <= Instant::now()))

@@ -281,7 +281,10 @@ pub(super) fn markdown(report: &Value) -> String {
     t.push_str(&shared_table(
         report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
     ));
-    t.push_str(&memory_table(&report["memory"], plan));
+    // `--only` without M1 measured no memory.
+    if report["memory"].as_object().is_some_and(|m| !m.is_empty()) {
+        t.push_str(&memory_table(&report["memory"], plan));
+    }
     t.push_str("\nThe peers:\n\n");
     // A report written before `peers` was recorded gets today's description.
     let peers = match &report["peers"] {
