@@ -48,7 +48,11 @@
 //!    registered in the process's [`SessionSlot`](mcp_runtime::SessionSlot)
 //!    so that a duplicate id is refused and a cancellation finds it, queued
 //!    or running. A cancelled request gets no answer. A batch runs as one
-//!    job and is answered with one array.
+//!    job and is answered with one array. A job admitted while a worker is
+//!    free and none is waiting is spawned at once by the coordinator; the
+//!    others go through the pool's dispatcher, in admission order. A job is
+//!    never run inside the coordinator: a handler that computes without
+//!    yielding must not hold up the reading of a `notifications/cancelled`.
 //! 4. **Writer** (`writer`): the only task that writes the output. It
 //!    receives encoded frames through channels (the handlers' [`Sink`]s
 //!    feed one of them, so progress, log messages and server-to-client
