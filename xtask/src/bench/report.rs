@@ -242,6 +242,36 @@ fn targets(rows: &[Value], memory: &Value) -> Vec<Value> {
     out
 }
 
+/// A cell whose fastest round is this many times its slowest was disturbed: one program's rate
+/// does not vary that much between rounds of 5 s on its own.
+const DISTURBED_SPREAD: f64 = 1.5;
+
+/// The cells (`W2 rmcp`…) whose rounds spread past [`DISTURBED_SPREAD`], with their spread.
+fn disturbed_cells(rows: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in rows {
+        for target in TARGETS {
+            let rounds: Vec<f64> = row["targets"][target]["rounds_rps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect();
+            let (min, max) = rounds
+                .iter()
+                .fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            if rounds.len() > 1 && min > 0.0 && max / min > DISTURBED_SPREAD {
+                out.push(format!(
+                    "{} {target} ({:.1}×)",
+                    row["id"].as_str().unwrap_or_default(),
+                    max / min
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The tables (Markdown), the peers' setups and the targets, from a report's JSON.
 pub(super) fn markdown(report: &Value) -> String {
     let machine = &report["machine"];
@@ -304,6 +334,15 @@ pub(super) fn markdown(report: &Value) -> String {
             three("p50_ms"),
             three("p99_ms"),
             three("peak_rss_kb"),
+        );
+    }
+    let disturbed = disturbed_cells(report["workloads"].as_array().map_or(&[][..], Vec::as_slice));
+    if !disturbed.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nDisturbed cells (their fastest round over {DISTURBED_SPREAD}× their slowest: load from \
+             elsewhere on the machine; read their ratios with care): {}.",
+            disturbed.join(", ")
         );
     }
     t.push_str(&shared_table(
