@@ -51,7 +51,7 @@ pub use prompt::{GetPromptResult, PromptArgument, PromptDef, PromptMessage, Role
 pub use render::{CacheHint, CacheScope};
 pub use resource::{ReadResourceResult, ResourceDef, ResourceTemplateDef};
 pub use task::{Task, TaskPayload, TaskStatus};
-pub use tool::{CallToolParams, CallToolResult, ToolDef};
+pub use tool::{CallToolParams, CallToolParamsRef, CallToolResult, ToolDef};
 
 use serde_json::{Map, Value};
 

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::Shown;
 use super::content::Content;
+use crate::error::RpcError;
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TaskSupport;
 
@@ -116,6 +117,38 @@ pub struct CallToolParams {
     /// 2025-11-25 task augmentation.
     #[serde(default)]
     pub task: Option<Value>,
+}
+
+/// [`CallToolParams`] read in place: nothing is copied, so that a server validates the
+/// arguments where they are and copies them once, for the handler.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallToolParamsRef<'a> {
+    /// The tool name.
+    pub name: &'a str,
+    /// The arguments object (absent or `null`: none).
+    pub arguments: Option<&'a Value>,
+    /// 2025-11-25 task augmentation (absent or `null`: none).
+    pub task: Option<&'a Value>,
+}
+
+impl<'a> CallToolParamsRef<'a> {
+    /// Reads `tools/call` params (-32602 when `name` is missing or not a string, or
+    /// `arguments` is neither an object nor `null`).
+    pub fn parse(params: &'a Map<String, Value>) -> Result<Self, RpcError> {
+        let invalid = |what: &str| RpcError::invalid_params(format!("Invalid params: {what}"));
+        let name = match params.get("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(invalid("`name` must be a string")),
+            None => return Err(invalid("missing field `name`")),
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => None,
+            Some(args @ Value::Object(_)) => Some(args),
+            Some(_) => return Err(invalid("`arguments` must be an object")),
+        };
+        let task = params.get("task").filter(|t| !t.is_null());
+        Ok(CallToolParamsRef { name, arguments, task })
+    }
 }
 
 /// The result of a tool call.

@@ -3,10 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::RpcError;
-#[cfg(doc)]
-use mcp_protocol::model::CallToolParams;
-use mcp_protocol::model::CallToolResult;
+use mcp_protocol::model::{CallToolParamsRef, CallToolResult};
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
 use mcp_protocol::{Era, Feature, Revision};
 use serde_json::{Map, Value};
@@ -29,36 +26,8 @@ fn tasks_enabled(ctx: &Ctx, task: Option<&Value>) -> bool {
     }
 }
 
-/// The members of `tools/call` params (those of [`CallToolParams`]), borrowed: the arguments
-/// are validated where they are and copied once, for the handler.
-struct CallParams<'a> {
-    name: &'a str,
-    /// The arguments object (absent or `null`: none).
-    arguments: Option<&'a Value>,
-    /// 2025-11-25 task augmentation (absent or `null`: none).
-    task: Option<&'a Value>,
-}
-
-impl<'a> CallParams<'a> {
-    fn parse(params: &'a Map<String, Value>) -> Result<Self, RpcError> {
-        let invalid = |what: &str| RpcError::invalid_params(format!("Invalid params: {what}"));
-        let name = match params.get("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(invalid("`name` must be a string")),
-            None => return Err(invalid("missing field `name`")),
-        };
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => None,
-            Some(args @ Value::Object(_)) => Some(args),
-            Some(_) => return Err(invalid("`arguments` must be an object")),
-        };
-        let task = params.get("task").filter(|t| !t.is_null());
-        Ok(CallParams { name, arguments, task })
-    }
-}
-
 pub(super) async fn call(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Reply {
-    let p = match CallParams::parse(params) {
+    let p = match CallToolParamsRef::parse(params) {
         Ok(p) => p,
         Err(e) => return Reply::Error(e),
     };
