@@ -6,7 +6,7 @@ use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
-use crate::state::States;
+use crate::api::States;
 use crate::visibility::Visibility;
 
 /// How a server presents itself and the bounds it keeps.

@@ -22,11 +22,9 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use mcp_protocol::jsonrpc::encode_notification;
-use mcp_protocol::{Era, Feature};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::time::Instant;
 
-use crate::ctx::{ClientRequestError, Ctx};
 use crate::session::Session;
 
 /// Why a URL-mode elicitation id could not be made or completed.
@@ -165,118 +163,12 @@ fn mint_id() -> Option<Arc<str>> {
     Some(Arc::from(format!("el_{hex}")))
 }
 
-/// A URL-mode elicitation's outcome: the id the runtime gave it (to pass to
-/// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation) later) and the client's answer.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct UrlElicitation {
-    /// The `elicitationId` sent to the client.
-    pub elicitation_id: String,
-    /// The client's `ElicitResult` (`action`: `accept`, `decline` or `cancel`).
-    pub response: Value,
-}
-
-impl crate::Runtime {
-    /// Ends a 2025-11-25 URL-mode elicitation: sends
-    /// `notifications/elicitation/complete {elicitationId}` to the session
-    /// that elicited, and only to it. `principal` is the identity the server
-    /// acts for; an unknown, expired, already completed or another
-    /// principal's id is [`ElicitationError::NotFound`].
-    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
-        self.elicitations().complete(elicitation_id, principal)
-    }
-
-    /// How many URL-mode elicitations `principal` has pending (live ids).
-    pub fn pending_elicitations(&self, principal: &str) -> usize {
-        self.elicitations().live_for(principal)
-    }
-}
-
-impl Ctx {
-    /// The session if it serves URL elicitation ids (a 2025-11-25 session).
-    fn id_session(&self) -> Option<&Arc<Session>> {
-        self.session()
-            .filter(|s| self.era() == Era::Legacy && s.revision().has(Feature::ElicitationComplete))
-    }
-
-    /// Reserves a URL-mode `elicitationId` owned by the caller and this
-    /// session, to embed in the elicitation's URL before eliciting with it
-    /// (pass it as `params.elicitationId` to [`Ctx::elicit_raw`]). Only in a
-    /// 2025-11-25 session; refused over `max_elicitations_per_principal`.
-    pub fn url_elicitation_id(&self) -> Result<String, ElicitationError> {
-        let session = self.id_session().ok_or(ElicitationError::NotInSession)?;
-        let id = self.elicitations().register(&self.auth().principal, session)?;
-        Ok(id.to_string())
-    }
-
-    /// Elicits in URL mode (`elicitation/create {mode: "url", message, url,
-    /// elicitationId}`, legacy 2025-11-25 sessions with the client's
-    /// `elicitation.url` capability) and returns the id the runtime gave it
-    /// with the client's answer. Call [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
-    /// with the id when the out-of-band interaction is over.
-    pub async fn elicit_url(&self, message: &str, url: &str) -> Result<UrlElicitation, ClientRequestError> {
-        if self.era() == Era::Modern {
-            return Err(ClientRequestError::NotInEra);
-        }
-        if !self.client_capabilities().elicitation_url(self.revision()) {
-            return Err(ClientRequestError::CapabilityMissing("elicitation"));
-        }
-        let id = self.url_elicitation_id().map_err(ClientRequestError::Elicitation)?;
-        let params = json!({"mode": "url", "message": message, "url": url, "elicitationId": id});
-        let response = self.elicit_raw(params).await?;
-        Ok(UrlElicitation {
-            elicitation_id: id,
-            response,
-        })
-    }
-
-    /// Gives a URL-mode `elicitation/create` of a 2025-11-25 session its
-    /// `elicitationId`: the one already in `params` when the caller owns it
-    /// for this session, else a fresh one. Returns the id (`None`: not a
-    /// URL-mode elicitation of such a session).
-    pub(crate) fn prepare_url_elicitation(&self, params: &mut Value) -> Result<Option<Arc<str>>, ClientRequestError> {
-        if params.get("mode").and_then(Value::as_str) != Some("url") {
-            return Ok(None);
-        }
-        let Some(session) = self.id_session() else {
-            return Ok(None);
-        };
-        let principal = &self.auth().principal;
-        let given = params.get("elicitationId").and_then(Value::as_str);
-        let id = match given {
-            Some(id) if self.elicitations().owns(id, principal, session) => Arc::from(id),
-            _ => {
-                if given.is_some() {
-                    tracing::debug!("elicitationId not reserved by this session: replaced");
-                }
-                self.elicitations()
-                    .register(principal, session)
-                    .map_err(ClientRequestError::Elicitation)?
-            }
-        };
-        if let Some(obj) = params.as_object_mut() {
-            obj.insert("elicitationId".into(), Value::String(id.to_string()));
-        }
-        Ok(Some(id))
-    }
-
-    /// Keeps the record of an accepted URL elicitation; forgets it when the
-    /// request failed or the user declined or cancelled.
-    pub(crate) fn settle_url_elicitation(&self, id: &str, outcome: &Result<Value, ClientRequestError>) {
-        let accepted = outcome
-            .as_ref()
-            .is_ok_and(|v| v.get("action").and_then(Value::as_str) == Some("accept"));
-        if !accepted {
-            self.elicitations().forget(id);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use mcp_protocol::Revision;
     use mcp_protocol::model::ClientCapabilities;
+    use serde_json::Value;
 
     fn session(principal: &str) -> Arc<Session> {
         Arc::new(Session::new(

@@ -46,42 +46,37 @@
 //! engine are described in `docs/ARCHITECTURE.md` (§3); the invariants the
 //! code cites are defined in `docs/INVARIANTS.md`.
 
+mod api;
 mod cluster;
 mod config;
-mod ctx;
 pub mod dispatch;
 mod elicitation;
 pub mod engine;
 mod guard;
-pub mod handler;
-mod handler_error;
 mod inflight;
-pub mod input;
 pub mod listen;
 pub mod mrtr;
 pub mod observe;
 pub mod registry;
 mod session;
 mod sink;
-mod state;
 pub mod store;
 pub mod tasks;
 pub mod uri_template;
 pub mod visibility;
 
+pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, States, UrlElicitation, handler, input};
 pub use config::ServerConfig;
-pub use ctx::{ClientRequestError, Ctx};
 pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime, StartError};
-pub use elicitation::{ElicitationError, UrlElicitation};
+pub use elicitation::ElicitationError;
 pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, SessionSlot, Sessions, Step};
-pub use handler::{HandlerError, ToolResult};
+pub use handler::ToolResult;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use listen::{Holder, ListenError, Listener, Subscriptions};
 pub use registry::Registry;
 pub use session::{Outlet, Session, SessionLimit, SessionStore};
 pub use sink::{Frame, Sink};
-pub use state::States;
 pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 pub use visibility::{CatalogKind, Visibility};

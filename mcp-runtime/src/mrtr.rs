@@ -3,35 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// A handler's request for client input: keyed input requests (elicitation,
-/// sampling, roots) and optional state to get back on the retry.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct InputRequired {
-    /// Input requests by key: each `{"method": …, "params": …}`.
-    pub requests: Map<String, Value>,
-    /// Handler state, sealed into `requestState` by the runtime.
-    pub state: Option<Value>,
-}
-
-impl InputRequired {
-    /// No requests yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds an input request under `key`.
-    pub fn request(mut self, key: impl Into<String>, method: &str, params: Value) -> Self {
-        self.requests
-            .insert(key.into(), json!({ "method": method, "params": params }));
-        self
-    }
-
-    /// Sets the state returned on the retry.
-    pub fn with_state(mut self, state: Value) -> Self {
-        self.state = Some(state);
-        self
-    }
-}
+pub use crate::api::InputRequired;
 
 /// What a call starts with: the client input gathered in earlier rounds and
 /// the handler's state (both empty on a first call).
@@ -153,7 +125,7 @@ impl crate::Runtime {
         &self,
         name: &str,
         ctx: crate::Ctx,
-        call: impl Fn(crate::Ctx) -> crate::handler::BoxFuture<Result<T, crate::HandlerError>>,
+        call: impl Fn(crate::Ctx) -> crate::api::handler::BoxFuture<Result<T, crate::HandlerError>>,
     ) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
         run_rounds(RoundLimits::of(self.config()), name, ctx, call).await
     }
@@ -231,7 +203,7 @@ pub(crate) async fn run_rounds<T>(
     limits: RoundLimits,
     name: &str,
     ctx: crate::Ctx,
-    call: impl Fn(crate::Ctx) -> crate::handler::BoxFuture<Result<T, crate::HandlerError>>,
+    call: impl Fn(crate::Ctx) -> crate::api::handler::BoxFuture<Result<T, crate::HandlerError>>,
 ) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
     use crate::HandlerError;
     let cancel = ctx.cancellation().clone();

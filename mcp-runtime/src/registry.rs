@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
-use crate::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
+use crate::api::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
 use crate::uri_template::{TemplateError, UriTemplate};
 
 /// Why a registration was refused.
@@ -514,7 +514,7 @@ impl Registry {
 mod tests {
     use super::*;
     use crate::Ctx;
-    use crate::handler::ToolResult;
+    use crate::api::handler::ToolResult;
     use mcp_protocol::model::CallToolResult;
     use serde_json::json;
 

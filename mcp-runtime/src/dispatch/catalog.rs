@@ -9,9 +9,9 @@ use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
 use serde_json::{Map, Value, json};
 
 use super::{Runtime, handler_error, parse_params};
-use crate::ctx::Ctx;
+use crate::api::Ctx;
+use crate::api::HandlerError;
 use crate::guard::{Interrupted, run_guarded};
-use crate::handler::HandlerError;
 use crate::registry::{Catalog, CompletionKey};
 use crate::visibility::CatalogKind;
 

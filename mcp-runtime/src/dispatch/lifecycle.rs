@@ -9,7 +9,7 @@ use mcp_protocol::{Era, Request, Revision, RpcError};
 use serde_json::{Map, Value, json};
 
 use super::Runtime;
-use crate::ctx::Ctx;
+use crate::api::Ctx;
 use crate::session::{Session, SessionStore};
 
 impl Runtime {

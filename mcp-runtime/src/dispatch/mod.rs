@@ -30,11 +30,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::api::HandlerError;
+use crate::api::ctx::{Ctx, CtxInner, Origin};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
-use crate::ctx::{Ctx, CtxInner, Origin};
-use crate::elicitation::Elicitations;
-use crate::handler::HandlerError;
+use crate::elicitation::{ElicitationError, Elicitations};
 use crate::inflight::InFlight;
 use crate::listen::Subscriptions;
 use crate::mrtr::Round;
@@ -577,4 +577,19 @@ pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
 pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, RpcError> {
     // Borrowed: nothing of the params is copied but what `T` keeps.
     T::deserialize(params).map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
+}
+impl Runtime {
+    /// Ends a 2025-11-25 URL-mode elicitation: sends
+    /// `notifications/elicitation/complete {elicitationId}` to the session
+    /// that elicited, and only to it. `principal` is the identity the server
+    /// acts for; an unknown, expired, already completed or another
+    /// principal's id is [`ElicitationError::NotFound`].
+    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.elicitations().complete(elicitation_id, principal)
+    }
+
+    /// How many URL-mode elicitations `principal` has pending (live ids).
+    pub fn pending_elicitations(&self, principal: &str) -> usize {
+        self.elicitations().live_for(principal)
+    }
 }

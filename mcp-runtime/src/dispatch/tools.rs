@@ -9,9 +9,9 @@ use mcp_protocol::{Era, Feature, Revision};
 use serde_json::{Map, Value};
 
 use super::{Reply, Runtime};
-use crate::ctx::Ctx;
+use crate::api::Ctx;
+use crate::api::HandlerError;
 use crate::guard::Interrupted;
-use crate::handler::HandlerError;
 use crate::mrtr::{RoundLimits, run_rounds};
 use crate::registry::ToolEntry;
 use crate::tasks::Settled;

@@ -29,6 +29,7 @@ mod bus;
 mod events;
 mod members;
 mod sessions;
+mod tasks;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -38,8 +39,7 @@ pub use bus::{Bus, BusEvent, Fanout, MemoryBus};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
 pub use members::{Membership, MemoryMembership};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
-
-use crate::tasks::{InMemoryTaskStore, TaskStore};
+pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 
 /// The future a store method returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

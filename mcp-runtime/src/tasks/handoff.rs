@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{Live, TaskLink, TaskOutcome, TaskOwner, Tasks};
+use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
 use crate::Runtime;
-use crate::ctx::Ctx;
+use crate::api::Ctx;
 use crate::dispatch::{Reply, tools};
 use crate::mrtr::{InputRequired, RoundLimits};
 use crate::registry::ToolEntry;
@@ -221,7 +221,7 @@ impl Runtime {
             Ok(created) => created,
             Err(e) => return Reply::Error(e),
         };
-        let link = Arc::new(TaskLink {
+        let link: Arc<dyn crate::api::task_link::TaskLink> = Arc::new(LegacyTaskLink {
             tasks: self.tasks().clone(),
             live: live.clone(),
         });

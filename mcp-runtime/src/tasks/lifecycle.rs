@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{TaskOutcome, TaskOwner, TaskRecord, TaskStoreError, Tasks};
+use crate::api::task_link::{LinkFuture, TaskLink};
 use crate::cluster::Note;
 use crate::sink::{Relay, Sink};
 
@@ -55,43 +56,42 @@ impl Live {
     }
 }
 
-/// What a legacy task's `Ctx` knows of its task: server-to-client requests
-/// carry the `related-task` `_meta`, move the task to `input_required` while
-/// they wait, and travel on the stream of a waiting `tasks/result` when the
-/// call's own stream is gone.
+/// The [`TaskLink`] of a 2025-11-25 task's handler context: server-to-client requests
+/// carry the `related-task` `_meta`, move the task to `input_required` while they wait, and
+/// travel on the stream of a waiting `tasks/result` when the call's own stream is gone.
 #[derive(Debug)]
-pub(crate) struct TaskLink {
+pub(crate) struct LegacyTaskLink {
     pub(crate) tasks: Arc<Tasks>,
     pub(crate) live: Arc<Live>,
 }
 
-impl TaskLink {
-    /// The task id.
-    pub(crate) fn id(&self) -> &str {
+impl TaskLink for LegacyTaskLink {
+    fn id(&self) -> &str {
         &self.live.id
     }
 
-    /// Waits until the task's messages can reach the client.
-    pub(crate) async fn streaming(&self) {
-        self.live.relay.streaming().await;
+    fn streaming(&self) -> LinkFuture<'_> {
+        Box::pin(self.live.relay.streaming())
     }
 
-    /// A server-to-client request starts: the task waits for input.
-    pub(crate) async fn begin_client_request(&self) {
-        if self.live.client_requests.fetch_add(1, Ordering::SeqCst) == 0 {
-            self.tasks
-                .set_status(&self.live, TaskStatus::Working, TaskStatus::InputRequired)
-                .await;
-        }
+    fn begin_client_request(&self) -> LinkFuture<'_> {
+        Box::pin(async move {
+            if self.live.client_requests.fetch_add(1, Ordering::SeqCst) == 0 {
+                self.tasks
+                    .set_status(&self.live, TaskStatus::Working, TaskStatus::InputRequired)
+                    .await;
+            }
+        })
     }
 
-    /// A server-to-client request ended: back to work when none is left.
-    pub(crate) async fn end_client_request(&self) {
-        if self.live.client_requests.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.tasks
-                .set_status(&self.live, TaskStatus::InputRequired, TaskStatus::Working)
-                .await;
-        }
+    fn end_client_request(&self) -> LinkFuture<'_> {
+        Box::pin(async move {
+            if self.live.client_requests.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.tasks
+                    .set_status(&self.live, TaskStatus::InputRequired, TaskStatus::Working)
+                    .await;
+            }
+        })
     }
 }
 

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use super::lifecycle::payload;
 use super::{TaskOutcome, TaskOwner, TaskRecord};
 use crate::Runtime;
-use crate::ctx::Ctx;
+use crate::api::Ctx;
 
 /// The owner a request acts as: its session (legacy), its principal
 /// (modern), or nobody (a legacy request without a session owns no task).

@@ -27,7 +27,6 @@
 mod handoff;
 mod lifecycle;
 mod methods;
-mod store;
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -41,9 +40,9 @@ use crate::config::ServerConfig;
 use crate::listen::Subscriptions;
 use crate::sink::Relay;
 
+pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 pub(crate) use handoff::Settled;
-pub(crate) use lifecycle::{Live, TaskLink};
-pub use store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub(crate) use lifecycle::{LegacyTaskLink, Live};
 
 /// The status message (and error message) of a task interrupted by a restart.
 pub const INTERRUPTED: &str = "Task interrupted by a restart";

@@ -11,8 +11,8 @@ use std::pin::Pin;
 use mcp_protocol::model::{CallToolResult, CompleteParams, Completion, GetPromptResult, ReadResourceResult};
 use serde_json::{Map, Value};
 
-use crate::ctx::Ctx;
-pub use crate::handler_error::{BoxError, HandlerError};
+use crate::api::Ctx;
+pub use crate::api::error::{BoxError, HandlerError};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

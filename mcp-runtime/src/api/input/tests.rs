@@ -1,6 +1,7 @@
 //! Unit tests of typed input.
 
 use super::*;
+use crate::api::run::Run;
 use mcp_protocol::model::{Content, Role};
 use serde::Deserialize;
 

@@ -4,66 +4,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::jsonrpc::{encode_notification, encode_request};
-use mcp_protocol::meta::{ModernMeta, RELATED_TASK};
+use mcp_protocol::jsonrpc::encode_notification;
+use mcp_protocol::meta::ModernMeta;
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
-use mcp_protocol::notifications::cancelled;
-use mcp_protocol::{Era, Feature, RequestId, Revision, RpcError};
+use mcp_protocol::{Era, Feature, RequestId, Revision};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::elicitation::{ElicitationError, Elicitations};
-use crate::handler::HandlerError;
-use crate::mrtr::InputRequired;
+use super::error::HandlerError;
+use super::input_required::InputRequired;
+use super::run::Run;
+use super::state::States;
+use super::task_link::TaskLink;
+use crate::elicitation::Elicitations;
 use crate::session::Session;
 use crate::sink::Sink;
-use crate::state::States;
-use crate::tasks::TaskLink;
-use mcp_protocol::mrtr::missing_capability;
-
-/// Why a server-to-client request did not get an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientRequestError {
-    /// The modern era has no server-to-client requests (use MRTR input).
-    #[error("server-to-client requests are not available in the modern era")]
-    NotInEra,
-    /// The client did not declare the capability the request needs.
-    #[error("the client did not declare the {0} capability")]
-    CapabilityMissing(&'static str),
-    /// There is no session, or no stream to carry the request.
-    #[error("no stream to the client")]
-    NoStream,
-    /// The client did not answer in time.
-    #[error("the client did not answer within {0:?}")]
-    Timeout(Duration),
-    /// The request (or its session) was cancelled.
-    #[error("cancelled")]
-    Cancelled,
-    /// The client answered with an error.
-    #[error("client error: {0}")]
-    Client(RpcError),
-    /// A URL-mode elicitation could not get its `elicitationId` (too many
-    /// pending for the principal).
-    #[error(transparent)]
-    Elicitation(ElicitationError),
-}
-
-impl ClientRequestError {
-    /// The handler error `?` makes of it: a missing capability is -32021 and too many URL
-    /// elicitations a -32603 that says so; the rest is internal.
-    pub(crate) fn into_handler_error(self) -> HandlerError {
-        match self {
-            ClientRequestError::CapabilityMissing(cap) => {
-                HandlerError::Rpc(RpcError::missing_capability(json!({ cap: {} })))
-            }
-            ClientRequestError::Elicitation(ElicitationError::TooMany) => {
-                HandlerError::Rpc(RpcError::internal_with("Too many pending URL elicitations"))
-            }
-            other => HandlerError::Internal(Box::new(other)),
-        }
-    }
-}
 
 /// Where the request's client facts come from.
 #[derive(Debug, Clone)]
@@ -92,7 +47,7 @@ pub(crate) struct CtxInner {
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<Value>,
     /// The 2025-11-25 task the call runs as, if any.
-    pub(crate) task: Option<Arc<TaskLink>>,
+    pub(crate) task: Option<Arc<dyn TaskLink>>,
     /// The runtime's URL-mode elicitation records.
     pub(crate) elicitations: Arc<Elicitations>,
     /// The server's shared state.
@@ -102,9 +57,9 @@ pub(crate) struct CtxInner {
 /// The per-request context handed to every handler. Cheap to clone.
 #[derive(Clone)]
 pub struct Ctx {
-    inner: Arc<CtxInner>,
+    pub(super) inner: Arc<CtxInner>,
     /// This run of the handler's input keys and kept round state (fresh per round).
-    run: Arc<crate::input::Run>,
+    run: Arc<Run>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -128,7 +83,7 @@ impl Ctx {
     }
 
     /// This run of the handler's input keys and kept round state.
-    pub(crate) fn run(&self) -> &crate::input::Run {
+    pub(crate) fn run(&self) -> &Run {
         &self.run
     }
 
@@ -249,7 +204,7 @@ impl Ctx {
     /// here when `request` has none of its own. The keys must be the same on
     /// every run for the answers to be found. The typed forms of this method
     /// are [`Ctx::elicit`], [`Ctx::sample`] and [`Ctx::roots`] (see
-    /// [`crate::input`]). Legacy calls are not re-run: this method waits for
+    /// [`input`](super::input)). Legacy calls are not re-run: this method waits for
     /// the answers.
     ///
     /// ```no_run
@@ -299,21 +254,10 @@ impl Ctx {
         Ok(out)
     }
 
-    /// Sends one input request (`{method, params}`) as a legacy
-    /// server-to-client request, after the capability check.
-    pub(crate) async fn fulfil(&self, req: &Value) -> Result<Value, HandlerError> {
-        if let Some(required) = missing_capability(req, self.client_capabilities(), self.revision()) {
-            return Err(HandlerError::Rpc(RpcError::missing_capability(required)));
-        }
-        let method = req.get("method").and_then(Value::as_str).unwrap_or_default();
-        let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
-        Ok(self.request(method, params).await?)
-    }
-
     /// The context of the same call running as a task: its own cancellation
     /// token (the task's, no longer the request's), the task's sink, and for
     /// a 2025-11-25 task the link to it.
-    pub(crate) fn for_task(&self, cancel: CancellationToken, sink: Sink, task: Option<Arc<TaskLink>>) -> Ctx {
+    pub(crate) fn for_task(&self, cancel: CancellationToken, sink: Sink, task: Option<Arc<dyn TaskLink>>) -> Ctx {
         let mut inner = CtxInner::clone(&self.inner);
         inner.cancel = cancel;
         inner.sink = sink;
@@ -420,152 +364,5 @@ impl Ctx {
             return;
         }
         self.inner.sink.send(encode_notification(method, Some(&params))).await;
-    }
-
-    /// Sends a server-to-client request on the request's stream and waits
-    /// for the client's answer (legacy era only).
-    ///
-    /// In a 2025-11-25 task the request carries the `related-task` `_meta`,
-    /// the task is `input_required` until the answer arrives, and the
-    /// request travels on the task's stream: the creating call's while it is
-    /// open (stdio), else the stream of the client's next `tasks/result`.
-    ///
-    /// A URL-mode `elicitation/create` of a 2025-11-25 session gets its
-    /// `elicitationId` from the runtime (see [`Ctx::elicit_url`]).
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
-        let mut params = params;
-        let url_id = match method {
-            "elicitation/create" => self.prepare_url_elicitation(&mut params)?,
-            _ => None,
-        };
-        let outcome = self.request_as_task(method, params).await;
-        if let Some(id) = url_id {
-            self.settle_url_elicitation(&id, &outcome);
-        }
-        outcome
-    }
-
-    async fn request_as_task(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
-        let Some(task) = self.inner.task.clone() else {
-            return self.send_request(method, params).await;
-        };
-        let mut params = params;
-        if let Some(obj) = params.as_object_mut() {
-            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(RELATED_TASK.into(), json!({ "taskId": task.id() }));
-            }
-        }
-        task.begin_client_request().await;
-        let outcome = tokio::select! {
-            () = task.streaming() => self.send_request(method, params).await,
-            () = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
-        };
-        task.end_client_request().await;
-        outcome
-    }
-
-    async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientRequestError> {
-        let Origin::Session(session) = &self.inner.origin else {
-            return Err(match self.era() {
-                Era::Modern => ClientRequestError::NotInEra,
-                Era::Legacy => ClientRequestError::NoStream,
-            });
-        };
-        if !self.inner.sink.can_stream() {
-            return Err(ClientRequestError::NoStream);
-        }
-        if session.is_closed() {
-            return Err(ClientRequestError::Cancelled);
-        }
-        let (id, rx) = session.register_request();
-        // However this future ends (answered, timed out, or dropped with its handler), the
-        // pending entry goes with it (behaviour invariant 20), and a request left unanswered
-        // is cancelled towards the client.
-        let mut pending = PendingGuard {
-            session,
-            sink: &self.inner.sink,
-            id: id.clone(),
-            sent: false,
-            answered: false,
-        };
-        if !self.inner.sink.send(encode_request(&id, method, Some(&params))).await {
-            return Err(ClientRequestError::NoStream);
-        }
-        pending.sent = true;
-        let timeout = self.inner.client_request_timeout;
-        let outcome = tokio::select! {
-            r = rx => {
-                pending.answered = r.is_ok();
-                r.map_err(|_| ClientRequestError::Cancelled)
-            }
-            _ = self.inner.cancel.cancelled() => Err(ClientRequestError::Cancelled),
-            _ = session.closed().cancelled() => {
-                // The session is gone: there is no client to tell.
-                pending.sent = false;
-                Err(ClientRequestError::Cancelled)
-            }
-            _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
-        };
-        outcome?.map_err(ClientRequestError::Client)
-    }
-
-    /// `sampling/createMessage` (needs the client's `sampling` capability).
-    pub async fn create_message(&self, params: Value) -> Result<Value, ClientRequestError> {
-        if !self.client_capabilities().sampling() {
-            return Err(ClientRequestError::CapabilityMissing("sampling"));
-        }
-        self.request("sampling/createMessage", params).await
-    }
-
-    /// `elicitation/create` in form mode, or URL mode when `params.mode` is
-    /// `"url"` (needs the matching declared elicitation capability), with
-    /// `params` as they are (legacy era only). [`Ctx::elicit`] is the typed
-    /// form for both eras.
-    pub async fn elicit_raw(&self, params: Value) -> Result<Value, ClientRequestError> {
-        let url = params.get("mode").and_then(Value::as_str) == Some("url");
-        let caps = self.client_capabilities();
-        let declared = if url {
-            caps.elicitation_url(self.revision())
-        } else {
-            caps.elicitation_form()
-        };
-        let in_revision = self.revision().is_none_or(|r| r.has(Feature::Elicitation));
-        if !declared || !in_revision {
-            return Err(ClientRequestError::CapabilityMissing("elicitation"));
-        }
-        self.request("elicitation/create", params).await
-    }
-
-    /// `roots/list` (needs the client's `roots` capability).
-    pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
-        if !self.client_capabilities().roots() {
-            return Err(ClientRequestError::CapabilityMissing("roots"));
-        }
-        self.request("roots/list", json!({})).await
-    }
-}
-
-/// Forgets a pending server-to-client request when the request's future ends, however it ends;
-/// one that was sent and never answered (the call was cancelled, it timed out, or its handler
-/// was dropped) is cancelled towards the client with `notifications/cancelled`, so that the
-/// client stops asking its user or model for an answer nobody waits for.
-struct PendingGuard<'a> {
-    session: &'a Session,
-    sink: &'a Sink,
-    id: RequestId,
-    sent: bool,
-    answered: bool,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.session.forget_request(&self.id);
-        if self.sent && !self.answered {
-            let frame = cancelled(&self.id, Some("The request was cancelled"));
-            if !self.sink.try_send(frame) {
-                tracing::debug!(id = %self.id, "cancellation of a server-to-client request not delivered");
-            }
-        }
     }
 }

@@ -67,8 +67,6 @@
 
 use std::any::type_name;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use mcp_protocol::{Feature, RpcError};
 use schemars::JsonSchema;
@@ -76,9 +74,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ctx::Ctx;
-use crate::handler::HandlerError;
-use crate::mrtr::InputRequired;
+use super::ctx::Ctx;
+use super::error::HandlerError;
+use super::input_required::InputRequired;
 
 mod form;
 mod sampling;
@@ -179,41 +177,6 @@ fn read_elicitation<T: DeserializeOwned>(key: &str, answer: Value) -> Result<Eli
         _ => Err(HandlerError::Rpc(RpcError::invalid_params(format!(
             "the answer to input request {key:?} is not an ElicitResult (action must be accept, decline or cancel)"
         )))),
-    }
-}
-
-// ------------------------------------------------------------------ per-run state
-
-/// What one run of a handler counts and keeps: the asks of each kind (their keys) and the
-/// state to attach to the next input request. A fresh one per run (every [`Ctx`] the runtime
-/// makes for a round); the handler's clones of its `Ctx` share it.
-#[derive(Debug, Default)]
-pub(crate) struct Run {
-    elicit: AtomicUsize,
-    sample: AtomicUsize,
-    roots: AtomicUsize,
-    kept: Mutex<Option<Value>>,
-}
-
-impl Run {
-    /// The next counted key of a kind: `elicit-1`, `elicit-2`, …
-    fn next_key(&self, kind: &str) -> String {
-        let counter = match kind {
-            "elicit" => &self.elicit,
-            "sample" => &self.sample,
-            _ => &self.roots,
-        };
-        let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("{kind}-{n}")
-    }
-
-    /// The state [`Ctx::keep_round_state`] kept, if any.
-    pub(crate) fn kept(&self) -> Option<Value> {
-        self.kept.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    fn keep(&self, state: Value) {
-        *self.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(state);
     }
 }
 

@@ -4,7 +4,7 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::handler_error::HandlerError;
+use crate::api::error::HandlerError;
 
 /// The server's shared state: at most one value of each type, set once when the server is
 /// built ([`ServerConfig::state`](crate::ServerConfig::state)) and read by handlers with

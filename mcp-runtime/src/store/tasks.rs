@@ -13,12 +13,11 @@ use mcp_protocol::{Era, RpcError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The future a [`TaskStore`] method returns (the store seams' future).
-pub use crate::store::StoreFuture;
+use super::StoreFuture;
 
 /// Why a task store operation failed (the store seams' error). The caller gets a generic
 /// -32603; the detail goes to the log.
-pub type TaskStoreError = crate::store::StoreError;
+pub type TaskStoreError = super::StoreError;
 
 /// Who owns a task. Another owner's task reads as not found.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

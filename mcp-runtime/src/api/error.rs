@@ -15,11 +15,58 @@
 //! given to `?` keeps its meaning (it is recognised, not masked).
 
 use std::fmt;
+use std::time::Duration;
 
 use mcp_protocol::RpcError;
 
-use crate::ctx::ClientRequestError;
-use crate::mrtr::InputRequired;
+use serde_json::json;
+
+use super::input_required::InputRequired;
+use crate::elicitation::ElicitationError;
+
+/// Why a server-to-client request did not get an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientRequestError {
+    /// The modern era has no server-to-client requests (use MRTR input).
+    #[error("server-to-client requests are not available in the modern era")]
+    NotInEra,
+    /// The client did not declare the capability the request needs.
+    #[error("the client did not declare the {0} capability")]
+    CapabilityMissing(&'static str),
+    /// There is no session, or no stream to carry the request.
+    #[error("no stream to the client")]
+    NoStream,
+    /// The client did not answer in time.
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The request (or its session) was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The client answered with an error.
+    #[error("client error: {0}")]
+    Client(RpcError),
+    /// A URL-mode elicitation could not get its `elicitationId` (too many
+    /// pending for the principal).
+    #[error(transparent)]
+    Elicitation(ElicitationError),
+}
+
+impl ClientRequestError {
+    /// The handler error `?` makes of it: a missing capability is -32021 and too many URL
+    /// elicitations a -32603 that says so; the rest is internal.
+    pub(crate) fn into_handler_error(self) -> HandlerError {
+        match self {
+            ClientRequestError::CapabilityMissing(cap) => {
+                HandlerError::Rpc(RpcError::missing_capability(json!({ cap: {} })))
+            }
+            ClientRequestError::Elicitation(ElicitationError::TooMany) => {
+                HandlerError::Rpc(RpcError::internal_with("Too many pending URL elicitations"))
+            }
+            other => HandlerError::Internal(Box::new(other)),
+        }
+    }
+}
 
 /// A boxed error as kept by [`HandlerError::Internal`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
