@@ -34,7 +34,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::registry::{Change, Registry};
-use crate::session::{Session, SessionStore};
+use crate::session::{Replication, Session, SessionStore};
 use crate::store::{BusEvent, SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
 
@@ -335,44 +335,6 @@ impl Cluster {
         Ok(Some(Arc::new(session)))
     }
 
-    /// A change to a session's record: written through, then announced.
-    pub(crate) fn changed(&self, session: &str, field: SessionField) {
-        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
-            return;
-        };
-        // Announced at once, before the request that made the change is answered: a change
-        // this instance raises next (a resource update after `resources/subscribe`) is published
-        // after it, and the bus keeps one publisher's order. The record follows.
-        let _ = self.publish(Note::SessionChanged {
-            session: session.to_owned(),
-            field: field.clone(),
-        });
-        let session = session.to_owned();
-        tokio::spawn(async move {
-            if let Err(e) = me.store.sessions.update(&session, &field).await {
-                tracing::warn!(session, error = %e, "session change not stored");
-            }
-        });
-    }
-
-    /// Pushes a session's record expiry back.
-    pub(crate) fn touched(&self, session: &str) {
-        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
-            return;
-        };
-        let session = session.to_owned();
-        tokio::spawn(async move {
-            if let Err(e) = me.store.sessions.touch(&session, me.session_ttl).await {
-                tracing::debug!(session, error = %e, "session expiry not pushed back");
-            }
-        });
-    }
-
-    /// How often a replica pushes its record's expiry back.
-    pub(crate) fn touch_every(&self) -> Duration {
-        self.session_ttl / 8
-    }
-
     /// Deletes a session everywhere: its record, its stream logs, and every replica. Answers
     /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
     /// that a request right after the DELETE is 404 wherever it lands.
@@ -428,10 +390,54 @@ impl Cluster {
             let _ = tx.send(());
         }
     }
+}
+
+impl Replication for Cluster {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// A change to a session's record: written through, then announced.
+    fn changed(&self, session: &str, field: SessionField) {
+        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        // Announced at once, before the request that made the change is answered: a change
+        // this instance raises next (a resource update after `resources/subscribe`) is published
+        // after it, and the bus keeps one publisher's order. The record follows.
+        let _ = self.publish(Note::SessionChanged {
+            session: session.to_owned(),
+            field: field.clone(),
+        });
+        let session = session.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = me.store.sessions.update(&session, &field).await {
+                tracing::warn!(session, error = %e, "session change not stored");
+            }
+        });
+    }
+
+    /// Pushes a session's record expiry back.
+    fn touched(&self, session: &str) {
+        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        let session = session.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = me.store.sessions.touch(&session, me.session_ttl).await {
+                tracing::debug!(session, error = %e, "session expiry not pushed back");
+            }
+        });
+    }
+
+    /// How often a replica pushes its record's expiry back.
+    fn touch_every(&self) -> Duration {
+        self.session_ttl / 8
+    }
 
     /// Appends an event to a session's stream log (in order, stored before it is announced and
     /// sent); `false` when the queue is full (the event is lost, and logged).
-    pub(crate) fn append(&self, session: &str, stream: u64, frame: Vec<u8>) -> bool {
+    fn append(&self, session: &str, stream: u64, frame: Vec<u8>) -> bool {
         let append = Append {
             key: StreamKey {
                 session: session.to_owned(),
@@ -447,6 +453,29 @@ impl Cluster {
                 false
             }
         }
+    }
+
+    fn stream_opened(&self, session: &str) {
+        let _ = self.publish(Note::StreamOpened {
+            session: session.to_owned(),
+        });
+    }
+
+    fn forward_response(&self, session: &str, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
+        self.publish(Note::Response {
+            session: session.to_owned(),
+            id: id.clone(),
+            outcome,
+        })
+        .is_ok()
+    }
+
+    fn forward_cancel(&self, session: &str, id: &RequestId) -> bool {
+        self.publish(Note::Cancel {
+            session: session.to_owned(),
+            id: id.clone(),
+        })
+        .is_ok()
     }
 }
 

@@ -10,7 +10,7 @@ use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
 
 use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, register};
-use crate::inflight::InFlightGuard;
+use crate::session::InFlightGuard;
 use crate::sink::{Frame, Sink};
 
 /// What the engine made of a batch.

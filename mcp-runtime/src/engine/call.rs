@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::dispatch::{Reply, RequestEnv, Route, Runtime};
-use crate::inflight::InFlightGuard;
 use crate::observe::Observed;
+use crate::session::InFlightGuard;
 use crate::session::Session;
 use crate::sink::{Frame, Sink};
 

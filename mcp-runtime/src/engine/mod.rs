@@ -26,7 +26,6 @@
 
 mod batch;
 mod call;
-mod slot;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -41,14 +40,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
-pub use slot::SessionSlot;
 
 use crate::dispatch::{Route, Runtime, StartError};
-use crate::inflight::{InFlight, InFlightGuard};
 use crate::listen::{Holder, ListenError, Listener};
 use crate::observe::Observed;
+use crate::session::{InFlight, InFlightGuard};
 use crate::session::{Session, SessionLimit};
 use crate::sink::Frame;
 

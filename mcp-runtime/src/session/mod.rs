@@ -9,17 +9,24 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use dashmap::DashMap;
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
+use mcp_protocol::notifications::Change;
 use mcp_protocol::{RequestId, Revision, RpcError};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::{Cluster, Note};
-use crate::inflight::InFlight;
-use crate::registry::Change;
+pub(crate) mod inflight;
+mod replication;
+pub(crate) mod slot;
+mod store;
+
+pub use inflight::{DuplicateId, InFlight, InFlightGuard};
+pub(crate) use replication::Replication;
+pub use slot::SessionSlot;
+pub use store::{SessionLimit, SessionStore};
+
 use crate::sink::Frame;
 use crate::store::SessionField;
 
@@ -60,8 +67,9 @@ pub struct Session {
     epoch: Instant,
     closed: CancellationToken,
     outlet: OutletSlot,
-    /// The instance's part of a shared store, when sessions are shared by several instances.
-    cluster: OnceLock<Arc<Cluster>>,
+    /// Where the session's record is replicated, when sessions are shared by several
+    /// instances (the cluster, through its [`Replication`] port).
+    replication: OnceLock<Arc<dyn Replication>>,
     /// When the shared record's expiry was last pushed back (ms of `epoch`).
     stored_touch_ms: AtomicU64,
     /// The newest event id of the session's GET stream log known here (shared store only).
@@ -104,7 +112,7 @@ impl Session {
             epoch: Instant::now(),
             closed: CancellationToken::new(),
             outlet: OutletSlot::default(),
-            cluster: OnceLock::new(),
+            replication: OnceLock::new(),
             stored_touch_ms: AtomicU64::new(0),
             log_head: OnceLock::new(),
             takeovers: OnceLock::new(),
@@ -114,17 +122,17 @@ impl Session {
 
     /// Makes the session a replica of a shared record: its changes are written through and
     /// announced to other instances.
-    pub(crate) fn attach(&self, cluster: Arc<Cluster>) {
-        let _ = self.cluster.set(cluster);
+    pub(crate) fn attach(&self, replication: Arc<dyn Replication>) {
+        let _ = self.replication.set(replication);
     }
 
     /// Whether the session's record is shared by several instances.
     pub fn is_shared(&self) -> bool {
-        self.cluster.get().is_some()
+        self.replication.get().is_some()
     }
 
     fn changed(&self, field: SessionField) {
-        if let Some(c) = self.cluster.get() {
+        if let Some(c) = self.replication.get() {
             c.changed(&self.id, field);
         }
     }
@@ -177,7 +185,9 @@ impl Session {
     /// stored before it is announced; `false` when the session is not shared or the queue is
     /// full. The HTTP transport mirrors its resumable POST streams here.
     pub fn log_event(&self, stream: u64, frame: Frame) -> bool {
-        self.cluster.get().is_some_and(|c| c.append(&self.id, stream, frame))
+        self.replication
+            .get()
+            .is_some_and(|c| c.append(&self.id, stream, frame))
     }
 
     /// A receiver woken when a GET stream of the session opens on another instance (the older
@@ -198,10 +208,8 @@ impl Session {
 
     /// A GET stream of the session opened here: other instances end theirs.
     pub fn stream_opened(&self) {
-        if let Some(c) = self.cluster.get() {
-            let _ = c.publish(Note::StreamOpened {
-                session: self.id.to_string(),
-            });
+        if let Some(r) = self.replication.get() {
+            r.stream_opened(&self.id);
         }
     }
 
@@ -272,7 +280,7 @@ impl Session {
     pub fn touch(&self) {
         let ms = self.epoch.elapsed().as_millis() as u64;
         self.last_activity_ms.store(ms, Ordering::Relaxed);
-        if let Some(c) = self.cluster.get() {
+        if let Some(c) = self.replication.get() {
             let every = c.touch_every().as_millis() as u64;
             let last = self.stored_touch_ms.load(Ordering::Relaxed);
             if ms.saturating_sub(last) >= every
@@ -328,7 +336,7 @@ impl Session {
     pub fn register_request(&self) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         // Shared sessions: the instance's id keeps ids unique across instances.
-        let id = match self.cluster.get() {
+        let id = match self.replication.get() {
             Some(c) => RequestId::String(Arc::from(format!("s2c-{}-{n}", c.instance()))),
             None => RequestId::String(Arc::from(format!("s2c-{n}"))),
         };
@@ -347,15 +355,9 @@ impl Session {
     /// does not hold to the other instances (one of them holds it) and answers `true`.
     pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
         let tx = lock(&self.pending).remove(id);
-        match (tx, self.cluster.get()) {
+        match (tx, self.replication.get()) {
             (Some(tx), _) => tx.send(outcome).is_ok(),
-            (None, Some(c)) => c
-                .publish(Note::Response {
-                    session: self.id.to_string(),
-                    id: id.clone(),
-                    outcome,
-                })
-                .is_ok(),
+            (None, Some(r)) => r.forward_response(&self.id, id, outcome),
             (None, None) => false,
         }
     }
@@ -375,13 +377,7 @@ impl Session {
         if self.in_flight.cancel(id) {
             return true;
         }
-        self.cluster.get().is_some_and(|c| {
-            c.publish(Note::Cancel {
-                session: self.id.to_string(),
-                id: id.clone(),
-            })
-            .is_ok()
-        })
+        self.replication.get().is_some_and(|r| r.forward_cancel(&self.id, id))
     }
 
     /// Connects the session to the stream that carries the notifications
@@ -399,7 +395,7 @@ impl Session {
             return false;
         }
         let outlet = lock(&self.outlet.0).clone();
-        match (outlet, self.cluster.get()) {
+        match (outlet, self.replication.get()) {
             (Some(o), _) => o(frame),
             // Shared: into the session's GET stream log, whichever instance holds the stream.
             (None, Some(c)) => c.append(&self.id, 0, frame),
@@ -429,167 +425,6 @@ fn level_index(level: LoggingLevel) -> u8 {
     LoggingLevel::ALL.iter().position(|l| *l == level).unwrap_or(1) as u8
 }
 
-/// All legacy sessions of a server, by id, and how many each principal holds.
-#[derive(Debug, Default)]
-pub struct SessionStore {
-    sessions: DashMap<Arc<str>, Arc<Session>>,
-    /// Sessions per principal; written only under this lock (lookups never take it).
-    per_principal: Mutex<HashMap<Arc<str>, usize>>,
-}
-
-/// Why a session was not stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SessionLimit {
-    /// The store holds its most sessions.
-    #[error("the session store is full")]
-    Full,
-    /// The session's principal holds its most sessions.
-    #[error("the principal holds its most sessions")]
-    PrincipalFull,
-}
-
-impl SessionStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Mints a new session id: `mcp_` and 32 hex digits from the OS CSPRNG.
-    pub fn mint_id() -> Arc<str> {
-        let mut bytes = [0u8; 16];
-        if getrandom::fill(&mut bytes).is_err() {
-            // The OS generator failing is unrecoverable for a server that
-            // must not hand out guessable ids.
-            panic!("the operating system's random number generator failed");
-        }
-        let mut s = String::with_capacity(36);
-        s.push_str("mcp_");
-        for b in bytes {
-            s.push_str(&format!("{b:02x}"));
-        }
-        Arc::from(s)
-    }
-
-    /// Stores a session, with no bound.
-    pub fn insert(&self, session: Arc<Session>) {
-        let _ = self.admit(session, usize::MAX, usize::MAX);
-    }
-
-    /// Stores a session if the store holds fewer than `max_total` and its principal fewer than
-    /// `max_per_principal`; otherwise nothing is stored.
-    pub fn admit(&self, session: Arc<Session>, max_total: usize, max_per_principal: usize) -> Result<(), SessionLimit> {
-        let mut counts = lock(&self.per_principal);
-        if self.sessions.len() >= max_total {
-            return Err(SessionLimit::Full);
-        }
-        let held = counts.entry(session.principal().clone()).or_insert(0);
-        if *held >= max_per_principal {
-            return Err(SessionLimit::PrincipalFull);
-        }
-        *held += 1;
-        session.touch();
-        self.sessions.insert(session.id().clone(), session);
-        Ok(())
-    }
-
-    /// Takes a removed session off its principal's count, and closes it.
-    fn release(&self, session: &Session) {
-        let mut counts = lock(&self.per_principal);
-        if let Some(n) = counts.get_mut(session.principal()) {
-            *n -= 1;
-            if *n == 0 {
-                counts.remove(session.principal());
-            }
-        }
-        drop(counts);
-        session.close();
-    }
-
-    /// Looks a session up for a principal: unknown, closed and other
-    /// principals' sessions all answer `None`.
-    pub fn get(&self, id: &str, principal: &str) -> Option<Arc<Session>> {
-        let s = self.sessions.get(id)?.clone();
-        if s.is_closed() || **s.principal() != *principal {
-            return None;
-        }
-        s.touch();
-        Some(s)
-    }
-
-    /// The local session (or replica) with this id, whoever owns it (for notes from other
-    /// instances).
-    pub(crate) fn replica(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions.get(id).map(|s| s.clone())
-    }
-
-    /// Ends the local replica of a session deleted elsewhere.
-    pub(crate) fn drop_replica(&self, id: &str) -> bool {
-        match self.sessions.remove(id) {
-            Some((_, s)) => {
-                self.release(&s);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Deletes a principal's session (closing it); `false` when unknown or
-    /// another principal's.
-    pub fn remove(&self, id: &str, principal: &str) -> bool {
-        match self.sessions.remove_if(id, |_, s| **s.principal() == *principal) {
-            Some((_, s)) => {
-                self.release(&s);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Closes and removes every session idle for longer than `ttl`; returns
-    /// how many were removed.
-    pub fn sweep(&self, ttl: Duration) -> usize {
-        let expired: Vec<Arc<str>> = self
-            .sessions
-            .iter()
-            .filter(|s| s.idle_for() > ttl || s.is_closed())
-            .map(|s| s.key().clone())
-            .collect();
-        let mut n = 0;
-        for id in expired {
-            if let Some((_, s)) = self.sessions.remove(&id) {
-                self.release(&s);
-                n += 1;
-            }
-        }
-        n
-    }
-
-    /// Closes and removes every session.
-    pub fn clear(&self) {
-        let ids: Vec<Arc<str>> = self.sessions.iter().map(|s| s.key().clone()).collect();
-        for id in ids {
-            if let Some((_, s)) = self.sessions.remove(&id) {
-                self.release(&s);
-            }
-        }
-    }
-
-    /// Number of live sessions.
-    pub fn len(&self) -> usize {
-        self.sessions.len()
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.sessions.is_empty()
-    }
-
-    /// A snapshot of the live sessions (for notification fan-out).
-    pub fn all(&self) -> Vec<Arc<Session>> {
-        self.sessions.iter().map(|s| s.value().clone()).collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,7 +438,6 @@ mod tests {
             Value::Null,
         ))
     }
-
     #[test]
     fn which_changes_a_session_wants() {
         let s = session("alice");
@@ -614,49 +448,6 @@ mod tests {
         assert!(s.wants(&updated));
         s.close();
         assert!(!s.wants(&Change::Tools), "closed");
-    }
-
-    #[test]
-    fn sessions_are_bounded_in_total_and_per_principal() {
-        let store = SessionStore::new();
-        let a1 = session("alice");
-        assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
-        assert_eq!(store.admit(session("bob"), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("carol"), 3, 2), Err(SessionLimit::Full));
-        assert_eq!(store.len(), 3, "refusals store nothing");
-        assert!(store.remove(a1.id(), "alice"));
-        assert_eq!(
-            store.admit(session("alice"), 3, 2),
-            Ok(()),
-            "a removal frees both counts"
-        );
-        store.clear();
-        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
-    }
-
-    #[test]
-    fn ids_are_unguessable_shape() {
-        let a = SessionStore::mint_id();
-        let b = SessionStore::mint_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
-    }
-
-    #[test]
-    fn ownership_answers_like_absence() {
-        let store = SessionStore::new();
-        let s = session("alice");
-        store.insert(s.clone());
-        assert!(store.get(s.id(), "alice").is_some());
-        assert!(store.get(s.id(), "bob").is_none());
-        assert!(store.get("mcp_nope", "alice").is_none());
-        assert!(!store.remove(s.id(), "bob"));
-        assert!(store.remove(s.id(), "alice"));
-        assert!(store.get(s.id(), "alice").is_none());
-        assert!(s.is_closed());
     }
 
     #[tokio::test]
@@ -694,18 +485,5 @@ mod tests {
         s.close();
         assert!(!s.notify(b"two".to_vec()));
         assert_eq!(*lock(&seen), vec![b"one".to_vec()]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn sweep_removes_idle_sessions() {
-        let store = SessionStore::new();
-        let s = session("a");
-        store.insert(s.clone());
-        tokio::time::advance(Duration::from_secs(10)).await;
-        assert_eq!(store.sweep(Duration::from_secs(30)), 0);
-        tokio::time::advance(Duration::from_secs(31)).await;
-        assert_eq!(store.sweep(Duration::from_secs(30)), 1);
-        assert!(s.is_closed());
-        assert!(store.is_empty());
     }
 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::inflight::InFlight;
-use crate::session::Session;
+use super::Session;
+use super::inflight::InFlight;
 
 /// One connection's (or process's) session, once `initialize` ran, and its requests in flight.
 ///

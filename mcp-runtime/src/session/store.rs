@@ -1,0 +1,244 @@
+//! [`SessionStore`]: every legacy session of a server by id, bounded in total and per
+//! principal; another principal's lookup answers like an unknown id.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+
+use super::{Session, lock};
+
+/// All legacy sessions of a server, by id, and how many each principal holds.
+#[derive(Debug, Default)]
+pub struct SessionStore {
+    sessions: DashMap<Arc<str>, Arc<Session>>,
+    /// Sessions per principal; written only under this lock (lookups never take it).
+    per_principal: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+/// Why a session was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SessionLimit {
+    /// The store holds its most sessions.
+    #[error("the session store is full")]
+    Full,
+    /// The session's principal holds its most sessions.
+    #[error("the principal holds its most sessions")]
+    PrincipalFull,
+}
+
+impl SessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Mints a new session id: `mcp_` and 32 hex digits from the OS CSPRNG.
+    pub fn mint_id() -> Arc<str> {
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            // The OS generator failing is unrecoverable for a server that
+            // must not hand out guessable ids.
+            panic!("the operating system's random number generator failed");
+        }
+        let mut s = String::with_capacity(36);
+        s.push_str("mcp_");
+        for b in bytes {
+            s.push_str(&format!("{b:02x}"));
+        }
+        Arc::from(s)
+    }
+
+    /// Stores a session, with no bound.
+    pub fn insert(&self, session: Arc<Session>) {
+        let _ = self.admit(session, usize::MAX, usize::MAX);
+    }
+
+    /// Stores a session if the store holds fewer than `max_total` and its principal fewer than
+    /// `max_per_principal`; otherwise nothing is stored.
+    pub fn admit(&self, session: Arc<Session>, max_total: usize, max_per_principal: usize) -> Result<(), SessionLimit> {
+        let mut counts = lock(&self.per_principal);
+        if self.sessions.len() >= max_total {
+            return Err(SessionLimit::Full);
+        }
+        let held = counts.entry(session.principal().clone()).or_insert(0);
+        if *held >= max_per_principal {
+            return Err(SessionLimit::PrincipalFull);
+        }
+        *held += 1;
+        session.touch();
+        self.sessions.insert(session.id().clone(), session);
+        Ok(())
+    }
+
+    /// Takes a removed session off its principal's count, and closes it.
+    fn release(&self, session: &Session) {
+        let mut counts = lock(&self.per_principal);
+        if let Some(n) = counts.get_mut(session.principal()) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(session.principal());
+            }
+        }
+        drop(counts);
+        session.close();
+    }
+
+    /// Looks a session up for a principal: unknown, closed and other
+    /// principals' sessions all answer `None`.
+    pub fn get(&self, id: &str, principal: &str) -> Option<Arc<Session>> {
+        let s = self.sessions.get(id)?.clone();
+        if s.is_closed() || **s.principal() != *principal {
+            return None;
+        }
+        s.touch();
+        Some(s)
+    }
+
+    /// The local session (or replica) with this id, whoever owns it (for notes from other
+    /// instances).
+    pub(crate) fn replica(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.get(id).map(|s| s.clone())
+    }
+
+    /// Ends the local replica of a session deleted elsewhere.
+    pub(crate) fn drop_replica(&self, id: &str) -> bool {
+        match self.sessions.remove(id) {
+            Some((_, s)) => {
+                self.release(&s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Deletes a principal's session (closing it); `false` when unknown or
+    /// another principal's.
+    pub fn remove(&self, id: &str, principal: &str) -> bool {
+        match self.sessions.remove_if(id, |_, s| **s.principal() == *principal) {
+            Some((_, s)) => {
+                self.release(&s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes and removes every session idle for longer than `ttl`; returns
+    /// how many were removed.
+    pub fn sweep(&self, ttl: Duration) -> usize {
+        let expired: Vec<Arc<str>> = self
+            .sessions
+            .iter()
+            .filter(|s| s.idle_for() > ttl || s.is_closed())
+            .map(|s| s.key().clone())
+            .collect();
+        let mut n = 0;
+        for id in expired {
+            if let Some((_, s)) = self.sessions.remove(&id) {
+                self.release(&s);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Closes and removes every session.
+    pub fn clear(&self) {
+        let ids: Vec<Arc<str>> = self.sessions.iter().map(|s| s.key().clone()).collect();
+        for id in ids {
+            if let Some((_, s)) = self.sessions.remove(&id) {
+                self.release(&s);
+            }
+        }
+    }
+
+    /// Number of live sessions.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// A snapshot of the live sessions (for notification fan-out).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.sessions.iter().map(|s| s.value().clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_protocol::Revision;
+    use mcp_protocol::model::ClientCapabilities;
+    use serde_json::Value;
+
+    fn session(principal: &str) -> Arc<Session> {
+        Arc::new(Session::new(
+            SessionStore::mint_id(),
+            Arc::from(principal),
+            Revision::V2025_11_25,
+            ClientCapabilities::default(),
+            Value::Null,
+        ))
+    }
+    #[test]
+    fn sessions_are_bounded_in_total_and_per_principal() {
+        let store = SessionStore::new();
+        let a1 = session("alice");
+        assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
+        assert_eq!(store.admit(session("bob"), 3, 2), Ok(()));
+        assert_eq!(store.admit(session("carol"), 3, 2), Err(SessionLimit::Full));
+        assert_eq!(store.len(), 3, "refusals store nothing");
+        assert!(store.remove(a1.id(), "alice"));
+        assert_eq!(
+            store.admit(session("alice"), 3, 2),
+            Ok(()),
+            "a removal frees both counts"
+        );
+        store.clear();
+        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
+    }
+
+    #[test]
+    fn ids_are_unguessable_shape() {
+        let a = SessionStore::mint_id();
+        let b = SessionStore::mint_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert!(a.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+    }
+
+    #[test]
+    fn ownership_answers_like_absence() {
+        let store = SessionStore::new();
+        let s = session("alice");
+        store.insert(s.clone());
+        assert!(store.get(s.id(), "alice").is_some());
+        assert!(store.get(s.id(), "bob").is_none());
+        assert!(store.get("mcp_nope", "alice").is_none());
+        assert!(!store.remove(s.id(), "bob"));
+        assert!(store.remove(s.id(), "alice"));
+        assert!(store.get(s.id(), "alice").is_none());
+        assert!(s.is_closed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sweep_removes_idle_sessions() {
+        let store = SessionStore::new();
+        let s = session("a");
+        store.insert(s.clone());
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(store.sweep(Duration::from_secs(30)), 0);
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(store.sweep(Duration::from_secs(30)), 1);
+        assert!(s.is_closed());
+        assert!(store.is_empty());
+    }
+}
