@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use crate::registry::{Change, Registry};
+use crate::catalog::{Change, Registry};
 use crate::session::{Replication, Session, SessionStore};
 use crate::store::{BusEvent, SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
@@ -116,18 +116,6 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
-}
-
-thread_local! {
-    /// Set while a broadcast handler runs: the registry changes it makes repeat the sender's,
-    /// whose announcement already reaches every stream of every instance, so they are not
-    /// announced again.
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether registry changes made now are a broadcast handler's (not announced).
-pub(crate) fn quiet() -> bool {
-    QUIET.get()
 }
 
 /// An application's handler of broadcast messages on one topic.
@@ -266,13 +254,11 @@ impl Cluster {
             .filter(|(t, _)| t == topic)
             .map(|(_, h)| h.clone())
             .collect();
-        QUIET.set(true);
         for h in handlers {
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(payload))).is_err() {
                 tracing::error!(topic, "broadcast handler panicked");
             }
         }
-        QUIET.set(false);
     }
 
     /// Publishes a note to every instance.

@@ -7,7 +7,7 @@ use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
 use crate::api::States;
-use crate::visibility::Visibility;
+use crate::catalog::Visibility;
 
 /// How a server presents itself and the bounds it keeps.
 #[derive(Debug, Clone)]

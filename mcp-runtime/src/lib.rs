@@ -47,6 +47,7 @@
 //! code cites are defined in `docs/INVARIANTS.md`.
 
 mod api;
+mod catalog;
 mod cluster;
 mod config;
 pub mod dispatch;
@@ -56,15 +57,14 @@ mod guard;
 pub mod listen;
 pub mod mrtr;
 pub mod observe;
-pub mod registry;
 mod session;
 mod sink;
 pub mod store;
 pub mod tasks;
-pub mod uri_template;
-pub mod visibility;
 
 pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, States, UrlElicitation, handler, input};
+pub use catalog::Registry;
+pub use catalog::{CatalogKind, Visibility};
 pub use config::ServerConfig;
 pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime, StartError};
 pub use elicitation::ElicitationError;
@@ -72,10 +72,26 @@ pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, SessionSlot, 
 pub use handler::ToolResult;
 pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use listen::{Holder, ListenError, Listener, Subscriptions};
-pub use registry::Registry;
 pub use session::{DuplicateId, InFlight, InFlightGuard};
 pub use session::{Outlet, Session, SessionLimit, SessionStore};
 pub use sink::{Frame, Sink};
 pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
-pub use visibility::{CatalogKind, Visibility};
+
+/// The catalog: registration, snapshots, changes.
+pub mod registry {
+    pub use crate::catalog::{
+        Catalog, Change, ChangeFeed, CompletionKey, PromptEntry, Registry, RegistryError, ResourceEntry, TemplateEntry,
+        ToolEntry, Unannounced,
+    };
+}
+
+/// Per-principal catalogs.
+pub mod visibility {
+    pub use crate::catalog::{CatalogKind, Visibility};
+}
+
+/// RFC 6570 level-1 URI templates, as resource templates route them.
+pub mod uri_template {
+    pub use crate::catalog::uri_template::*;
+}

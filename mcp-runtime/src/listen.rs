@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::Runtime;
-use crate::registry::Change;
+use crate::catalog::Change;
 use crate::sink::Frame;
 use crate::tasks::TaskOwner;
 
@@ -464,7 +464,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::ToolEntry;
+    use crate::catalog::ToolEntry;
     use crate::{Registry, ServerConfig, ToolResult};
     use mcp_protocol::meta::{SERVER_INFO, SUBSCRIPTION_ID};
     use mcp_protocol::model::{CallToolResult, ToolDef};
@@ -510,7 +510,7 @@ mod tests {
         );
 
         rt.registry().notify_resource_updated("test://other");
-        rt.registry().add_prompt(crate::registry::PromptEntry::new(
+        rt.registry().add_prompt(crate::catalog::PromptEntry::new(
             mcp_protocol::model::PromptDef::new("p"),
             Arc::new(|_: Map<String, Value>, _: crate::Ctx| async { Ok(Default::default()) }),
         ));

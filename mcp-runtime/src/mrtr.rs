@@ -153,7 +153,7 @@ impl RoundLimits {
     /// The limits of one tool's runs: its own deadline, when it sets one
     /// (`ToolEntry::with_timeout`), replaces the configured one (inline and
     /// as a task alike).
-    pub(crate) fn for_tool(self, tool: &crate::registry::ToolEntry) -> Self {
+    pub(crate) fn for_tool(self, tool: &crate::catalog::ToolEntry) -> Self {
         RoundLimits {
             handler_timeout: tool.timeout.unwrap_or(self.handler_timeout),
             ..self

@@ -644,16 +644,23 @@ const DYNAMIC_TOOL_TOPIC: &str = "everything/test_dynamic_tool";
 const DYNAMIC_PROMPT_TOPIC: &str = "everything/test_dynamic_prompt";
 
 /// Adds or removes `test_dynamic_tool` (nothing when it already is as asked).
-fn set_dynamic_tool(registry: &Registry, present: bool) -> Result<(), HandlerError> {
+fn set_dynamic_tool(registry: &Registry, present: bool, announce: bool) -> Result<(), HandlerError> {
     match (present, registry.snapshot().tool("test_dynamic_tool").is_some()) {
         (true, false) => {
             let tool = Tool::new("test_dynamic_tool", "A tool added at run time", |_, _| async {
                 "dynamic"
             });
-            registry.add_tool(tool.into_entry().map_err(|e| HandlerError::internal(e.to_string()))?);
+            let entry = tool.into_entry().map_err(|e| HandlerError::internal(e.to_string()))?;
+            match announce {
+                true => registry.add_tool(entry),
+                false => registry.unannounced().add_tool(entry),
+            }
         }
         (false, true) => {
-            registry.remove_tool("test_dynamic_tool");
+            match announce {
+                true => registry.remove_tool("test_dynamic_tool"),
+                false => registry.unannounced().remove_tool("test_dynamic_tool"),
+            };
         }
         _ => {}
     }
@@ -661,7 +668,7 @@ fn set_dynamic_tool(registry: &Registry, present: bool) -> Result<(), HandlerErr
 }
 
 /// Adds or removes `test_dynamic_prompt` (nothing when it already is as asked).
-fn set_dynamic_prompt(registry: &Registry, present: bool) {
+fn set_dynamic_prompt(registry: &Registry, present: bool, announce: bool) {
     match (present, registry.snapshot().prompt("test_dynamic_prompt").is_some()) {
         (true, false) => {
             let prompt = Prompt::new("test_dynamic_prompt", "A prompt added at run time", |_, _| async {
@@ -669,10 +676,16 @@ fn set_dynamic_prompt(registry: &Registry, present: bool) {
                     "dynamic",
                 ))]))
             });
-            registry.add_prompt(prompt.into_entry());
+            match announce {
+                true => registry.add_prompt(prompt.into_entry()),
+                false => registry.unannounced().add_prompt(prompt.into_entry()),
+            }
         }
         (false, true) => {
-            registry.remove_prompt("test_dynamic_prompt");
+            match announce {
+                true => registry.remove_prompt("test_dynamic_prompt"),
+                false => registry.unannounced().remove_prompt("test_dynamic_prompt"),
+            };
         }
         _ => {}
     }
@@ -686,7 +699,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     let registry = Arc::downgrade(server.registry());
     server.on_broadcast(DYNAMIC_TOOL_TOPIC, move |v| {
         if let Some(registry) = registry.upgrade()
-            && let Err(e) = set_dynamic_tool(&registry, v["present"] == true)
+            && let Err(e) = set_dynamic_tool(&registry, v["present"] == true, false)
         {
             tracing::warn!(error = %e, "dynamic tool not applied");
         }
@@ -694,7 +707,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     let registry = Arc::downgrade(server.registry());
     server.on_broadcast(DYNAMIC_PROMPT_TOPIC, move |v| {
         if let Some(registry) = registry.upgrade() {
-            set_dynamic_prompt(&registry, v["present"] == true);
+            set_dynamic_prompt(&registry, v["present"] == true, false);
         }
     });
     let (registry, runtime) = (Arc::downgrade(server.registry()), Arc::downgrade(server.runtime()));
@@ -712,7 +725,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
                     runtime
                         .broadcast(DYNAMIC_TOOL_TOPIC, json!({ "present": present }))
                         .map_err(|e| HandlerError::internal(e.to_string()))?;
-                    set_dynamic_tool(&registry, present)?;
+                    set_dynamic_tool(&registry, present, true)?;
                     Ok(if present {
                         "test_dynamic_tool added"
                     } else {
@@ -738,7 +751,7 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
                     runtime
                         .broadcast(DYNAMIC_PROMPT_TOPIC, json!({ "present": present }))
                         .map_err(|e| HandlerError::internal(e.to_string()))?;
-                    set_dynamic_prompt(&registry, present);
+                    set_dynamic_prompt(&registry, present, true);
                     Ok(if present {
                         "test_dynamic_prompt added"
                     } else {

@@ -11,9 +11,9 @@ use serde_json::{Map, Value, json};
 use super::{Runtime, handler_error, parse_params};
 use crate::api::Ctx;
 use crate::api::HandlerError;
+use crate::catalog::CatalogKind;
+use crate::catalog::{Catalog, CompletionKey};
 use crate::guard::{Interrupted, run_guarded};
-use crate::registry::{Catalog, CompletionKey};
-use crate::visibility::CatalogKind;
 
 fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
     match params.get("cursor") {

@@ -32,13 +32,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::HandlerError;
 use crate::api::ctx::{Ctx, CtxInner, Origin};
+use crate::catalog::{Catalog, PageKey};
+use crate::catalog::{CatalogKind, Registry};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::elicitation::{ElicitationError, Elicitations};
 use crate::listen::Subscriptions;
 use crate::mrtr::Round;
-use crate::registry::Registry;
-use crate::registry::{Catalog, PageKey};
 use crate::session::InFlight;
 use crate::session::{Session, SessionStore};
 use crate::sink::Sink;
@@ -591,5 +591,25 @@ impl Runtime {
     /// How many URL-mode elicitations `principal` has pending (live ids).
     pub fn pending_elicitations(&self, principal: &str) -> usize {
         self.elicitations().live_for(principal)
+    }
+}
+
+impl Runtime {
+    /// Whether `auth` sees the catalog item `name` of `kind` (always, without
+    /// a [`Visibility`] hook).
+    pub fn visible(&self, auth: &AuthInfo, kind: CatalogKind, name: &str) -> bool {
+        self.config()
+            .visibility
+            .as_ref()
+            .is_none_or(|v| v.allows(auth, kind, name))
+    }
+
+    /// The tool `name` as `auth` sees it: `None` when it is unknown or
+    /// hidden from `auth` (a transport checking a tool's headers uses this,
+    /// so that a hidden tool answers as an unknown one there too).
+    pub fn tool_for(&self, auth: &AuthInfo, name: &str) -> Option<Arc<crate::catalog::ToolEntry>> {
+        let catalog = self.registry().snapshot();
+        let tool = catalog.tool(name)?;
+        self.visible(auth, CatalogKind::Tool, name).then(|| tool.clone())
     }
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use mcp_protocol::RpcError;
 
 use super::Runtime;
+use crate::catalog::Registry;
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
-use crate::registry::Registry;
 use crate::session::{Session, SessionLimit};
 use crate::store::{Store, StoreError};
 
@@ -81,9 +81,9 @@ impl Runtime {
 
     /// Runs `handler` for every message another instance [`broadcast`](Runtime::broadcast)s on
     /// `topic` (never for this instance's own; never without a store). It runs on the bus
-    /// listener: keep it short and non-blocking (spawn for anything longer). Registry changes it
-    /// makes are not announced: the sender's own change is announced on every instance's
-    /// streams already.
+    /// listener: keep it short and non-blocking (spawn for anything longer). Make the registry
+    /// changes it applies through [`Registry::unannounced`]: the sender's own change is
+    /// announced on every instance's streams already.
     pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
         if let Some(c) = &self.cluster {
             c.on_user(topic.into(), Arc::new(handler));

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 use super::{Reply, Runtime};
 use crate::api::Ctx;
 use crate::api::HandlerError;
+use crate::catalog::ToolEntry;
 use crate::guard::Interrupted;
 use crate::mrtr::{RoundLimits, run_rounds};
-use crate::registry::ToolEntry;
 use crate::tasks::Settled;
 
 /// Whether the caller enabled tasks for this call: a task-augmented request

@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
 use crate::Runtime;
 use crate::api::Ctx;
+use crate::catalog::ToolEntry;
 use crate::dispatch::{Reply, tools};
 use crate::mrtr::{InputRequired, RoundLimits};
-use crate::registry::ToolEntry;
 use crate::sink::{Relay, Sink};
 
 /// How one run of a tool call ended.

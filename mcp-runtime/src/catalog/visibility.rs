@@ -66,26 +66,6 @@ impl fmt::Debug for Visibility {
     }
 }
 
-impl crate::Runtime {
-    /// Whether `auth` sees the catalog item `name` of `kind` (always, without
-    /// a [`Visibility`] hook).
-    pub fn visible(&self, auth: &AuthInfo, kind: CatalogKind, name: &str) -> bool {
-        self.config()
-            .visibility
-            .as_ref()
-            .is_none_or(|v| v.allows(auth, kind, name))
-    }
-
-    /// The tool `name` as `auth` sees it: `None` when it is unknown or
-    /// hidden from `auth` (a transport checking a tool's headers uses this,
-    /// so that a hidden tool answers as an unknown one there too).
-    pub fn tool_for(&self, auth: &AuthInfo, name: &str) -> Option<Arc<crate::registry::ToolEntry>> {
-        let catalog = self.registry().snapshot();
-        let tool = catalog.tool(name)?;
-        self.visible(auth, CatalogKind::Tool, name).then(|| tool.clone())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

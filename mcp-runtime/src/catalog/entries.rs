@@ -1,0 +1,183 @@
+//! What a catalog holds: registered tools, resources, templates, prompts and completion keys,
+//! each validated when it is registered.
+
+use std::sync::Arc;
+
+use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
+use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
+use mcp_protocol::schema::{CompiledSchema, SchemaError, compile};
+use serde_json::Value;
+
+use super::uri_template::{TemplateError, UriTemplate};
+use crate::api::handler::{PromptHandler, ResourceHandler, ToolHandler};
+
+/// Why a registration was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// The input or output schema does not compile.
+    #[error("tool {tool}: invalid {which} schema: {source}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// Why.
+        source: SchemaError,
+    },
+    /// An `x-mcp-header` annotation is invalid.
+    #[error("tool {tool}: {source}")]
+    InvalidHeaderAnnotation {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: XMcpHeaderError,
+    },
+    /// The input schema is not an object schema.
+    #[error("tool {0}: inputSchema must be a JSON object with \"type\": \"object\"")]
+    InputSchemaNotObject(String),
+    /// A resource template cannot be routed.
+    #[error(transparent)]
+    InvalidTemplate(#[from] TemplateError),
+}
+
+/// A registered tool.
+pub struct ToolEntry {
+    /// The definition, as listed.
+    pub def: ToolDef,
+    pub(crate) handler: Arc<dyn ToolHandler>,
+    pub(crate) input: Option<CompiledSchema>,
+    pub(crate) output: Option<CompiledSchema>,
+    /// The `x-mcp-header` parameters of the input schema.
+    pub param_headers: Vec<ParamHeader>,
+    /// The deadline of this tool's handler runs, overriding
+    /// `ServerConfig::handler_timeout` (inline) and `ServerConfig::task_ttl` (as a task)
+    /// when set (default `None`). See [`ToolEntry::with_timeout`].
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl ToolEntry {
+    /// Validates a tool for registration: the schemas compile, the input
+    /// schema is an object schema, `x-mcp-header` annotations are valid.
+    /// Input is validated against the schema at every call when
+    /// `validate_input`; structured output against `outputSchema` when
+    /// `validate_output`.
+    pub fn new(
+        def: ToolDef,
+        handler: Arc<dyn ToolHandler>,
+        validate_input: bool,
+        validate_output: bool,
+    ) -> Result<Self, RegistryError> {
+        if def.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(RegistryError::InputSchemaNotObject(def.name.clone()));
+        }
+        let schema_err = |which, source| RegistryError::InvalidSchema {
+            tool: def.name.clone(),
+            which,
+            source,
+        };
+        let input = compile(&def.input_schema).map_err(|e| schema_err("input", e))?;
+        let output = match &def.output_schema {
+            Some(s) => Some(compile(s).map_err(|e| schema_err("output", e))?),
+            None => None,
+        };
+        let param_headers =
+            parse_param_headers(&def.input_schema).map_err(|source| RegistryError::InvalidHeaderAnnotation {
+                tool: def.name.clone(),
+                source,
+            })?;
+        Ok(ToolEntry {
+            def,
+            handler,
+            input: validate_input.then_some(input),
+            output: output.filter(|_| validate_output),
+            param_headers,
+            timeout: None,
+        })
+    }
+
+    /// Sets the deadline of this tool's handler runs (behaviour invariant 15): it replaces
+    /// `ServerConfig::handler_timeout` when the call runs inline and `ServerConfig::task_ttl`
+    /// when it runs as a task (the task record still lives for its ttl). A run past it is the
+    /// tool error "Tool execution timed out".
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// A registered concrete resource.
+pub struct ResourceEntry {
+    /// The definition.
+    pub def: ResourceDef,
+    pub(crate) handler: Arc<dyn ResourceHandler>,
+    /// A cache hint for reads of this resource (else the server default).
+    pub cache: Option<CacheHint>,
+}
+
+impl ResourceEntry {
+    /// A resource.
+    pub fn new(def: ResourceDef, handler: Arc<dyn ResourceHandler>) -> Self {
+        ResourceEntry {
+            def,
+            handler,
+            cache: None,
+        }
+    }
+}
+
+/// A registered resource template.
+pub struct TemplateEntry {
+    /// The definition.
+    pub def: ResourceTemplateDef,
+    pub(crate) template: UriTemplate,
+    pub(crate) handler: Arc<dyn ResourceHandler>,
+    /// A cache hint for reads through this template.
+    pub cache: Option<CacheHint>,
+}
+
+impl TemplateEntry {
+    /// A template; fails when the URI template cannot be routed.
+    pub fn new(def: ResourceTemplateDef, handler: Arc<dyn ResourceHandler>) -> Result<Self, RegistryError> {
+        let template = UriTemplate::parse(&def.uri_template)?;
+        Ok(TemplateEntry {
+            def,
+            template,
+            handler,
+            cache: None,
+        })
+    }
+}
+
+/// A registered prompt.
+pub struct PromptEntry {
+    /// The definition.
+    pub def: PromptDef,
+    pub(crate) handler: Arc<dyn PromptHandler>,
+}
+
+impl PromptEntry {
+    /// A prompt.
+    pub fn new(def: PromptDef, handler: Arc<dyn PromptHandler>) -> Self {
+        PromptEntry { def, handler }
+    }
+}
+
+/// What a completion handler completes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CompletionKey {
+    /// An argument of a prompt.
+    Prompt {
+        /// Prompt name.
+        name: String,
+        /// Argument name.
+        argument: String,
+    },
+    /// A variable of a resource template.
+    Resource {
+        /// The URI template.
+        uri: String,
+        /// Variable name.
+        argument: String,
+    },
+}

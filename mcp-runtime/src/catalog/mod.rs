@@ -1,0 +1,16 @@
+//! The catalog: what the server offers (tools, resources, templates, prompts, completions),
+//! how it is registered and changed ([`Registry`]), read ([`Catalog`] snapshots), routed (URI
+//! templates) and shown per principal ([`Visibility`]).
+
+mod entries;
+mod registry;
+mod snapshot;
+pub(crate) mod uri_template;
+mod visibility;
+
+pub use entries::{CompletionKey, PromptEntry, RegistryError, ResourceEntry, TemplateEntry, ToolEntry};
+pub use mcp_protocol::notifications::Change;
+pub use registry::{ChangeFeed, Registry, Unannounced};
+pub use snapshot::Catalog;
+pub(crate) use snapshot::PageKey;
+pub use visibility::{CatalogKind, Visibility};

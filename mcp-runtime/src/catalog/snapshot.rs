@@ -1,0 +1,143 @@
+//! [`Catalog`]: one immutable version of everything registered, with its cache of finalized
+//! list pages.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_protocol::{Era, Revision};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::entries::{CompletionKey, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
+use crate::api::handler::CompletionHandler;
+
+/// One immutable version of everything registered.
+#[derive(Default, Clone)]
+pub struct Catalog {
+    pub(super) tools: Vec<Arc<ToolEntry>>,
+    pub(super) tool_index: HashMap<String, usize>,
+    pub(super) resources: Vec<Arc<ResourceEntry>>,
+    pub(super) resource_index: HashMap<String, usize>,
+    pub(super) templates: Vec<Arc<TemplateEntry>>,
+    pub(super) prompts: Vec<Arc<PromptEntry>>,
+    pub(super) prompt_index: HashMap<String, usize>,
+    pub(super) completions: HashMap<CompletionKey, Arc<dyn CompletionHandler>>,
+    pages: Arc<PageCache>,
+}
+
+/// Identifies one finalized page of a catalog list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PageKey {
+    pub(crate) method: mcp_protocol::Method,
+    pub(crate) revision: Option<Revision>,
+    pub(crate) era: Era,
+    pub(crate) cursor: Option<String>,
+}
+
+/// The most pages one catalog snapshot keeps (cursors are client input).
+const MAX_CACHED_PAGES: usize = 256;
+
+/// Finalized, serialized list pages of one catalog snapshot: a new snapshot
+/// starts empty, so a change never serves a stale page.
+#[derive(Default)]
+struct PageCache {
+    pages: Mutex<HashMap<PageKey, Arc<RawValue>>>,
+}
+
+impl Catalog {
+    /// A cached page.
+    pub(crate) fn page(&self, key: &PageKey) -> Option<Arc<RawValue>> {
+        self.pages
+            .pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Keeps a page (up to a bound).
+    pub(crate) fn store_page(&self, key: PageKey, page: Arc<RawValue>) {
+        let mut pages = self.pages.pages.lock().unwrap_or_else(PoisonError::into_inner);
+        if pages.len() < MAX_CACHED_PAGES {
+            pages.insert(key, page);
+        }
+    }
+
+    /// Tools sorted by name.
+    pub fn tools(&self) -> &[Arc<ToolEntry>] {
+        &self.tools
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.tool_index.get(name).map(|i| &self.tools[*i])
+    }
+
+    /// Resources sorted by URI.
+    pub fn resources(&self) -> &[Arc<ResourceEntry>] {
+        &self.resources
+    }
+
+    /// A concrete resource by URI.
+    pub fn resource(&self, uri: &str) -> Option<&Arc<ResourceEntry>> {
+        self.resource_index.get(uri).map(|i| &self.resources[*i])
+    }
+
+    /// Templates sorted by name.
+    pub fn templates(&self) -> &[Arc<TemplateEntry>] {
+        &self.templates
+    }
+
+    /// The first template yielding `uri`, with its variables.
+    pub fn match_template(&self, uri: &str) -> Option<(&Arc<TemplateEntry>, Map<String, Value>)> {
+        self.templates
+            .iter()
+            .find_map(|t| t.template.matches(uri).map(|v| (t, v)))
+    }
+
+    /// Prompts sorted by name.
+    pub fn prompts(&self) -> &[Arc<PromptEntry>] {
+        &self.prompts
+    }
+
+    /// A prompt by name.
+    pub fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
+        self.prompt_index.get(name).map(|i| &self.prompts[*i])
+    }
+
+    /// A completion handler.
+    pub fn completion(&self, key: &CompletionKey) -> Option<&Arc<dyn CompletionHandler>> {
+        self.completions.get(key)
+    }
+
+    /// Whether any completion handler is registered.
+    pub fn has_completions(&self) -> bool {
+        !self.completions.is_empty()
+    }
+
+    pub(super) fn reindex(&mut self) {
+        self.pages = Arc::default();
+        self.tools.sort_by(|a, b| a.def.name.cmp(&b.def.name));
+        self.tool_index = self
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.def.name.clone(), i))
+            .collect();
+        self.resources.sort_by(|a, b| a.def.uri.cmp(&b.def.uri));
+        self.resource_index = self
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.def.uri.clone(), i))
+            .collect();
+        self.templates.sort_by(|a, b| a.def.name.cmp(&b.def.name));
+        self.prompts.sort_by(|a, b| a.def.name.cmp(&b.def.name));
+        self.prompt_index = self
+            .prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.def.name.clone(), i))
+            .collect();
+    }
+}
