@@ -35,8 +35,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::catalog::{Change, Registry};
 use crate::session::{Replication, Session, SessionStore};
-use crate::store::{BusEvent, SessionField, SessionRecord, Store, StoreError, StreamKey};
-use crate::tasks::Tasks;
+use crate::store::{BusEvent, SessionField, SessionRecord, Store, StoreError, StoreFuture, StreamKey};
+use crate::tasks::{Sharing, Tasks};
 
 /// How often the heartbeat is renewed, and how long it lasts.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
@@ -462,6 +462,34 @@ impl Replication for Cluster {
             id: id.clone(),
         })
         .is_ok()
+    }
+}
+
+impl Sharing for Cluster {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool> {
+        self.store.members.alive(instance)
+    }
+
+    fn forward_cancel(&self, task: &str) -> Result<(), StoreError> {
+        self.publish(Note::TaskCancel { task: task.to_owned() })
+    }
+
+    fn forward_input(&self, task: &str, responses: &serde_json::Map<String, Value>) -> Result<(), StoreError> {
+        self.publish(Note::TaskInput {
+            task: task.to_owned(),
+            responses: responses.clone(),
+        })
+    }
+
+    fn task_changed(&self, task: &str, params: &serde_json::Map<String, Value>) {
+        let _ = self.publish(Note::TaskChanged {
+            task: task.to_owned(),
+            params: params.clone(),
+        });
     }
 }
 

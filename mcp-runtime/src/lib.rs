@@ -50,13 +50,14 @@ mod api;
 mod catalog;
 mod cluster;
 mod config;
-pub mod dispatch;
+mod dispatch;
 mod elicitation;
 pub mod engine;
-mod guard;
+mod exec;
 pub mod listen;
-pub mod mrtr;
 pub mod observe;
+mod reply;
+mod runtime;
 mod session;
 mod sink;
 pub mod store;
@@ -66,14 +67,17 @@ pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, St
 pub use catalog::Registry;
 pub use catalog::{CatalogKind, Visibility};
 pub use config::ServerConfig;
-pub use dispatch::{EncodedResult, Rejection, Reply, RequestEnv, Route, Runtime, StartError};
+pub use dispatch::RequestEnv;
+pub use dispatch::route::{Rejection, Route};
 pub use elicitation::ElicitationError;
 pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, SessionSlot, Sessions, Step};
 pub use handler::ToolResult;
 pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use listen::{Holder, ListenError, Listener, Subscriptions};
+pub use reply::{EncodedResult, Reply};
+pub use runtime::Runtime;
 pub use session::{DuplicateId, InFlight, InFlightGuard};
-pub use session::{Outlet, Session, SessionLimit, SessionStore};
+pub use session::{Outlet, Session, SessionLimit, SessionStore, StartError};
 pub use sink::{Frame, Sink};
 pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
@@ -94,4 +98,9 @@ pub mod visibility {
 /// RFC 6570 level-1 URI templates, as resource templates route them.
 pub mod uri_template {
     pub use crate::catalog::uri_template::*;
+}
+
+/// Multi round-trip requests (SEP-2322): what a handler returns when it needs input first.
+pub mod mrtr {
+    pub use crate::api::InputRequired;
 }

@@ -2,9 +2,9 @@
 //! [`metrics`](https://docs.rs/metrics) facade. The names below are the contract; this module is
 //! the one place that spells them.
 //!
-//! The engine calls in here once per request, whatever the transport: [`Engine::request`]
-//! opens the observation, the [`Call`] it hands back carries it, and [`Call::run`] closes it
-//! (requests of a batch are observed from [`Call::run`] on). Nothing here installs a
+//! The engine calls in here once per request, whatever the transport: `Engine::request`
+//! opens the observation, the `Call` it hands back carries it, and `Call::run` closes it
+//! (requests of a batch are observed from `Call::run` on). Nothing here installs a
 //! subscriber or a recorder: with none installed, the span is `Span::none()` (no field is
 //! formatted, no trace context parsed) and the metrics go to the facade's no-op recorder.
 //!
@@ -84,9 +84,6 @@
 //! | `listen` | a `subscriptions/listen` stream was opened |
 //! | `dropped` | the transport gave the call up without running it to its end (over a bound, shutting down, the client gone) |
 //!
-//! [`Engine::request`]: crate::Engine::request
-//! [`Call`]: crate::Call
-//! [`Call::run`]: crate::Call::run
 //! [`AuthInfo::principal`]: mcp_protocol::auth::AuthInfo::principal
 
 use std::collections::HashMap;
@@ -100,9 +97,10 @@ use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::dispatch::{Reply, Route};
-use crate::engine::{Answer, HeaderLookup, Step};
-use crate::session::Session;
+use crate::reply::Reply;
+
+/// Reads one HTTP request header by (lowercase) name.
+type Headers<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
 
 /// The name of the per-request span.
 pub const SPAN_NAME: &str = "mcp.request";
@@ -206,7 +204,7 @@ impl Observed {
         era: Era,
         auth: &AuthInfo,
         revision: Option<Revision>,
-        headers: Option<&HeaderLookup<'_>>,
+        headers: Option<&Headers<'_>>,
     ) -> Self {
         let span = tracing::info_span!(
             target: "mcp_runtime::observe",
@@ -258,16 +256,16 @@ impl Observed {
         }
     }
 
-    fn record_session(&self, session: Option<&Session>) {
+    fn record_session(&self, session: Option<&str>) {
         if let Some(s) = session {
-            self.span.record("session", &**s.id());
+            self.span.record("session", s);
         }
     }
 
     /// Records what routing learnt: the revision and the session the call runs in.
-    pub(crate) fn routed(&mut self, route: &Route, session: Option<&Session>) {
+    pub(crate) fn routed(&mut self, revision: Option<Revision>, session: Option<&str>) {
         if !self.span.is_disabled() {
-            self.record_revision(route.revision);
+            self.record_revision(revision);
             self.record_session(session);
         }
     }
@@ -282,26 +280,19 @@ impl Observed {
         self.outcome = Some(Outcome::Cancelled);
     }
 
-    /// Closes the observation of an immediate answer or a listen stream, or hands it to the
-    /// call that will run.
-    pub(crate) fn step(mut self, step: Step) -> Step {
-        match step {
-            Step::Answer(answer) => {
-                if !self.span.is_disabled() {
-                    self.record_session(answer.session.as_deref());
-                }
-                self.outcome = Some(answer_outcome(self.method, &answer));
-                Step::Answer(answer)
-            }
-            Step::Listen(listening) => {
-                self.outcome = Some(Outcome::Listen);
-                Step::Listen(listening)
-            }
-            Step::Call(mut call) => {
-                call.observed = Some(self);
-                Step::Call(call)
-            }
+    /// Closes the observation of an immediate answer (`frame`, in `session` when `initialize`
+    /// minted one): a refusal, except `initialize`'s result.
+    pub(crate) fn answered(mut self, frame: &[u8], session: Option<&str>) {
+        if !self.span.is_disabled() {
+            self.record_session(session);
         }
+        let initialized = self.method == Method::Initialize.as_str() && !is_error_frame(frame);
+        self.outcome = Some(if initialized { Outcome::Ok } else { Outcome::Refused });
+    }
+
+    /// Closes the observation of a request that opened a listen stream.
+    pub(crate) fn listening(mut self) {
+        self.outcome = Some(Outcome::Listen);
     }
 }
 
@@ -372,15 +363,6 @@ fn record(counter: &metrics::Key, histogram: &metrics::Key, start: Option<Instan
     });
 }
 
-/// An immediate answer is a refusal, except `initialize`'s result.
-fn answer_outcome(method: &str, answer: &Answer) -> Outcome {
-    if method == Method::Initialize.as_str() && !is_error_frame(&answer.frame) {
-        Outcome::Ok
-    } else {
-        Outcome::Refused
-    }
-}
-
 /// Whether an encoded response is an error: its first top-level member after the id is
 /// `error`. The id cannot hide either key: inside a JSON string a quote is escaped, so `,"`
 /// only occurs between members.
@@ -394,7 +376,7 @@ fn is_error_frame(frame: &[u8]) -> bool {
 }
 
 /// Records the caller's trace context on the span: `_meta` first, then the HTTP header.
-fn record_trace(span: &Span, meta: Option<&serde_json::Map<String, Value>>, headers: Option<&HeaderLookup<'_>>) {
+fn record_trace(span: &Span, meta: Option<&serde_json::Map<String, Value>>, headers: Option<&Headers<'_>>) {
     let from_meta = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str);
     let from_header = |key: &str| {
         headers

@@ -140,7 +140,7 @@ fn request(id: i64, method: &str, params: Value) -> Request {
 /// Routes and dispatches a request without a session; returns the reply and
 /// every frame the handler emitted.
 async fn run(rt: &Runtime, req: Request) -> (Reply, Vec<Value>) {
-    let route: Route = rt.route(&req, None, None).expect("routes");
+    let route: Route = rt.route(&req, None, None, &AuthInfo::anonymous()).expect("routes");
     let (sink, mut rx) = Sink::channel(64);
     let env = RequestEnv::new(Arc::new(AuthInfo::anonymous()), sink);
     let reply = tokio::time::timeout(Duration::from_secs(10), rt.dispatch(req, &route, env))
@@ -198,9 +198,9 @@ async fn pre_dispatch_rejections_per_era() {
     ];
     for (method, params, code, status) in table {
         let req = request(1, method, params);
-        let rejection = rt.route(&req, None, None).expect_err(method);
+        let rejection = rt.route(&req, None, None, &AuthInfo::anonymous()).expect_err(method);
         assert_eq!(rejection.error.code, code, "{method}");
-        assert_eq!(rejection.http_status(), status, "{method}");
+        assert_eq!(rejection.error.http_status(rejection.era), status, "{method}");
     }
 }
 
@@ -440,5 +440,10 @@ async fn initialize_negotiates_and_binds_the_session() {
     assert!(v["capabilities"].get("completions").is_none());
     let bad = request(1, "initialize", json!({"protocolVersion": "2025-11-25"}));
     assert_eq!(rt.initialize(&bad, &auth).unwrap_err().code, -32602);
-    assert_eq!(Era::Legacy, rt.route(&init("2025-11-25"), None, None).unwrap().era);
+    assert_eq!(
+        Era::Legacy,
+        rt.route(&init("2025-11-25"), None, None, &AuthInfo::anonymous())
+            .unwrap()
+            .era
+    );
 }

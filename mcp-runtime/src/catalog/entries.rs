@@ -56,6 +56,14 @@ pub struct ToolEntry {
     pub timeout: Option<std::time::Duration>,
 }
 
+impl std::fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ToolEntry {
     /// Validates a tool for registration: the schemas compile, the input
     /// schema is an object schema, `x-mcp-header` annotations are valid.

@@ -13,4 +13,5 @@ pub use mcp_protocol::notifications::Change;
 pub use registry::{ChangeFeed, Registry, Unannounced};
 pub use snapshot::Catalog;
 pub(crate) use snapshot::PageKey;
+pub(crate) use visibility::visible;
 pub use visibility::{CatalogKind, Visibility};

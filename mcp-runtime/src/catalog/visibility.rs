@@ -66,6 +66,11 @@ impl fmt::Debug for Visibility {
     }
 }
 
+/// Whether `auth` sees the catalog item `name` of `kind` under `hook` (always, without one).
+pub(crate) fn visible(hook: Option<&Visibility>, auth: &AuthInfo, kind: CatalogKind, name: &str) -> bool {
+    hook.is_none_or(|v| v.allows(auth, kind, name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,17 +3,19 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::RpcError;
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
+use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value, json};
 
-use super::{Runtime, handler_error, parse_params};
-use crate::api::Ctx;
-use crate::api::HandlerError;
-use crate::catalog::CatalogKind;
-use crate::catalog::{Catalog, CompletionKey};
-use crate::guard::{Interrupted, run_guarded};
+use super::finish::finish as decorate;
+use super::parts::Parts;
+use super::{handler_error, parse_params};
+use crate::api::{Ctx, HandlerError};
+use crate::catalog::{CatalogKind, CompletionKey, PageKey};
+use crate::exec::guard::{Interrupted, run_guarded};
+use crate::exec::run_rounds;
+use crate::reply::{EncodedResult, Reply};
 
 fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
     match params.get("cursor") {
@@ -34,30 +36,30 @@ fn page(key: &str, items: Vec<Value>, next: Option<String>) -> Value {
 
 /// The items of a list the caller sees (all of them without a visibility hook).
 fn shown<'a, T>(
-    rt: &Runtime,
+    parts: &Parts<'_>,
     ctx: &Ctx,
     items: &'a [Arc<T>],
     kind: CatalogKind,
     key: impl Fn(&T) -> &str,
 ) -> Vec<&'a Arc<T>> {
-    items.iter().filter(|i| rt.visible(ctx.auth(), kind, key(i))).collect()
+    items
+        .iter()
+        .filter(|i| parts.visible(ctx.auth(), kind, key(i)))
+        .collect()
 }
 
-pub(super) fn list_tools(rt: &Runtime, c: &Catalog, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let tools = shown(rt, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name);
-    let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = &parts.catalog;
+    let tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name);
+    let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
 }
 
-pub(super) fn list_resources(
-    rt: &Runtime,
-    c: &Catalog,
-    ctx: &Ctx,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let resources = shown(rt, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri);
-    let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, rt.config.page_size)?;
+fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = &parts.catalog;
+    let resources = shown(parts, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri);
+    let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
         "resources",
@@ -66,16 +68,12 @@ pub(super) fn list_resources(
     ))
 }
 
-pub(super) fn list_templates(
-    rt: &Runtime,
-    c: &Catalog,
-    ctx: &Ctx,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let templates = shown(rt, ctx, c.templates(), CatalogKind::ResourceTemplate, |t| {
+fn list_templates(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = &parts.catalog;
+    let templates = shown(parts, ctx, c.templates(), CatalogKind::ResourceTemplate, |t| {
         &t.def.uri_template
     });
-    let (items, next) = paginate(&templates, |t| &t.def.name, cursor(params)?, rt.config.page_size)?;
+    let (items, next) = paginate(&templates, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
         "resourceTemplates",
@@ -84,14 +82,10 @@ pub(super) fn list_templates(
     ))
 }
 
-pub(super) fn list_prompts(
-    rt: &Runtime,
-    c: &Catalog,
-    ctx: &Ctx,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let prompts = shown(rt, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name);
-    let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, rt.config.page_size)?;
+fn list_prompts(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = &parts.catalog;
+    let prompts = shown(parts, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name);
+    let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
 }
@@ -107,18 +101,20 @@ fn interrupted(method: &str, i: Interrupted) -> RpcError {
     }
 }
 
-pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub(super) async fn read_resource(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let uri = params
         .get("uri")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("uri must be a string"))?;
-    let c = rt.registry.snapshot();
+    let c = &parts.catalog;
     let auth = ctx.auth();
     // A hidden resource or template is absent for this caller.
-    let resource = c.resource(uri).filter(|_| rt.visible(auth, CatalogKind::Resource, uri));
+    let resource = c
+        .resource(uri)
+        .filter(|_| parts.visible(auth, CatalogKind::Resource, uri));
     let template = || {
         c.match_template(uri)
-            .filter(|(t, _)| rt.visible(auth, CatalogKind::ResourceTemplate, &t.def.uri_template))
+            .filter(|(t, _)| parts.visible(auth, CatalogKind::ResourceTemplate, &t.def.uri_template))
     };
     let (handler, vars) = match resource {
         Some(r) => (r.handler.clone(), Map::new()),
@@ -129,29 +125,28 @@ pub(super) async fn read_resource(rt: &Runtime, ctx: Ctx, params: &Map<String, V
     };
     let uri = uri.to_owned();
     let call = move |ctx: Ctx| handler.read(uri.clone(), vars.clone(), ctx);
-    let (outcome, ctx) = rt
-        .run_rounds("resources/read", ctx, call)
+    let (outcome, ctx) = run_rounds(parts.limits(), "resources/read", ctx, call)
         .await
         .map_err(|i| interrupted("resources/read", i))?;
-    finish(rt, &ctx, params, outcome)
+    answer(parts, &ctx, params, outcome)
 }
 
 /// The answer of an MRTR-capable method: its result, `input_required`
 /// (modern), or the error.
-fn finish<T: serde::Serialize>(
-    rt: &Runtime,
+fn answer<T: serde::Serialize>(
+    parts: &Parts<'_>,
     ctx: &Ctx,
     params: &Map<String, Value>,
     outcome: Result<T, HandlerError>,
 ) -> Result<Value, RpcError> {
     match outcome {
         Ok(result) => serde_json::to_value(result).map_err(|_| RpcError::internal()),
-        Err(HandlerError::InputRequired(ir)) => rt.input_required(ctx, Some(params), *ir),
+        Err(HandlerError::InputRequired(ir)) => parts.rounds.input_required(ctx, Some(params), *ir),
         Err(e) => Err(handler_error(ctx.method(), e)),
     }
 }
 
-pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub(super) async fn get_prompt(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let name = params
         .get("name")
         .and_then(Value::as_str)
@@ -161,10 +156,10 @@ pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Valu
         Some(Value::Object(a)) => a.clone(),
         Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
     };
-    let c = rt.registry.snapshot();
+    let c = &parts.catalog;
     let prompt = c
         .prompt(name)
-        .filter(|_| rt.visible(ctx.auth(), CatalogKind::Prompt, name))
+        .filter(|_| parts.visible(ctx.auth(), CatalogKind::Prompt, name))
         .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
     if let Some(missing) = prompt
         .def
@@ -179,22 +174,21 @@ pub(super) async fn get_prompt(rt: &Runtime, ctx: Ctx, params: &Map<String, Valu
     }
     let handler = prompt.handler.clone();
     let call = move |ctx: Ctx| handler.get(args.clone(), ctx);
-    let (outcome, ctx) = rt
-        .run_rounds("prompts/get", ctx, call)
+    let (outcome, ctx) = run_rounds(parts.limits(), "prompts/get", ctx, call)
         .await
         .map_err(|i| interrupted("prompts/get", i))?;
-    finish(rt, &ctx, params, outcome)
+    answer(parts, &ctx, params, outcome)
 }
 
-pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let c = rt.registry.snapshot();
+pub(super) async fn complete(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let c = &parts.catalog;
     if !c.has_completions() {
         return Err(RpcError::method_not_found("completion/complete"));
     }
     let p: CompleteParams = parse_params(params)?;
     let hidden = match &p.reference {
-        CompleteReference::Prompt { name } => !rt.visible(ctx.auth(), CatalogKind::Prompt, name),
-        CompleteReference::Resource { uri } => !rt.visible(ctx.auth(), CatalogKind::ResourceTemplate, uri),
+        CompleteReference::Prompt { name } => !parts.visible(ctx.auth(), CatalogKind::Prompt, name),
+        CompleteReference::Resource { uri } => !parts.visible(ctx.auth(), CatalogKind::ResourceTemplate, uri),
     };
     let key = match &p.reference {
         CompleteReference::Prompt { name } => CompletionKey::Prompt {
@@ -211,7 +205,7 @@ pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>
         Some(h) => {
             let cancel = ctx.cancellation().clone();
             let fut = h.complete(p, ctx);
-            let mut done = run_guarded("completion/complete", fut, rt.config.handler_timeout, &cancel)
+            let mut done = run_guarded("completion/complete", fut, parts.config.handler_timeout, &cancel)
                 .await
                 .map_err(|i| interrupted("completion/complete", i))?
                 .map_err(|e| handler_error("completion/complete", e))?;
@@ -220,4 +214,41 @@ pub(super) async fn complete(rt: &Runtime, ctx: Ctx, params: &Map<String, Value>
         }
     };
     Ok(json!({ "completion": completion }))
+}
+
+/// A catalog list. Without a visibility hook every caller of a revision and era gets the same
+/// page, so finalized pages are kept serialized in the catalog snapshot and written as they are.
+pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, ctx: &Ctx) -> Reply {
+    let catalog = &parts.catalog;
+    let list = match method {
+        Method::ToolsList => list_tools,
+        Method::ResourcesList => list_resources,
+        Method::ResourceTemplatesList => list_templates,
+        _ => list_prompts,
+    };
+    let key = parts.config.visibility.is_none().then(|| PageKey {
+        method: method.clone(),
+        revision: ctx.revision(),
+        era,
+        cursor: params.get("cursor").and_then(Value::as_str).map(str::to_owned),
+    });
+    if let Some(page) = key.as_ref().and_then(|k| catalog.page(k)) {
+        return Reply::Encoded(EncodedResult::shared(page));
+    }
+    let reply = match list(parts, ctx, params) {
+        Ok(v) => Reply::Result(v),
+        Err(e) => Reply::Error(e),
+    };
+    let reply = decorate(parts, method, params, era, reply);
+    let (key, encoded) = match (key, reply) {
+        (Some(key), Reply::Encoded(e)) => (key, e),
+        (Some(key), Reply::Result(v)) => match serde_json::value::to_raw_value(&v) {
+            Ok(raw) => (key, EncodedResult::owned(raw)),
+            Err(_) => return Reply::Result(v),
+        },
+        (_, reply) => return reply,
+    };
+    let page = encoded.into_shared();
+    catalog.store_page(key, page.clone());
+    Reply::Encoded(EncodedResult::shared(page))
 }

@@ -1,54 +1,82 @@
-//! `initialize`, `server/discover`, `logging/setLevel` and the legacy
-//! resource subscriptions.
+//! `initialize`, `server/discover` and the capabilities they declare, `logging/setLevel` and
+//! the legacy resource subscriptions.
 
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel};
+use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel, ServerFeatures, server_capabilities};
+use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Request, Revision, RpcError};
 use serde_json::{Map, Value, json};
 
-use super::Runtime;
 use crate::api::Ctx;
+use crate::catalog::Catalog;
+use crate::config::ServerConfig;
 use crate::session::{Session, SessionStore};
 
-impl Runtime {
-    /// Answers a legacy `initialize`: validates the params, negotiates the
-    /// version (echoed when served, else the newest legacy one) and returns
-    /// the result with a new session bound to the caller. The transport owns
-    /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
-    /// for the process.
-    pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
-        let params = InitializeParams::parse_within(req.params.as_ref(), self.config().max_client_data_bytes)?;
-        let revision = params.revision();
-        let session = Arc::new(Session::new(
-            SessionStore::mint_id(),
-            auth.principal.clone(),
-            revision,
-            params.capabilities,
-            params.client_info,
-        ));
-        let capabilities = self.capabilities(Some(revision));
-        let result = InitializeResult {
-            revision,
-            capabilities: &capabilities,
-            server_info: &self.config().server_info,
-            instructions: self.config().instructions.as_deref(),
-        };
-        Ok((result.render(), session))
-    }
+/// What the server offers, from the catalog and the configuration.
+pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatures {
+    let mut f = ServerFeatures::default();
+    f.tools = true;
+    f.resources = true;
+    f.prompts = true;
+    f.completions = catalog.has_completions();
+    f.logging = config.logging;
+    f.resource_subscriptions = true;
+    f.list_changed = true;
+    f.tasks = catalog
+        .tools()
+        .iter()
+        .any(|t| t.def.task_support != TaskSupport::Forbidden);
+    f
+}
 
-    /// The `server/discover` result (before era decoration).
-    pub(crate) fn discover(&self) -> Value {
-        let versions: Vec<&str> = self.config.advertise.revisions().iter().map(|r| r.as_str()).collect();
-        let mut result = Map::new();
-        result.insert("supportedVersions".into(), json!(versions));
-        result.insert("capabilities".into(), self.capabilities(Some(Revision::LATEST_MODERN)));
-        if let Some(i) = &self.config.instructions {
-            result.insert("instructions".into(), Value::String(i.clone()));
-        }
-        Value::Object(result)
+/// The server capabilities for a revision.
+pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
+    server_capabilities(&features(config, catalog), revision)
+}
+
+/// Answers a legacy `initialize`: validates the params, negotiates the version (echoed when
+/// served, else the newest legacy one) and returns the result with a new session bound to the
+/// caller. The transport owns the session.
+pub(crate) fn initialize(
+    config: &ServerConfig,
+    catalog: &Catalog,
+    req: &Request,
+    auth: &AuthInfo,
+) -> Result<(Value, Arc<Session>), RpcError> {
+    let params = InitializeParams::parse_within(req.params.as_ref(), config.max_client_data_bytes)?;
+    let revision = params.revision();
+    let session = Arc::new(Session::new(
+        SessionStore::mint_id(),
+        auth.principal.clone(),
+        revision,
+        params.capabilities,
+        params.client_info,
+    ));
+    let capabilities = capabilities(config, catalog, Some(revision));
+    let result = InitializeResult {
+        revision,
+        capabilities: &capabilities,
+        server_info: &config.server_info,
+        instructions: config.instructions.as_deref(),
+    };
+    Ok((result.render(), session))
+}
+
+/// The `server/discover` result (before era decoration).
+pub(crate) fn discover(config: &ServerConfig, catalog: &Catalog) -> Value {
+    let versions: Vec<&str> = config.advertise.revisions().iter().map(|r| r.as_str()).collect();
+    let mut result = Map::new();
+    result.insert("supportedVersions".into(), json!(versions));
+    result.insert(
+        "capabilities".into(),
+        capabilities(config, catalog, Some(Revision::LATEST_MODERN)),
+    );
+    if let Some(i) = &config.instructions {
+        result.insert("instructions".into(), Value::String(i.clone()));
     }
+    Value::Object(result)
 }
 
 /// `logging/setLevel`: sets the session's minimum level. Without a session

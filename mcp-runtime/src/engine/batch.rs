@@ -4,7 +4,7 @@
 //! requests run concurrently into one array.
 
 use futures::future::join_all;
-use mcp_protocol::classify::check_batch;
+use mcp_protocol::classify::{check_batch, request_era};
 use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch};
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
@@ -112,7 +112,8 @@ impl Engine {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
                 Message::Notification(n) => self.notify_in(peer, Era::Legacy, session.as_ref(), &n),
                 Message::Request(req) => {
-                    let route = match self.runtime.route(&req, peer.revision.known(), session.as_deref()) {
+                    let era = request_era(&req, peer.revision.known());
+                    let route = match self.runtime.route_in(&req, era, session.as_deref(), &peer.auth) {
                         Ok(r) => r,
                         Err(rej) => {
                             crate::observe::refused(&req.method, rej.era);

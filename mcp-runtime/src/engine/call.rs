@@ -12,8 +12,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::dispatch::{Reply, RequestEnv, Route, Runtime};
+use crate::dispatch::RequestEnv;
+use crate::dispatch::route::Route;
 use crate::observe::Observed;
+use crate::reply::Reply;
+use crate::runtime::Runtime;
 use crate::session::InFlightGuard;
 use crate::session::Session;
 use crate::sink::{Frame, Sink};
@@ -118,7 +121,7 @@ impl Call {
         let id = req.id.clone();
         let era = route.era;
         let mut observed = observed.unwrap_or_else(|| Observed::start(&req, era, &env.auth, None, None));
-        observed.routed(&route, env.session.as_deref());
+        observed.routed(route.revision, env.session.as_ref().map(|s| &**s.id()));
         let cancel = env.cancel;
         if cancel.is_cancelled() {
             tracing::debug!(%id, "request cancelled before it started");

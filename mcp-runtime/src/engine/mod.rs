@@ -44,11 +44,12 @@ pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
 
-use crate::dispatch::{Route, Runtime, StartError};
+use crate::dispatch::route::Route;
 use crate::listen::{Holder, ListenError, Listener};
 use crate::observe::Observed;
+use crate::runtime::Runtime;
 use crate::session::{InFlight, InFlightGuard};
-use crate::session::{Session, SessionLimit};
+use crate::session::{Session, SessionLimit, StartError};
 use crate::sink::Frame;
 
 /// Reads one HTTP request header by (lowercase) name.
@@ -204,7 +205,7 @@ impl Engine {
                 Ok(Some(s)) => Resolved::Found(s),
                 Ok(None) => Resolved::Unknown,
                 Err(e) => {
-                    let _ = crate::dispatch::store_unavailable(&e);
+                    let _ = e.unavailable();
                     Resolved::Unavailable
                 }
             },
@@ -277,7 +278,20 @@ impl Engine {
         }
         .instrument(observed.span().clone())
         .await;
-        observed.step(step)
+        match step {
+            Step::Answer(answer) => {
+                observed.answered(&answer.frame, answer.session.as_ref().map(|s| &**s.id()));
+                Step::Answer(answer)
+            }
+            Step::Listen(listening) => {
+                observed.listening();
+                Step::Listen(listening)
+            }
+            Step::Call(mut call) => {
+                call.observed = Some(observed);
+                Step::Call(call)
+            }
+        }
     }
 
     async fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {
@@ -296,21 +310,16 @@ impl Engine {
         {
             return refuse(Stage::Route, &e);
         }
-        let route = match self.runtime.route(&req, peer.revision.known(), None) {
+        let route = match self.runtime.route_in(&req, Era::Modern, None, &peer.auth) {
             Ok(r) => r,
             Err(rej) => return refuse(Stage::Route, &rej.error),
         };
-        if let (Some(get), Method::ToolsCall) = (peer.headers, &req.method) {
-            // A tool hidden from the caller is unknown here too: its headers are not checked.
-            let tool = params
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-                .and_then(|n| self.runtime.tool_for(&peer.auth, n));
-            if let Some(tool) = tool {
-                let args = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
-                if let Err(e) = check_param_headers(&tool.param_headers, args, get) {
-                    return refuse(Stage::Route, &e);
-                }
+        // The tool the route resolved (a tool hidden from the caller is unknown here too: its
+        // headers are not checked).
+        if let (Some(get), Some(tool)) = (peer.headers, route.tool()) {
+            let args = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
+            if let Err(e) = check_param_headers(&tool.param_headers, args, get) {
+                return refuse(Stage::Route, &e);
             }
         }
         if req.method.streams() {
@@ -336,7 +345,7 @@ impl Engine {
             }
             (Resolved::Absent, false) => None,
         };
-        let route = match self.runtime.route(&req, peer.revision.known(), session.as_deref()) {
+        let route = match self.runtime.route_in(&req, Era::Legacy, session.as_deref(), &peer.auth) {
             Ok(r) => r,
             Err(rej) => return refuse(Stage::Route, &rej.error),
         };
@@ -347,7 +356,7 @@ impl Engine {
     /// session keeping.
     async fn initialize(&self, peer: &Peer<'_>, req: &Request) -> Step {
         let refuse = |stage, e: &RpcError| Step::Answer(Answer::error(stage, Era::Legacy, Some(&req.id), e));
-        if let Err(rej) = self.runtime.route(req, peer.revision.known(), None) {
+        if let Err(rej) = self.runtime.route_in(req, Era::Legacy, None, &peer.auth) {
             return refuse(Stage::Route, &rej.error);
         }
         let (result, session) = match self.runtime.initialize(req, &peer.auth) {
@@ -373,7 +382,7 @@ impl Engine {
                         return refuse(Stage::Quota, &RpcError::too_many_sessions_for_principal());
                     }
                     Err(StartError::Store(e)) => {
-                        return refuse(Stage::Overload, &crate::dispatch::store_unavailable(&e));
+                        return refuse(Stage::Overload, &e.unavailable());
                     }
                 }
             }

@@ -25,7 +25,7 @@ mod store;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub(crate) use replication::Replication;
 pub use slot::SessionSlot;
-pub use store::{SessionLimit, SessionStore};
+pub use store::{SessionLimit, SessionStore, StartError};
 
 use crate::sink::Frame;
 use crate::store::SessionField;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 
 use super::{Session, lock};
+use crate::store::StoreError;
 
 /// All legacy sessions of a server, by id, and how many each principal holds.
 #[derive(Debug, Default)]
@@ -168,6 +169,17 @@ impl SessionStore {
     pub fn all(&self) -> Vec<Arc<Session>> {
         self.sessions.iter().map(|s| s.value().clone()).collect()
     }
+}
+
+/// Why a session was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Over a session bound.
+    #[error(transparent)]
+    Limit(#[from] SessionLimit),
+    /// The shared store failed: the session could not be shared.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 #[cfg(test)]

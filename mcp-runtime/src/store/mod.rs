@@ -57,6 +57,15 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+impl StoreError {
+    /// The wire error of a store failure met while serving a request (logged here): -32603
+    /// "Store unavailable", HTTP 503.
+    pub(crate) fn unavailable(&self) -> mcp_protocol::RpcError {
+        tracing::warn!(error = %self, "shared store unavailable");
+        mcp_protocol::RpcError::store_unavailable()
+    }
+}
+
 /// The shared state of a server that runs as several instances: one value of each seam.
 ///
 /// Cheap to clone; every instance of one logical server is given a `Store` over the same

@@ -9,7 +9,6 @@
 //! fails its task.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use mcp_protocol::model::render::finalize;
 use mcp_protocol::model::task::{create_task_result, requested_ttl};
@@ -20,25 +19,14 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
-use crate::Runtime;
-use crate::api::Ctx;
+use crate::api::task_link::TaskLink;
+use crate::api::{Ctx, InputRequired};
 use crate::catalog::ToolEntry;
-use crate::dispatch::{Reply, tools};
-use crate::mrtr::{InputRequired, RoundLimits};
+use crate::exec::RoundLimits;
+use crate::exec::rounds::Rounds;
+use crate::exec::tool::{Settled, execute, in_place};
+use crate::reply::Reply;
 use crate::sink::{Relay, Sink};
-
-/// How one run of a tool call ended.
-pub(crate) enum Settled {
-    /// The rendered result (a tool error included), or a protocol error.
-    Done(Result<Value, RpcError>),
-    /// The handler needs client input (modern era), in the context of the
-    /// round that asked.
-    Input(Box<InputRequired>, Ctx),
-    /// The handler panicked (details in the log).
-    Panicked,
-    /// The call was cancelled.
-    Cancelled,
-}
 
 /// Where the worker's outcome goes.
 enum Slot {
@@ -128,7 +116,7 @@ async fn run_worker(
     let mut ctx = ctx;
     let args = Value::Object(args);
     loop {
-        let settled = tools::execute(limits, &tool, &args, ctx.clone()).await;
+        let settled = execute(limits, &tool, &args, ctx.clone()).await;
         match handoff.offer(settled) {
             Offered::Answered => break,
             Offered::Task(live, Settled::Input(ir, round)) => {
@@ -188,19 +176,12 @@ impl Tasks {
     }
 }
 
-impl Runtime {
-    fn task_limits(&self) -> RoundLimits {
-        RoundLimits {
-            handler_timeout: self.config().task_ttl,
-            ..RoundLimits::of(self.config())
-        }
-    }
-
+impl Tasks {
     /// Legacy (2025-11-25) task-augmented call: the task is created at once
     /// (refused over the bounds, the handler never runs), the worker starts,
     /// and the nested `CreateTaskResult` is the answer.
     pub(crate) async fn task_first(
-        &self,
+        self: &Arc<Self>,
         ctx: Ctx,
         tool: Arc<ToolEntry>,
         args: Map<String, Value>,
@@ -217,26 +198,19 @@ impl Runtime {
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
         let ttl = task.and_then(requested_ttl);
-        let (rec, live) = match self.tasks().create(owner, ttl, work.clone(), relay.clone()).await {
+        let (rec, live) = match self.create(owner, ttl, work.clone(), relay.clone()).await {
             Ok(created) => created,
             Err(e) => return Reply::Error(e),
         };
-        let link: Arc<dyn crate::api::task_link::TaskLink> = Arc::new(LegacyTaskLink {
-            tasks: self.tasks().clone(),
+        let link: Arc<dyn TaskLink> = Arc::new(LegacyTaskLink {
+            tasks: self.clone(),
             live: live.clone(),
         });
         let wctx = ctx.for_task(work, Sink::relay(relay), Some(link));
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Task(live)),
         });
-        tokio::spawn(run_worker(
-            self.tasks().clone(),
-            handoff,
-            self.task_limits(),
-            tool,
-            args,
-            wctx,
-        ));
+        tokio::spawn(run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx));
         Reply::Result(create_task_result(&rec.task(), Era::Legacy))
     }
 
@@ -245,7 +219,8 @@ impl Runtime {
     /// is answered in place, else the running call is handed to a task and
     /// the flat `CreateTaskResult` is the answer.
     pub(crate) async fn escalate(
-        &self,
+        self: &Arc<Self>,
+        rounds: &Rounds,
         ctx: Ctx,
         tool: Arc<ToolEntry>,
         args: Map<String, Value>,
@@ -262,27 +237,20 @@ impl Runtime {
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Inline(Some(tx))),
         });
-        let limits = self.task_limits();
-        tokio::spawn(run_worker(
-            self.tasks().clone(),
-            handoff.clone(),
-            limits,
-            tool,
-            args,
-            wctx,
-        ));
+        let limits = self.limits.run;
+        tokio::spawn(run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx));
 
-        let window = Duration::from_millis(self.config().task_inline_ms);
+        let window = self.limits.inline_window;
         tokio::select! {
-            settled = &mut rx => return self.in_place(params, revision, settled.ok()),
+            settled = &mut rx => return in_place_or_gone(rounds, params, revision, settled.ok()),
             () = tokio::time::sleep(window) => {}
             () = request_cancel.cancelled() => return Reply::Cancelled,
         }
         if let Ok(settled) = rx.try_recv() {
-            return self.in_place(params, revision, Some(settled));
+            return in_place_or_gone(rounds, params, revision, Some(settled));
         }
         let owner = TaskOwner::Principal(ctx.principal().to_owned());
-        let (rec, live) = match self.tasks().create(owner, None, work.clone(), relay.clone()).await {
+        let (rec, live) = match self.create(owner, None, work.clone(), relay.clone()).await {
             Ok(created) => created,
             // Over the bounds: the work stops (the guard cancels it).
             Err(e) => return Reply::Error(e),
@@ -300,8 +268,8 @@ impl Runtime {
         };
         if let Some(settled) = early {
             // The outcome arrived during the hand-off: nobody saw the task.
-            self.tasks().discard(&live).await;
-            return self.in_place(params, revision, settled);
+            self.discard(&live).await;
+            return in_place_or_gone(rounds, params, revision, settled);
         }
         stop_with_request.disarm();
         // Nothing more of the call reaches the request's stream.
@@ -309,18 +277,18 @@ impl Runtime {
         tracing::debug!(task = %rec.task_id, "call handed off to a task");
         Reply::Result(create_task_result(&rec.task(), Era::Modern))
     }
+}
 
-    /// Answers an inline outcome (`None`: the worker vanished).
-    fn in_place(
-        &self,
-        params: &Map<String, Value>,
-        revision: Option<mcp_protocol::Revision>,
-        settled: Option<Settled>,
-    ) -> Reply {
-        match settled {
-            Some(s) => tools::in_place(self, params, revision, s),
-            None => Reply::Result(CallToolResult::error("Internal tool error").render(revision)),
-        }
+/// Answers an inline outcome (`None`: the worker vanished).
+fn in_place_or_gone(
+    rounds: &Rounds,
+    params: &Map<String, Value>,
+    revision: Option<mcp_protocol::Revision>,
+    settled: Option<Settled>,
+) -> Reply {
+    match settled {
+        Some(s) => in_place(rounds, params, revision, s),
+        None => Reply::Result(CallToolResult::error("Internal tool error").render(revision)),
     }
 }
 

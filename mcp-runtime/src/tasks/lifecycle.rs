@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::{TaskOutcome, TaskOwner, TaskRecord, TaskStoreError, Tasks};
 use crate::api::task_link::{LinkFuture, TaskLink};
-use crate::cluster::Note;
 use crate::sink::{Relay, Sink};
 
 /// The part of a task that lives in the process running its worker.
@@ -217,7 +216,7 @@ impl Tasks {
     /// instance must cancel it itself (no store, an unknown or dead owner, no answer in time).
     async fn cancel_elsewhere(&self, task_id: &str) -> Result<Option<TaskRecord>, RpcError> {
         const WAIT: Duration = Duration::from_secs(2);
-        let Some(c) = self.cluster() else { return Ok(None) };
+        let Some(s) = self.sharing() else { return Ok(None) };
         let read = |e: TaskStoreError| {
             tracing::error!(task = task_id, error = %e, "task store read failed");
             RpcError::internal()
@@ -231,13 +230,10 @@ impl Tasks {
         let Some(owner) = rec.instance.as_deref() else {
             return Ok(None);
         };
-        if owner == &**c.instance() || !c.store().members.alive(owner).await.unwrap_or(false) {
+        if owner == s.instance() || !s.is_alive(owner).await.unwrap_or(false) {
             return Ok(None);
         }
-        c.publish(Note::TaskCancel {
-            task: task_id.to_owned(),
-        })
-        .map_err(|e| crate::dispatch::store_unavailable(&e))?;
+        s.forward_cancel(task_id).map_err(|e| e.unavailable())?;
         let deadline = tokio::time::Instant::now() + WAIT;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -320,14 +316,9 @@ impl Tasks {
     /// handler resumes with them.
     pub(crate) async fn feed_input(&self, task_id: &str, responses: &Map<String, Value>) -> Result<(), RpcError> {
         let Some(live) = self.live(task_id) else {
-            if let Some(c) = self.cluster() {
+            if let Some(s) = self.sharing() {
                 // Another instance runs the worker and gathers its input.
-                return c
-                    .publish(Note::TaskInput {
-                        task: task_id.to_owned(),
-                        responses: responses.clone(),
-                    })
-                    .map_err(|e| crate::dispatch::store_unavailable(&e));
+                return s.forward_input(task_id, responses).map_err(|e| e.unavailable());
             }
             tracing::debug!(task = task_id, "input for a task this process does not run: ignored");
             return Ok(());
@@ -403,11 +394,8 @@ impl Tasks {
         match rec.owner.era() {
             Era::Modern => {
                 let (_, params) = task_notification(&task, Era::Modern, payload(rec));
-                if let Some(c) = self.cluster() {
-                    let _ = c.publish(Note::TaskChanged {
-                        task: rec.task_id.clone(),
-                        params: params.clone(),
-                    });
+                if let Some(s) = self.sharing() {
+                    s.task_changed(&rec.task_id, &params);
                 }
                 self.subscriptions.task_changed(&rec.task_id, params);
             }

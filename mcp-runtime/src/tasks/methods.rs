@@ -21,8 +21,7 @@ use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value};
 
 use super::lifecycle::payload;
-use super::{TaskOutcome, TaskOwner, TaskRecord};
-use crate::Runtime;
+use super::{TaskOutcome, TaskOwner, TaskRecord, Tasks};
 use crate::api::Ctx;
 
 /// The owner a request acts as: its session (legacy), its principal
@@ -38,9 +37,9 @@ pub(crate) fn owner_of(ctx: &Ctx) -> Option<TaskOwner> {
     }
 }
 
-impl Runtime {
+impl Tasks {
     /// Runs a tasks method (see the module docs).
-    pub(crate) async fn tasks_method(
+    pub(crate) async fn serve(
         &self,
         ctx: &Ctx,
         method: &Method,
@@ -53,7 +52,7 @@ impl Runtime {
         let owner = owner_of(ctx);
         match (method, era) {
             (Method::TasksGet, _) => {
-                let rec = self.tasks().lookup(task_id_param(params)?, owner.as_ref()).await?;
+                let rec = self.lookup(task_id_param(params)?, owner.as_ref()).await?;
                 Ok(get_task_result(&rec.task(), era, payload(&rec)))
             }
             (Method::TasksCancel, _) => self.cancel_task(task_id_param(params)?, owner.as_ref(), era).await,
@@ -65,8 +64,8 @@ impl Runtime {
                     .get("inputResponses")
                     .ok_or_else(|| RpcError::invalid_params("inputResponses must be an object"))
                     .and_then(parse_input_responses)?;
-                self.tasks().lookup(id, owner.as_ref()).await?;
-                self.tasks().feed_input(id, responses).await?;
+                self.lookup(id, owner.as_ref()).await?;
+                self.feed_input(id, responses).await?;
                 Ok(Value::Object(Map::new()))
             }
             (other, _) => Err(RpcError::method_not_found(other.as_str())),
@@ -74,12 +73,12 @@ impl Runtime {
     }
 
     async fn cancel_task(&self, id: &str, owner: Option<&TaskOwner>, era: Era) -> Result<Value, RpcError> {
-        let rec = self.tasks().lookup(id, owner).await?;
+        let rec = self.lookup(id, owner).await?;
         let ended = || RpcError::invalid_params("Task already ended");
         if era == Era::Legacy && rec.status.is_terminal() {
             return Err(ended());
         }
-        let after = self.tasks().cancel(id).await?;
+        let after = self.cancel(id).await?;
         match era {
             Era::Modern => Ok(Value::Object(Map::new())),
             Era::Legacy => match after {
@@ -95,17 +94,14 @@ impl Runtime {
     /// carries the task's server-to-client requests meanwhile), then answers
     /// exactly what the call would have, with the `related-task` `_meta`.
     async fn task_result(&self, ctx: &Ctx, id: &str, owner: Option<&TaskOwner>) -> Result<Value, RpcError> {
-        self.tasks().lookup(id, owner).await?;
-        if let Some(live) = self.tasks().live(id)
+        self.lookup(id, owner).await?;
+        if let Some(live) = self.live(id)
             && ctx.sink().can_stream()
         {
             live.relay.attach(ctx.sink().clone());
         }
-        let timeout = self.config().task_result_timeout;
-        let rec = self
-            .tasks()
-            .wait_terminal(id, owner, timeout, ctx.cancellation())
-            .await?;
+        let timeout = self.limits.result_timeout;
+        let rec = self.wait_terminal(id, owner, timeout, ctx.cancellation()).await?;
         match rec.outcome {
             Some(TaskOutcome::Result(mut v)) => {
                 with_related_task(&mut v, id);
@@ -125,19 +121,19 @@ impl Runtime {
         let Some(owner) = owner else {
             return Ok(list_tasks_result(&[], None));
         };
-        self.tasks().ensure_recovered().await;
-        let records = self.tasks().store().list(owner).await.map_err(|e| {
+        self.ensure_recovered().await;
+        let records = self.store().list(owner).await.map_err(|e| {
             tracing::error!(error = %e, "task store list failed");
             RpcError::internal()
         })?;
-        let now = self.tasks().now_ms();
+        let now = self.now_ms();
         let mut keyed: Vec<(String, TaskRecord)> = records
             .into_iter()
             .filter(|r| r.expires_at_ms().is_none_or(|e| e > now))
             .map(|r| (r.list_key(), r))
             .collect();
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        let (page, next) = paginate(&keyed, |(k, _)| k, cursor, self.config().page_size)?;
+        let (page, next) = paginate(&keyed, |(k, _)| k, cursor, self.limits.page_size)?;
         let tasks: Vec<Task> = page.iter().map(|(_, r)| r.task()).collect();
         Ok(list_tasks_result(&tasks, next))
     }

@@ -27,6 +27,7 @@
 mod handoff;
 mod lifecycle;
 mod methods;
+mod sharing;
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -35,14 +36,14 @@ use mcp_protocol::RpcError;
 use mcp_protocol::model::TaskStatus;
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::Cluster;
 use crate::config::ServerConfig;
+use crate::exec::RoundLimits;
 use crate::listen::Subscriptions;
 use crate::sink::Relay;
 
 pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
-pub(crate) use handoff::Settled;
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
+pub(crate) use sharing::Sharing;
 
 /// The status message (and error message) of a task interrupted by a restart.
 pub const INTERRUPTED: &str = "Task interrupted by a restart";
@@ -50,6 +51,14 @@ pub const INTERRUPTED: &str = "Task interrupted by a restart";
 /// The task settings taken from the configuration.
 #[derive(Debug, Clone)]
 struct Limits {
+    /// How long a modern call that may become a task runs inline first.
+    inline_window: std::time::Duration,
+    /// The limits of a task's handler runs (its deadline is the task's lifetime).
+    run: RoundLimits,
+    /// How long a 2025-11-25 `tasks/result` waits.
+    result_timeout: std::time::Duration,
+    /// Page size of `tasks/list`.
+    page_size: usize,
     poll_interval_ms: u64,
     ttl_ms: u64,
     sweep_interval: std::time::Duration,
@@ -68,7 +77,7 @@ struct Clock {
 impl Clock {
     fn new() -> Self {
         Clock {
-            wall_ms: crate::mrtr::now_ms(),
+            wall_ms: crate::exec::rounds::now_ms(),
             start: tokio::time::Instant::now(),
         }
     }
@@ -90,8 +99,9 @@ pub(crate) struct Tasks {
     recovered: tokio::sync::OnceCell<()>,
     sweeper: OnceLock<()>,
     me: Weak<Tasks>,
-    /// The shared store's instance side, when tasks are shared by several instances.
-    cluster: OnceLock<Arc<Cluster>>,
+    /// The other instances, when tasks are shared by several (the cluster, through its
+    /// [`Sharing`] port).
+    sharing: OnceLock<Arc<dyn Sharing>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -129,6 +139,13 @@ impl Tasks {
             subscriptions,
             clock: Clock::new(),
             limits: Limits {
+                inline_window: std::time::Duration::from_millis(config.task_inline_ms),
+                run: RoundLimits {
+                    handler_timeout: config.task_ttl,
+                    ..RoundLimits::of(config)
+                },
+                result_timeout: config.task_result_timeout,
+                page_size: config.page_size,
                 poll_interval_ms: config.task_poll_interval_ms,
                 ttl_ms: config.task_ttl.as_millis() as u64,
                 sweep_interval: config.task_sweep_interval,
@@ -139,19 +156,19 @@ impl Tasks {
             recovered: tokio::sync::OnceCell::new(),
             sweeper: OnceLock::new(),
             me: me.clone(),
-            cluster: OnceLock::new(),
+            sharing: OnceLock::new(),
         })
     }
 
     /// Shares the tasks with the other instances of a store: records name this instance, and
     /// control of a task another instance runs is forwarded to it.
-    pub(crate) fn share(&self, cluster: Arc<Cluster>) {
-        let _ = self.cluster.set(cluster);
+    pub(crate) fn share(&self, sharing: Arc<dyn Sharing>) {
+        let _ = self.sharing.set(sharing);
     }
 
-    /// The shared store's instance side, if any.
-    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
-        self.cluster.get()
+    /// The other instances, if tasks are shared.
+    pub(crate) fn sharing(&self) -> Option<&Arc<dyn Sharing>> {
+        self.sharing.get()
     }
 
     /// The open `subscriptions/listen` subscriptions.
@@ -185,7 +202,7 @@ impl Tasks {
         if self.owns(task_id, owner) {
             return true;
         }
-        if self.cluster.get().is_none() {
+        if self.sharing.get().is_none() {
             return false;
         }
         matches!(self.store.get(task_id).await, Ok(Some(r)) if r.owner == *owner && !r.status.is_terminal())
@@ -209,8 +226,8 @@ impl Tasks {
             if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
                 continue;
             }
-            if let (Some(cluster), Some(instance)) = (self.cluster.get(), rec.instance.as_deref()) {
-                if instance == &**cluster.instance() || cluster.store().members.alive(instance).await? {
+            if let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.as_deref()) {
+                if instance == sharing.instance() || sharing.is_alive(instance).await? {
                     continue;
                 }
                 tracing::info!(task = %rec.task_id, instance, "task of an instance that is gone: failed");
@@ -273,7 +290,7 @@ impl Tasks {
             Some(ttl),
             Some(self.limits.poll_interval_ms),
         );
-        rec.instance = self.cluster.get().map(|c| c.instance().to_string());
+        rec.instance = self.sharing.get().map(|s| s.instance().to_owned());
         self.store.put(rec.clone()).await?;
         let live = Live::new(id.clone(), owner, work, relay);
         self.live.insert(id, live.clone());
@@ -345,7 +362,7 @@ impl Tasks {
                     tick.tick().await;
                     let Some(tasks) = me.upgrade() else { break };
                     tasks.sweep().await;
-                    if tasks.cluster.get().is_some()
+                    if tasks.sharing.get().is_some()
                         && let Err(e) = tasks.recover().await
                     {
                         tracing::warn!(error = %e, "recovery of the tasks of dead instances failed");

@@ -195,7 +195,7 @@ impl Client {
 
     /// Routes and dispatches with a given sink; a rejection is an error reply.
     pub(crate) async fn send_with(&self, req: Request, sink: Sink) -> Reply {
-        let route = match self.rt.route(&req, None, self.session.as_deref()) {
+        let route = match self.rt.route(&req, None, self.session.as_deref(), &self.auth) {
             Ok(r) => r,
             Err(rej) => return Reply::Error(rej.error),
         };

@@ -1,135 +1,18 @@
-//! Multi round-trip requests (SEP-2322): what a handler returns when it needs
-//! input from the client before it can answer.
+//! Running handlers: one run under its deadline, cancellation grace and panic guard
+//! ([`run_graced`]), the rounds of legacy client input ([`run_rounds`]), a tool call's run with
+//! its validation and rendering ([`tool`]), and the MRTR rounds of a modern call ([`rounds`]).
+//! The dispatcher and the tasks both run handlers through here.
 
-use serde_json::{Map, Value, json};
+pub(crate) mod guard;
+pub(crate) mod rounds;
+pub(crate) mod tool;
 
-pub use crate::api::InputRequired;
+use guard::Interrupted;
 
-/// What a call starts with: the client input gathered in earlier rounds and
-/// the handler's state (both empty on a first call).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Round {
-    pub(crate) responses: Option<Map<String, Value>>,
-    pub(crate) state: Option<Value>,
-}
-
-/// Milliseconds since the Unix epoch (the clock of sealed states).
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-impl crate::Runtime {
-    /// Opens the round a modern retry carries: validates `inputResponses`
-    /// (malformed: -32602), verifies and opens `requestState` (tampered,
-    /// expired, another principal's or another request's: -32602, never
-    /// re-prompted), and merges the responses of earlier rounds with the new
-    /// ones.
-    pub(crate) fn open_round(
-        &self,
-        method: &str,
-        params: Option<&Map<String, Value>>,
-        principal: &str,
-    ) -> Result<Round, mcp_protocol::RpcError> {
-        use mcp_protocol::mrtr::parse_input_responses;
-        use mcp_protocol::request_state::open_ring;
-        let Some(p) = params else {
-            return Ok(Round::default());
-        };
-        let fresh = p.get("inputResponses").map(parse_input_responses).transpose()?;
-        let (state, mut responses) = match p.get("requestState") {
-            None => (None, Map::new()),
-            Some(Value::String(token)) => {
-                let opened = open_ring(self.state_keys(), token, principal, method, params, now_ms()).map_err(|e| {
-                    tracing::debug!(method, error = %e, "requestState refused");
-                    e.to_rpc_error()
-                })?;
-                let state = opened.get("s").filter(|s| !s.is_null()).cloned();
-                let earlier = opened.get("r").and_then(Value::as_object).cloned().unwrap_or_default();
-                (state, earlier)
-            }
-            Some(_) => return Err(mcp_protocol::RpcError::invalid_params("Invalid requestState")),
-        };
-        let had_input = fresh.is_some() || !responses.is_empty();
-        if let Some(fresh) = fresh {
-            responses.extend(fresh.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        Ok(Round {
-            responses: had_input.then_some(responses),
-            state,
-        })
-    }
-
-    /// Answers a modern call whose handler needs input: checks each input
-    /// request against the client's declared capabilities (-32021 with the
-    /// nested `requiredCapabilities`), then seals the handler's state and the
-    /// responses gathered so far into `requestState`; the result's shape is
-    /// [`mcp_protocol::mrtr::InputRequiredResult`].
-    pub(crate) fn input_required(
-        &self,
-        ctx: &crate::Ctx,
-        params: Option<&Map<String, Value>>,
-        ir: InputRequired,
-    ) -> Result<Value, mcp_protocol::RpcError> {
-        use mcp_protocol::RpcError;
-        use mcp_protocol::mrtr::{InputRequiredResult, check_input_requests, missing_capability};
-        use mcp_protocol::request_state::seal;
-        if let Err(why) = check_input_requests(&ir.requests) {
-            tracing::error!(method = ctx.method(), %why, "handler returned a malformed input request");
-            return Err(RpcError::internal());
-        }
-        for req in ir.requests.values() {
-            if let Some(required) = missing_capability(req, ctx.client_capabilities(), ctx.revision()) {
-                return Err(RpcError::missing_capability(required));
-            }
-        }
-        let gathered = ctx.input_responses().cloned().unwrap_or_default();
-        let request_state = if ir.state.is_some() || !gathered.is_empty() {
-            let payload = json!({ "s": ir.state, "r": gathered });
-            let ttl = self.config().request_state_ttl.as_millis() as u64;
-            let token = seal(
-                self.state_keys().newest(),
-                ctx.principal(),
-                ctx.method(),
-                params,
-                &payload,
-                now_ms(),
-                ttl,
-            )
-            .map_err(|e| {
-                tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
-                RpcError::internal()
-            })?;
-            Some(token)
-        } else {
-            None
-        };
-        let result = InputRequiredResult {
-            input_requests: ir.requests,
-            request_state,
-        };
-        if result.is_empty() {
-            tracing::error!(
-                method = ctx.method(),
-                "handler asked for input without requests or state"
-            );
-            return Err(RpcError::internal());
-        }
-        Ok(result.render())
-    }
-
-    /// Runs a handler through its rounds (see [`run_rounds`]) under this
-    /// runtime's limits.
-    pub(crate) async fn run_rounds<T>(
-        &self,
-        name: &str,
-        ctx: crate::Ctx,
-        call: impl Fn(crate::Ctx) -> crate::api::handler::BoxFuture<Result<T, crate::HandlerError>>,
-    ) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
-        run_rounds(RoundLimits::of(self.config()), name, ctx, call).await
-    }
-}
+use crate::api::handler::BoxFuture;
+use crate::api::{Ctx, HandlerError};
+use crate::catalog::ToolEntry;
+use crate::config::ServerConfig;
 
 /// The limits of one handler run: its deadline, the grace a cancelled
 /// handler gets, and the most rounds of legacy client input.
@@ -142,7 +25,7 @@ pub(crate) struct RoundLimits {
 
 impl RoundLimits {
     /// The limits a configuration sets for calls.
-    pub(crate) fn of(config: &crate::ServerConfig) -> Self {
+    pub(crate) fn of(config: &ServerConfig) -> Self {
         RoundLimits {
             handler_timeout: config.handler_timeout,
             cancel_grace: config.cancel_grace,
@@ -153,7 +36,7 @@ impl RoundLimits {
     /// The limits of one tool's runs: its own deadline, when it sets one
     /// (`ToolEntry::with_timeout`), replaces the configured one (inline and
     /// as a task alike).
-    pub(crate) fn for_tool(self, tool: &crate::catalog::ToolEntry) -> Self {
+    pub(crate) fn for_tool(self, tool: &ToolEntry) -> Self {
         RoundLimits {
             handler_timeout: tool.timeout.unwrap_or(self.handler_timeout),
             ..self
@@ -173,12 +56,11 @@ pub(crate) async fn run_graced<T>(
     deadline: std::time::Duration,
     cancel: &tokio_util::sync::CancellationToken,
     grace: std::time::Duration,
-) -> Result<T, crate::guard::Interrupted> {
-    use crate::guard::Interrupted;
+) -> Result<T, guard::Interrupted> {
     // The guard's own cancellation branch would drop the handler at once: it gets a token
     // that never fires, and the cancellation is watched here.
     let never = tokio_util::sync::CancellationToken::new();
-    let guarded = crate::guard::run_guarded(name, fut, deadline, &never);
+    let guarded = guard::run_guarded(name, fut, deadline, &never);
     tokio::pin!(guarded);
     tokio::select! {
         biased;
@@ -202,17 +84,16 @@ pub(crate) async fn run_graced<T>(
 pub(crate) async fn run_rounds<T>(
     limits: RoundLimits,
     name: &str,
-    ctx: crate::Ctx,
-    call: impl Fn(crate::Ctx) -> crate::api::handler::BoxFuture<Result<T, crate::HandlerError>>,
-) -> Result<(Result<T, crate::HandlerError>, crate::Ctx), crate::guard::Interrupted> {
-    use crate::HandlerError;
+    ctx: Ctx,
+    call: impl Fn(Ctx) -> BoxFuture<Result<T, HandlerError>>,
+) -> Result<(Result<T, HandlerError>, Ctx), guard::Interrupted> {
     let cancel = ctx.cancellation().clone();
     let mut ctx = ctx;
     let mut round = 0;
     loop {
         if cancel.is_cancelled() {
             // Cancelled between rounds: the next round never starts.
-            return Err(crate::guard::Interrupted::Cancelled);
+            return Err(guard::Interrupted::Cancelled);
         }
         let outcome = run_graced(
             name,
@@ -251,8 +132,8 @@ mod tests {
 
     use tokio_util::sync::CancellationToken;
 
+    use super::guard::Interrupted;
     use super::run_graced;
-    use crate::guard::Interrupted;
 
     /// A handler that waits for its token, then cleans up for `cleanup`.
     async fn handler(token: CancellationToken, cleanup: Duration, cleaned: Arc<AtomicBool>) -> &'static str {

@@ -1,0 +1,55 @@
+//! The last step of a result: its era's decoration (behaviour invariant 24). A modern result is
+//! decorated while it is serialized (`resultType`, the server's `Implementation` written from
+//! its encoded form, the cache hint), so it leaves as [`Reply::Encoded`]; a legacy one is left as
+//! it is.
+
+use mcp_protocol::model::render::{cache_hint_for, finalize_encoded};
+use mcp_protocol::model::{CacheHint, CacheScope};
+use mcp_protocol::{Era, Method, RpcError};
+use serde_json::{Map, Value};
+
+use super::parts::Parts;
+use crate::reply::{EncodedResult, Reply};
+
+/// Decorates a reply for its era.
+pub(crate) fn finish(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, reply: Reply) -> Reply {
+    match reply {
+        Reply::Result(v) if era == Era::Modern => {
+            let hint = cache_hint_for(method, Some(params), cache_hint(parts, method, params));
+            match finalize_encoded(era, &v, parts.server_info, hint) {
+                Ok(raw) => Reply::Encoded(EncodedResult::owned(raw)),
+                Err(e) => {
+                    tracing::error!(error = %e, "a result could not be serialized");
+                    Reply::Error(RpcError::internal())
+                }
+            }
+        }
+        other => other,
+    }
+}
+
+/// The cache hint of a cacheable result: `server/discover`'s own; for `resources/read`, the
+/// resource's (or its template's) when it has one; else the server's. A server with a
+/// visibility hook answers each caller with its own catalog: never for a shared cache
+/// (behaviour invariant 31).
+fn cache_hint(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>) -> CacheHint {
+    let config = parts.config;
+    if *method == Method::Discover {
+        return config.discover_cache;
+    }
+    let mut hint = config.cache;
+    if *method == Method::ResourcesRead
+        && let Some(uri) = params.get("uri").and_then(Value::as_str)
+    {
+        let catalog = &parts.catalog;
+        let own = match catalog.resource(uri) {
+            Some(r) => r.cache,
+            None => catalog.match_template(uri).and_then(|(t, _)| t.cache),
+        };
+        hint = own.unwrap_or(hint);
+    }
+    if config.visibility.is_some() {
+        hint.scope = CacheScope::Private;
+    }
+    hint
+}

@@ -1,0 +1,130 @@
+//! Routing: the checks of behaviour invariant 3 that come after the envelope, the header
+//! agreement and the legacy session, and what they decide, carried to the dispatcher so that
+//! nothing is classified, looked up or parsed twice.
+//!
+//! The era comes decided (the engine classifies a request once, `mcp_protocol::classify`); the
+//! route checks that the method is served in it (-32601 beats every later error), then the modern
+//! `_meta`, and resolves what the method names: for `tools/call`, its params are read once and
+//! the tool is looked up once, as the caller sees it (a hidden tool is unknown).
+
+use std::sync::Arc;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::meta::{ModernMeta, parse_modern_meta};
+use mcp_protocol::model::CallToolParamsRef;
+use mcp_protocol::{Era, Method, Request, Revision, RpcError};
+
+use crate::catalog::{Catalog, CatalogKind, ToolEntry, Visibility, visible};
+
+/// A request routed to its era, with what the route decided.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The era.
+    pub era: Era,
+    /// The revision: the modern `_meta` one, or the session's.
+    pub revision: Option<Revision>,
+    /// The validated modern `_meta`.
+    pub modern: Option<Arc<ModernMeta>>,
+    /// What the method names, resolved.
+    pub(crate) target: Target,
+}
+
+/// What a routed request names, resolved once.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Target {
+    /// Nothing to resolve for this method.
+    #[default]
+    None,
+    /// A `tools/call`.
+    Tool(ToolCall),
+}
+
+/// A `tools/call` as the route read it.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolCall {
+    /// The tool as the caller sees it: `None` when it is unknown or hidden from the caller
+    /// (answered exactly alike), or the params name none.
+    pub(crate) tool: Option<Arc<ToolEntry>>,
+    /// Whether the params are well formed (`name` a string, `arguments` an object): the -32602
+    /// is answered by the dispatcher, at the stage it always was.
+    pub(crate) params: Result<(), RpcError>,
+}
+
+impl Route {
+    /// The tool a routed `tools/call` resolved to (`None`: another method, or an unknown or
+    /// hidden tool).
+    pub(crate) fn tool(&self) -> Option<&Arc<ToolEntry>> {
+        match &self.target {
+            Target::Tool(call) => call.tool.as_ref(),
+            Target::None => None,
+        }
+    }
+}
+
+/// A request refused before any handler ran.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct Rejection {
+    /// The era the request was classified in (for the HTTP status).
+    pub era: Era,
+    /// The error to answer with.
+    pub error: RpcError,
+}
+
+/// What the route reads besides the request.
+pub(crate) struct Routing<'a> {
+    /// The revisions errors name (-32022 `data.supported`).
+    pub(crate) advertised: &'a [Revision],
+    /// The catalog snapshot the request is served from.
+    pub(crate) catalog: &'a Catalog,
+    /// Which items each principal sees.
+    pub(crate) visibility: Option<&'a Visibility>,
+}
+
+/// Routes a request whose era is decided: the method is served in the era (legacy: in the
+/// session's revision), then the modern `_meta`, then what the method names.
+pub(crate) fn route(
+    at: &Routing<'_>,
+    req: &Request,
+    era: Era,
+    session_revision: Option<Revision>,
+    auth: &AuthInfo,
+) -> Result<Route, Rejection> {
+    let reject = |error| Rejection { era, error };
+    let (revision, modern) = match era {
+        Era::Modern => {
+            req.method.check(era, None).map_err(reject)?;
+            let meta = parse_modern_meta(req.params.as_ref(), at.advertised).map_err(reject)?;
+            (Some(meta.revision), Some(Arc::new(meta)))
+        }
+        Era::Legacy => {
+            req.method.check(era, session_revision).map_err(reject)?;
+            (session_revision, None)
+        }
+    };
+    let target = match req.method {
+        Method::ToolsCall => Target::Tool(tool_call(at, req, auth)),
+        _ => Target::None,
+    };
+    Ok(Route {
+        era,
+        revision,
+        modern,
+        target,
+    })
+}
+
+/// Reads a `tools/call`'s params and looks its tool up, once.
+fn tool_call(at: &Routing<'_>, req: &Request, auth: &AuthInfo) -> ToolCall {
+    let empty = serde_json::Map::new();
+    let params = req.params.as_ref().unwrap_or(&empty);
+    let name = params.get("name").and_then(serde_json::Value::as_str);
+    let tool = name.and_then(|n| {
+        let tool = at.catalog.tool(n)?;
+        visible(at.visibility, auth, CatalogKind::Tool, n).then(|| tool.clone())
+    });
+    ToolCall {
+        tool,
+        params: CallToolParamsRef::parse(params).map(|_| ()),
+    }
+}

@@ -1,0 +1,157 @@
+//! MRTR rounds (SEP-2322) of a modern call: the `requestState` a retry carries is opened, the
+//! input a handler asks for is checked and sealed into the `input_required` result.
+
+use mcp_protocol::request_state::{StateKey, StateKeyRing};
+use serde_json::{Map, Value, json};
+
+use crate::api::{Ctx, InputRequired};
+use crate::config::ServerConfig;
+
+/// What a call starts with: the client input gathered in earlier rounds and
+/// the handler's state (both empty on a first call).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Round {
+    pub(crate) responses: Option<Map<String, Value>>,
+    pub(crate) state: Option<Value>,
+}
+
+/// Milliseconds since the Unix epoch (the clock of sealed states).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The MRTR rounds of one server: the keys that seal and open `requestState`, and how long a
+/// sealed state lives.
+#[derive(Debug)]
+pub(crate) struct Rounds {
+    keys: StateKeyRing,
+    ttl_ms: u64,
+}
+
+impl Rounds {
+    /// The rounds a configuration sets: sealed with `request_state_key` (a fresh per-process key
+    /// when unset), opened by it and by `request_state_old_keys`, each state living
+    /// `request_state_ttl`.
+    pub(crate) fn of(config: &ServerConfig) -> Self {
+        let keys = config.request_state_old_keys.iter().fold(
+            StateKeyRing::new(config.request_state_key.clone().unwrap_or_else(random_state_key)),
+            |ring, old| ring.with_old(old.clone()),
+        );
+        Rounds {
+            keys,
+            ttl_ms: config.request_state_ttl.as_millis() as u64,
+        }
+    }
+
+    /// Opens the round a modern retry carries: validates `inputResponses`
+    /// (malformed: -32602), verifies and opens `requestState` (tampered,
+    /// expired, another principal's or another request's: -32602, never
+    /// re-prompted), and merges the responses of earlier rounds with the new
+    /// ones.
+    pub(crate) fn open(
+        &self,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+        principal: &str,
+    ) -> Result<Round, mcp_protocol::RpcError> {
+        use mcp_protocol::mrtr::parse_input_responses;
+        use mcp_protocol::request_state::open_ring;
+        let Some(p) = params else {
+            return Ok(Round::default());
+        };
+        let fresh = p.get("inputResponses").map(parse_input_responses).transpose()?;
+        let (state, mut responses) = match p.get("requestState") {
+            None => (None, Map::new()),
+            Some(Value::String(token)) => {
+                let opened = open_ring(&self.keys, token, principal, method, params, now_ms()).map_err(|e| {
+                    tracing::debug!(method, error = %e, "requestState refused");
+                    e.to_rpc_error()
+                })?;
+                let state = opened.get("s").filter(|s| !s.is_null()).cloned();
+                let earlier = opened.get("r").and_then(Value::as_object).cloned().unwrap_or_default();
+                (state, earlier)
+            }
+            Some(_) => return Err(mcp_protocol::RpcError::invalid_params("Invalid requestState")),
+        };
+        let had_input = fresh.is_some() || !responses.is_empty();
+        if let Some(fresh) = fresh {
+            responses.extend(fresh.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        Ok(Round {
+            responses: had_input.then_some(responses),
+            state,
+        })
+    }
+
+    /// Answers a modern call whose handler needs input: checks each input
+    /// request against the client's declared capabilities (-32021 with the
+    /// nested `requiredCapabilities`), then seals the handler's state and the
+    /// responses gathered so far into `requestState`; the result's shape is
+    /// [`mcp_protocol::mrtr::InputRequiredResult`].
+    pub(crate) fn input_required(
+        &self,
+        ctx: &Ctx,
+        params: Option<&Map<String, Value>>,
+        ir: InputRequired,
+    ) -> Result<Value, mcp_protocol::RpcError> {
+        use mcp_protocol::RpcError;
+        use mcp_protocol::mrtr::{InputRequiredResult, check_input_requests, missing_capability};
+        use mcp_protocol::request_state::seal;
+        if let Err(why) = check_input_requests(&ir.requests) {
+            tracing::error!(method = ctx.method(), %why, "handler returned a malformed input request");
+            return Err(RpcError::internal());
+        }
+        for req in ir.requests.values() {
+            if let Some(required) = missing_capability(req, ctx.client_capabilities(), ctx.revision()) {
+                return Err(RpcError::missing_capability(required));
+            }
+        }
+        let gathered = ctx.input_responses().cloned().unwrap_or_default();
+        let request_state = if ir.state.is_some() || !gathered.is_empty() {
+            let payload = json!({ "s": ir.state, "r": gathered });
+            let token = seal(
+                &self.keys.newest(),
+                ctx.principal(),
+                ctx.method(),
+                params,
+                &payload,
+                now_ms(),
+                self.ttl_ms,
+            )
+            .map_err(|e| {
+                tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
+                RpcError::internal()
+            })?;
+            Some(token)
+        } else {
+            None
+        };
+        let result = InputRequiredResult {
+            input_requests: ir.requests,
+            request_state,
+        };
+        if result.is_empty() {
+            tracing::error!(
+                method = ctx.method(),
+                "handler asked for input without requests or state"
+            );
+            return Err(RpcError::internal());
+        }
+        Ok(result.render())
+    }
+}
+
+/// A fresh per-process key for sealing request states (from the OS CSPRNG).
+fn random_state_key() -> StateKey {
+    let mut bytes = [0u8; 32];
+    if getrandom::fill(&mut bytes).is_err() {
+        panic!("the operating system's random number generator failed");
+    }
+    tracing::info!("no request_state_key configured: request states are sealed with a per-process key");
+    match StateKey::new(&bytes) {
+        Ok(k) => k,
+        Err(_) => unreachable!("32 bytes is a valid key length"),
+    }
+}

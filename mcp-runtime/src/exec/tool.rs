@@ -1,0 +1,95 @@
+//! One run of a tool call: the arguments validated, the handler run through its rounds
+//! (guarded), structured output validated, the result rendered for the caller's revision; and
+//! how an outcome is answered in place (not as a task).
+
+use std::sync::Arc;
+
+use mcp_protocol::model::CallToolResult;
+use mcp_protocol::{Revision, RpcError};
+use serde_json::{Map, Value};
+
+use super::guard::Interrupted;
+use super::rounds::Rounds;
+use super::{RoundLimits, run_rounds};
+use crate::api::{Ctx, HandlerError, InputRequired};
+use crate::catalog::ToolEntry;
+use crate::reply::Reply;
+
+/// How one run of a tool call ended.
+pub(crate) enum Settled {
+    /// The rendered result (a tool error included), or a protocol error.
+    Done(Result<Value, RpcError>),
+    /// The handler needs client input (modern era), in the context of the
+    /// round that asked.
+    Input(Box<InputRequired>, Ctx),
+    /// The handler panicked (details in the log).
+    Panicked,
+    /// The call was cancelled.
+    Cancelled,
+}
+
+/// Runs one round of a tool call: validates the arguments, runs the
+/// handler (guarded; legacy input rounds included), validates structured
+/// output, and renders the result for the caller's revision. `args` is the
+/// arguments object (a `Value`, so that it is validated without a copy).
+pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: &Value, ctx: Ctx) -> Settled {
+    let revision = ctx.revision();
+    let render = |r: CallToolResult| Settled::Done(Ok(r.render(revision)));
+    if let Some(schema) = &tool.input
+        && let Err(violations) = schema.validate(args)
+    {
+        return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
+    }
+    // Each round gets its own copy of the arguments (the handler owns them).
+    let call = |ctx: Ctx| tool.handler.call(args.as_object().cloned().unwrap_or_default(), ctx);
+    let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
+        Ok(o) => o,
+        Err(Interrupted::Cancelled) => return Settled::Cancelled,
+        Err(Interrupted::Panicked) => return Settled::Panicked,
+        Err(Interrupted::TimedOut) => return render(CallToolResult::error("Tool execution timed out")),
+    };
+    match outcome {
+        Ok(result) => {
+            if let (Some(schema), Some(structured), false) = (&tool.output, &result.structured_content, result.is_error)
+                && let Err(violations) = schema.validate(structured)
+            {
+                tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
+                return render(CallToolResult::error(format!("Invalid tool output: {violations}")));
+            }
+            render(result)
+        }
+        Err(HandlerError::Rpc(e)) => Settled::Done(Err(e)),
+        Err(HandlerError::InputRequired(ir)) => Settled::Input(ir, ctx),
+        // A handler that gave up because its call was cancelled is not a failure.
+        Err(_) if ctx.is_cancelled() => {
+            tracing::debug!(tool = %tool.def.name, "tool call cancelled");
+            Settled::Cancelled
+        }
+        Err(HandlerError::Tool(message)) => render(CallToolResult::error(message)),
+        Err(e) => {
+            tracing::error!(tool = %tool.def.name, error = %e.log_text(), "tool failed");
+            render(CallToolResult::error("Internal tool error"))
+        }
+    }
+}
+
+/// Answers a call's outcome in place (not as a task): an input request
+/// becomes the modern `input_required` result (sealed `requestState`), a
+/// panic a tool error without detail.
+pub(crate) fn in_place(
+    rounds: &Rounds,
+    params: &Map<String, Value>,
+    revision: Option<Revision>,
+    settled: Settled,
+) -> Reply {
+    match settled {
+        Settled::Done(Ok(v)) => Reply::Result(v),
+        Settled::Done(Err(e)) => Reply::Error(e),
+        Settled::Input(ir, ctx) => match rounds.input_required(&ctx, Some(params), *ir) {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        },
+        Settled::Panicked => Reply::Result(CallToolResult::error("Internal tool error").render(revision)),
+        Settled::Cancelled => Reply::Cancelled,
+    }
+}

@@ -1,0 +1,106 @@
+//! A subscription's queue: at most [`LISTENER_BUFFER`] frames from the fan-out, one sender and
+//! one receiver, allocating nothing beyond its header until frames wait in it (an idle
+//! subscription holds a few dozen bytes, where a `tokio::sync::mpsc` channel holds a block of 32
+//! slots from the start).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+
+use crate::sink::Frame;
+
+/// How many notifications wait for a slow listener before it misses some.
+pub(super) const LISTENER_BUFFER: usize = 64;
+
+/// Why a frame was not queued.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The queue holds [`LISTENER_BUFFER`] frames: this one is missed.
+    Full,
+    /// The receiving end is gone.
+    Closed,
+}
+
+/// A bounded queue of frames from the fan-out to one subscription: [`mailbox`].
+#[derive(Debug, Default)]
+struct Queue {
+    frames: Mutex<VecDeque<Frame>>,
+    notify: Notify,
+    /// The [`Inbox`] was dropped.
+    receiver_gone: AtomicBool,
+    /// The [`Mailbox`] was dropped.
+    sender_gone: AtomicBool,
+}
+
+/// The sending end: [`Mailbox::try_send`] never waits.
+#[derive(Debug)]
+pub(super) struct Mailbox(Arc<Queue>);
+
+/// The receiving end, held by the [`Listener`].
+#[derive(Debug)]
+pub(super) struct Inbox(Arc<Queue>);
+
+/// A queue of at most [`LISTENER_BUFFER`] frames with one sender and one receiver. Unlike
+/// `tokio::sync::mpsc`, it allocates nothing beyond its header until frames wait in it.
+pub(super) fn mailbox() -> (Mailbox, Inbox) {
+    let queue = Arc::new(Queue::default());
+    (Mailbox(queue.clone()), Inbox(queue))
+}
+
+impl Mailbox {
+    /// Queues `frame`, unless the queue is full or the receiver is gone.
+    pub(super) fn try_send(&self, frame: Frame) -> Result<(), Refused> {
+        if self.0.receiver_gone.load(Ordering::Acquire) {
+            return Err(Refused::Closed);
+        }
+        {
+            let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
+            if frames.len() >= LISTENER_BUFFER {
+                return Err(Refused::Full);
+            }
+            frames.push_back(frame);
+        }
+        // A permit is stored when the receiver is not waiting yet: no wake-up is lost.
+        self.0.notify.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        self.0.sender_gone.store(true, Ordering::Release);
+        self.0.notify.notify_one();
+    }
+}
+
+impl Inbox {
+    /// The next frame; `None` once the sender is gone and the queue is empty.
+    pub(super) async fn recv(&mut self) -> Option<Frame> {
+        loop {
+            let next = {
+                let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
+                let next = frames.pop_front();
+                if frames.is_empty() && frames.capacity() > 0 {
+                    // An idle subscription keeps no buffer from a burst.
+                    frames.shrink_to_fit();
+                }
+                next
+            };
+            if next.is_some() {
+                return next;
+            }
+            if self.0.sender_gone.load(Ordering::Acquire) {
+                return None;
+            }
+            self.0.notify.notified().await;
+        }
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        self.0.receiver_gone.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,98 @@
+//! [`Reply`]: how a request ended (a result, its encoded bytes, an error, or nothing when it was
+//! cancelled), and how it is encoded for the wire.
+
+use std::sync::Arc;
+
+use mcp_protocol::jsonrpc::{encode_error, encode_raw_result, encode_result};
+use mcp_protocol::{RequestId, RpcError};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A finalized result already serialized (a cached catalog page, or a modern
+/// result decorated as it was serialized): written as it is, never
+/// re-serialized.
+#[derive(Debug, Clone)]
+pub struct EncodedResult(Encoded);
+
+/// Where the bytes of an [`EncodedResult`] live.
+#[derive(Debug, Clone)]
+enum Encoded {
+    /// Shared with a cache (a catalog page).
+    Shared(Arc<RawValue>),
+    /// This reply's own.
+    Owned(Box<RawValue>),
+}
+
+impl EncodedResult {
+    /// Bytes shared with a cache.
+    pub(crate) fn shared(raw: Arc<RawValue>) -> Self {
+        EncodedResult(Encoded::Shared(raw))
+    }
+
+    /// Bytes of this reply's own.
+    pub(crate) fn owned(raw: Box<RawValue>) -> Self {
+        EncodedResult(Encoded::Owned(raw))
+    }
+
+    /// The serialized result.
+    pub fn as_raw(&self) -> &RawValue {
+        match &self.0 {
+            Encoded::Shared(raw) => raw,
+            Encoded::Owned(raw) => raw,
+        }
+    }
+
+    /// The result as a JSON value (a parse: for the rare paths that need one).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.as_raw().get()).unwrap_or(Value::Null)
+    }
+
+    /// The bytes, to share (with a cache).
+    pub(crate) fn into_shared(self) -> Arc<RawValue> {
+        match self.0 {
+            Encoded::Shared(raw) => raw,
+            Encoded::Owned(raw) => Arc::from(raw),
+        }
+    }
+}
+
+impl PartialEq for EncodedResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_raw().get() == other.as_raw().get()
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A result, finalized for the era.
+    Result(Value),
+    /// A result, finalized and serialized.
+    Encoded(EncodedResult),
+    /// An error response.
+    Error(RpcError),
+    /// Cancelled: nothing is answered.
+    Cancelled,
+}
+
+impl Reply {
+    /// The reply as a response outcome (`None` when cancelled).
+    pub fn into_outcome(self) -> Option<Result<Value, RpcError>> {
+        match self {
+            Reply::Result(v) => Some(Ok(v)),
+            Reply::Encoded(e) => Some(Ok(e.to_value())),
+            Reply::Error(e) => Some(Err(e)),
+            Reply::Cancelled => None,
+        }
+    }
+
+    /// The encoded response to request `id` (`None` when cancelled).
+    pub fn encode(&self, id: &RequestId) -> Option<Vec<u8>> {
+        match self {
+            Reply::Result(v) => Some(encode_result(id, v)),
+            Reply::Encoded(e) => Some(encode_raw_result(id, e.as_raw())),
+            Reply::Error(e) => Some(encode_error(Some(id), e)),
+            Reply::Cancelled => None,
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! [`Runtime`]: one server's protocol state and the services that act on it, all in one place.
+//!
+//! The runtime owns the configuration, the catalog's [`Registry`], the legacy sessions, the
+//! MRTR rounds, the tasks, the `subscriptions/listen` hub, the URL-elicitation records and (with
+//! a shared [`Store`]) this instance's part of the cluster. Each of those is a service with its
+//! own methods; the runtime wires them together and is what the engine calls: it routes a
+//! request ([`Runtime::route`]), dispatches it ([`Runtime::dispatch`]), answers `initialize`,
+//! routes notifications, opens listen streams, and keeps sessions (found, started and ended here
+//! and, with a store, on every instance).
+
+use std::sync::Arc;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::classify::request_era;
+use mcp_protocol::model::{ListenFilter, ServerFeatures};
+use mcp_protocol::{Era, Notification, NotificationMethod, Request, RequestId, Revision, RpcError};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::catalog::{CatalogKind, Registry, ToolEntry, visible};
+use crate::cluster::{Cluster, Note};
+use crate::config::ServerConfig;
+use crate::dispatch::parts::Parts;
+use crate::dispatch::route::{Rejection, Route, Routing};
+use crate::dispatch::{RequestEnv, lifecycle};
+use crate::elicitation::{ElicitationError, Elicitations};
+use crate::exec::rounds::Rounds;
+use crate::listen::{Holder, ListenError, Listener, Subscriptions};
+use crate::reply::Reply;
+use crate::session::{InFlight, Session, SessionStore, StartError};
+use crate::store::{InMemoryTaskStore, Store, StoreError, TaskOwner, TaskStore};
+use crate::tasks::Tasks;
+
+/// The protocol state of one server: registry, configuration, sessions, tasks, subscriptions.
+#[derive(Debug)]
+pub struct Runtime {
+    config: ServerConfig,
+    registry: Arc<Registry>,
+    sessions: Arc<SessionStore>,
+    /// This instance's part of a shared store (none: everything in this process).
+    cluster: Option<Arc<Cluster>>,
+    /// The server's `Implementation` serialized, as modern results carry it (`None`: not sent).
+    server_info: Option<Box<RawValue>>,
+    /// The revisions errors name (`config.advertise`, listed once).
+    advertised: Vec<Revision>,
+    rounds: Rounds,
+    subscriptions: Arc<Subscriptions>,
+    tasks: Arc<Tasks>,
+    elicitations: Arc<Elicitations>,
+}
+
+impl Runtime {
+    /// A runtime over a registry, with tasks kept in memory.
+    pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
+        Self::with_task_store(config, registry, Arc::new(InMemoryTaskStore::new()))
+    }
+
+    /// A runtime over a registry, with tasks kept in `store` (a durable or
+    /// shared [`TaskStore`]; see its contract).
+    pub fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
+        Self::build(config, registry, store, None)
+    }
+
+    /// A runtime whose legacy sessions, stream events, tasks and notifications are shared with
+    /// every other runtime given the same `store` (instances of one server behind a load
+    /// balancer). `Store::memory()` shares between runtimes of one process; a backend crate
+    /// (`mcp-store-redis`) between processes.
+    pub fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
+        let cluster = Cluster::new(store.clone(), config.session_ttl, config.max_stream_events);
+        let runtime = Self::build(config, registry, store.tasks.clone(), Some(cluster.clone()));
+        runtime.tasks.share(cluster);
+        runtime
+    }
+
+    /// Whether state is shared with other instances through a store.
+    pub fn is_shared(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// This instance's id among the instances sharing a store (`None` without a store).
+    pub fn instance_id(&self) -> Option<&str> {
+        self.cluster.as_deref().map(|c| &**c.instance())
+    }
+
+    /// Starts what a shared store needs in the background (the bus listener, the heartbeat);
+    /// the engine calls this on every message, so it is cheap after the first call. Needs a Tokio
+    /// runtime.
+    pub fn ensure_started(&self) {
+        if let Some(c) = &self.cluster {
+            c.ensure_started(&self.sessions, &self.registry, &self.tasks);
+            // The periodic sweep also fails the tasks of instances that are gone, whether or
+            // not this instance ever ran a task.
+            self.tasks.start_sweeper();
+        }
+    }
+
+    /// A receiver woken whenever messages between instances may have been lost (GET streams
+    /// re-read their logs); `None` without a store.
+    pub fn bus_gaps(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.cluster.as_ref().map(|c| c.gaps())
+    }
+
+    /// Sends an application message to every other instance sharing the store (nothing
+    /// without a store: a single process has no peers). Instances run the handlers registered
+    /// with [`Runtime::on_broadcast`] for the topic, in the order each sender published. Use it
+    /// to keep what is not shared equal everywhere, for example a tool added at run time: add
+    /// it here and broadcast it, and let the handler add it on the other instances.
+    pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), StoreError> {
+        match &self.cluster {
+            Some(c) => c.publish(Note::User {
+                topic: topic.to_owned(),
+                payload,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `handler` for every message another instance [`broadcast`](Runtime::broadcast)s on
+    /// `topic` (never for this instance's own; never without a store). It runs on the bus
+    /// listener: keep it short and non-blocking (spawn for anything longer). Make the registry
+    /// changes it applies through [`Registry::unannounced`]: the sender's own change is
+    /// announced on every instance's streams already.
+    pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
+        if let Some(c) = &self.cluster {
+            c.on_user(topic.into(), Arc::new(handler));
+        }
+    }
+
+    /// The shared store, if any.
+    pub fn store(&self) -> Option<&Store> {
+        self.cluster.as_deref().map(Cluster::store)
+    }
+
+    /// Looks a legacy session up for a principal: this instance's sessions first, then (with a
+    /// shared store) the store, whose record becomes a local replica. Unknown, expired and other
+    /// principals' sessions all answer `Ok(None)`; a store failure is an error (the caller
+    /// answers 503: the session may well exist).
+    pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+        if let Some(s) = self.sessions.get(id, principal) {
+            return Ok(Some(s));
+        }
+        let Some(cluster) = &self.cluster else {
+            return Ok(None);
+        };
+        if self.sessions.replica(id).is_some() {
+            // Held here, but another principal's (or closed): absence.
+            return Ok(None);
+        }
+        let Some(session) = cluster.load(id, principal).await? else {
+            return Ok(None);
+        };
+        session.attach(cluster.clone());
+        self.sessions.insert(session.clone());
+        // A concurrent load may have inserted first: keep whichever the store now holds.
+        Ok(self.sessions.get(id, principal))
+    }
+
+    /// Stores a session `initialize` minted, within the session bounds (counted per instance),
+    /// and (with a shared store) writes its record before the caller answers.
+    pub async fn start_session(&self, session: &Arc<Session>) -> Result<(), StartError> {
+        let config = &self.config;
+        self.sessions
+            .admit(session.clone(), config.max_sessions, config.max_sessions_per_principal)?;
+        if let Some(cluster) = &self.cluster {
+            if let Err(e) = cluster.create(session).await {
+                self.sessions.drop_replica(session.id());
+                return Err(e.into());
+            }
+            session.attach(cluster.clone());
+        }
+        Ok(())
+    }
+
+    /// Ends a principal's session (DELETE): here, and with a shared store on every instance
+    /// (its record, its stream logs, every replica). `Ok(false)` when unknown or another
+    /// principal's.
+    pub async fn end_session(&self, id: &str, principal: &str) -> Result<bool, StoreError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(self.sessions.remove(id, principal));
+        };
+        if self.find_session(id, principal).await?.is_none() {
+            return Ok(false);
+        }
+        let existed = cluster.end(id).await?;
+        self.sessions.remove(id, principal);
+        Ok(existed)
+    }
+
+    fn build(
+        config: ServerConfig,
+        registry: Arc<Registry>,
+        store: Arc<dyn TaskStore>,
+        cluster: Option<Arc<Cluster>>,
+    ) -> Self {
+        let advertised = config.advertise.revisions();
+        // A `Value` always serializes (its keys are strings).
+        let server_info = config.send_server_info.then(|| {
+            serde_json::value::to_raw_value(&config.server_info.render(None))
+                .unwrap_or_else(|_| RawValue::NULL.to_owned())
+        });
+        let subscriptions = Arc::new(Subscriptions::new(&config));
+        let tasks = Tasks::new(&config, store, subscriptions.clone());
+        let elicitations = Arc::new(Elicitations::new(
+            config.elicitation_ttl,
+            config.max_elicitations_per_principal,
+        ));
+        Runtime {
+            rounds: Rounds::of(&config),
+            config,
+            registry,
+            sessions: Arc::new(SessionStore::new()),
+            cluster,
+            server_info,
+            advertised,
+            subscriptions,
+            tasks,
+            elicitations,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The legacy sessions of network transports.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
+    }
+
+    /// The store tasks are kept in.
+    pub fn task_store(&self) -> &Arc<dyn TaskStore> {
+        self.tasks.store()
+    }
+
+    /// Removes the expired tasks now (this also happens every
+    /// `task_sweep_interval` once a task exists); returns how many.
+    pub async fn sweep_tasks(&self) -> usize {
+        self.tasks.sweep().await
+    }
+
+    /// The open `subscriptions/listen` subscriptions.
+    pub fn subscriptions(&self) -> &Arc<Subscriptions> {
+        &self.subscriptions
+    }
+
+    /// What the server offers, from the registry and the configuration.
+    pub fn features(&self) -> ServerFeatures {
+        lifecycle::features(&self.config, &self.registry.snapshot())
+    }
+
+    /// The server capabilities for a revision.
+    pub fn capabilities(&self, revision: Option<Revision>) -> Value {
+        lifecycle::capabilities(&self.config, &self.registry.snapshot(), revision)
+    }
+
+    /// Classifies a request (body first, then `transport_revision`) and routes it: the checks
+    /// of behaviour invariant 3 that come after the envelope, the header agreement and the
+    /// legacy session (the engine's): the method is served in the era (-32601 beats every later
+    /// error), then the modern `_meta`; what the method names is resolved as `auth` sees it.
+    pub fn route(
+        &self,
+        req: &Request,
+        transport_revision: Option<Revision>,
+        session: Option<&Session>,
+        auth: &AuthInfo,
+    ) -> Result<Route, Rejection> {
+        self.route_in(req, request_era(req, transport_revision), session, auth)
+    }
+
+    /// Routes a request whose era the engine decided (it is never classified again).
+    pub(crate) fn route_in(
+        &self,
+        req: &Request,
+        era: Era,
+        session: Option<&Session>,
+        auth: &AuthInfo,
+    ) -> Result<Route, Rejection> {
+        let routing = Routing {
+            advertised: &self.advertised,
+            catalog: &self.registry.snapshot(),
+            visibility: self.config.visibility.as_ref(),
+        };
+        crate::dispatch::route::route(&routing, req, era, session.map(Session::revision), auth)
+    }
+
+    /// What the dispatcher uses of this runtime, for one request.
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            config: &self.config,
+            catalog: self.registry.snapshot(),
+            rounds: &self.rounds,
+            tasks: &self.tasks,
+            elicitations: &self.elicitations,
+            server_info: self.server_info.as_deref(),
+        }
+    }
+
+    /// Runs a routed request (anything but a legacy `initialize`).
+    pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
+        crate::dispatch::dispatch(&self.parts(), req, route, env).await
+    }
+
+    /// Answers a legacy `initialize`: validates the params, negotiates the
+    /// version (echoed when served, else the newest legacy one) and returns
+    /// the result with a new session bound to the caller. The transport owns
+    /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
+    /// for the process.
+    pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
+        lifecycle::initialize(&self.config, &self.registry.snapshot(), req, auth)
+    }
+
+    /// Handles a client notification. `in_flight` is where the transport
+    /// registered the requests a `notifications/cancelled` may name.
+    pub fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
+        match &note.method {
+            m if m.is_initialized() => {
+                if let Some(s) = session {
+                    s.mark_initialized();
+                }
+            }
+            NotificationMethod::Cancelled => {
+                let id = note
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                if let Some(id) = id
+                    && !in_flight.cancel(&id)
+                    // A shared session's request may be in flight on another instance.
+                    && !session.is_some_and(|s| s.is_shared() && s.cancel(&id))
+                {
+                    tracing::debug!(%id, "cancellation for a request not in flight");
+                }
+            }
+            other => tracing::debug!(method = %other, "notification ignored"),
+        }
+    }
+
+    /// Opens a `subscriptions/listen` subscription for a routed modern
+    /// request. Unknown filter keys are dropped, not refused; `taskIds` from
+    /// a client that did not declare the tasks extension is -32021, and only
+    /// the caller's own tasks are kept (others are dropped without saying
+    /// whether they exist); over a bound the request is refused.
+    pub async fn listen(
+        &self,
+        req: &Request,
+        ctx_principal: &Arc<str>,
+        tasks_declared: bool,
+    ) -> Result<Listener, RpcError> {
+        self.listen_as(req, &Holder::principal(ctx_principal.clone()), tasks_declared)
+            .await
+            .map_err(|e| e.error().clone())
+    }
+
+    /// [`Runtime::listen`] for a holder: the subscription counts against the server's total
+    /// ([`ServerConfig::max_listeners`]), the holder's peer
+    /// ([`ServerConfig::max_listeners_per_peer`]) and its principal
+    /// ([`ServerConfig::max_listeners_per_principal`]), so that one client cannot lock the others
+    /// out of subscriptions.
+    pub async fn listen_as(
+        &self,
+        req: &Request,
+        holder: &Holder,
+        tasks_declared: bool,
+    ) -> Result<Listener, ListenError> {
+        let mut filter =
+            ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared).map_err(ListenError::Refused)?;
+        if !filter.task_ids.is_empty() {
+            let owner = TaskOwner::Principal(holder.principal.to_string());
+            let mut owned = std::collections::HashSet::new();
+            for id in &filter.task_ids {
+                if self.tasks.owns_anywhere(id, &owner).await {
+                    owned.insert(id.clone());
+                }
+            }
+            filter.retain_task_ids(|id| owned.contains(id));
+        }
+        self.subscriptions.open(&self.registry, &req.id, holder, filter)
+    }
+
+    /// Ends every open subscription (graceful shutdown): listeners see
+    /// [`Listener::next`] return `None`.
+    pub fn shutdown(&self) {
+        self.subscriptions.shutdown();
+    }
+
+    /// Ends a 2025-11-25 URL-mode elicitation: sends
+    /// `notifications/elicitation/complete {elicitationId}` to the session
+    /// that elicited, and only to it. `principal` is the identity the server
+    /// acts for; an unknown, expired, already completed or another
+    /// principal's id is [`ElicitationError::NotFound`].
+    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.elicitations.complete(elicitation_id, principal)
+    }
+
+    /// How many URL-mode elicitations `principal` has pending (live ids).
+    pub fn pending_elicitations(&self, principal: &str) -> usize {
+        self.elicitations.live_for(principal)
+    }
+
+    /// Whether `auth` sees the catalog item `name` of `kind` (always, without
+    /// a [`Visibility`](crate::Visibility) hook).
+    pub fn visible(&self, auth: &AuthInfo, kind: CatalogKind, name: &str) -> bool {
+        visible(self.config.visibility.as_ref(), auth, kind, name)
+    }
+
+    /// The tool `name` as `auth` sees it: `None` when it is unknown or
+    /// hidden from `auth`.
+    pub fn tool_for(&self, auth: &AuthInfo, name: &str) -> Option<Arc<ToolEntry>> {
+        let catalog = self.registry.snapshot();
+        let tool = catalog.tool(name)?;
+        self.visible(auth, CatalogKind::Tool, name).then(|| tool.clone())
+    }
+}

@@ -1,0 +1,24 @@
+//! [`Sharing`]: how the tasks of one instance reach the other instances of a server sharing a
+//! store. The cluster implements it; tasks only see this port.
+
+use serde_json::{Map, Value};
+
+use crate::store::{StoreError, StoreFuture};
+
+/// The other instances, as tasks need them.
+pub(crate) trait Sharing: Send + Sync + std::fmt::Debug {
+    /// This instance's id (task records name the instance running their worker).
+    fn instance(&self) -> &str;
+
+    /// Whether an instance's heartbeat is alive.
+    fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool>;
+
+    /// Asks the instance running a task to cancel it.
+    fn forward_cancel(&self, task: &str) -> Result<(), StoreError>;
+
+    /// Brings `tasks/update` input to the instance running a task.
+    fn forward_input(&self, task: &str, responses: &Map<String, Value>) -> Result<(), StoreError>;
+
+    /// A modern task's status changed here: listen streams on other instances hear it.
+    fn task_changed(&self, task: &str, params: &Map<String, Value>);
+}
