@@ -97,6 +97,7 @@ mod batch;
 mod call;
 mod config;
 mod endpoint;
+mod error;
 mod guard;
 mod hub;
 mod listen;
@@ -124,8 +125,9 @@ use mcp_protocol::RpcError;
 use mcp_runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{HttpConfig, HttpError, HttpMode};
+pub use config::{HttpConfig, HttpMode};
 pub use endpoint::{Endpoint, EndpointHandle};
+pub use error::HttpError;
 pub use server::serve;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
 pub use tokio_rustls::rustls;

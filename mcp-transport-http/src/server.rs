@@ -48,7 +48,8 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::{HttpConfig, HttpError};
+use crate::config::HttpConfig;
+use crate::error::HttpError;
 use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
