@@ -93,24 +93,16 @@
 //! lists the allowed methods, the allowed request headers (including every `mcp-param-*` a
 //! registered tool declares, recomputed when the registry changes) and the exposed ones.
 
-mod batch;
-mod call;
 mod config;
 mod endpoint;
 mod error;
 mod guard;
-mod hub;
-mod listen;
 mod pair;
-mod post;
-mod pump;
-mod resume;
 mod server;
-mod session;
-mod shared_stream;
-mod sse;
 mod state;
+mod streams;
 mod tls;
+mod verbs;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -268,10 +260,10 @@ async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     let streamable = shared.config.mode == HttpMode::Streamable;
     let resp = match *req.method() {
-        Method::POST => post::handle(&shared, req).await,
+        Method::POST => verbs::post::handle(&shared, req).await,
         Method::OPTIONS => empty(StatusCode::NO_CONTENT),
-        Method::GET if streamable => session::get(&shared, req).await,
-        Method::DELETE if streamable => session::delete(&shared, req).await,
+        Method::GET if streamable => verbs::session::get(&shared, req).await,
+        Method::DELETE if streamable => verbs::session::delete(&shared, req).await,
         _ => shared.method_not_allowed(),
     };
     with_cors(&shared, resp, cors)

@@ -36,11 +36,12 @@ use mcp_runtime::{Frame, Peer, Session, SessionSlot, SessionStore, Sessions, Sin
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::Channel;
-use crate::post::{answer, challenge, read_body, unsupported_media_type};
-use crate::pump::{self, Feed, Next};
+use crate::guard;
 use crate::state::{Shared, empty, rpc_error, session_not_found};
-use crate::{guard, sse};
+use crate::streams::hub::Channel;
+use crate::streams::pump::{self, Feed, Next};
+use crate::streams::sse;
+use crate::verbs::post::{answer, challenge, read_body, unsupported_media_type};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)

@@ -21,8 +21,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::{HttpConfig, HttpMode};
 use crate::guard::{HostPolicy, OriginPolicy};
-use crate::hub::Hub;
 use crate::pair::Pairs;
+use crate::streams::hub::Hub;
 
 /// The lowercase name of the session header.
 pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");

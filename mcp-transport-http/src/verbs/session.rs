@@ -11,12 +11,13 @@ use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
-use crate::hub::{self, StreamSpec};
-use crate::pump;
-use crate::resume::{self, Follow};
-use crate::shared_stream::{Resumed, SharedLive, SharedTape};
+use crate::guard;
 use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required, store_unavailable};
-use crate::{guard, sse};
+use crate::streams::hub::{self, StreamSpec};
+use crate::streams::pump;
+use crate::streams::resume::{self, Follow};
+use crate::streams::shared_stream::{Resumed, SharedLive, SharedTape};
+use crate::streams::sse;
 
 /// The session a request names.
 pub(crate) enum Lookup {
@@ -72,7 +73,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::post::challenge(&challenge),
+        Err(challenge) => return crate::verbs::post::challenge(&challenge),
     };
     let session = match lookup(shared, &parts.headers, &auth.principal).await {
         Lookup::Absent => return session_required(),
@@ -177,7 +178,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::post::challenge(&challenge),
+        Err(challenge) => return crate::verbs::post::challenge(&challenge),
     };
     let Some(raw) = parts.headers.get(SESSION_HEADER) else {
         return session_required();

@@ -13,8 +13,8 @@ use mcp_protocol::RpcError;
 use mcp_runtime::Sink;
 use mcp_runtime::engine::BatchStep;
 
-use crate::post::answer;
 use crate::state::{Permit, Shared, empty, json, rpc_error};
+use crate::verbs::post::answer;
 
 /// Answers a batch the engine checked.
 pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -> Response {

@@ -23,8 +23,9 @@ use mcp_protocol::{Message, RpcError, TransportRevision};
 use mcp_runtime::engine::HeaderLookup;
 use mcp_runtime::{Answer, Peer, Sessions, Step};
 
+use crate::guard;
 use crate::state::{Permit, SESSION_HEADER, Shared, empty, json, rpc_error};
-use crate::{batch, call, guard, listen};
+use crate::verbs::{batch, call, listen};
 
 /// What the checks established about a POST.
 pub(crate) struct PostCtx {

@@ -3,11 +3,12 @@
 //! request) — every frame of a call travels on that call's own stream.
 //!
 //! The dispatch runs in its own task. A legacy call of a session streams through a resumable
-//! [`Tape`](crate::resume::Tape) (priming event, ids, `Last-Event-ID` resumption): a client that
-//! disconnects does not cancel it, and finds the rest of the stream when it resumes. A legacy
-//! call without a session streams plainly (its frames are dropped when the client leaves). A
-//! modern request is cancelled when its client goes away: a drop guard on the request's token
-//! lives in the response future, then in the stream pump. In the simple mode nothing streams.
+//! [`Tape`](crate::streams::resume::Tape) (priming event, ids, `Last-Event-ID` resumption): a
+//! client that disconnects does not cancel it, and finds the rest of the stream when it
+//! resumes. A legacy call without a session streams plainly (its frames are dropped when the
+//! client leaves). A modern request is cancelled when its client goes away: a drop guard on the
+//! request's token lives in the response future, then in the stream pump. In the simple mode
+//! nothing streams.
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -23,9 +24,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
-use crate::resume::{self, Follow, Streams, Tape};
-use crate::sse;
 use crate::state::{Permit, Shared, json, rpc_error};
+use crate::streams::resume::{self, Follow, Streams, Tape};
+use crate::streams::sse;
 
 /// Runs a call the engine prepared and answers it.
 pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -> Response {
