@@ -1,5 +1,5 @@
 //! Why the transport could not be built or could not serve: [`HttpError`], returned by the
-//! configuration's TLS setup, by [`endpoint`](crate::endpoint) and by [`serve`](crate::serve).
+//! configuration's TLS setup, by [`endpoint`](crate::endpoint()) and by [`serve`](crate::serve).
 
 use std::net::SocketAddr;
 

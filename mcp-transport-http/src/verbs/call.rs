@@ -15,7 +15,6 @@ use std::task::Poll;
 
 use axum::body::Bytes;
 use axum::response::Response;
-use http::StatusCode;
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
 use mcp_runtime::{Call, Completed, Frame, Session, Sink};
@@ -24,7 +23,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
-use crate::state::{Permit, Shared, json, rpc_error};
+use crate::response::{json, rpc_error};
+use crate::state::{Permit, Shared};
+use crate::status;
 use crate::streams::resume::{self, Follow, Streams, Tape};
 use crate::streams::sse;
 
@@ -187,14 +188,14 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
 fn json_reply(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> Response {
     match r {
         Ok(done) => match done.frame() {
-            Some(body) => json(StatusCode::from_u16(done.status()).unwrap_or(StatusCode::OK), body),
+            Some(body) => json(status::completed(done.status()), body),
             // A cancelled call gets no JSON-RPC answer: an SSE stream that ends at once
             // (behaviour invariant 13; see `sse::ended`).
             None => sse::ended(),
         },
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");
-            rpc_error(500, Some(id), &RpcError::internal())
+            rpc_error(status::TASK_FAILED, Some(id), &RpcError::internal())
         }
     }
 }

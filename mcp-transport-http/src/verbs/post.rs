@@ -10,21 +10,23 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
 use axum::extract::Request as HttpRequest;
 use axum::response::Response;
-use futures::StreamExt;
-use http::header::{CONTENT_LENGTH, HeaderValue, WWW_AUTHENTICATE};
-use http::{HeaderMap, StatusCode};
-use mcp_auth::{AuthInfo, Challenge};
+use http::header::HeaderValue;
+use mcp_auth::AuthInfo;
+use mcp_protocol::error::Stage;
 use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
-use mcp_protocol::jsonrpc::{DecodeError, DecodeLimits, Inbound, decode};
+use mcp_protocol::jsonrpc::{DecodeError, Inbound, decode};
 use mcp_protocol::{Message, RpcError, TransportRevision};
 use mcp_runtime::engine::HeaderLookup;
-use mcp_runtime::{Answer, Peer, Sessions, Step};
+use mcp_runtime::{Peer, Sessions, Step};
 
+use crate::body::{limits, read_body, too_large};
 use crate::guard;
-use crate::state::{Permit, SESSION_HEADER, Shared, empty, json, rpc_error};
+use crate::headers::SESSION_HEADER;
+use crate::response::{answer, challenge, empty, overloaded, refused, rpc_error, unsupported_media_type};
+use crate::state::{Permit, Shared};
+use crate::status;
 use crate::verbs::{batch, call, listen};
 
 /// What the checks established about a POST.
@@ -56,111 +58,6 @@ impl PostCtx {
     }
 }
 
-/// The HTTP response of an answer the engine gave at once (with `Mcp-Session-Id` when
-/// `initialize` minted a session).
-pub(crate) fn answer(a: Answer) -> Response {
-    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::BAD_REQUEST);
-    let mut resp = json(status, a.frame);
-    if let Some(session) = a.session
-        && let Ok(value) = HeaderValue::from_str(session.id())
-    {
-        resp.headers_mut().insert(SESSION_HEADER, value);
-    }
-    resp
-}
-
-/// 415: a POST whose body is not declared `application/json`.
-pub(crate) fn unsupported_media_type() -> Response {
-    let e = RpcError::invalid_request("Unsupported Media Type: Content-Type must be application/json");
-    rpc_error(415, None, &e)
-}
-
-/// The answer to a refused authentication.
-pub(crate) fn challenge(c: &Challenge) -> Response {
-    if c.status == 503 {
-        // The provider is over its own bound (e.g. password hashing in flight): retry soon.
-        let mut r = rpc_error(503, None, &RpcError::overloaded());
-        r.headers_mut()
-            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
-    }
-    let mut r = empty(StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED));
-    if let Some(v) = c
-        .www_authenticate
-        .as_deref()
-        .and_then(|v| HeaderValue::from_str(v).ok())
-    {
-        r.headers_mut().insert(WWW_AUTHENTICATE, v);
-    }
-    r
-}
-
-enum BodyError {
-    TooLarge,
-    Io,
-}
-
-async fn read_limited(body: Body, headers: &HeaderMap, max: usize) -> Result<Bytes, BodyError> {
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(BodyError::TooLarge);
-    }
-    let mut stream = body.into_data_stream();
-    let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|_| BodyError::Io)?;
-        if buf.len() + chunk.len() > max {
-            return Err(BodyError::TooLarge);
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(buf))
-}
-
-fn too_large(max: usize) -> Response {
-    rpc_error(
-        413,
-        None,
-        &RpcError::invalid_request(format!("Request body exceeds {max} bytes")),
-    )
-}
-
-/// Reads a request body within [`HttpConfig::max_body_bytes`](crate::HttpConfig::max_body_bytes)
-/// (413) and [`HttpConfig::body_timeout`](crate::HttpConfig::body_timeout).
-///
-/// A body that does not arrive in time is answered `408 Request Timeout`, the status HTTP
-/// defines for "the server did not receive a complete request message within the time it was
-/// prepared to wait" (RFC 9110 §15.5.9): the request was not wrong, so a 400 would blame the
-/// client for its content, and clients and proxies know 408 may be retried on a new connection.
-/// The body is a JSON-RPC error (-32600, no id: the request was never read) with
-/// `Connection: close` (HTTP/1.1), since the rest of that body may still arrive.
-pub(crate) async fn read_body(shared: &Shared, body: Body, parts: &http::request::Parts) -> Result<Bytes, Response> {
-    let max = shared.config.max_body_bytes;
-    let timeout = shared.config.body_timeout;
-    match tokio::time::timeout(timeout, read_limited(body, &parts.headers, max)).await {
-        Ok(Ok(b)) => Ok(b),
-        Ok(Err(BodyError::TooLarge)) => Err(too_large(max)),
-        Ok(Err(BodyError::Io)) => Err(rpc_error(
-            400,
-            None,
-            &RpcError::parse_error("Could not read the request body"),
-        )),
-        Err(_) => {
-            tracing::debug!(?timeout, "request body timed out");
-            let e = RpcError::invalid_request(format!("Request body not received within {} ms", timeout.as_millis()));
-            let mut r = rpc_error(408, None, &e);
-            if parts.version < http::Version::HTTP_2 {
-                r.headers_mut()
-                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            Err(r)
-        }
-    }
-}
-
 /// Handles a POST whose Origin and Host passed.
 pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     let accepted = if shared.streams() {
@@ -170,14 +67,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     };
     if !accepted {
         let e = RpcError::invalid_request("Not Acceptable: Accept must list application/json and text/event-stream");
-        return rpc_error(406, None, &e);
+        return rpc_error(status::NOT_ACCEPTABLE, None, &e);
     }
     if !guard::is_json_body(req.headers()) {
         return unsupported_media_type();
     }
     let Some(permit) = shared.permit() else {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
-        return rpc_error(503, None, &RpcError::overloaded());
+        return overloaded();
     };
     let (parts, body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
@@ -185,16 +82,15 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         Err(c) => return challenge(&c),
     };
     let max = shared.config.max_body_bytes;
-    let bytes = match read_body(shared, body, &parts).await {
+    let bytes = match read_body(&shared.config, body, &parts).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let limits = DecodeLimits::new(max, shared.config.max_depth).with_max_batch(shared.config.max_batch);
-    let inbound = match decode(&bytes, &limits) {
+    let inbound = match decode(&bytes, &limits(&shared.config)) {
         Ok(i) => i,
         Err(DecodeError::TooLarge { .. }) => return too_large(max),
-        Err(e) if !e.wants_reply() => return empty(StatusCode::ACCEPTED),
-        Err(e) => return rpc_error(400, e.id(), &e.to_rpc_error()),
+        Err(e) if !e.wants_reply() => return empty(status::NOTHING_TO_ANSWER),
+        Err(e) => return refused(Stage::Envelope, e.id(), &e.to_rpc_error()),
     };
     let mut cx = PostCtx {
         shared: shared.clone(),
@@ -210,11 +106,11 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     match inbound {
         Inbound::Single(Message::Response(r)) => {
             engine.deliver(&peer, r).await;
-            empty(StatusCode::ACCEPTED)
+            empty(status::NOTHING_TO_ANSWER)
         }
         Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n).await {
-            Some(refused) => answer(refused),
-            None => empty(StatusCode::ACCEPTED),
+            Some(refusal) => answer(refusal),
+            None => empty(status::NOTHING_TO_ANSWER),
         },
         Inbound::Single(Message::Request(r)) => {
             let step = engine.request(&peer, r).await;

@@ -5,14 +5,17 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use mcp_protocol::event_id::{StreamEventId, parse_stream_id};
 use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
 use crate::guard;
-use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required, store_unavailable};
+use crate::headers::SESSION_HEADER;
+use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable};
+use crate::state::Shared;
+use crate::status;
 use crate::streams::hub::{self, StreamSpec};
 use crate::streams::pump;
 use crate::streams::resume::{self, Follow};
@@ -68,12 +71,12 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         return shared.method_not_allowed();
     }
     if !guard::accepts_sse(req.headers()) {
-        return empty(StatusCode::NOT_ACCEPTABLE);
+        return empty(status::NOT_ACCEPTABLE);
     }
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::verbs::post::challenge(&challenge),
+        Err(c) => return challenge(&c),
     };
     let session = match lookup(shared, &parts.headers, &auth.principal).await {
         Lookup::Absent => return session_required(),
@@ -107,7 +110,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
                     tracing::debug!(session = %session.id(), stream = number, "POST stream resumed from the shared log");
                     sse::response(rx)
                 }
-                Ok(Resumed::Nothing) => empty(StatusCode::NO_CONTENT),
+                Ok(Resumed::Nothing) => empty(status::NOTHING_TO_RESUME),
                 Err(e) => {
                     tracing::warn!(session = %session.id(), error = %e, "POST stream not resumed: store unavailable");
                     store_unavailable()
@@ -116,7 +119,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         }
         let Some(tape) = local.filter(|t| !t.consumed(cursor)) else {
             tracing::debug!(session = %session.id(), stream = number, "nothing left to resume");
-            return empty(StatusCode::NO_CONTENT);
+            return empty(status::NOTHING_TO_RESUME);
         };
         let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
         let follow = Follow {
@@ -178,7 +181,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::verbs::post::challenge(&challenge),
+        Err(c) => return challenge(&c),
     };
     let Some(raw) = parts.headers.get(SESSION_HEADER) else {
         return session_required();
@@ -191,7 +194,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
         Ok(true) => {
             shared.hub.remove(id);
             tracing::debug!(session = id, "session deleted");
-            empty(StatusCode::NO_CONTENT)
+            empty(status::SESSION_ENDED)
         }
         Ok(false) => session_not_found(),
         Err(e) => {
