@@ -1,13 +1,13 @@
-//! The transport's configuration and its errors.
+//! The transport's configuration: [`HttpConfig`] and its builder methods, and [`HttpMode`].
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_auth::{AuthProvider, NoAuth};
 use serde_json::Value;
 
+use crate::error::HttpError;
 use crate::tls;
 
 /// How the Streamable HTTP endpoint behaves. Build it with [`HttpConfig::default`] and the
@@ -480,31 +480,4 @@ impl HttpConfig {
             _ => Some(after),
         }
     }
-}
-
-/// Why the transport could not be built or could not serve.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpError {
-    /// A non-loopback bind needs an explicit `allowed_origins` list.
-    #[error("binding {addr} (not a loopback address) requires allowed_origins")]
-    AllowedOriginsRequired {
-        /// The address bound.
-        addr: SocketAddr,
-    },
-    /// An `allowed_origins` entry does not parse.
-    #[error("invalid allowed origin {0:?}: expected scheme://host[:port|:*], * or null")]
-    InvalidOrigin(String),
-    /// An `allowed_hosts` entry does not parse.
-    #[error("invalid allowed host {0:?}: expected name[:port] or *")]
-    InvalidHost(String),
-    /// A path (the endpoint's or the SSE pair's) does not start with `/`, or two paths clash.
-    #[error("invalid path {0:?}: paths must start with / and be distinct")]
-    InvalidPath(String),
-    /// The TLS certificate chain or key could not be used.
-    #[error("invalid TLS configuration: {0}")]
-    Tls(String),
-    /// The listener failed.
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
 }

@@ -6,7 +6,8 @@
 use http::HeaderMap;
 use http::header::{ACCEPT, HOST, ORIGIN};
 
-use crate::config::{HttpConfig, HttpError};
+use crate::config::HttpConfig;
+use crate::error::HttpError;
 
 /// A port in an allow-list entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -93,91 +93,38 @@
 //! lists the allowed methods, the allowed request headers (including every `mcp-param-*` a
 //! registered tool declares, recomputed when the registry changes) and the exposed ones.
 
-mod batch;
-mod call;
+mod admit;
+mod body;
 mod config;
 mod endpoint;
+mod error;
 mod guard;
-mod hub;
-mod listen;
+mod headers;
+mod metadata;
 mod pair;
-mod post;
-mod pump;
-mod resume;
+mod response;
+mod routes;
 mod server;
-mod session;
-mod shared_stream;
-mod sse;
 mod state;
+mod status;
+mod streams;
 mod tls;
+mod verbs;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::response::Response;
-use axum::routing::any;
-use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL};
-use http::{HeaderValue, Method, StatusCode};
-use mcp_protocol::RpcError;
 use mcp_runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{HttpConfig, HttpError, HttpMode};
+pub use config::{HttpConfig, HttpMode};
 pub use endpoint::{Endpoint, EndpointHandle};
+pub use error::HttpError;
 pub use server::serve;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
 pub use tokio_rustls::rustls;
 
-use crate::guard::{HostPolicy, OriginPolicy};
-use crate::state::{Shared, empty, json, rpc_error};
-
-/// The RFC 9728 well-known path of the protected-resource metadata document.
-const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// Builds the shared state; `bind` is the listening address when known.
-fn shared(
-    runtime: Arc<Runtime>,
-    config: HttpConfig,
-    bind: Option<SocketAddr>,
-    shutdown: CancellationToken,
-) -> Result<Arc<Shared>, HttpError> {
-    let mut paths = vec![config.path.as_str()];
-    if let Some((sse, message)) = &config.sse_pair {
-        paths.extend([sse.as_str(), message.as_str()]);
-    }
-    for (i, p) in paths.iter().enumerate() {
-        if !p.starts_with('/') || paths[..i].contains(p) {
-            return Err(HttpError::InvalidPath((*p).to_owned()));
-        }
-    }
-    let loopback = bind.is_none_or(|a| a.ip().is_loopback());
-    if let (Some(addr), false, None) = (bind, loopback, &config.allowed_origins) {
-        return Err(HttpError::AllowedOriginsRequired { addr });
-    }
-    let origins = OriginPolicy::new(&config, loopback)?;
-    let hosts = HostPolicy::new(&config, loopback)?;
-    Ok(Arc::new(Shared::new(runtime, config, origins, hosts, shutdown)))
-}
-
-fn routes(shared: Arc<Shared>) -> Router {
-    let config = &shared.config;
-    let mut router = Router::new().route(&config.path, any(entry));
-    if let Some((sse, message)) = &config.sse_pair {
-        router = router
-            .route(sse, any(pair::stream_entry))
-            .route(message, any(pair::message_entry));
-    }
-    if config.resource_metadata.is_some() {
-        router = router.route(RESOURCE_METADATA_PATH, any(resource_metadata));
-        if config.path != "/" {
-            let suffixed = format!("{RESOURCE_METADATA_PATH}{}", config.path);
-            router = router.route(&suffixed, any(resource_metadata));
-        }
-    }
-    router.with_state(shared)
-}
+use crate::state::Shared;
 
 /// The MCP endpoint as an `axum::Router`, to merge or nest into an application, with the
 /// [`EndpointHandle`] that shuts it down (see [`Endpoint`] for the whole pattern).
@@ -206,11 +153,11 @@ fn routes(shared: Arc<Shared>) -> Router {
 /// built inside a Tokio runtime). Request extensions set by the application's middleware reach
 /// handlers through `Ctx::extensions`.
 pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, HttpError> {
-    let shared = shared(runtime, config, None, CancellationToken::new())?;
+    let shared = Shared::build(runtime, config, None, CancellationToken::new())?;
     if tokio::runtime::Handle::try_current().is_ok() {
         shared.ensure_started();
     }
-    Ok(Endpoint::new(routes(shared.clone()), shared))
+    Ok(Endpoint::new(routes::build(shared.clone()), shared))
 }
 
 /// The MCP endpoint as an `axum::Router` alone: [`endpoint`] without its handle, so it cannot
@@ -218,86 +165,4 @@ pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, H
 /// [`endpoint`]; every caveat listed there applies.
 pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
     endpoint(runtime, config).map(Endpoint::into_router)
-}
-
-/// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers).
-/// The host is the target's authority when it has one (absolute form, HTTP/2 `:authority`),
-/// else the `Host` header; two `Host` headers, or an HTTP/2 `Host` that disagrees with
-/// `:authority`, are a malformed request (400). Returns the origin to echo in the CORS headers.
-pub(crate) fn admit(shared: &Arc<Shared>, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
-    shared.ensure_started();
-    let headers = req.headers();
-    let origin = guard::origin_of(headers);
-    let host = match guard::host_of(headers, req.uri(), req.version()) {
-        Ok(host) => host,
-        Err(bad) => {
-            tracing::debug!(?bad, "request refused: malformed Host");
-            return Err(Box::new(rpc_error(
-                400,
-                None,
-                &RpcError::invalid_request("Bad Request: duplicate or conflicting Host"),
-            )));
-        }
-    };
-    if !shared.origins.allows(origin) || !shared.hosts.allows(host) {
-        tracing::debug!(origin = ?origin.map(String::from_utf8_lossy), "request refused: origin or host not allowed");
-        return Err(Box::new(rpc_error(
-            403,
-            None,
-            &RpcError::invalid_request("Forbidden: origin or host not allowed"),
-        )));
-    }
-    Ok(origin.and_then(|o| HeaderValue::from_bytes(o).ok()))
-}
-
-/// Adds the CORS headers for a validated origin.
-pub(crate) fn with_cors(shared: &Shared, mut resp: Response, cors: Option<HeaderValue>) -> Response {
-    if let Some(o) = cors {
-        shared.apply_cors(resp.headers_mut(), o);
-    }
-    resp
-}
-
-/// Every verb of the endpoint: Origin and Host first, then the verb, then CORS.
-async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    let cors = match admit(&shared, &req) {
-        Ok(c) => c,
-        Err(r) => return *r,
-    };
-    let streamable = shared.config.mode == HttpMode::Streamable;
-    let resp = match *req.method() {
-        Method::POST => post::handle(&shared, req).await,
-        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
-        Method::GET if streamable => session::get(&shared, req).await,
-        Method::DELETE if streamable => session::delete(&shared, req).await,
-        _ => shared.method_not_allowed(),
-    };
-    with_cors(&shared, resp, cors)
-}
-
-/// The RFC 9728 document: public, cacheable, served before the Origin check.
-async fn resource_metadata(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    let Some(doc) = &shared.config.resource_metadata else {
-        return empty(StatusCode::NOT_FOUND);
-    };
-    let mut resp = match *req.method() {
-        Method::GET | Method::HEAD => {
-            let body = serde_json::to_vec(&**doc).unwrap_or_default();
-            let mut r = json(StatusCode::OK, body);
-            r.headers_mut()
-                .insert(CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
-            r
-        }
-        Method::OPTIONS => empty(StatusCode::NO_CONTENT),
-        _ => {
-            let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-            r.headers_mut()
-                .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
-            r
-        }
-    };
-    // Public metadata carries no credential: any page may read it.
-    resp.headers_mut()
-        .insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    resp
 }

@@ -48,7 +48,10 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::{HttpConfig, HttpError};
+use crate::config::HttpConfig;
+use crate::error::HttpError;
+use crate::routes;
+use crate::state::Shared;
 use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
@@ -160,9 +163,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr()?;
-    let shared = crate::shared(runtime, config, Some(addr), shutdown.child_token())?;
+    let shared = Shared::build(runtime, config, Some(addr), shutdown.child_token())?;
     shared.ensure_started();
-    let app = crate::routes(shared.clone());
+    let app = routes::build(shared.clone());
     let tls = shared.config.tls.clone().map(TlsAcceptor::from);
     let max = shared.config.max_connections;
     let conns = Conns::new(max, Clock::new());

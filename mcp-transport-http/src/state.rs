@@ -1,35 +1,34 @@
-//! What every request of one endpoint shares, the in-flight cap, CORS, and the helpers that
-//! build answers.
+//! What every request of one endpoint shares ([`Shared`]): the runtime and its engine, the
+//! configuration and its Origin and Host policies, the session event hub, the open 2024-11-05
+//! pairs, the in-flight cap, the CORS headers, the tasks a graceful shutdown waits for, and the
+//! idle-session sweep. Its parts live below it; it imports no verb.
+
+mod cors;
+mod pairs;
+mod permit;
+
+pub(crate) use pairs::{Pair, Pairs};
+pub(crate) use permit::Permit;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::response::Response;
-use http::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, VARY};
-use http::{HeaderMap, StatusCode};
-use mcp_protocol::error::{Stage, status_at};
-use mcp_protocol::headers::param_header_names;
-use mcp_protocol::jsonrpc::encode_error;
-use mcp_protocol::{Era, RequestId, RpcError};
-use mcp_runtime::registry::Catalog;
+use http::{HeaderMap, HeaderValue};
 use mcp_runtime::{Engine, Runtime};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{HttpConfig, HttpMode};
+use crate::error::HttpError;
 use crate::guard::{HostPolicy, OriginPolicy};
-use crate::hub::Hub;
-use crate::pair::Pairs;
-
-/// The lowercase name of the session header.
-pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
-
-const BASE_ALLOW_HEADERS: &str =
-    "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
-const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+use crate::response;
+use crate::streams::hub::Hub;
+use cors::AllowHeaders;
+use permit::InFlight;
 
 /// The state of one endpoint.
 pub(crate) struct Shared {
@@ -55,13 +54,39 @@ pub(crate) struct Shared {
     draining: AtomicBool,
     /// Whether the background tasks (registry fan-out, session sweep) were started.
     started: AtomicBool,
-    in_flight: Arc<AtomicUsize>,
-    allow_headers: Mutex<Option<(Arc<Catalog>, HeaderValue)>>,
+    in_flight: InFlight,
+    allow_headers: AllowHeaders,
 }
 
 impl Shared {
+    /// Checks the configuration and builds the state of an endpoint; `bind` is the listening
+    /// address when known (a non-loopback one needs an explicit origin list).
+    pub(crate) fn build(
+        runtime: Arc<Runtime>,
+        config: HttpConfig,
+        bind: Option<SocketAddr>,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Shared>, HttpError> {
+        let mut paths = vec![config.path.as_str()];
+        if let Some((sse, message)) = &config.sse_pair {
+            paths.extend([sse.as_str(), message.as_str()]);
+        }
+        for (i, p) in paths.iter().enumerate() {
+            if !p.starts_with('/') || paths[..i].contains(p) {
+                return Err(HttpError::InvalidPath((*p).to_owned()));
+            }
+        }
+        let loopback = bind.is_none_or(|a| a.ip().is_loopback());
+        if let (Some(addr), false, None) = (bind, loopback, &config.allowed_origins) {
+            return Err(HttpError::AllowedOriginsRequired { addr });
+        }
+        let origins = OriginPolicy::new(&config, loopback)?;
+        let hosts = HostPolicy::new(&config, loopback)?;
+        Ok(Arc::new(Shared::new(runtime, config, origins, hosts, shutdown)))
+    }
+
     /// The state of an endpoint.
-    pub(crate) fn new(
+    fn new(
         runtime: Arc<Runtime>,
         config: HttpConfig,
         origins: OriginPolicy,
@@ -83,8 +108,8 @@ impl Shared {
             drained: CancellationToken::new(),
             draining: AtomicBool::new(false),
             started: AtomicBool::new(false),
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            allow_headers: Mutex::new(None),
+            in_flight: InFlight::default(),
+            allow_headers: AllowHeaders::default(),
         }
     }
 
@@ -161,57 +186,13 @@ impl Shared {
     /// Takes `n` slots of the in-flight cap at once (the requests of a batch), or `None` (and
     /// nothing taken) when they do not all fit.
     pub(crate) fn permits(&self, n: usize) -> Option<Permit> {
-        let total = self.in_flight.fetch_add(n, Ordering::AcqRel) + n;
-        if total > self.config.max_in_flight {
-            self.in_flight.fetch_sub(n, Ordering::AcqRel);
-            return None;
-        }
-        Some(Permit(self.in_flight.clone(), n))
-    }
-
-    /// The CORS allow-list of request headers: the fixed ones plus every registered
-    /// `mcp-param-*` (recomputed when the catalog changes).
-    fn allow_headers(&self) -> HeaderValue {
-        let catalog = self.runtime.registry().snapshot();
-        let mut cache = self.allow_headers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((c, v)) = cache.as_ref()
-            && Arc::ptr_eq(c, &catalog)
-        {
-            return v.clone();
-        }
-        let mut names: Vec<String> = Vec::new();
-        for tool in catalog.tools() {
-            for name in param_header_names(&tool.param_headers) {
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-        let mut value = BASE_ALLOW_HEADERS.to_owned();
-        for n in names {
-            value.push_str(", ");
-            value.push_str(&n);
-        }
-        let value = HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(BASE_ALLOW_HEADERS));
-        *cache = Some((catalog, value.clone()));
-        value
+        self.in_flight.take(n, self.config.max_in_flight)
     }
 
     /// Adds the CORS headers for a validated `Origin`.
     pub(crate) fn apply_cors(&self, headers: &mut HeaderMap, origin: HeaderValue) {
-        use http::header::{
-            ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-            ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
-        };
-        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-        headers.append(VARY, HeaderValue::from_static("Origin"));
-        headers.insert(
-            ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static(self.allowed_methods()),
-        );
-        headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, self.allow_headers());
-        headers.insert(ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
-        headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+        self.allow_headers
+            .apply(&self.runtime, headers, origin, self.allowed_methods());
     }
 
     /// The methods served on the endpoint (for `Allow`).
@@ -225,66 +206,8 @@ impl Shared {
 
     /// 405 with `Allow`.
     pub(crate) fn method_not_allowed(&self) -> Response {
-        let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
-        r.headers_mut()
-            .insert(ALLOW, HeaderValue::from_static(self.allowed_methods()));
-        r
+        response::not_allowed(self.allowed_methods())
     }
-}
-
-/// Slots of the in-flight cap (one per request), released when dropped.
-#[derive(Debug)]
-pub(crate) struct Permit(Arc<AtomicUsize>, usize);
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        self.0.fetch_sub(self.1, Ordering::AcqRel);
-    }
-}
-
-/// A response with a status and no body.
-pub(crate) fn empty(status: StatusCode) -> Response {
-    let mut r = Response::new(Body::empty());
-    *r.status_mut() = status;
-    r
-}
-
-/// A JSON response.
-pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
-
-/// A JSON-RPC error response with an HTTP status.
-pub(crate) fn rpc_error(status: u16, id: Option<&RequestId>, error: &RpcError) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    json(status, encode_error(id, error))
-}
-
-/// A session failure outside the engine's pipeline (GET, DELETE, the pair's message path),
-/// with the status `mcp-protocol` gives it.
-fn session_error(e: &RpcError) -> Response {
-    rpc_error(status_at(Stage::Session, Era::Legacy, e.code), None, e)
-}
-
-/// The answer for an unknown, deleted or another principal's session: always the same 404.
-pub(crate) fn session_not_found() -> Response {
-    session_error(&RpcError::session_not_found())
-}
-
-/// The answer for a legacy request without `Mcp-Session-Id`.
-pub(crate) fn session_required() -> Response {
-    session_error(&RpcError::session_required())
-}
-
-/// The answer when the shared store a session request needs cannot be reached: 503, so that the
-/// client retries (the session may well exist).
-pub(crate) fn store_unavailable() -> Response {
-    let e = RpcError::store_unavailable();
-    rpc_error(status_at(Stage::Overload, Era::Legacy, e.code), None, &e)
 }
 
 /// Expires idle sessions every [`HttpConfig::session_sweep_interval`], until the endpoint shuts

@@ -10,7 +10,7 @@ use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::config::HttpError;
+use crate::error::HttpError;
 
 /// The ALPN protocols offered, in order of preference.
 pub(crate) fn alpn() -> Vec<Vec<u8>> {

@@ -1,5 +1,6 @@
 //! The legacy GET stream: per-session event buffers, the fan-out of registry changes, replay
-//! after `Last-Event-ID`, and the stream's [`Feed`] (run by the [`pump`](mod@crate::pump)).
+//! after `Last-Event-ID`, and the stream's [`Feed`] (run by the
+//! [`pump`](mod@crate::streams::pump)).
 //!
 //! A session gets its channel when it first needs one (its first GET stream, resumable POST
 //! stream or session-targeted notification); from then on events raised while no GET stream is
@@ -26,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use mcp_protocol::event_id::seq_id;
 
-use crate::pump::{self, Feed, Next};
-use crate::resume::Streams;
-use crate::sse;
+use crate::streams::pump::{self, Feed, Next};
+use crate::streams::resume::Streams;
+use crate::streams::sse;
 
 /// The buffered events of one session.
 #[derive(Debug, Default)]

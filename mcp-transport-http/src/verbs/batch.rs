@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use http::StatusCode;
 use mcp_protocol::RpcError;
 use mcp_runtime::Sink;
 use mcp_runtime::engine::BatchStep;
 
-use crate::post::answer;
-use crate::state::{Permit, Shared, empty, json, rpc_error};
+use crate::response::{answer, empty, json, overloaded, rpc_error};
+use crate::state::{Permit, Shared};
+use crate::status;
 
 /// Answers a batch the engine checked.
 pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -> Response {
@@ -25,7 +25,7 @@ pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -
     // Every request of the batch counts against the in-flight cap (the POST holds one slot).
     let Some(more) = shared.permits(batch.calls().saturating_sub(1)) else {
         tracing::warn!(requests = batch.calls(), "batch refused: too many requests in flight");
-        return rpc_error(503, None, &RpcError::overloaded());
+        return overloaded();
     };
     let job = shared.tracker.spawn(async move {
         let _permits = (permit, more);
@@ -33,12 +33,12 @@ pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -
     });
     match job.await {
         Ok(done) => match done.frame {
-            Some(frame) => json(StatusCode::OK, frame),
-            None => empty(StatusCode::ACCEPTED),
+            Some(frame) => json(status::BATCH_ANSWERED, frame),
+            None => empty(status::NOTHING_TO_ANSWER),
         },
         Err(e) => {
             tracing::error!(error = %e, "batch task failed");
-            rpc_error(500, None, &RpcError::internal())
+            rpc_error(status::TASK_FAILED, None, &RpcError::internal())
         }
     }
 }

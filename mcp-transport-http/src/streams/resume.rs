@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use mcp_runtime::Session;
 
-use crate::pump::{self, Feed, Next, Outcome};
-use crate::sse;
+use crate::streams::pump::{self, Feed, Next, Outcome};
+use crate::streams::sse;
 
 /// Finished, undelivered streams kept per session for a late resumption.
 pub(crate) const RETAINED: usize = 16;

@@ -19,9 +19,9 @@ use mcp_runtime::Session;
 use mcp_runtime::store::{EventLog, Replay, StoreError, StreamKey};
 use tokio::sync::watch;
 
-use crate::hub::{Channel, push_events};
-use crate::pump::{Feed, Next};
-use crate::sse;
+use crate::streams::hub::{Channel, push_events};
+use crate::streams::pump::{Feed, Next};
+use crate::streams::sse;
 
 /// The [`Feed`] of a shared session's GET stream.
 pub(crate) struct SharedLive {

@@ -3,18 +3,18 @@
 //! request) — every frame of a call travels on that call's own stream.
 //!
 //! The dispatch runs in its own task. A legacy call of a session streams through a resumable
-//! [`Tape`](crate::resume::Tape) (priming event, ids, `Last-Event-ID` resumption): a client that
-//! disconnects does not cancel it, and finds the rest of the stream when it resumes. A legacy
-//! call without a session streams plainly (its frames are dropped when the client leaves). A
-//! modern request is cancelled when its client goes away: a drop guard on the request's token
-//! lives in the response future, then in the stream pump. In the simple mode nothing streams.
+//! [`Tape`](crate::streams::resume::Tape) (priming event, ids, `Last-Event-ID` resumption): a
+//! client that disconnects does not cancel it, and finds the rest of the stream when it
+//! resumes. A legacy call without a session streams plainly (its frames are dropped when the
+//! client leaves). A modern request is cancelled when its client goes away: a drop guard on the
+//! request's token lives in the response future, then in the stream pump. In the simple mode
+//! nothing streams.
 
 use std::sync::Arc;
 use std::task::Poll;
 
 use axum::body::Bytes;
 use axum::response::Response;
-use http::StatusCode;
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
 use mcp_runtime::{Call, Completed, Frame, Session, Sink};
@@ -23,9 +23,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::DropGuard;
 
-use crate::resume::{self, Follow, Streams, Tape};
-use crate::sse;
-use crate::state::{Permit, Shared, json, rpc_error};
+use crate::response::{json, rpc_error};
+use crate::state::{Permit, Shared};
+use crate::status;
+use crate::streams::resume::{self, Follow, Streams, Tape};
+use crate::streams::sse;
 
 /// Runs a call the engine prepared and answers it.
 pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -> Response {
@@ -186,14 +188,14 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
 fn json_reply(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> Response {
     match r {
         Ok(done) => match done.frame() {
-            Some(body) => json(StatusCode::from_u16(done.status()).unwrap_or(StatusCode::OK), body),
+            Some(body) => json(status::completed(done.status()), body),
             // A cancelled call gets no JSON-RPC answer: an SSE stream that ends at once
             // (behaviour invariant 13; see `sse::ended`).
             None => sse::ended(),
         },
         Err(e) => {
             tracing::error!(%id, error = %e, "request task failed");
-            rpc_error(500, Some(id), &RpcError::internal())
+            rpc_error(status::TASK_FAILED, Some(id), &RpcError::internal())
         }
     }
 }

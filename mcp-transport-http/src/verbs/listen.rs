@@ -1,10 +1,10 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived POST answered with an SSE stream.
 //!
 //! The runtime registers the subscription before it builds the acknowledgement; the stream (a
-//! [`Feed`] run by the [`pump`](mod@crate::pump)) writes that acknowledgement first, then every
-//! notification of the subscription, with keep-alive comments in between. The client ends a
-//! subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a server
-//! that shuts down writes the completion result, then closes.
+//! [`Feed`] run by the [`pump`](mod@crate::streams::pump)) writes that acknowledgement first,
+//! then every notification of the subscription, with keep-alive comments in between. The client
+//! ends a subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a
+//! server that shuts down writes the completion result, then closes.
 
 use std::sync::Arc;
 
@@ -13,9 +13,9 @@ use axum::response::Response;
 use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
 
-use crate::pump::{self, Feed, Next};
-use crate::sse;
 use crate::state::{Permit, Shared};
+use crate::streams::pump::{self, Feed, Next};
+use crate::streams::sse;
 
 /// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
 /// The response body is the pump ([`pump::body`]): no task and no channel per stream, since a

@@ -51,7 +51,7 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::sse;
+use crate::streams::sse;
 
 /// The shortest keep-alive interval: a smaller configured one (even zero) is raised to this.
 pub(crate) const MIN_KEEP_ALIVE: Duration = Duration::from_millis(10);

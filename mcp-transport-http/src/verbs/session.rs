@@ -5,18 +5,22 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use mcp_protocol::event_id::{StreamEventId, parse_stream_id};
 use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
-use crate::hub::{self, StreamSpec};
-use crate::pump;
-use crate::resume::{self, Follow};
-use crate::shared_stream::{Resumed, SharedLive, SharedTape};
-use crate::state::{SESSION_HEADER, Shared, empty, session_not_found, session_required, store_unavailable};
-use crate::{guard, sse};
+use crate::guard;
+use crate::headers::SESSION_HEADER;
+use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable};
+use crate::state::Shared;
+use crate::status;
+use crate::streams::hub::{self, StreamSpec};
+use crate::streams::pump;
+use crate::streams::resume::{self, Follow};
+use crate::streams::shared_stream::{Resumed, SharedLive, SharedTape};
+use crate::streams::sse;
 
 /// The session a request names.
 pub(crate) enum Lookup {
@@ -67,12 +71,12 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         return shared.method_not_allowed();
     }
     if !guard::accepts_sse(req.headers()) {
-        return empty(StatusCode::NOT_ACCEPTABLE);
+        return empty(status::NOT_ACCEPTABLE);
     }
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::post::challenge(&challenge),
+        Err(c) => return challenge(&c),
     };
     let session = match lookup(shared, &parts.headers, &auth.principal).await {
         Lookup::Absent => return session_required(),
@@ -106,7 +110,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
                     tracing::debug!(session = %session.id(), stream = number, "POST stream resumed from the shared log");
                     sse::response(rx)
                 }
-                Ok(Resumed::Nothing) => empty(StatusCode::NO_CONTENT),
+                Ok(Resumed::Nothing) => empty(status::NOTHING_TO_RESUME),
                 Err(e) => {
                     tracing::warn!(session = %session.id(), error = %e, "POST stream not resumed: store unavailable");
                     store_unavailable()
@@ -115,7 +119,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         }
         let Some(tape) = local.filter(|t| !t.consumed(cursor)) else {
             tracing::debug!(session = %session.id(), stream = number, "nothing left to resume");
-            return empty(StatusCode::NO_CONTENT);
+            return empty(status::NOTHING_TO_RESUME);
         };
         let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
         let follow = Follow {
@@ -177,7 +181,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let auth = match shared.config.auth.authenticate(&parts).await {
         Ok(a) => a,
-        Err(challenge) => return crate::post::challenge(&challenge),
+        Err(c) => return challenge(&c),
     };
     let Some(raw) = parts.headers.get(SESSION_HEADER) else {
         return session_required();
@@ -190,7 +194,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
         Ok(true) => {
             shared.hub.remove(id);
             tracing::debug!(session = id, "session deleted");
-            empty(StatusCode::NO_CONTENT)
+            empty(status::SESSION_ENDED)
         }
         Ok(false) => session_not_found(),
         Err(e) => {

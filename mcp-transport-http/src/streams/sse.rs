@@ -1,9 +1,9 @@
 //! Server-Sent Events framing and the streamed response body.
 //!
 //! Every JSON-RPC message is one `data:` line (compact JSON never holds a raw newline). Streams
-//! are fed by a [`pump`](crate::pump) task through a bounded channel; the body ends when the
-//! pump drops its sender, and the pump sees the client leave when the body (the receiver) is
-//! dropped.
+//! are fed by a [`pump`](crate::streams::pump) task through a bounded channel; the body ends
+//! when the pump drops its sender, and the pump sees the client leave when the body (the
+//! receiver) is dropped.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -72,7 +72,7 @@ pub(crate) fn response(rx: mpsc::Receiver<Bytes>) -> Response {
     with_body(Body::from_stream(stream))
 }
 
-/// A `200 text/event-stream` response with `body` (a [`pump::body`](crate::pump::body)).
+/// A `200 text/event-stream` response with `body` (a [`pump::body`](crate::streams::pump::body)).
 pub(crate) fn with_body(body: Body) -> Response {
     let mut r = Response::new(body);
     let h = r.headers_mut();

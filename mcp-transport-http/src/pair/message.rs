@@ -1,0 +1,151 @@
+//! The message path of the 2024-11-05 pair: each POST names its pair (`sessionId`), is
+//! answered `202` once its message is handed to the engine, and the answer travels on the
+//! pair's stream.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::Method;
+use mcp_protocol::error::Stage;
+use mcp_protocol::jsonrpc::{Inbound, decode};
+use mcp_protocol::{Message, RpcError};
+use mcp_runtime::engine::BatchStep;
+use mcp_runtime::{Peer, Session, Sessions, Sink, Step};
+
+use crate::admit::{admit, with_cors};
+use crate::body::{limits, read_body};
+use crate::guard;
+use crate::response::{
+    answer, challenge, empty, not_allowed, overloaded, refused, session_not_found, unsupported_media_type,
+};
+use crate::state::{Pair, Shared};
+use crate::status;
+
+/// Every verb on the message path: Origin and Host first, then POST delivers a message.
+pub(crate) async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let cors = match admit(&shared, &req) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    let resp = match *req.method() {
+        Method::POST => post(&shared, req).await,
+        Method::OPTIONS => empty(status::PREFLIGHT),
+        _ => not_allowed("POST, OPTIONS"),
+    };
+    with_cors(&shared, resp, cors)
+}
+
+/// The `sessionId` query parameter.
+fn session_param(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .filter(|v| !v.is_empty())
+}
+
+/// Hands a POSTed message of a pair to the engine; its answer goes to the pair's stream.
+async fn post(shared: &Arc<Shared>, req: Request) -> Response {
+    if !guard::is_json_body(req.headers()) {
+        return unsupported_media_type();
+    }
+    let (parts, body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => Arc::new(a),
+        Err(c) => return challenge(&c),
+    };
+    let Some(id) = session_param(parts.uri.query()) else {
+        return refused(
+            Stage::Session,
+            None,
+            &RpcError::invalid_request("sessionId query parameter required"),
+        );
+    };
+    let Some(pair) = shared.pairs.get(id, &auth.principal) else {
+        return session_not_found();
+    };
+    let Some(permit) = shared.permit() else {
+        tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
+        return overloaded();
+    };
+    let bytes = match read_body(&shared.config, body, &parts).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let inbound = match decode(&bytes, &limits(&shared.config)) {
+        Ok(i) => i,
+        Err(e) if !e.wants_reply() => return empty(status::NOTHING_TO_ANSWER),
+        Err(e) => return refused(Stage::Envelope, e.id(), &e.to_rpc_error()),
+    };
+    // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
+    // body, and the pair serves the legacy revisions only.
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_extensions(parts.extensions);
+    peer.legacy_only = true;
+    let engine = &shared.engine;
+    match inbound {
+        Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r).await,
+        Inbound::Single(Message::Notification(n)) => {
+            engine.notification(&peer, &n).await;
+        }
+        Inbound::Single(Message::Request(r)) => match engine.request(&peer, r).await {
+            // Written before the 202, so that a session `initialize` minted exists when the
+            // client sends its next message.
+            Step::Answer(a) => {
+                if let Some(session) = &a.session {
+                    joined(shared, &pair, session);
+                }
+                pair.push(a.frame).await;
+            }
+            Step::Call(call) => {
+                let out = pair.clone();
+                shared.tracker.spawn(async move {
+                    let _permit = permit;
+                    let done = call.run(Sink::new(out.out.clone())).await;
+                    if let Some(frame) = done.frame() {
+                        out.push(frame).await;
+                    }
+                });
+            }
+            Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
+        },
+        Inbound::Batch(items) => match engine.batch(&peer, items).await {
+            BatchStep::Answer(a) => return answer(a),
+            BatchStep::Run(batch) => {
+                let out = pair.clone();
+                shared.tracker.spawn(async move {
+                    let _permit = permit;
+                    let done = batch.run(Sink::new(out.out.clone())).await;
+                    if let Some(frame) = done.frame {
+                        out.push(frame).await;
+                    }
+                });
+            }
+        },
+    }
+    empty(status::NOTHING_TO_ANSWER)
+}
+
+/// The pair's session exists: its events reach the stream from now on.
+fn joined(shared: &Shared, pair: &Pair, session: &Arc<Session>) {
+    pair.joined.send_replace(Some(shared.hub.channel(session)));
+    if pair.ended().is_cancelled() {
+        // The stream ended meanwhile: the session must not outlive it.
+        session.close();
+        shared.hub.remove(session.id());
+    }
+    tracing::debug!(revision = %session.revision(), "HTTP+SSE session initialized");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_parameter() {
+        assert_eq!(session_param(Some("sessionId=mcp_1")), Some("mcp_1"));
+        assert_eq!(session_param(Some("a=b&sessionId=x")), Some("x"));
+        assert_eq!(session_param(Some("sessionId=")), None);
+        assert_eq!(session_param(Some("session=x")), None);
+        assert_eq!(session_param(None), None);
+    }
+}

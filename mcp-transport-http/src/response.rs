@@ -1,0 +1,108 @@
+//! The responses this crate builds outside a stream: empty and JSON bodies, JSON-RPC errors with
+//! the status [`status`] gives them, the refusals every verb shares (sessions,
+//! overload, authentication, media type, verbs), and the HTTP form of an engine's [`Answer`].
+
+use axum::body::Body;
+use axum::response::Response;
+use http::StatusCode;
+use http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use mcp_auth::Challenge;
+use mcp_protocol::error::Stage;
+use mcp_protocol::jsonrpc::encode_error;
+use mcp_protocol::{RequestId, RpcError};
+use mcp_runtime::Answer;
+
+use crate::headers::SESSION_HEADER;
+use crate::status;
+
+/// A response with a status and no body.
+pub(crate) fn empty(status: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// A JSON-RPC error response with an HTTP status.
+pub(crate) fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response {
+    json(status, encode_error(id, error))
+}
+
+/// A JSON-RPC error this crate raises at `stage`, with the status the protocol gives it there.
+pub(crate) fn refused(stage: Stage, id: Option<&RequestId>, error: &RpcError) -> Response {
+    rpc_error(status::at(stage, error.code), id, error)
+}
+
+/// The answer for an unknown, deleted or another principal's session: always the same 404.
+pub(crate) fn session_not_found() -> Response {
+    refused(Stage::Session, None, &RpcError::session_not_found())
+}
+
+/// The answer for a legacy request without `Mcp-Session-Id`.
+pub(crate) fn session_required() -> Response {
+    refused(Stage::Session, None, &RpcError::session_required())
+}
+
+/// The answer when the shared store a session request needs cannot be reached: 503, so that the
+/// client retries (the session may well exist).
+pub(crate) fn store_unavailable() -> Response {
+    refused(Stage::Overload, None, &RpcError::store_unavailable())
+}
+
+/// The answer when the in-flight cap (or another server-wide bound) is reached: 503.
+pub(crate) fn overloaded() -> Response {
+    rpc_error(status::overload(), None, &RpcError::overloaded())
+}
+
+/// 405 with `Allow`: the verbs the route serves.
+pub(crate) fn not_allowed(allow: &'static str) -> Response {
+    let mut r = empty(status::VERB_NOT_SERVED);
+    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// 415: a POST whose body is not declared `application/json`.
+pub(crate) fn unsupported_media_type() -> Response {
+    let e = RpcError::invalid_request("Unsupported Media Type: Content-Type must be application/json");
+    rpc_error(status::NOT_JSON, None, &e)
+}
+
+/// The answer to a refused authentication.
+pub(crate) fn challenge(c: &Challenge) -> Response {
+    let status = status::challenge(c.status);
+    if status == status::overload() {
+        // The provider is over its own bound (e.g. password hashing in flight): retry soon.
+        let mut r = overloaded();
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
+    let mut r = empty(status);
+    if let Some(v) = c
+        .www_authenticate
+        .as_deref()
+        .and_then(|v| HeaderValue::from_str(v).ok())
+    {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// The HTTP response of an answer the engine gave at once (with `Mcp-Session-Id` when
+/// `initialize` minted a session).
+pub(crate) fn answer(a: Answer) -> Response {
+    let mut resp = json(status::answer(a.status), a.frame);
+    if let Some(session) = a.session
+        && let Ok(value) = HeaderValue::from_str(session.id())
+    {
+        resp.headers_mut().insert(SESSION_HEADER, value);
+    }
+    resp
+}

@@ -1,0 +1,159 @@
+//! Every HTTP status this crate answers with, chosen in one place.
+//!
+//! A status that follows from a JSON-RPC error is `mcp-protocol`'s
+//! ([`mcp_protocol::error::status_at`], the one mapping): the engine hands it back with its
+//! answers and completed calls ([`answer`], [`completed`]), and the few errors this crate raises
+//! itself take it from the same mapping ([`at`]). What the protocol does not map is the
+//! transport's own: what HTTP, CORS and the MCP transport specifications say about verbs, bodies
+//! and streams. Each of those is named once below, with the reason for its number. An SSE
+//! stream is HTTP's default `200 OK`, set by nothing here.
+
+use http::StatusCode;
+use mcp_protocol::error::{Stage, status_at};
+use mcp_protocol::{Era, RpcError};
+
+/// The status of an error this crate raises at `stage` of the pipeline (the envelope, a
+/// session, a server-wide bound), from the protocol's mapping. These stages answer alike in
+/// both eras; the legacy era is the one whose sessions and envelopes are checked here.
+pub(crate) fn at(stage: Stage, code: i32) -> StatusCode {
+    numbered(status_at(stage, Era::Legacy, code), StatusCode::BAD_REQUEST)
+}
+
+/// The status of a server-wide bound reached (the in-flight cap, an `AuthProvider` over its own
+/// bound), from the protocol's mapping: 503, so that the client retries later.
+pub(crate) fn overload() -> StatusCode {
+    at(Stage::Overload, RpcError::overloaded().code)
+}
+
+/// The status of an answer the engine gave at once (`Answer::status`, a refusal or an immediate
+/// reply).
+pub(crate) fn answer(status: u16) -> StatusCode {
+    numbered(status, StatusCode::BAD_REQUEST)
+}
+
+/// The status of a call's reply (`Completed::status`).
+pub(crate) fn completed(status: u16) -> StatusCode {
+    numbered(status, StatusCode::OK)
+}
+
+/// The status of a refused authentication, as the `AuthProvider`'s challenge gives it.
+pub(crate) fn challenge(status: u16) -> StatusCode {
+    numbered(status, StatusCode::UNAUTHORIZED)
+}
+
+/// A status handed over as a number, or `otherwise` when it is no valid status code.
+fn numbered(status: u16, otherwise: StatusCode) -> StatusCode {
+    StatusCode::from_u16(status).unwrap_or(otherwise)
+}
+
+/// `202 Accepted`, empty: input that expects no answer on this response (a notification, a
+/// client's response, a batch of them, an undecodable message that wanted no reply). The
+/// Streamable HTTP transport says so for notifications and responses, in every mode
+/// (behaviour invariant 5); on the 2024-11-05 pair every message is acknowledged so, its answer
+/// travelling on the pair's stream (invariant 22).
+pub(crate) const NOTHING_TO_ANSWER: StatusCode = StatusCode::ACCEPTED;
+
+/// `200 OK`: the JSON array answering a batch. Its answers travel together, each with its own
+/// result or error (JSON-RPC 2.0 §6), so the response as a whole is a success.
+pub(crate) const BATCH_ANSWERED: StatusCode = StatusCode::OK;
+
+/// `200 OK`: the RFC 9728 protected-resource metadata document (RFC 9728 §3.2).
+pub(crate) const DOCUMENT: StatusCode = StatusCode::OK;
+
+/// `204 No Content`: the answer to `OPTIONS`, a CORS preflight (the Fetch standard asks for an
+/// "ok status", 200–299; the CORS headers are added beside it).
+pub(crate) const PREFLIGHT: StatusCode = StatusCode::NO_CONTENT;
+
+/// `204 No Content`: DELETE ended the session (RFC 9110 §9.3.5: a successful DELETE with
+/// nothing to say).
+pub(crate) const SESSION_ENDED: StatusCode = StatusCode::NO_CONTENT;
+
+/// `204 No Content`: a GET with `Last-Event-ID` names a POST stream with nothing left to send;
+/// SEP-1699 has a client stop reconnecting on it.
+pub(crate) const NOTHING_TO_RESUME: StatusCode = StatusCode::NO_CONTENT;
+
+/// `400 Bad Request`: two `Host` headers, or an HTTP/2 `Host` that disagrees with `:authority`
+/// (RFC 9112 §3.2, RFC 9113 §8.3.1).
+pub(crate) const MALFORMED_HOST: StatusCode = StatusCode::BAD_REQUEST;
+
+/// `403 Forbidden`: an `Origin` or `Host` not allowed (the Streamable HTTP transport's
+/// DNS-rebinding rule; behaviour invariant 3).
+pub(crate) const ORIGIN_REFUSED: StatusCode = StatusCode::FORBIDDEN;
+
+/// `404 Not Found`: a route whose configuration is absent (the RFC 9728 document, the
+/// 2024-11-05 pair); the router only mounts them when configured.
+pub(crate) const NOT_CONFIGURED: StatusCode = StatusCode::NOT_FOUND;
+
+/// `405 Method Not Allowed`, with `Allow`: a verb the route does not serve. The Streamable HTTP
+/// transport answers so a GET or DELETE where there are no sessions (the simple mode, sessions
+/// disabled, a modern client; behaviour invariant 6); RFC 9110 §15.5.6 asks for `Allow`.
+pub(crate) const VERB_NOT_SERVED: StatusCode = StatusCode::METHOD_NOT_ALLOWED;
+
+/// `406 Not Acceptable`: `Accept` lacks what the answer may be (`application/json` and
+/// `text/event-stream` for a POST, `text/event-stream` for a GET stream; RFC 9110 §15.5.7).
+pub(crate) const NOT_ACCEPTABLE: StatusCode = StatusCode::NOT_ACCEPTABLE;
+
+/// `408 Request Timeout`: a body not received within `body_timeout`. RFC 9110 §15.5.9 defines
+/// it for a request the server stopped waiting for: the request was not wrong, and clients and
+/// proxies know it may be retried on a new connection.
+pub(crate) const BODY_TIMED_OUT: StatusCode = StatusCode::REQUEST_TIMEOUT;
+
+/// `413 Content Too Large`: a body over `max_body_bytes` (RFC 9110 §15.5.14).
+pub(crate) const BODY_TOO_LARGE: StatusCode = StatusCode::PAYLOAD_TOO_LARGE;
+
+/// `415 Unsupported Media Type`: a POST whose body is not declared `application/json`
+/// (RFC 9110 §15.5.16).
+pub(crate) const NOT_JSON: StatusCode = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+
+/// `500 Internal Server Error`: the task running a request failed (it panicked); RFC 9110
+/// §15.6.1. The body is a generic -32603: no detail reaches the wire.
+pub(crate) const TASK_FAILED: StatusCode = StatusCode::INTERNAL_SERVER_ERROR;
+
+/// `503 Service Unavailable`, empty: the 2024-11-05 pair's stream could not take its first
+/// event; RFC 9110 §15.6.4 (the server may serve it later).
+pub(crate) const STREAM_NOT_OPENED: StatusCode = StatusCode::SERVICE_UNAVAILABLE;
+
+#[cfg(test)]
+mod tests {
+    use mcp_protocol::error::codes;
+
+    use super::*;
+
+    #[test]
+    fn the_transport_statuses() {
+        let table = [
+            (NOTHING_TO_ANSWER, 202),
+            (BATCH_ANSWERED, 200),
+            (DOCUMENT, 200),
+            (PREFLIGHT, 204),
+            (SESSION_ENDED, 204),
+            (NOTHING_TO_RESUME, 204),
+            (MALFORMED_HOST, 400),
+            (ORIGIN_REFUSED, 403),
+            (NOT_CONFIGURED, 404),
+            (VERB_NOT_SERVED, 405),
+            (NOT_ACCEPTABLE, 406),
+            (BODY_TIMED_OUT, 408),
+            (BODY_TOO_LARGE, 413),
+            (NOT_JSON, 415),
+            (TASK_FAILED, 500),
+            (STREAM_NOT_OPENED, 503),
+        ];
+        for (status, want) in table {
+            assert_eq!(status.as_u16(), want);
+        }
+    }
+
+    #[test]
+    fn the_protocol_statuses() {
+        assert_eq!(at(Stage::Envelope, codes::PARSE_ERROR).as_u16(), 400);
+        assert_eq!(at(Stage::Session, RpcError::session_not_found().code).as_u16(), 404);
+        assert_eq!(at(Stage::Session, RpcError::session_required().code).as_u16(), 400);
+        assert_eq!(at(Stage::Overload, RpcError::store_unavailable().code).as_u16(), 503);
+        assert_eq!(overload().as_u16(), 503);
+        assert_eq!(answer(0), StatusCode::BAD_REQUEST);
+        assert_eq!(completed(0), StatusCode::OK);
+        assert_eq!(challenge(0), StatusCode::UNAUTHORIZED);
+        assert_eq!(challenge(403), StatusCode::FORBIDDEN);
+    }
+}

@@ -1,0 +1,130 @@
+//! POST: the transport's checks in their order (behaviour invariant 3), then the engine.
+//!
+//! Origin and Host were checked by the caller. Here: `Accept` (406) → `Content-Type` (415) → the
+//! in-flight cap (503) → authentication (401/403) → body size (413) and decoding (400). The
+//! decoded message goes to
+//! the runtime's engine with what only HTTP knows (the caller, `MCP-Protocol-Version`,
+//! `Mcp-Session-Id`, the headers for the modern agreement checks, whether replies may stream);
+//! the engine classifies it into its era *before* any session lookup, runs every check, and
+//! hands back an answer, a call to run, or a subscription stream, which this crate writes.
+
+use std::sync::Arc;
+
+use axum::extract::Request as HttpRequest;
+use axum::response::Response;
+use http::header::HeaderValue;
+use mcp_auth::AuthInfo;
+use mcp_protocol::error::Stage;
+use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
+use mcp_protocol::jsonrpc::{DecodeError, Inbound, decode};
+use mcp_protocol::{Message, RpcError, TransportRevision};
+use mcp_runtime::engine::HeaderLookup;
+use mcp_runtime::{Peer, Sessions, Step};
+
+use crate::body::{limits, read_body, too_large};
+use crate::guard;
+use crate::headers::SESSION_HEADER;
+use crate::response::{answer, challenge, empty, overloaded, refused, rpc_error, unsupported_media_type};
+use crate::state::{Permit, Shared};
+use crate::status;
+use crate::verbs::{batch, call, listen};
+
+/// What the checks established about a POST.
+pub(crate) struct PostCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) parts: http::request::Parts,
+    pub(crate) auth: Arc<AuthInfo>,
+    pub(crate) permit: Arc<Permit>,
+}
+
+impl PostCtx {
+    /// What the engine is told about this POST.
+    pub(crate) fn peer<'a>(&'a self, headers: &'a HeaderLookup<'a>, extensions: http::Extensions) -> Peer<'a> {
+        let h = &self.parts.headers;
+        let sessions = if self.shared.sessions() {
+            // A header that is not text names no session that exists.
+            Sessions::Store(h.get(SESSION_HEADER).map(|v| v.to_str().unwrap_or("")))
+        } else {
+            Sessions::None
+        };
+        let mut peer = Peer::new(self.auth.clone(), sessions);
+        peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
+        peer.streams = self.shared.streams();
+        peer.headers = Some(headers);
+        peer.remote = extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        peer.with_extensions(extensions)
+    }
+}
+
+/// Handles a POST whose Origin and Host passed.
+pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
+    let accepted = if shared.streams() {
+        guard::accepts_post(req.headers())
+    } else {
+        guard::accepts_json(req.headers())
+    };
+    if !accepted {
+        let e = RpcError::invalid_request("Not Acceptable: Accept must list application/json and text/event-stream");
+        return rpc_error(status::NOT_ACCEPTABLE, None, &e);
+    }
+    if !guard::is_json_body(req.headers()) {
+        return unsupported_media_type();
+    }
+    let Some(permit) = shared.permit() else {
+        tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
+        return overloaded();
+    };
+    let (parts, body) = req.into_parts();
+    let auth = match shared.config.auth.authenticate(&parts).await {
+        Ok(a) => Arc::new(a),
+        Err(c) => return challenge(&c),
+    };
+    let max = shared.config.max_body_bytes;
+    let bytes = match read_body(&shared.config, body, &parts).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let inbound = match decode(&bytes, &limits(&shared.config)) {
+        Ok(i) => i,
+        Err(DecodeError::TooLarge { .. }) => return too_large(max),
+        Err(e) if !e.wants_reply() => return empty(status::NOTHING_TO_ANSWER),
+        Err(e) => return refused(Stage::Envelope, e.id(), &e.to_rpc_error()),
+    };
+    let mut cx = PostCtx {
+        shared: shared.clone(),
+        parts,
+        auth,
+        permit,
+    };
+    let extensions = std::mem::take(&mut cx.parts.extensions);
+    let headers = &cx.parts.headers;
+    let get = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    let peer = cx.peer(&get, extensions);
+    let engine = &shared.engine;
+    match inbound {
+        Inbound::Single(Message::Response(r)) => {
+            engine.deliver(&peer, r).await;
+            empty(status::NOTHING_TO_ANSWER)
+        }
+        Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n).await {
+            Some(refusal) => answer(refusal),
+            None => empty(status::NOTHING_TO_ANSWER),
+        },
+        Inbound::Single(Message::Request(r)) => {
+            let step = engine.request(&peer, r).await;
+            drop(peer);
+            match step {
+                Step::Answer(a) => answer(a),
+                Step::Call(c) => call::run(&cx.shared, cx.permit.clone(), c).await,
+                Step::Listen(l) => listen::serve(&cx.shared, cx.permit.clone(), l),
+            }
+        }
+        Inbound::Batch(items) => {
+            let step = engine.batch(&peer, items).await;
+            drop(peer);
+            batch::run(&cx.shared, cx.permit.clone(), step).await
+        }
+    }
+}
