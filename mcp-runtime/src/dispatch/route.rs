@@ -45,9 +45,9 @@ pub(crate) struct ToolCall {
     /// The tool as the caller sees it: `None` when it is unknown or hidden from the caller
     /// (answered exactly alike), or the params name none.
     pub(crate) tool: Option<Arc<ToolEntry>>,
-    /// Whether the params are well formed (`name` a string, `arguments` an object): the -32602
-    /// is answered by the dispatcher, at the stage it always was.
-    pub(crate) params: Result<(), RpcError>,
+    /// Why the params are not well formed (`name` a string, `arguments` an object), if they
+    /// are not: the -32602 is answered by the dispatcher, at the stage it always was.
+    pub(crate) invalid: Option<Box<RpcError>>,
 }
 
 impl Route {
@@ -125,6 +125,6 @@ fn tool_call(at: &Routing<'_>, req: &Request, auth: &AuthInfo) -> ToolCall {
     });
     ToolCall {
         tool,
-        params: CallToolParamsRef::parse(params).map(|_| ()),
+        invalid: CallToolParamsRef::parse(params).err().map(Box::new),
     }
 }

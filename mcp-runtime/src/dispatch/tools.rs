@@ -4,7 +4,7 @@
 
 use mcp_protocol::model::CallToolResult;
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
-use mcp_protocol::{Era, Feature};
+use mcp_protocol::{Era, Feature, RpcError};
 use serde_json::{Map, Value};
 
 use super::parts::Parts;
@@ -25,8 +25,8 @@ fn tasks_enabled(ctx: &Ctx, task: Option<&Value>) -> bool {
 
 /// Runs a routed `tools/call` (its params as the route checked them).
 pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>, call: &ToolCall) -> Reply {
-    if let Err(e) = &call.params {
-        return Reply::Error(e.clone());
+    if let Some(e) = &call.invalid {
+        return Reply::Error(RpcError::clone(e));
     }
     let revision = ctx.revision();
     // A tool hidden from the caller answers exactly as an unknown one.

@@ -112,7 +112,7 @@ impl Rounds {
         let request_state = if ir.state.is_some() || !gathered.is_empty() {
             let payload = json!({ "s": ir.state, "r": gathered });
             let token = seal(
-                &self.keys.newest(),
+                self.keys.newest(),
                 ctx.principal(),
                 ctx.method(),
                 params,
