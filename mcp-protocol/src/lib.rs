@@ -44,6 +44,7 @@ pub mod classify;
 pub mod cursor;
 pub mod error;
 pub mod event_id;
+pub mod extension;
 pub mod headers;
 pub mod jsonrpc;
 pub mod meta;

@@ -3,7 +3,6 @@
 //! Written once here and used by every transport through the runtime.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::error::RpcError;
 use crate::revision::Era;
@@ -56,7 +55,7 @@ pub fn task_mode(support: TaskSupport, tasks_enabled: bool, era: Era) -> TaskMod
 /// The -32021 error of [`TaskMode::Refuse`] (and of task methods called by a
 /// client that did not declare the extension).
 pub fn refusal() -> RpcError {
-    RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION: {} } }))
+    crate::extension::undeclared(TASKS_EXTENSION)
 }
 
 #[cfg(test)]
@@ -64,6 +63,7 @@ mod tests {
     use super::*;
     use TaskMode::*;
     use TaskSupport::*;
+    use serde_json::json;
 
     #[test]
     fn mode_table() {

@@ -8,6 +8,8 @@ use mcp_protocol::revision::AdvertiseVersions;
 
 use crate::api::States;
 use crate::catalog::Visibility;
+use crate::extension::Extensions;
+use crate::middleware::Middlewares;
 
 /// How a server presents itself and the bounds it keeps.
 #[derive(Debug, Clone)]
@@ -118,6 +120,12 @@ pub struct ServerConfig {
     /// Which tools, prompts, resources and templates each principal sees
     /// (default `None`: everyone sees everything). See [`Visibility`].
     pub visibility: Option<Visibility>,
+    /// The extensions the server declares and the custom methods it serves (default none).
+    /// See [`Extensions`].
+    pub extensions: Extensions,
+    /// The middleware every inbound request and notification goes through, outermost first
+    /// (default none). See [`Middlewares`].
+    pub middleware: Middlewares,
 }
 
 impl Default for ServerConfig {
@@ -157,6 +165,8 @@ impl Default for ServerConfig {
             elicitation_ttl: Duration::from_secs(15 * 60),
             max_elicitations_per_principal: 20,
             visibility: None,
+            extensions: Extensions::default(),
+            middleware: Middlewares::default(),
         }
     }
 }

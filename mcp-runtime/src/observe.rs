@@ -262,8 +262,12 @@ impl Observed {
         }
     }
 
-    /// Records what routing learnt: the revision and the session the call runs in.
-    pub(crate) fn routed(&mut self, revision: Option<Revision>, session: Option<&str>) {
+    /// Records what routing learnt: the revision, the session the call runs in, and the label of
+    /// a custom method (registered by the server, so that its label set stays bounded).
+    pub(crate) fn routed(&mut self, revision: Option<Revision>, session: Option<&str>, label: Option<&'static str>) {
+        if let Some(label) = label {
+            self.method = label;
+        }
         if !self.span.is_disabled() {
             self.record_revision(revision);
             self.record_session(session);

@@ -285,8 +285,9 @@ impl Runtime {
             advertised: &self.advertised,
             catalog: &self.registry.snapshot(),
             visibility: self.config.visibility.as_ref(),
+            extensions: &self.config.extensions,
         };
-        crate::dispatch::route::route(&routing, req, era, session.map(Session::revision), auth)
+        crate::dispatch::route::route(&routing, req, era, session, auth)
     }
 
     /// What the dispatcher uses of this runtime, for one request.
@@ -299,6 +300,12 @@ impl Runtime {
             elicitations: &self.elicitations,
             server_info: self.server_info.as_deref(),
         }
+    }
+
+    /// Decorates a result a middleware layer answered in place, like the dispatcher's own.
+    pub(crate) fn decorate(&self, method: &mcp_protocol::Method, era: Era, result: Value) -> Reply {
+        let params = serde_json::Map::new();
+        crate::dispatch::finish::finish(&self.parts(), method, &params, era, Reply::Result(result))
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).

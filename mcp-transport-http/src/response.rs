@@ -99,6 +99,7 @@ pub(crate) fn challenge(c: &Challenge) -> Response {
 /// `initialize` minted a session).
 pub(crate) fn answer(a: Answer) -> Response {
     let mut resp = json(status::answer(a.status), a.frame);
+    resp.headers_mut().extend(a.headers);
     if let Some(session) = a.session
         && let Ok(value) = HeaderValue::from_str(session.id())
     {

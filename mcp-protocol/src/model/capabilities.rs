@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::extension::{Declared, declare};
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TASKS_EXTENSION;
 
@@ -89,8 +90,9 @@ pub struct ServerFeatures {
 }
 
 /// Renders the server capabilities for a revision (`None`: a legacy client
-/// before negotiation).
-pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>) -> Value {
+/// before negotiation), with the extensions the server declares (those of the modern era only
+/// stay out of a legacy result).
+pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>, extensions: &[Declared]) -> Value {
     let era = revision.map_or(Era::Legacy, Revision::era);
     let mut caps = Map::new();
     let list_changed = |c: &mut Map<String, Value>| {
@@ -131,11 +133,17 @@ pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>) -> Va
                 );
             }
             Era::Modern => {
-                caps.insert("extensions".into(), json!({ TASKS_EXTENSION: {} }));
+                let tasks = Declared {
+                    id: TASKS_EXTENSION.to_owned(),
+                    settings: Map::new(),
+                    legacy: false,
+                };
+                declare(&mut caps, &[tasks], revision);
             }
             Era::Legacy => {}
         }
     }
+    declare(&mut caps, extensions, revision);
     Value::Object(caps)
 }
 
@@ -173,18 +181,18 @@ mod tests {
             list_changed: true,
             tasks: true,
         };
-        let v = server_capabilities(&f, Some(Revision::V2025_11_25));
+        let v = server_capabilities(&f, Some(Revision::V2025_11_25), &[]);
         assert_eq!(v["tasks"]["requests"]["tools"]["call"], json!({}));
         assert_eq!(v["resources"], json!({"subscribe": true, "listChanged": true}));
         assert_eq!(v["completions"], json!({}));
-        let v = server_capabilities(&f, Some(Revision::V2025_06_18));
+        let v = server_capabilities(&f, Some(Revision::V2025_06_18), &[]);
         assert!(v.get("tasks").is_none());
-        let v = server_capabilities(&f, Some(Revision::V2024_11_05));
+        let v = server_capabilities(&f, Some(Revision::V2024_11_05), &[]);
         assert!(v.get("completions").is_none());
-        let v = server_capabilities(&f, Some(Revision::V2026_07_28));
+        let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[]);
         assert!(v.get("tasks").is_none());
         assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
-        let v = server_capabilities(&ServerFeatures::default(), None);
+        let v = server_capabilities(&ServerFeatures::default(), None, &[]);
         assert_eq!(v, json!({}));
     }
 }

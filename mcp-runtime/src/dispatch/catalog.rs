@@ -8,12 +8,12 @@ use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
 use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value, json};
 
+use super::errors::{handler_error, interrupted, parse_params};
 use super::finish::finish as decorate;
 use super::parts::Parts;
-use super::{handler_error, parse_params};
 use crate::api::{Ctx, HandlerError};
 use crate::catalog::{CatalogKind, CompletionKey, PageKey};
-use crate::exec::guard::{Interrupted, run_guarded};
+use crate::exec::guard::run_guarded;
 use crate::exec::run_rounds;
 use crate::reply::{EncodedResult, Reply};
 
@@ -88,17 +88,6 @@ fn list_prompts(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Re
     let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
-}
-
-fn interrupted(method: &str, i: Interrupted) -> RpcError {
-    match i {
-        Interrupted::TimedOut => RpcError::internal_with("Request timed out"),
-        // Cancelled requests get no answer; the value is never sent.
-        Interrupted::Panicked | Interrupted::Cancelled => {
-            tracing::debug!(method, ?i, "request interrupted");
-            RpcError::internal()
-        }
-    }
 }
 
 pub(super) async fn read_resource(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {

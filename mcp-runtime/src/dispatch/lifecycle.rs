@@ -33,7 +33,7 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
 
 /// The server capabilities for a revision.
 pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
-    server_capabilities(&features(config, catalog), revision)
+    server_capabilities(&features(config, catalog), revision, config.extensions.declared())
 }
 
 /// Answers a legacy `initialize`: validates the params, negotiates the version (echoed when

@@ -7,6 +7,8 @@
 //! [`Parts`](parts::Parts).
 
 mod catalog;
+mod custom;
+pub(crate) mod errors;
 pub(crate) mod finish;
 pub(crate) mod lifecycle;
 pub(crate) mod parts;
@@ -21,7 +23,6 @@ use mcp_protocol::{Era, Method, Request, RpcError};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::HandlerError;
 use crate::api::ctx::{Ctx, CtxInner, Origin};
 use crate::exec::rounds::Round;
 use crate::reply::Reply;
@@ -92,6 +93,7 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::ResourcesRead, _) => catalog::read_resource(parts, ctx, params).await,
         (Method::PromptsGet, _) => catalog::get_prompt(parts, ctx, params).await,
         (Method::Complete, _) => catalog::complete(parts, ctx, params).await,
+        (_, Target::Custom(entry)) => custom::call(parts, ctx, params, entry).await,
         (
             m
             @ (Method::TasksGet | Method::TasksResult | Method::TasksList | Method::TasksCancel | Method::TasksUpdate),
@@ -142,28 +144,4 @@ fn ctx(
         elicitations: parts.elicitations.clone(),
         state: parts.config.state.clone(),
     })
-}
-
-/// Turns a handler error into the wire error of a non-tool method: a
-/// [`HandlerError::Tool`] is -32603 with its message, internal failures are
-/// logged and answered with a generic -32603.
-pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
-    match e {
-        HandlerError::Rpc(e) => e,
-        HandlerError::InputRequired(_) => {
-            tracing::warn!(method, "handler asked for client input; not available for this request");
-            RpcError::internal()
-        }
-        HandlerError::Tool(message) => RpcError::internal_with(message),
-        e => {
-            tracing::error!(method, error = %e.log_text(), "handler failed");
-            RpcError::internal()
-        }
-    }
-}
-
-/// Deserializes params, answering -32602 when they do not fit.
-pub(crate) fn parse_params<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, RpcError> {
-    // Borrowed: nothing of the params is copied but what `T` keeps.
-    T::deserialize(params).map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
 }

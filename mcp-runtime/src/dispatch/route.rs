@@ -11,10 +11,12 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta};
-use mcp_protocol::model::CallToolParamsRef;
+use mcp_protocol::model::{CallToolParamsRef, ClientCapabilities};
 use mcp_protocol::{Era, Method, Request, Revision, RpcError};
 
 use crate::catalog::{Catalog, CatalogKind, ToolEntry, Visibility, visible};
+use crate::extension::{Extensions, MethodEntry};
+use crate::session::Session;
 
 /// A request routed to its era, with what the route decided.
 #[derive(Debug, Clone)]
@@ -37,6 +39,8 @@ pub(crate) enum Target {
     None,
     /// A `tools/call`.
     Tool(ToolCall),
+    /// A custom method (a vendor method, or an extension's).
+    Custom(Arc<MethodEntry>),
 }
 
 /// A `tools/call` as the route read it.
@@ -56,7 +60,16 @@ impl Route {
     pub(crate) fn tool(&self) -> Option<&Arc<ToolEntry>> {
         match &self.target {
             Target::Tool(call) => call.tool.as_ref(),
-            Target::None => None,
+            Target::None | Target::Custom(_) => None,
+        }
+    }
+
+    /// The metric label of a custom method the route resolved (a core method's label is its
+    /// catalogue name).
+    pub(crate) fn custom_label(&self) -> Option<&'static str> {
+        match &self.target {
+            Target::Custom(entry) => Some(entry.method.label()),
+            _ => None,
         }
     }
 }
@@ -79,31 +92,53 @@ pub(crate) struct Routing<'a> {
     pub(crate) catalog: &'a Catalog,
     /// Which items each principal sees.
     pub(crate) visibility: Option<&'a Visibility>,
+    /// The custom methods.
+    pub(crate) extensions: &'a Extensions,
 }
 
 /// Routes a request whose era is decided: the method is served in the era (legacy: in the
-/// session's revision), then the modern `_meta`, then what the method names.
+/// session's revision; a custom method: by the registry), then the modern `_meta`, then what
+/// the method names (a custom method of an extension the client did not declare is -32021).
 pub(crate) fn route(
     at: &Routing<'_>,
     req: &Request,
     era: Era,
-    session_revision: Option<Revision>,
+    session: Option<&Session>,
     auth: &AuthInfo,
 ) -> Result<Route, Rejection> {
     let reject = |error| Rejection { era, error };
+    let custom = match &req.method {
+        Method::Unknown(name) => at.extensions.method(name).filter(|m| m.serves(era)),
+        _ => None,
+    };
+    let session_revision = session.map(Session::revision);
     let (revision, modern) = match era {
         Era::Modern => {
-            req.method.check(era, None).map_err(reject)?;
+            if custom.is_none() {
+                req.method.check(era, None).map_err(reject)?;
+            }
             let meta = parse_modern_meta(req.params.as_ref(), at.advertised).map_err(reject)?;
             (Some(meta.revision), Some(Arc::new(meta)))
         }
         Era::Legacy => {
-            req.method.check(era, session_revision).map_err(reject)?;
+            if custom.is_none() {
+                req.method.check(era, session_revision).map_err(reject)?;
+            }
             (session_revision, None)
         }
     };
-    let target = match req.method {
-        Method::ToolsCall => Target::Tool(tool_call(at, req, auth)),
+    let target = match (&req.method, custom) {
+        (_, Some(entry)) => {
+            let empty = ClientCapabilities::default();
+            let caps = match (&modern, session) {
+                (Some(m), _) => &m.client_capabilities,
+                (None, Some(s)) => s.client_capabilities(),
+                (None, None) => &empty,
+            };
+            entry.check_client(caps).map_err(reject)?;
+            Target::Custom(entry.clone())
+        }
+        (Method::ToolsCall, None) => Target::Tool(tool_call(at, req, auth)),
         _ => Target::None,
     };
     Ok(Route {

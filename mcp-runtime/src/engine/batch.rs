@@ -9,7 +9,7 @@ use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch};
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
 
-use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, register};
+use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, layers, register};
 use crate::session::InFlightGuard;
 use crate::sink::{Frame, Sink};
 
@@ -110,7 +110,16 @@ impl Engine {
         for message in messages {
             match message {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
-                Message::Notification(n) => self.notify_in(peer, Era::Legacy, session.as_ref(), &n),
+                Message::Notification(n) => {
+                    // Each item on its own: a notification a layer refuses is dropped.
+                    let chain = &self.runtime.config().middleware;
+                    if layers::admit(chain, peer, Era::Legacy, session.as_ref(), &n)
+                        .await
+                        .is_ok()
+                    {
+                        self.notify_in(peer, Era::Legacy, session.as_ref(), &n);
+                    }
+                }
                 Message::Request(req) => {
                     let era = request_era(&req, peer.revision.known());
                     let route = match self.runtime.route_in(&req, era, session.as_deref(), &peer.auth) {
@@ -135,6 +144,7 @@ impl Engine {
                         cancel,
                         guard,
                         extensions: extensions.clone(),
+                        remote: peer.remote,
                     };
                     calls.push(Call::new(self.runtime.clone(), req, route, env, true));
                 }

@@ -14,6 +14,9 @@ use tracing::Instrument;
 
 use crate::dispatch::RequestEnv;
 use crate::dispatch::route::Route;
+use crate::middleware::inbound::Message;
+use crate::middleware::outcome::Body;
+use crate::middleware::{Inbound, Outcome, Terminal};
 use crate::observe::Observed;
 use crate::reply::Reply;
 use crate::runtime::Runtime;
@@ -29,6 +32,8 @@ pub(crate) struct Env {
     pub(crate) cancel: CancellationToken,
     pub(crate) guard: Option<InFlightGuard>,
     pub(crate) extensions: http::Extensions,
+    /// The client's address, where the transport tells clients apart.
+    pub(crate) remote: Option<std::net::IpAddr>,
 }
 
 /// A routed, registered request: the transport gives it a sink and runs it where it likes (a
@@ -121,7 +126,11 @@ impl Call {
         let id = req.id.clone();
         let era = route.era;
         let mut observed = observed.unwrap_or_else(|| Observed::start(&req, era, &env.auth, None, None));
-        observed.routed(route.revision, env.session.as_ref().map(|s| &**s.id()));
+        observed.routed(
+            route.revision,
+            env.session.as_ref().map(|s| &**s.id()),
+            route.custom_label(),
+        );
         let cancel = env.cancel;
         if cancel.is_cancelled() {
             tracing::debug!(%id, "request cancelled before it started");
@@ -129,20 +138,64 @@ impl Call {
             return Completed::new(id, era, Reply::Cancelled, env.guard);
         }
         let method = req.method.clone();
-        let renv = RequestEnv {
-            auth: env.auth,
-            session: env.session,
-            sink: if stream { sink } else { Sink::detached() },
-            cancel: cancel.clone(),
-            extensions: env.extensions,
-        };
-        let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv).instrument(observed.span().clone()))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                tracing::error!(%id, %method, "request handler panicked");
-                Reply::Error(RpcError::internal())
+        let sink = if stream { sink } else { Sink::detached() };
+        let chain = runtime.config().middleware.clone();
+        let (reply, hints) = if chain.is_empty() {
+            let renv = RequestEnv {
+                auth: env.auth,
+                session: env.session,
+                sink,
+                cancel: cancel.clone(),
+                extensions: env.extensions,
+            };
+            let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv).instrument(observed.span().clone()))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!(%id, %method, "request handler panicked");
+                    Reply::Error(RpcError::internal())
+                });
+            (reply, Hints::default())
+        } else {
+            let inbound = Inbound {
+                message: Message::Request(req),
+                auth: env.auth,
+                era,
+                revision: route.revision,
+                session: env.session,
+                remote: env.remote,
+                extensions: env.extensions,
+            };
+            let rt = runtime.clone();
+            let token = cancel.clone();
+            let terminal: Terminal = Box::new(move |inbound: Inbound| {
+                Box::pin(async move {
+                    let Message::Request(req) = inbound.message else {
+                        return Outcome::error(RpcError::internal());
+                    };
+                    let renv = RequestEnv {
+                        auth: inbound.auth,
+                        session: inbound.session,
+                        sink,
+                        cancel: token,
+                        extensions: inbound.extensions,
+                    };
+                    Outcome::reply_of(rt.dispatch(req, &route, renv).await)
+                })
             });
+            let outcome = chain.run(inbound, terminal).instrument(observed.span().clone()).await;
+            let reply = match outcome.body {
+                // A layer's own answer is decorated for the era like any other.
+                Body::Reply(Reply::Result(v)) if era == Era::Modern => runtime.decorate(&method, era, v),
+                Body::Reply(r) => r,
+                Body::Stream(_) | Body::Accepted => Reply::Error(RpcError::internal()),
+            };
+            let hints = Hints {
+                status: outcome.status,
+                headers: outcome.headers,
+            };
+            (reply, hints)
+        };
         let reply = if cancel.is_cancelled() {
             tracing::debug!(%id, %method, "request cancelled; no answer");
             Reply::Cancelled
@@ -150,8 +203,17 @@ impl Call {
             reply
         };
         observed.finish(&reply);
-        Completed::new(id, era, reply, env.guard)
+        let mut done = Completed::new(id, era, reply, env.guard);
+        done.hints = hints;
+        done
     }
+}
+
+/// The HTTP status and headers middleware chose for an answer.
+#[derive(Debug, Default)]
+struct Hints {
+    status: Option<u16>,
+    headers: http::HeaderMap,
 }
 
 /// How a call ended.
@@ -164,11 +226,18 @@ pub struct Completed {
     /// The request's registration: the id stays in flight until it is dropped (stdio drops it
     /// when the answer is written).
     pub guard: Option<InFlightGuard>,
+    hints: Hints,
 }
 
 impl Completed {
     fn new(id: RequestId, era: Era, reply: Reply, guard: Option<InFlightGuard>) -> Self {
-        Completed { id, era, reply, guard }
+        Completed {
+            id,
+            era,
+            reply,
+            guard,
+            hints: Hints::default(),
+        }
     }
 
     /// The request id.
@@ -186,12 +255,21 @@ impl Completed {
         self.reply.encode(&self.id)
     }
 
-    /// The HTTP status of the answer (errors raised while running the method).
+    /// The HTTP status of the answer: the one a middleware layer chose, else the protocol's
+    /// (errors raised while running the method).
     pub fn status(&self) -> u16 {
+        if let Some(status) = self.hints.status {
+            return status;
+        }
         match &self.reply {
             Reply::Error(e) => status_at(Stage::Dispatch, self.era, e.code),
             _ => 200,
         }
+    }
+
+    /// The HTTP headers middleware layers added to the answer.
+    pub fn headers(&self) -> &http::HeaderMap {
+        &self.hints.headers
     }
 
     /// The reply as a response outcome (`None` when cancelled).

@@ -26,14 +26,16 @@
 
 mod batch;
 mod call;
+mod layers;
+mod peer;
+mod step;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{era_of, may_stream, request_era};
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::headers::{check_param_headers, check_standard_headers};
-use mcp_protocol::jsonrpc::{encode_error, encode_result};
 use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
 use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcError, TransportRevision};
 use serde_json::Value;
@@ -43,139 +45,18 @@ use tracing::Instrument;
 pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
+pub use peer::{HeaderLookup, Peer, Sessions};
+pub use step::{Answer, Listening, Step};
 
 use crate::dispatch::route::Route;
-use crate::listen::{Holder, ListenError, Listener};
+use crate::listen::{Holder, ListenError};
+use crate::middleware::inbound::Message;
+use crate::middleware::outcome::Body;
+use crate::middleware::{Inbound, Outcome, Terminal};
 use crate::observe::Observed;
 use crate::runtime::Runtime;
 use crate::session::{InFlight, InFlightGuard};
 use crate::session::{Session, SessionLimit, StartError};
-use crate::sink::Frame;
-
-/// Reads one HTTP request header by (lowercase) name.
-pub type HeaderLookup<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
-
-/// How a transport keeps legacy sessions.
-#[derive(Clone, Copy)]
-pub enum Sessions<'a> {
-    /// In the runtime's session store, named by each request (Streamable HTTP's
-    /// `Mcp-Session-Id`): `initialize` mints one, every other legacy request but
-    /// `server/discover` must name one. `Some("")` names no session that exists (use it for a
-    /// header that is not valid text).
-    Store(Option<&'a str>),
-    /// One session per connection or process, in its slot (stdio, the HTTP+SSE pair): requests
-    /// before `initialize` run without a session.
-    Slot(&'a SessionSlot),
-    /// None (HTTP simple mode, or sessions turned off): `initialize` is answered, nothing kept.
-    None,
-}
-
-impl std::fmt::Debug for Sessions<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Sessions::Store(id) => f.debug_tuple("Store").field(id).finish(),
-            Sessions::Slot(_) => f.write_str("Slot"),
-            Sessions::None => f.write_str("None"),
-        }
-    }
-}
-
-/// What only the transport knows about an inbound message.
-pub struct Peer<'a> {
-    /// The authenticated caller.
-    pub auth: Arc<AuthInfo>,
-    /// The revision declared beside the body (HTTP `MCP-Protocol-Version`).
-    pub revision: TransportRevision,
-    /// How legacy sessions are kept.
-    pub sessions: Sessions<'a>,
-    /// Whether a reply may stream (false in HTTP simple mode).
-    pub streams: bool,
-    /// Whether the transport serves the legacy revisions only (the 2024-11-05 HTTP+SSE pair).
-    pub legacy_only: bool,
-    /// The HTTP headers, for the modern header/body agreement checks (none on stdio).
-    pub headers: Option<&'a HeaderLookup<'a>>,
-    /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
-    /// clients from each other (open subscriptions) count per peer.
-    pub remote: Option<std::net::IpAddr>,
-    /// Transport or middleware extensions handed to handlers: moved into the call the message
-    /// becomes (a batch's calls get copies), so that a single request never copies them.
-    pub extensions: Mutex<http::Extensions>,
-}
-
-impl<'a> Peer<'a> {
-    /// A peer with a caller and a session policy: no declared revision, streaming, both eras,
-    /// no headers, no extensions.
-    pub fn new(auth: Arc<AuthInfo>, sessions: Sessions<'a>) -> Self {
-        Peer {
-            auth,
-            revision: TransportRevision::Absent,
-            sessions,
-            streams: true,
-            legacy_only: false,
-            headers: None,
-            remote: None,
-            extensions: Mutex::default(),
-        }
-    }
-
-    /// Sets the extensions handed to handlers.
-    pub fn with_extensions(mut self, extensions: http::Extensions) -> Self {
-        self.extensions = Mutex::new(extensions);
-        self
-    }
-
-    /// Takes the extensions (the call the message becomes owns them).
-    fn take_extensions(&self) -> http::Extensions {
-        std::mem::take(&mut *self.extensions.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-/// An answer known without running a handler (a refusal, or `initialize`'s result).
-#[derive(Debug)]
-pub struct Answer {
-    /// The encoded JSON-RPC response.
-    pub frame: Frame,
-    /// The HTTP status it is answered with.
-    pub status: u16,
-    /// The legacy session `initialize` minted and the transport now serves (HTTP sends its id
-    /// in `Mcp-Session-Id`; stdio and the pair connect its outlet).
-    pub session: Option<Arc<Session>>,
-}
-
-impl Answer {
-    fn error(stage: Stage, era: Era, id: Option<&RequestId>, error: &RpcError) -> Self {
-        Answer {
-            frame: encode_error(id, error),
-            status: status_at(stage, era, error.code),
-            session: None,
-        }
-    }
-}
-
-/// An open `subscriptions/listen` stream, for the transport to write.
-#[derive(Debug)]
-pub struct Listening {
-    /// The subscription: its acknowledgement first, then its notifications.
-    pub listener: Listener,
-    /// Where the transport tracks requests in flight (stdio), the listen request's
-    /// registration: `notifications/cancelled` naming it cancels its token.
-    pub guard: Option<InFlightGuard>,
-}
-
-/// What the engine made of a request.
-#[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a step is made once per request and matched at once; boxing the call would cost an allocation per request"
-)]
-pub enum Step {
-    /// Answered at once.
-    Answer(Answer),
-    /// Ready to run: the transport gives it a sink and writes what it returns.
-    Call(Call),
-    /// A subscription stream.
-    Listen(Listening),
-}
 
 /// The session a message names, resolved.
 enum Resolved {
@@ -253,6 +134,10 @@ impl Engine {
             (Era::Legacy, Sessions::Slot(slot)) => slot.session(),
             _ => None,
         };
+        if let Err(refused) = layers::admit(&self.runtime.config().middleware, peer, era, session.as_ref(), note).await
+        {
+            return refused;
+        }
         self.notify_in(peer, era, session.as_ref(), note);
         None
     }
@@ -340,7 +225,7 @@ impl Engine {
         let initialize = req.method == Method::Initialize;
         let session = match (self.resolve(peer).await, initialize) {
             (Resolved::Unavailable, _) => return refuse(Stage::Overload, &RpcError::store_unavailable()),
-            (Resolved::Absent, true) => return self.initialize(peer, &req).await,
+            (Resolved::Absent, true) => return self.initialize(peer, req).await,
             (Resolved::Found(_), true) => return refuse(Stage::Session, &RpcError::already_initialized()),
             (Resolved::Unknown, _) => return refuse(Stage::Session, &RpcError::session_not_found()),
             (Resolved::Found(s), false) => Some(s),
@@ -357,53 +242,51 @@ impl Engine {
     }
 
     /// A legacy `initialize` naming no session: mints one and hands it to the transport's
-    /// session keeping.
-    async fn initialize(&self, peer: &Peer<'_>, req: &Request) -> Step {
-        let refuse = |stage, e: &RpcError| Step::Answer(Answer::error(stage, Era::Legacy, Some(&req.id), e));
-        if let Err(rej) = self.runtime.route_in(req, Era::Legacy, None, &peer.auth) {
-            return refuse(Stage::Route, &rej.error);
+    /// session keeping (through the middleware chain: a layer that refuses it mints nothing).
+    async fn initialize(&self, peer: &Peer<'_>, req: Request) -> Step {
+        if let Err(rej) = self.runtime.route_in(&req, Era::Legacy, None, &peer.auth) {
+            return Step::Answer(Answer::error(Stage::Route, Era::Legacy, Some(&req.id), &rej.error));
         }
-        let (result, session) = match self.runtime.initialize(req, &peer.auth) {
-            Ok(r) => r,
-            Err(e) => return refuse(Stage::Dispatch, &e),
+        let keeping = match peer.sessions {
+            Sessions::Store(_) => Keeping::Store,
+            Sessions::Slot(_) => Keeping::Slot,
+            Sessions::None => Keeping::None,
         };
-        let kept = match peer.sessions {
-            Sessions::Store(_) => {
-                // The session's event channel (ring buffer, GET stream state) is created by the
-                // transport when first needed: most sessions never open a stream.
-                let config = self.runtime.config();
-                match self.runtime.start_session(&session).await {
-                    Ok(()) => true,
-                    Err(StartError::Limit(SessionLimit::Full)) => {
-                        tracing::warn!(limit = config.max_sessions, "initialize refused: too many sessions");
-                        return refuse(Stage::Overload, &RpcError::too_many_sessions());
-                    }
-                    Err(StartError::Limit(SessionLimit::PrincipalFull)) => {
-                        tracing::warn!(
-                            limit = config.max_sessions_per_principal,
-                            "initialize refused: too many sessions for one principal"
-                        );
-                        return refuse(Stage::Quota, &RpcError::too_many_sessions_for_principal());
-                    }
-                    Err(StartError::Store(e)) => {
-                        return refuse(Stage::Overload, &e.unavailable());
-                    }
-                }
-            }
-            Sessions::Slot(slot) => {
-                if !slot.fill(session.clone()) {
-                    return refuse(Stage::Session, &RpcError::already_initialized());
-                }
-                true
-            }
-            Sessions::None => false,
+        let id = req.id.clone();
+        let minted = Arc::new(std::sync::Mutex::new(None));
+        let chain = &self.runtime.config().middleware;
+        let outcome = if chain.is_empty() {
+            start(&self.runtime, &req, &peer.auth, keeping, &minted).await
+        } else {
+            let (runtime, auth, cell) = (self.runtime.clone(), peer.auth.clone(), minted.clone());
+            let terminal: Terminal = Box::new(move |inbound: Inbound| {
+                Box::pin(async move {
+                    let Message::Request(req) = inbound.message else {
+                        return Outcome::error(RpcError::internal());
+                    };
+                    start(&runtime, &req, &auth, keeping, &cell).await
+                })
+            });
+            let request = layers::inbound(peer, Message::Request(req), Era::Legacy, peer.revision.known(), None);
+            chain.run(request, terminal).await
         };
-        tracing::debug!(session = %session.id(), revision = %session.revision(), kept, "legacy session started");
-        Step::Answer(Answer {
-            frame: encode_result(&req.id, &result),
-            status: 200,
-            session: kept.then_some(session),
-        })
+        let session = minted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let (Sessions::Slot(slot), Some(s)) = (peer.sessions, &session)
+            && !outcome.is_error()
+            && !slot.fill(s.clone())
+        {
+            return Step::Answer(Answer::error(
+                Stage::Session,
+                Era::Legacy,
+                Some(&id),
+                &RpcError::already_initialized(),
+            ));
+        }
+        let kept = session.filter(|_| keeping != Keeping::None);
+        if let Some(s) = &kept {
+            tracing::debug!(session = %s.id(), revision = %s.revision(), "legacy session started");
+        }
+        Step::Answer(layers::answer(outcome, Stage::Dispatch, Era::Legacy, &id, kept))
     }
 
     /// Where a request is registered in flight, and the parent of its cancellation token.
@@ -438,12 +321,14 @@ impl Engine {
                 cancel,
                 guard,
                 extensions: peer.take_extensions(),
+                remote: peer.remote,
             },
             stream,
         ))
     }
 
-    /// Opens a `subscriptions/listen` stream for a routed modern request.
+    /// Opens a `subscriptions/listen` stream for a routed modern request (through the
+    /// middleware chain).
     async fn listen(&self, peer: &Peer<'_>, req: Request, route: &Route) -> Step {
         let refuse = |e: &RpcError| Step::Answer(Answer::error(Stage::Route, Era::Modern, Some(&req.id), e));
         if !peer.streams {
@@ -461,14 +346,89 @@ impl Engine {
             principal: peer.auth.principal.clone(),
             peer: peer.remote.map(|ip| Arc::from(ip.to_string())),
         };
-        match self.runtime.listen_as(&req, &holder, tasks).await {
-            Ok(listener) => Step::Listen(Listening { listener, guard }),
-            Err(e) => {
-                if !matches!(e, ListenError::Refused(_)) {
-                    tracing::warn!(reason = %e, "subscription refused: over a bound");
-                }
-                Step::Answer(Answer::error(e.stage(), Era::Modern, Some(&req.id), e.error()))
+        let id = req.id.clone();
+        let chain = &self.runtime.config().middleware;
+        let outcome = if chain.is_empty() {
+            open(&self.runtime, &req, &holder, tasks).await
+        } else {
+            let runtime = self.runtime.clone();
+            let terminal: Terminal = Box::new(move |inbound: Inbound| {
+                Box::pin(async move {
+                    let Message::Request(req) = inbound.message else {
+                        return Outcome::error(RpcError::internal());
+                    };
+                    open(&runtime, &req, &holder, tasks).await
+                })
+            });
+            let request = layers::inbound(peer, Message::Request(req), Era::Modern, route.revision, None);
+            chain.run(request, terminal).await
+        };
+        match outcome.body {
+            Body::Stream(listener) => Step::Listen(Listening { listener, guard }),
+            _ => Step::Answer(layers::answer(outcome, Stage::Route, Era::Modern, &id, None)),
+        }
+    }
+}
+
+/// How the transport keeps the session an `initialize` mints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keeping {
+    Store,
+    Slot,
+    None,
+}
+
+/// Answers an `initialize`: a session minted (into `minted`) and, where the runtime keeps
+/// sessions, admitted within the bounds and (with a shared store) written before the answer.
+async fn start(
+    runtime: &Runtime,
+    req: &Request,
+    auth: &AuthInfo,
+    keeping: Keeping,
+    minted: &std::sync::Mutex<Option<Arc<Session>>>,
+) -> Outcome {
+    let refuse = |stage, e: RpcError| {
+        let status = status_at(stage, Era::Legacy, e.code);
+        Outcome::error(e).with_status(status)
+    };
+    let (result, session) = match runtime.initialize(req, auth) {
+        Ok(r) => r,
+        Err(e) => return refuse(Stage::Dispatch, e),
+    };
+    if keeping == Keeping::Store {
+        // The session's event channel (ring buffer, GET stream state) is created by the
+        // transport when first needed: most sessions never open a stream.
+        let config = runtime.config();
+        match runtime.start_session(&session).await {
+            Ok(()) => {}
+            Err(StartError::Limit(SessionLimit::Full)) => {
+                tracing::warn!(limit = config.max_sessions, "initialize refused: too many sessions");
+                return refuse(Stage::Overload, RpcError::too_many_sessions());
             }
+            Err(StartError::Limit(SessionLimit::PrincipalFull)) => {
+                tracing::warn!(
+                    limit = config.max_sessions_per_principal,
+                    "initialize refused: too many sessions for one principal"
+                );
+                return refuse(Stage::Quota, RpcError::too_many_sessions_for_principal());
+            }
+            Err(StartError::Store(e)) => return refuse(Stage::Overload, e.unavailable()),
+        }
+    }
+    *minted.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(session);
+    Outcome::result(result)
+}
+
+/// Opens a listen subscription for `holder` (a refusal carries its status).
+async fn open(runtime: &Runtime, req: &Request, holder: &Holder, tasks: bool) -> Outcome {
+    match runtime.listen_as(req, holder, tasks).await {
+        Ok(listener) => Outcome::stream(listener),
+        Err(e) => {
+            if !matches!(e, ListenError::Refused(_)) {
+                tracing::warn!(reason = %e, "subscription refused: over a bound");
+            }
+            let status = status_at(e.stage(), Era::Modern, e.error().code);
+            Outcome::error(e.error().clone()).with_status(status)
         }
     }
 }

@@ -185,10 +185,16 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
     resp
 }
 
+/// Adds the headers middleware layers chose to a response.
+fn with_headers(mut resp: Response, headers: &http::HeaderMap) -> Response {
+    resp.headers_mut().extend(headers.clone());
+    resp
+}
+
 fn json_reply(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> Response {
     match r {
         Ok(done) => match done.frame() {
-            Some(body) => json(status::completed(done.status()), body),
+            Some(body) => with_headers(json(status::completed(done.status()), body), done.headers()),
             // A cancelled call gets no JSON-RPC answer: an SSE stream that ends at once
             // (behaviour invariant 13; see `sse::ended`).
             None => sse::ended(),

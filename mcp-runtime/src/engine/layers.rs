@@ -1,0 +1,103 @@
+//! The middleware chain around what the engine answers itself (`initialize`,
+//! `subscriptions/listen`) and around notifications, and how its outcome becomes an answer.
+
+use std::sync::Arc;
+
+use mcp_protocol::error::{Stage, status_at};
+use mcp_protocol::jsonrpc::{encode_error, encode_result};
+use mcp_protocol::{Era, Notification, RequestId, RpcError};
+
+use super::peer::Peer;
+use super::step::Answer;
+use crate::middleware::inbound::Message;
+use crate::middleware::outcome::Body;
+use crate::middleware::{Inbound, Middlewares, Outcome, Terminal};
+use crate::reply::Reply;
+use crate::session::Session;
+
+/// The answer to a request a layer refused or answered, or that the engine answered at once:
+/// the reply's frame, the status a layer chose (else the protocol's for `stage`), its headers,
+/// and the session `initialize` minted.
+pub(super) fn answer(
+    outcome: Outcome,
+    stage: Stage,
+    era: Era,
+    id: &RequestId,
+    session: Option<Arc<Session>>,
+) -> Answer {
+    let (frame, code) = match outcome.body {
+        Body::Reply(Reply::Result(v)) => (encode_result(id, &v), None),
+        Body::Reply(Reply::Encoded(e)) => (mcp_protocol::jsonrpc::encode_raw_result(id, e.as_raw()), None),
+        Body::Reply(Reply::Error(e)) => (encode_error(Some(id), &e), Some(e.code)),
+        Body::Reply(Reply::Cancelled) | Body::Stream(_) | Body::Accepted => {
+            let e = RpcError::internal();
+            (encode_error(Some(id), &e), Some(e.code))
+        }
+    };
+    let status = outcome
+        .status
+        .unwrap_or_else(|| code.map_or(200, |code| status_at(stage, era, code)));
+    Answer {
+        frame,
+        headers: outcome.headers,
+        status,
+        session: if code.is_none() { session } else { None },
+    }
+}
+
+/// A request as the chain sees it.
+pub(super) fn inbound(
+    peer: &Peer<'_>,
+    message: Message,
+    era: Era,
+    revision: Option<mcp_protocol::Revision>,
+    session: Option<Arc<Session>>,
+) -> Inbound {
+    Inbound {
+        message,
+        auth: peer.auth.clone(),
+        era,
+        revision,
+        session,
+        remote: peer.remote,
+        extensions: peer.take_extensions(),
+    }
+}
+
+/// Runs a notification through the chain: `Ok` when every layer admitted it; a refusal is
+/// dropped, answered only when a layer gave it an HTTP status.
+pub(super) async fn admit(
+    chain: &Middlewares,
+    peer: &Peer<'_>,
+    era: Era,
+    session: Option<&Arc<Session>>,
+    note: &Notification,
+) -> Result<(), Option<Answer>> {
+    if chain.is_empty() {
+        return Ok(());
+    }
+    let revision = session.map(|s| s.revision()).or(peer.revision.known());
+    let request = inbound(
+        peer,
+        Message::Notification(note.clone()),
+        era,
+        revision,
+        session.cloned(),
+    );
+    let terminal: Terminal = Box::new(|_| Box::pin(async { Outcome::accepted() }));
+    let outcome = chain.run(request, terminal).await;
+    if outcome.is_accepted() {
+        return Ok(());
+    }
+    tracing::debug!(method = %note.method, "notification refused by a middleware layer");
+    let Some(status) = outcome.status else {
+        return Err(None);
+    };
+    let error = outcome.rpc_error().cloned().unwrap_or_else(RpcError::internal);
+    Err(Some(Answer {
+        frame: encode_error(None, &error),
+        headers: outcome.headers,
+        status,
+        session: None,
+    }))
+}

@@ -1,0 +1,63 @@
+//! What the engine makes of a request: an [`Answer`] known at once, a [`Call`] to run, or a
+//! [`Listening`] stream.
+
+use std::sync::Arc;
+
+use mcp_protocol::error::{Stage, status_at};
+use mcp_protocol::jsonrpc::encode_error;
+use mcp_protocol::{Era, RequestId, RpcError};
+
+use super::call::Call;
+use crate::listen::Listener;
+use crate::session::{InFlightGuard, Session};
+use crate::sink::Frame;
+
+/// An answer known without running a handler (a refusal, or `initialize`'s result).
+#[derive(Debug)]
+pub struct Answer {
+    /// The encoded JSON-RPC response.
+    pub frame: Frame,
+    /// HTTP headers middleware layers added to the answer.
+    pub headers: http::HeaderMap,
+    /// The HTTP status it is answered with.
+    pub status: u16,
+    /// The legacy session `initialize` minted and the transport now serves (HTTP sends its id
+    /// in `Mcp-Session-Id`; stdio and the pair connect its outlet).
+    pub session: Option<Arc<Session>>,
+}
+
+impl Answer {
+    pub(crate) fn error(stage: Stage, era: Era, id: Option<&RequestId>, error: &RpcError) -> Self {
+        Answer {
+            frame: encode_error(id, error),
+            headers: http::HeaderMap::new(),
+            status: status_at(stage, era, error.code),
+            session: None,
+        }
+    }
+}
+
+/// An open `subscriptions/listen` stream, for the transport to write.
+#[derive(Debug)]
+pub struct Listening {
+    /// The subscription: its acknowledgement first, then its notifications.
+    pub listener: Listener,
+    /// Where the transport tracks requests in flight (stdio), the listen request's
+    /// registration: `notifications/cancelled` naming it cancels its token.
+    pub guard: Option<InFlightGuard>,
+}
+
+/// What the engine made of a request.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a step is made once per request and matched at once; boxing the call would cost an allocation per request"
+)]
+pub enum Step {
+    /// Answered at once.
+    Answer(Answer),
+    /// Ready to run: the transport gives it a sink and writes what it returns.
+    Call(Call),
+    /// A subscription stream.
+    Listen(Listening),
+}

@@ -1,0 +1,111 @@
+//! [`Inbound`]: a request or notification as a middleware layer sees it.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::{Era, Notification, Request, RequestId, Revision};
+use serde_json::{Map, Value};
+
+use crate::session::Session;
+
+/// The message itself.
+#[derive(Debug)]
+pub(crate) enum Message {
+    Request(Request),
+    Notification(Notification),
+}
+
+/// A request or notification on its way through the middleware chain.
+#[derive(Debug)]
+pub struct Inbound {
+    pub(crate) message: Message,
+    pub(crate) auth: Arc<AuthInfo>,
+    pub(crate) era: Era,
+    pub(crate) revision: Option<Revision>,
+    pub(crate) session: Option<Arc<Session>>,
+    pub(crate) remote: Option<IpAddr>,
+    pub(crate) extensions: http::Extensions,
+}
+
+impl Inbound {
+    /// The method.
+    pub fn method(&self) -> &str {
+        match &self.message {
+            Message::Request(r) => r.method.as_str(),
+            Message::Notification(n) => n.method.as_str(),
+        }
+    }
+
+    /// The request id (`None` for a notification).
+    pub fn id(&self) -> Option<&RequestId> {
+        match &self.message {
+            Message::Request(r) => Some(&r.id),
+            Message::Notification(_) => None,
+        }
+    }
+
+    /// Whether the message is a notification (it gets no answer).
+    pub fn is_notification(&self) -> bool {
+        matches!(self.message, Message::Notification(_))
+    }
+
+    /// The params, as the client sent them (`_meta` included).
+    pub fn params(&self) -> Option<&Map<String, Value>> {
+        match &self.message {
+            Message::Request(r) => r.params.as_ref(),
+            Message::Notification(n) => n.params.as_ref(),
+        }
+    }
+
+    /// The tool a `tools/call` names (`None` for other methods).
+    pub fn tool_name(&self) -> Option<&str> {
+        match &self.message {
+            Message::Request(r) if r.method == mcp_protocol::Method::ToolsCall => {
+                r.params.as_ref()?.get("name")?.as_str()
+            }
+            _ => None,
+        }
+    }
+
+    /// The authenticated caller.
+    pub fn auth(&self) -> &AuthInfo {
+        &self.auth
+    }
+
+    /// The caller's stable principal (`anonymous` without authentication).
+    pub fn principal(&self) -> &str {
+        &self.auth.principal
+    }
+
+    /// The era the message was classified in.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The revision: the modern `_meta` one, the legacy session's, or the one the transport
+    /// declared (`None` before negotiation).
+    pub fn revision(&self) -> Option<Revision> {
+        self.revision
+    }
+
+    /// The legacy session the message belongs to, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_ref().map(|s| &**s.id())
+    }
+
+    /// The client's address, where the transport tells clients apart (HTTP).
+    pub fn remote(&self) -> Option<IpAddr> {
+        self.remote
+    }
+
+    /// Data attached by the transport or earlier layers.
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// Data to attach for later layers and the handler (`Ctx::extensions`).
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        &mut self.extensions
+    }
+}
