@@ -170,7 +170,9 @@ pub fn declare(capabilities: &mut Map<String, Value>, declared: &[Declared], rev
 
 /// -32021: the request needs extension `id`, which the client did not declare (HTTP 400).
 pub fn undeclared(id: &str) -> RpcError {
-    RpcError::missing_capability(json!({ "extensions": { id: {} } }))
+    let mut e = RpcError::missing_capability(json!({ "extensions": { id: {} } }));
+    e.message = format!("Server requires the {id} extension for this request");
+    e
 }
 
 #[cfg(test)]
@@ -271,6 +273,10 @@ mod tests {
     fn undeclared_names_the_extension() {
         let e = undeclared("com.example/a");
         assert_eq!(e.code, -32021);
+        assert_eq!(
+            e.message,
+            "Server requires the com.example/a extension for this request"
+        );
         assert_eq!(
             e.data,
             Some(json!({"requiredCapabilities": {"extensions": {"com.example/a": {}}}}))

@@ -195,6 +195,7 @@ pub use serde;
 pub use serde_json;
 
 pub use mcp_protocol::auth::AuthInfo;
+pub use mcp_protocol::extension::ExtensionError;
 /// What the client declared it supports ([`Ctx::client_capabilities`]): per request in the
 /// modern era, from `initialize` in the legacy one.
 pub use mcp_protocol::model::ClientCapabilities;
@@ -204,7 +205,9 @@ pub use mcp_protocol::model::{
 };
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
+pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
+pub use mcp_runtime::middleware::{Inbound, Middleware, Next, Outcome};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
 #[cfg(feature = "http")]
@@ -231,9 +234,10 @@ pub mod prelude {
     #[cfg(feature = "http")]
     pub use crate::HttpConfig;
     pub use crate::{
-        CallToolResult, Completion, Content, Ctx, Era, GetPromptResult, HandlerError, InputRequired, IntoToolResult,
-        LoggingLevel, McpServer, Prompt, PromptMessage, ReadResourceResult, Resource, ResourceContents,
-        ResourceTemplate, Result, Revision, RpcError, ServerError, TaskSupport, Tool,
+        CallToolResult, Completion, Content, Ctx, CustomMethod, Era, Extension, GetPromptResult, HandlerError, Inbound,
+        InputRequired, IntoToolResult, LoggingLevel, McpServer, Next, Outcome, Prompt, PromptMessage,
+        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Result, Revision, RpcError, ServerError,
+        TaskSupport, Tool,
     };
     pub use crate::{Elicit, Elicitation, Sampling, SamplingReply};
     pub use serde_json::{Value, json};

@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::extension::ExtensionError;
 use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
+use mcp_runtime::extension::{CustomMethod, Extension};
 use mcp_runtime::handler::HandlerError;
+use mcp_runtime::middleware::Middleware;
 use mcp_runtime::registry::{CompletionKey, RegistryError};
 use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
 
@@ -23,6 +26,10 @@ pub enum ServerError {
     /// A registration was invalid (schema, `x-mcp-header`, template).
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// An extension or custom method was invalid (its identifier, name or settings), or
+    /// registered twice.
+    #[error(transparent)]
+    Extension(#[from] ExtensionError),
     /// The stdio transport failed.
     #[cfg(feature = "stdio")]
     #[error(transparent)]
@@ -147,7 +154,7 @@ pub struct McpServerBuilder {
     registry: Registry,
     task_store: Option<Arc<dyn TaskStore>>,
     store: Option<Store>,
-    error: Option<RegistryError>,
+    error: Option<ServerError>,
 }
 
 impl std::fmt::Debug for McpServerBuilder {
@@ -326,10 +333,71 @@ impl McpServerBuilder {
         self
     }
 
-    fn record(&mut self, r: Result<(), RegistryError>) {
+    fn record(&mut self, r: Result<(), impl Into<ServerError>>) {
         if let (Err(e), None) = (r, &self.error) {
-            self.error = Some(e);
+            self.error = Some(e.into());
         }
+    }
+
+    /// Declares an extension (in `server/discover`, and in the legacy `initialize` unless it is
+    /// modern-only) and registers its methods, which answer clients that declared it (a
+    /// duplicate extension or method makes [`build`](Self::build) fail). See
+    /// [`Extension`](crate::Extension) and the extensions guide.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Count { prefix: String }
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Counted { count: usize }
+    ///
+    /// # fn main() -> Result<(), ServerError> {
+    /// let notes = Extension::new("com.example/notes")?
+    ///     .settings(json!({"maxNotes": 100}))?
+    ///     .method(CustomMethod::typed("com.example/notes.count", |p: Count, _ctx| async move {
+    ///         Ok(Counted { count: p.prefix.len() })
+    ///     })?);
+    /// let server = McpServer::builder().extension(notes).build()?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn extension(mut self, extension: Extension) -> Self {
+        let r = self.config.extensions.add(extension);
+        self.record(r);
+        self
+    }
+
+    /// Registers a custom method that belongs to no extension (a vendor method such as
+    /// `com.example/search`): every client may call it, in the eras it names.
+    pub fn method(mut self, method: CustomMethod) -> Self {
+        let r = self.config.extensions.add_method(method);
+        self.record(r);
+        self
+    }
+
+    /// Adds a middleware layer, inside the layers added before: it sees every request and
+    /// notification on every transport, and may refuse, answer, annotate or time it. See
+    /// [`Middleware`](crate::Middleware) and the middleware guide.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// let server = McpServer::builder()
+    ///     .middleware(|request: Inbound, next: Next| async move {
+    ///         if request.method() == "tools/call" && request.tool_name() == Some("forbidden") {
+    ///             return Outcome::error(RpcError::invalid_params("That tool is switched off"));
+    ///         }
+    ///         next.run(request).await
+    ///     })
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn middleware(mut self, layer: impl Middleware) -> Self {
+        self.config.middleware.push(layer);
+        self
     }
 
     /// Registers a tool (an invalid one makes [`build`](Self::build) fail).
@@ -396,7 +464,7 @@ impl McpServerBuilder {
     /// Builds the server, or reports the first invalid registration.
     pub fn build(self) -> Result<McpServer, ServerError> {
         if let Some(e) = self.error {
-            return Err(e.into());
+            return Err(e);
         }
         let registry = Arc::new(self.registry);
         let runtime = match (self.store, self.task_store) {

@@ -78,7 +78,7 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
 }
 
 /// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), tests (with a
-/// Redis of their own: `MCP_TEST_REDIS_URL`), a fuzz smoke, interop, conformance, the scale-out
+/// Redis of their own: `MCP_TEST_REDIS_URL`), the `extension` and `middleware` examples, a fuzz smoke, interop, conformance, the scale-out
 /// legs and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
@@ -98,6 +98,32 @@ pub(crate) fn run() -> Result {
             &["doc", "--workspace", "--no-deps"],
         ),
         ("cargo test --workspace", &["test", "--workspace"]),
+        (
+            "the extension example runs (--demo: both eras, a declaring and another client)",
+            &[
+                "run",
+                "-q",
+                "-p",
+                "mcp-server",
+                "--example",
+                "extension",
+                "--",
+                "--demo",
+            ],
+        ),
+        (
+            "the middleware example runs (--demo: timing, logging, a refused method, both eras)",
+            &[
+                "run",
+                "-q",
+                "-p",
+                "mcp-server",
+                "--example",
+                "middleware",
+                "--",
+                "--demo",
+            ],
+        ),
     ];
     // The feature matrix runs after rustdoc, before the tests: `Some` marks its place.
     let order = steps[..3]

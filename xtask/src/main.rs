@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <command>` (an alias in `.cargo/config.toml`).
 //!
 //! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, rustdoc with warnings denied,
-//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`), then a `fuzz`
+//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`), the `extension`
+//!   and `middleware` examples run with `--demo`, then a `fuzz`
 //!   smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping at the first
 //!   failure.
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in

@@ -127,6 +127,16 @@ impl TestClientBuilder {
         self
     }
 
+    /// Declares an extension the client supports (`capabilities.extensions[id]`, at `initialize`
+    /// or in each modern request's `_meta`), with its settings (`{}` for none).
+    pub fn extension(mut self, id: &str, settings: Value) -> Self {
+        let extensions = self.extra_capabilities.entry("extensions").or_insert_with(|| json!({}));
+        if let Some(e) = extensions.as_object_mut() {
+            e.insert(id.into(), settings);
+        }
+        self
+    }
+
     /// The client info (`clientInfo` of `initialize`, or of each modern request's `_meta`).
     pub fn client_info(mut self, name: &str, version: &str) -> Self {
         self.client_info = json!({"name": name, "version": version});
