@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::classify::request_era;
 use mcp_protocol::model::{ListenFilter, ServerFeatures};
 use mcp_protocol::{Era, Notification, NotificationMethod, Request, RequestId, Revision, RpcError};
 use serde_json::Value;
@@ -259,21 +258,10 @@ impl Runtime {
         lifecycle::capabilities(&self.config, &self.registry.snapshot(), revision)
     }
 
-    /// Classifies a request (body first, then `transport_revision`) and routes it: the checks
+    /// Routes a request whose era the engine decided (it is never classified again): the checks
     /// of behaviour invariant 3 that come after the envelope, the header agreement and the
     /// legacy session (the engine's): the method is served in the era (-32601 beats every later
     /// error), then the modern `_meta`; what the method names is resolved as `auth` sees it.
-    pub fn route(
-        &self,
-        req: &Request,
-        transport_revision: Option<Revision>,
-        session: Option<&Session>,
-        auth: &AuthInfo,
-    ) -> Result<Route, Rejection> {
-        self.route_in(req, request_era(req, transport_revision), session, auth)
-    }
-
-    /// Routes a request whose era the engine decided (it is never classified again).
     pub(crate) fn route_in(
         &self,
         req: &Request,
@@ -309,16 +297,15 @@ impl Runtime {
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).
-    pub async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
+    pub(crate) async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
         crate::dispatch::dispatch(&self.parts(), req, route, env).await
     }
 
     /// Answers a legacy `initialize`: validates the params, negotiates the
     /// version (echoed when served, else the newest legacy one) and returns
-    /// the result with a new session bound to the caller. The transport owns
-    /// the session: HTTP stores it in [`Runtime::sessions`], stdio keeps it
-    /// for the process.
-    pub fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
+    /// the result with a new session bound to the caller (the engine hands it to the
+    /// transport's session keeping).
+    pub(crate) fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
         lifecycle::initialize(&self.config, &self.registry.snapshot(), req, auth)
     }
 

@@ -23,9 +23,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use clap::Parser;
+use mcp_server::Registry;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
-use mcp_server::runtime::Registry;
 use serde_json::Map;
 
 #[path = "everything/auth.rs"]

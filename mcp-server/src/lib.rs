@@ -35,7 +35,7 @@
 //! token, and client input in both eras: [`Ctx::elicit`] (a form derived
 //! from a `JsonSchema` type, answered as an [`Elicitation`]), [`Ctx::sample`]
 //! and [`Ctx::roots`], MRTR rounds for 2026-07-28 clients (the handler runs
-//! again from the top with the answers; see [`runtime::input`]) and real
+//! again from the top with the answers; see [`input`]) and real
 //! server-to-client requests for legacy ones. A 2025-11-25 URL-mode elicitation ([`Ctx::elicit_url`])
 //! gets an `elicitationId` owned by the caller, which
 //! [`McpServer::complete_elicitation`] ends.
@@ -112,23 +112,25 @@
 //! recorder installed both cost little: the span is disabled (nothing is
 //! formatted or parsed) and the facade's no-op recorder takes the counts
 //! (it still builds each metric's key). The field names, metric
-//! names and labels are listed in [`runtime::observe`]. Install a
+//! names and labels are listed in [`observe`]. Install a
 //! `tracing-subscriber` (or `tracing-opentelemetry`) subscriber and a metrics
 //! exporter (e.g. `metrics-exporter-prometheus`) in `main`; the library
 //! installs neither. A request's W3C trace context (`traceparent`,
 //! `tracestate` in its `_meta`) is recorded on the span as `trace_id`,
 //! `parent_span_id`, `trace_flags` and `tracestate`; to continue the client's
 //! trace with `tracing-opentelemetry`, hand it to `set_parent` from a hook set
-//! with [`runtime::observe::set_trace_context_hook`] (the module shows how).
+//! with [`observe::set_trace_context_hook`] (the module shows how).
 //!
-//! The layers below are usable on their own: `mcp-protocol` (the sans-IO
-//! rules), `mcp-runtime` (registry, dispatcher, sessions), the transports,
-//! and `mcp-auth`. They are re-exported as modules: [`protocol`] (wire types,
-//! for what the prelude lacks), [`runtime`] (for a transport of your own),
-//! [`auth`] (the providers [`HttpConfig::auth`] takes), [`http`] (the
-//! transport crate: lower-level `serve`, `router`, and `rustls` for
-//! [`HttpConfig::with_rustls`]), [`stdio`] (its configuration and `serve_io`
-//! for other streams), and `redis` with the `redis` feature.
+//! Beside what a server author needs (the root and the [`prelude`]), a few
+//! modules open the layers below: [`protocol`] (`mcp-protocol`, the sans-IO
+//! rules and wire types, for what the prelude lacks), [`transport`] (what a
+//! transport of your own needs: the runtime's engine and what it hands back),
+//! [`catalog`] (the registry behind [`McpServer::registry`]), [`store`] (the
+//! store seams, for a shared store of your own), [`observe`] (span and metric
+//! names, the trace-context hook), [`auth`] (the providers [`HttpConfig::auth`]
+//! takes), [`http`] (the transport crate: lower-level `serve`, `router`, and
+//! `rustls` for [`HttpConfig::with_rustls`]), [`stdio`] (its configuration and
+//! `serve_io` for other streams), and `redis` with the `redis` feature.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -140,6 +142,47 @@ mod server;
 mod tool;
 
 pub mod testing;
+
+/// What a transport of your own needs: the runtime's [`Engine`](transport::Engine), the
+/// [`Peer`](transport::Peer) a transport hands it with each decoded message (the caller, the
+/// declared revision, how it keeps sessions), and what the engine hands back: a
+/// [`Step`](transport::Step) (an [`Answer`](transport::Answer) at once, a
+/// [`Call`](transport::Call) to run with a [`Sink`](transport::Sink), or a
+/// [`Listening`](transport::Listening) stream) or, for a batch, a
+/// [`BatchStep`](transport::BatchStep). `docs/ARCHITECTURE.md` (§3) walks a message through it.
+pub mod transport {
+    pub use mcp_runtime::engine::{Batch, BatchDone, BatchStep, HeaderLookup};
+    pub use mcp_runtime::{
+        Answer, Call, Completed, Engine, Frame, InFlight, InFlightGuard, Listener, Listening, Outlet, Peer, Reply,
+        Runtime, Session, SessionSlot, SessionStore, Sessions, Sink, Step,
+    };
+}
+
+/// The catalog behind [`McpServer::registry`]: what is registered, its snapshots, its changes,
+/// and who sees what.
+pub mod catalog {
+    pub use mcp_runtime::registry::{
+        Catalog, Change, ChangeFeed, CompletionKey, PromptEntry, Registry, RegistryError, ResourceEntry, TemplateEntry,
+        ToolEntry, Unannounced,
+    };
+    pub use mcp_runtime::visibility::{CatalogKind, Visibility};
+}
+
+/// The store seams several instances of one server share (sessions, stream events, the bus,
+/// membership, tasks), for a store of your own; `Store::memory()` and, with the `redis`
+/// feature, `mcp_server::redis` are the two this workspace ships.
+pub mod store {
+    pub use mcp_runtime::store::*;
+}
+
+#[doc(inline)]
+pub use mcp_runtime::input;
+
+/// Observability: the span's and the metrics' names and labels, and the hook that hands a
+/// request's W3C trace context to `tracing-opentelemetry`.
+pub mod observe {
+    pub use mcp_runtime::observe::*;
+}
 
 /// The guides (`docs/guides/`): getting started, tools, resources, prompts, progress,
 /// elicitation and sampling, tasks, authentication, axum, testing, migrating from `rmcp`.
@@ -161,8 +204,6 @@ pub use mcp_auth as auth;
 pub use mcp_protocol as protocol;
 /// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
 /// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
-#[doc(inline)]
-pub use mcp_runtime as runtime;
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -209,7 +250,10 @@ pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use mcp_runtime::middleware::{Inbound, Middleware, Next, Outcome};
 pub use mcp_runtime::mrtr::InputRequired;
-pub use mcp_runtime::{CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, Store, UrlElicitation};
+pub use mcp_runtime::{
+    CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, InMemoryTaskStore, Registry, ServerConfig,
+    Store, StoreError, TaskStore, UrlElicitation, Visibility,
+};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[doc(inline)]

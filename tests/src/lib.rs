@@ -2,6 +2,8 @@
 //! `tests/`: the dispatcher of both eras, the stdio transport, and (as they
 //! land) HTTP, sessions, MRTR, subscriptions, tasks and auth. Each suite is
 //! its own test binary; the library holds what they and the scale-out harness
-//! share: [`proxy`], the round-robin HTTP proxy behind the `rr-proxy` binary.
+//! share: [`proxy`], the round-robin HTTP proxy behind the `rr-proxy` binary, and [`drive`],
+//! one request through a runtime's engine.
 
+pub mod drive;
 pub mod proxy;

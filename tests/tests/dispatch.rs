@@ -3,16 +3,16 @@
 //! resources, prompts, completions, and request-scoped notifications.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{
     CacheHint, CacheScope, CallToolResult, Completion, GetPromptResult, PromptArgument, PromptDef, ReadResourceResult,
     ResourceContents, ResourceDef, ToolDef,
 };
-use mcp_protocol::{Era, Request, RequestId};
+use mcp_protocol::{Request, RequestId};
 use mcp_runtime::registry::{CompletionKey, PromptEntry, ResourceEntry, ToolEntry};
-use mcp_runtime::{Ctx, HandlerError, Registry, Reply, RequestEnv, Route, Runtime, ServerConfig, Sink, ToolResult};
+use mcp_runtime::{Ctx, HandlerError, Peer, Registry, Reply, Runtime, ServerConfig, Sessions, Sink, ToolResult};
+use mcp_tests::drive;
 use serde_json::{Map, Value, json};
 
 const MODERN: &str = "2026-07-28";
@@ -139,13 +139,10 @@ fn request(id: i64, method: &str, params: Value) -> Request {
 
 /// Routes and dispatches a request without a session; returns the reply and
 /// every frame the handler emitted.
-async fn run(rt: &Runtime, req: Request) -> (Reply, Vec<Value>) {
-    let route: Route = rt.route(&req, None, None, &AuthInfo::anonymous()).expect("routes");
+async fn run(rt: &Arc<Runtime>, req: Request) -> (Reply, Vec<Value>) {
     let (sink, mut rx) = Sink::channel(64);
-    let env = RequestEnv::new(Arc::new(AuthInfo::anonymous()), sink);
-    let reply = tokio::time::timeout(Duration::from_secs(10), rt.dispatch(req, &route, env))
-        .await
-        .expect("in time");
+    let peer = Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::None);
+    let reply = drive::request(rt, &peer, req, sink).await.reply;
     let mut frames = Vec::new();
     while let Ok(f) = rx.try_recv() {
         frames.push(serde_json::from_slice(&f).unwrap());
@@ -196,11 +193,13 @@ async fn pre_dispatch_rejections_per_era() {
         ("subscriptions/listen", json!({}), -32601, 200),
         ("nonsense", json!({}), -32601, 200),
     ];
+    let peer = Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::None);
     for (method, params, code, status) in table {
         let req = request(1, method, params);
-        let rejection = rt.route(&req, None, None, &AuthInfo::anonymous()).expect_err(method);
-        assert_eq!(rejection.error.code, code, "{method}");
-        assert_eq!(rejection.error.http_status(rejection.era), status, "{method}");
+        let (sink, _rx) = Sink::channel(4);
+        let driven = drive::request(&rt, &peer, req, sink).await;
+        assert_eq!(error_code(driven.reply), code, "{method}");
+        assert_eq!(driven.status, status, "{method}");
     }
 }
 
@@ -415,7 +414,7 @@ async fn request_scoped_notifications_follow_the_era() {
 #[tokio::test]
 async fn initialize_negotiates_and_binds_the_session() {
     let rt = runtime();
-    let auth = AuthInfo::new("alice");
+    let auth = Arc::new(AuthInfo::new("alice"));
     let init = |v: &str| {
         request(
             1,
@@ -423,27 +422,34 @@ async fn initialize_negotiates_and_binds_the_session() {
             json!({"protocolVersion": v, "capabilities": {"sampling": {}}, "clientInfo": {"name": "c", "version": "1"}}),
         )
     };
+    // Where sessions are kept, the one `initialize` minted comes with the answer.
+    let initialize = |req: Request| {
+        let (rt, auth) = (rt.clone(), auth.clone());
+        async move {
+            let peer = Peer::new(auth, Sessions::Store(None));
+            let (sink, _rx) = Sink::channel(4);
+            let driven = drive::request(&rt, &peer, req, sink).await;
+            (driven.reply, driven.session)
+        }
+    };
     for (asked, got) in [
         ("2025-06-18", "2025-06-18"),
         ("2024-11-05", "2024-11-05"),
         ("2030-01-01", "2025-11-25"),
     ] {
-        let (v, session) = rt.initialize(&init(asked), &auth).unwrap();
+        let (v, session) = initialize(init(asked)).await;
+        let (v, session) = (result(v), session.expect("a session"));
         assert_eq!(v["protocolVersion"], got);
         assert_eq!(&**session.principal(), "alice");
         assert!(session.client_capabilities().sampling());
         assert!(v["serverInfo"]["name"].is_string());
     }
-    let (v, _) = rt.initialize(&init("2025-11-25"), &auth).unwrap();
+    let v = result(initialize(init("2025-11-25")).await.0);
     assert_eq!(v["capabilities"]["completions"], json!({}));
-    let (v, _) = rt.initialize(&init("2024-11-05"), &auth).unwrap();
+    let v = result(initialize(init("2024-11-05")).await.0);
     assert!(v["capabilities"].get("completions").is_none());
     let bad = request(1, "initialize", json!({"protocolVersion": "2025-11-25"}));
-    assert_eq!(rt.initialize(&bad, &auth).unwrap_err().code, -32602);
-    assert_eq!(
-        Era::Legacy,
-        rt.route(&init("2025-11-25"), None, None, &AuthInfo::anonymous())
-            .unwrap()
-            .era
-    );
+    let (reply, session) = initialize(bad).await;
+    assert_eq!(error_code(reply), -32602);
+    assert!(session.is_none(), "a refused initialize keeps no session");
 }

@@ -237,7 +237,7 @@ async fn ownership_answers_like_absence() {
     }
     assert_eq!(alice.get(&id).await["status"], "working");
     // A legacy session of the same principal does not see it either.
-    let legacy = Client::legacy(&rt, "alice");
+    let legacy = Client::legacy(&rt, "alice").await;
     assert_eq!(legacy.err("tasks/get", json!({"taskId": id})).await.code, -32602);
 }
 
@@ -281,7 +281,7 @@ async fn the_capability_is_advertised_per_revision() {
     let d = c.ok("server/discover", json!({})).await;
     assert_eq!(d["capabilities"]["extensions"], json!({ EXT: {} }));
     assert!(d["capabilities"].get("tasks").is_none());
-    let legacy = Client::legacy(&rt, ANONYMOUS);
+    let legacy = Client::legacy(&rt, ANONYMOUS).await;
     let tools = legacy.ok("tools/list", json!({})).await;
     let slow = tools["tools"]
         .as_array()

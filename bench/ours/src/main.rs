@@ -43,7 +43,7 @@ static GLOBAL: count::Counting = count::Counting;
 use clap::Parser;
 use mcp_server::prelude::*;
 use mcp_server::protocol::request_state::StateKey;
-use mcp_server::runtime::ServerConfig;
+use mcp_server::ServerConfig;
 use mcp_store_redis::{RedisOptions, RedisStore};
 use tokio_util::sync::CancellationToken;
 

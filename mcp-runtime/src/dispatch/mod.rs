@@ -31,32 +31,19 @@ use crate::sink::Sink;
 use parts::Parts;
 use route::{Route, Target};
 
-/// What the transport knows of a request besides its body.
+/// What a routed request runs with besides its body.
 #[derive(Debug)]
-pub struct RequestEnv {
+pub(crate) struct RequestEnv {
     /// The authenticated caller.
-    pub auth: Arc<AuthInfo>,
+    pub(crate) auth: Arc<AuthInfo>,
     /// The legacy session the request belongs to, if any.
-    pub session: Option<Arc<Session>>,
+    pub(crate) session: Option<Arc<Session>>,
     /// Where progress, logs and server-to-client requests go.
-    pub sink: Sink,
+    pub(crate) sink: Sink,
     /// Cancelled when the request is cancelled.
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// Transport or middleware extensions for the handler.
-    pub extensions: http::Extensions,
-}
-
-impl RequestEnv {
-    /// An environment with a caller and a sink, nothing else.
-    pub fn new(auth: Arc<AuthInfo>, sink: Sink) -> Self {
-        RequestEnv {
-            auth,
-            session: None,
-            sink,
-            cancel: CancellationToken::new(),
-            extensions: http::Extensions::new(),
-        }
-    }
+    pub(crate) extensions: http::Extensions,
 }
 
 /// Runs a routed request (anything but a legacy `initialize` and `subscriptions/listen`).

@@ -20,13 +20,13 @@ use crate::session::Session;
 
 /// A request routed to its era, with what the route decided.
 #[derive(Debug, Clone)]
-pub struct Route {
+pub(crate) struct Route {
     /// The era.
-    pub era: Era,
+    pub(crate) era: Era,
     /// The revision: the modern `_meta` one, or the session's.
-    pub revision: Option<Revision>,
+    pub(crate) revision: Option<Revision>,
     /// The validated modern `_meta`.
-    pub modern: Option<Arc<ModernMeta>>,
+    pub(crate) modern: Option<Arc<ModernMeta>>,
     /// What the method names, resolved.
     pub(crate) target: Target,
 }
@@ -77,11 +77,11 @@ impl Route {
 /// A request refused before any handler ran.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{error}")]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// The era the request was classified in (for the HTTP status).
-    pub era: Era,
+    pub(crate) era: Era,
     /// The error to answer with.
-    pub error: RpcError,
+    pub(crate) error: RpcError,
 }
 
 /// What the route reads besides the request.

@@ -82,7 +82,7 @@ async fn over_the_bounds_the_call_is_refused_and_its_work_stopped() {
     // No task needed: still answered.
     assert_eq!(alice.tool("quick", json!({})).await["content"][0]["text"], "quick");
     // The legacy session of the same principal counts against the same bound.
-    let legacy = Client::legacy(&rt, "alice");
+    let legacy = Client::legacy(&rt, "alice").await;
     let e = legacy.err("tools/call", json!({"name": "slow", "task": {}})).await;
     assert_eq!(e.code, -32603);
     task_id(&Client::modern(&rt, "bob", true).tool("slow", json!({})).await);
@@ -219,7 +219,7 @@ async fn a_restart_fails_the_tasks_left_working() {
     let id = task_id(&c.tool("slow", json!({"ms": 300})).await);
     let done = c.wait_status(&id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "slow done");
-    let legacy = Client::legacy(&rt, "alice");
+    let legacy = Client::legacy(&rt, "alice").await;
     let lid = task_id(
         &legacy
             .ok(

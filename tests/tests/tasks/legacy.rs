@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use mcp_protocol::RequestId;
 use mcp_protocol::auth::AuthInfo;
-use mcp_runtime::{Reply, ServerConfig, Sink};
+use mcp_runtime::{Peer, Reply, ServerConfig, Sessions, Sink};
+use mcp_tests::drive;
 use serde_json::{Value, json};
 
 use crate::support::{Client, request, runtime, task_id};
@@ -16,7 +17,7 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 #[tokio::test]
 async fn task_first_answers_the_nested_create_result_and_result_blocks() {
     let (rt, _) = runtime(ServerConfig::default(), None);
-    let c = Client::legacy(&rt, "alice");
+    let c = Client::legacy(&rt, "alice").await;
     let created = c
         .ok(
             "tools/call",
@@ -56,7 +57,7 @@ async fn task_first_answers_the_nested_create_result_and_result_blocks() {
 #[tokio::test]
 async fn result_returns_what_the_call_would_have() {
     let (rt, _) = runtime(ServerConfig::default(), None);
-    let c = Client::legacy(&rt, "alice");
+    let c = Client::legacy(&rt, "alice").await;
     let id = task_id(&c.ok("tools/call", json!({"name": "tool_error", "task": {}})).await);
     let r = c.ok("tasks/result", json!({"taskId": id})).await;
     assert_eq!(r["isError"], true);
@@ -75,7 +76,7 @@ async fn result_returns_what_the_call_would_have() {
 #[tokio::test]
 async fn cancel_transitions_before_answering() {
     let (rt, probe) = runtime(ServerConfig::default(), None);
-    let c = Client::legacy(&rt, "alice");
+    let c = Client::legacy(&rt, "alice").await;
     let id = task_id(&c.ok("tools/call", json!({"name": "slow", "task": {}})).await);
     crate::support::eventually("the handler runs", || !probe.tokens.lock().unwrap().is_empty()).await;
     let cancelled = c.ok("tasks/cancel", json!({"taskId": id})).await;
@@ -93,8 +94,8 @@ async fn list_is_paginated_and_per_session() {
     let mut config = ServerConfig::default();
     config.page_size = 2;
     let (rt, _) = runtime(config, None);
-    let a = Client::legacy(&rt, "alice");
-    let b = Client::legacy(&rt, "alice");
+    let a = Client::legacy(&rt, "alice").await;
+    let b = Client::legacy(&rt, "alice").await;
     let mut mine = Vec::new();
     for _ in 0..3 {
         mine.push(task_id(&a.ok("tools/call", json!({"name": "slow", "task": {}})).await));
@@ -124,7 +125,7 @@ async fn list_is_paginated_and_per_session() {
 #[tokio::test]
 async fn the_mode_table_in_the_legacy_era() {
     let (rt, _) = runtime(ServerConfig::default(), None);
-    let c = Client::legacy(&rt, "alice");
+    let c = Client::legacy(&rt, "alice").await;
     assert_eq!(c.err("tools/call", json!({"name": "required"})).await.code, -32021);
     let r = c.ok("tools/call", json!({"name": "plain", "task": {}})).await;
     assert_eq!(r["content"][0]["text"], "plain");
@@ -132,25 +133,32 @@ async fn the_mode_table_in_the_legacy_era() {
     assert_eq!(r["content"][0]["text"], "quick");
 
     // 2025-06-18 has no core tasks: the `task` param is ignored, the methods unknown.
-    let old = Client::legacy_at(&rt, "alice", "2025-06-18");
+    let old = Client::legacy_at(&rt, "alice", "2025-06-18").await;
     let init = request(
         0,
         "initialize",
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
-    let (init_result, _) = rt.initialize(&init, &AuthInfo::new("alice")).unwrap();
+    let initialize = |req| {
+        let rt = rt.clone();
+        async move {
+            let peer = Peer::new(Arc::new(AuthInfo::new("alice")), Sessions::None);
+            let (sink, _rx) = Sink::channel(4);
+            match drive::request(&rt, &peer, req, sink).await.reply {
+                Reply::Result(v) => v,
+                other => panic!("initialize answered {other:?}"),
+            }
+        }
+    };
+    let init_result = initialize(init).await;
     assert!(init_result["capabilities"].get("tasks").is_none());
-    let (v25, _) = rt
-        .initialize(
-            &request(
-                0,
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"}}),
-            ),
-            &AuthInfo::new("alice"),
-        )
-        .unwrap();
+    let v25 = initialize(request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}),
+    ))
+    .await;
     assert_eq!(
         v25["capabilities"]["tasks"],
         json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
@@ -163,7 +171,7 @@ async fn the_mode_table_in_the_legacy_era() {
 #[tokio::test]
 async fn input_required_travels_on_the_tasks_result_stream() {
     let (rt, _) = runtime(ServerConfig::default(), None);
-    let c = Arc::new(Client::legacy(&rt, "alice"));
+    let c = Arc::new(Client::legacy(&rt, "alice").await);
     // The creating call's stream closes with its answer (as on HTTP).
     let id = task_id(&c.ok("tools/call", json!({"name": "asks", "task": {}})).await);
     let parked = c.wait_status(&id, "input_required").await;

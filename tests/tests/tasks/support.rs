@@ -11,8 +11,9 @@ use mcp_protocol::{Request, RequestId, RpcError};
 use mcp_runtime::mrtr::InputRequired;
 use mcp_runtime::registry::ToolEntry;
 use mcp_runtime::{
-    Ctx, HandlerError, Registry, Reply, RequestEnv, Runtime, ServerConfig, Session, Sink, TaskStore, ToolResult,
+    Ctx, HandlerError, Peer, Registry, Reply, Runtime, ServerConfig, Session, Sessions, Sink, TaskStore, ToolResult,
 };
+use mcp_tests::drive;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -153,12 +154,12 @@ impl Client {
         }
     }
 
-    pub(crate) fn legacy(rt: &Arc<Runtime>, principal: &str) -> Self {
-        Self::legacy_at(rt, principal, "2025-11-25")
+    pub(crate) async fn legacy(rt: &Arc<Runtime>, principal: &str) -> Self {
+        Self::legacy_at(rt, principal, "2025-11-25").await
     }
 
     /// A legacy session negotiated at `revision`.
-    pub(crate) fn legacy_at(rt: &Arc<Runtime>, principal: &str, revision: &str) -> Self {
+    pub(crate) async fn legacy_at(rt: &Arc<Runtime>, principal: &str, revision: &str) -> Self {
         let auth = Arc::new(AuthInfo::new(principal));
         let init = request(
             0,
@@ -166,11 +167,15 @@ impl Client {
             json!({"protocolVersion": revision, "capabilities": {"elicitation": {}},
                 "clientInfo": {"name": "t", "version": "1"}}),
         );
-        let (_, session) = rt.initialize(&init, &auth).expect("initialize");
+        // The session is minted by the engine, in the runtime's sessions, as over HTTP.
+        let peer = Peer::new(auth.clone(), Sessions::Store(None));
+        let (sink, _rx) = Sink::channel(4);
+        let session = drive::request(rt, &peer, init, sink).await.session;
+        assert!(session.is_some(), "initialize");
         Client {
             rt: rt.clone(),
             auth,
-            session: Some(session),
+            session,
             ext: false,
             next: 1.into(),
         }
@@ -193,17 +198,15 @@ impl Client {
         request(id, method, params)
     }
 
-    /// Routes and dispatches with a given sink; a rejection is an error reply.
+    /// Runs a request through the engine with a given sink (a legacy one in the client's
+    /// session); a refusal is an error reply.
     pub(crate) async fn send_with(&self, req: Request, sink: Sink) -> Reply {
-        let route = match self.rt.route(&req, None, self.session.as_deref(), &self.auth) {
-            Ok(r) => r,
-            Err(rej) => return Reply::Error(rej.error),
+        let sessions = match &self.session {
+            Some(s) => Sessions::Store(Some(s.id())),
+            None => Sessions::None,
         };
-        let mut env = RequestEnv::new(self.auth.clone(), sink);
-        env.session = self.session.clone();
-        tokio::time::timeout(Duration::from_secs(30), self.rt.dispatch(req, &route, env))
-            .await
-            .expect("answered in time")
+        let peer = Peer::new(self.auth.clone(), sessions);
+        drive::request(&self.rt, &peer, req, sink).await.reply
     }
 
     pub(crate) async fn call(&self, method: &str, params: Value) -> Reply {
