@@ -11,6 +11,8 @@
 //! - [`authentication`]: the providers of [`crate::auth`], the caller in handlers, visibility;
 //! - [`axum`]: the endpoint inside an axum app, layers, health, graceful shutdown;
 //! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
+//! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
+//! - [`middleware`]: layers every request and notification goes through;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -23,6 +25,8 @@
 //! [`authentication`]: crate::guides::authentication
 //! [`axum`]: crate::guides::axum
 //! [`testing`]: crate::guides::testing
+//! [`extensions`]: crate::guides::extensions
+//! [`middleware`]: crate::guides::middleware
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -56,6 +60,12 @@ pub mod axum {}
 
 #[doc = include_str!("../../docs/guides/testing.md")]
 pub mod testing {}
+
+#[doc = include_str!("../../docs/guides/extensions.md")]
+pub mod extensions {}
+
+#[doc = include_str!("../../docs/guides/middleware.md")]
+pub mod middleware {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}

@@ -21,9 +21,13 @@
 //!   [`McpServer::serve_stdio`].
 //! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
 //!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
+//! - [`Extension`] and [`CustomMethod`]: extensions the server declares and methods the
+//!   core protocol does not know; [`McpServerBuilder::middleware`]: layers every request
+//!   and notification goes through, on every transport.
 //! - `guides` (also `docs/guides/` in the repository): getting started, tools,
 //!   resources, prompts, progress, elicitation and sampling, tasks,
-//!   authentication, axum, testing, migrating from `rmcp`; their code is tested.
+//!   authentication, axum, testing, extensions, middleware, migrating from
+//!   `rmcp`; their code is tested.
 //!
 //! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
 //! that ask for one (core tasks), and for 2026-07-28 clients that declared
@@ -185,7 +189,8 @@ pub mod observe {
 }
 
 /// The guides (`docs/guides/`): getting started, tools, resources, prompts, progress,
-/// elicitation and sampling, tasks, authentication, axum, testing, migrating from `rmcp`.
+/// elicitation and sampling, tasks, authentication, axum, testing, extensions, middleware,
+/// migrating from `rmcp`.
 #[cfg(all(feature = "http", feature = "stdio", feature = "auth"))]
 pub mod guides;
 

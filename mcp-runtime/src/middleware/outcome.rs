@@ -55,9 +55,20 @@ impl Outcome {
         self
     }
 
-    /// An HTTP header of the answer, where the transport is HTTP (`Retry-After`, for one).
-    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.insert(name, value);
+    /// An HTTP header of the answer, where the transport is HTTP (`Retry-After`, for one):
+    /// `.with_header("retry-after", "1")`. A name or value that is not valid HTTP is left out
+    /// (and logged).
+    pub fn with_header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        V: TryInto<HeaderValue>,
+    {
+        match (name.try_into(), value.try_into()) {
+            (Ok(name), Ok(value)) => {
+                self.headers.insert(name, value);
+            }
+            _ => tracing::warn!("a middleware layer's header is not valid HTTP: left out"),
+        }
         self
     }
 
