@@ -16,7 +16,7 @@ use mcp_protocol::{Era, Notification, NotificationMethod, Request, RequestId, Re
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::catalog::{CatalogKind, Registry, ToolEntry, visible};
+use crate::catalog::{Catalog, CatalogKind, Registry, ToolEntry, visible};
 use crate::cluster::{Cluster, Note};
 use crate::config::ServerConfig;
 use crate::dispatch::parts::Parts;
@@ -271,18 +271,18 @@ impl Runtime {
     ) -> Result<Route, Rejection> {
         let routing = Routing {
             advertised: &self.advertised,
-            catalog: &self.registry.snapshot(),
+            catalog: self.registry.snapshot(),
             visibility: self.config.visibility.as_ref(),
             extensions: &self.config.extensions,
         };
         crate::dispatch::route::route(&routing, req, era, session, auth)
     }
 
-    /// What the dispatcher uses of this runtime, for one request.
-    fn parts(&self) -> Parts<'_> {
+    /// What the dispatcher uses of this runtime, for one request served from `catalog`.
+    fn parts(&self, catalog: Arc<Catalog>) -> Parts<'_> {
         Parts {
             config: &self.config,
-            catalog: self.registry.snapshot(),
+            catalog,
             rounds: &self.rounds,
             tasks: &self.tasks,
             elicitations: &self.elicitations,
@@ -293,12 +293,12 @@ impl Runtime {
     /// Decorates a result a middleware layer answered in place, like the dispatcher's own.
     pub(crate) fn decorate(&self, method: &mcp_protocol::Method, era: Era, result: Value) -> Reply {
         let params = serde_json::Map::new();
-        crate::dispatch::finish::finish(&self.parts(), method, &params, era, Reply::Result(result))
+        crate::dispatch::finish::finish(&self.parts(self.registry.snapshot()), method, &params, era, Reply::Result(result))
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).
     pub(crate) async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
-        crate::dispatch::dispatch(&self.parts(), req, route, env).await
+        crate::dispatch::dispatch(&self.parts(route.catalog.clone()), req, route, env).await
     }
 
     /// Answers a legacy `initialize`: validates the params, negotiates the

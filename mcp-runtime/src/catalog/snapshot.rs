@@ -44,6 +44,17 @@ struct PageCache {
     pages: Mutex<HashMap<PageKey, Arc<RawValue>>>,
 }
 
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tools", &self.tools.len())
+            .field("resources", &self.resources.len())
+            .field("templates", &self.templates.len())
+            .field("prompts", &self.prompts.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Catalog {
     /// A cached page.
     pub(crate) fn page(&self, key: &PageKey) -> Option<Arc<RawValue>> {

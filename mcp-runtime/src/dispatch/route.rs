@@ -29,6 +29,8 @@ pub(crate) struct Route {
     pub(crate) modern: Option<Arc<ModernMeta>>,
     /// What the method names, resolved.
     pub(crate) target: Target,
+    /// The catalog snapshot the request was routed in, and is served from.
+    pub(crate) catalog: Arc<Catalog>,
 }
 
 /// What a routed request names, resolved once.
@@ -88,8 +90,8 @@ pub(crate) struct Rejection {
 pub(crate) struct Routing<'a> {
     /// The revisions errors name (-32022 `data.supported`).
     pub(crate) advertised: &'a [Revision],
-    /// The catalog snapshot the request is served from.
-    pub(crate) catalog: &'a Catalog,
+    /// The catalog snapshot the request is routed in and served from.
+    pub(crate) catalog: Arc<Catalog>,
     /// Which items each principal sees.
     pub(crate) visibility: Option<&'a Visibility>,
     /// The custom methods.
@@ -146,6 +148,7 @@ pub(crate) fn route(
         revision,
         modern,
         target,
+        catalog: at.catalog.clone(),
     })
 }
 
