@@ -293,7 +293,13 @@ impl Runtime {
     /// Decorates a result a middleware layer answered in place, like the dispatcher's own.
     pub(crate) fn decorate(&self, method: &mcp_protocol::Method, era: Era, result: Value) -> Reply {
         let params = serde_json::Map::new();
-        crate::dispatch::finish::finish(&self.parts(self.registry.snapshot()), method, &params, era, Reply::Result(result))
+        crate::dispatch::finish::finish(
+            &self.parts(self.registry.snapshot()),
+            method,
+            &params,
+            era,
+            Reply::Result(result),
+        )
     }
 
     /// Runs a routed request (anything but a legacy `initialize`).

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::jsonrpc::{encode_error, encode_result};
+use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
 use mcp_protocol::{Era, Notification, RequestId, RpcError};
 
 use super::peer::Peer;
@@ -76,7 +77,13 @@ pub(super) async fn admit(
     if chain.is_empty() {
         return Ok(());
     }
-    let revision = session.map(|s| s.revision()).or(peer.revision.known());
+    let revision = match era {
+        Era::Modern => meta_of(note.params.as_ref())
+            .and_then(|m| m.get(PROTOCOL_VERSION))
+            .and_then(serde_json::Value::as_str)
+            .and_then(mcp_protocol::Revision::parse),
+        Era::Legacy => session.map(|s| s.revision()).or(peer.revision.known()),
+    };
     let request = inbound(
         peer,
         Message::Notification(note.clone()),

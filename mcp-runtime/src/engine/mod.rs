@@ -271,6 +271,13 @@ impl Engine {
             chain.run(request, terminal).await
         };
         let session = minted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let (true, Keeping::Store, Some(s)) = (outcome.is_error(), keeping, &session) {
+            // A layer turned the minted session's `initialize` into an error: nobody will name
+            // the session, so it does not stay (nor count against the bounds).
+            if let Err(e) = self.runtime.end_session(s.id(), &peer.auth.principal).await {
+                tracing::warn!(error = %e, "a session refused by a middleware layer could not be ended");
+            }
+        }
         if let (Sessions::Slot(slot), Some(s)) = (peer.sessions, &session)
             && !outcome.is_error()
             && !slot.fill(s.clone())
