@@ -175,6 +175,18 @@ impl Method {
         }
     }
 
+    /// The extension whose declaration a client needs to call the method in `era` (the modern
+    /// tasks methods need the tasks extension); a client that did not declare it gets -32021
+    /// (`extension::undeclared`).
+    pub fn extension(&self, era: Era) -> Option<&'static str> {
+        match (self, era) {
+            (Method::TasksGet | Method::TasksCancel | Method::TasksUpdate, Era::Modern) => {
+                Some(crate::task_mode::TASKS_EXTENSION)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a legacy request needs a session where the transport keeps them (every method but
     /// `initialize`, which mints one, and `server/discover`, which neither needs nor mints one).
     pub fn needs_session(&self) -> bool {
@@ -278,6 +290,16 @@ string_like!(NotificationMethod);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_modern_tasks_methods_need_the_tasks_extension() {
+        use crate::task_mode::TASKS_EXTENSION;
+        for m in [Method::TasksGet, Method::TasksCancel, Method::TasksUpdate] {
+            assert_eq!(m.extension(Era::Modern), Some(TASKS_EXTENSION), "{m:?}");
+            assert_eq!(m.extension(Era::Legacy), None, "{m:?}: core tasks in 2025-11-25");
+        }
+        assert_eq!(Method::ToolsCall.extension(Era::Modern), None);
+    }
 
     #[test]
     fn request_catalogue() {

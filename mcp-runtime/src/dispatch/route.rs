@@ -100,7 +100,8 @@ pub(crate) struct Routing<'a> {
 
 /// Routes a request whose era is decided: the method is served in the era (legacy: in the
 /// session's revision; a custom method: by the registry), then the modern `_meta`, then what
-/// the method names (a custom method of an extension the client did not declare is -32021).
+/// the method names. A method of an extension the client did not declare (a modern tasks
+/// method, a custom method of a registered extension) is -32021, by the same rule.
 pub(crate) fn route(
     at: &Routing<'_>,
     req: &Request,
@@ -120,6 +121,12 @@ pub(crate) fn route(
                 req.method.check(era, None).map_err(reject)?;
             }
             let meta = parse_modern_meta(req.params.as_ref(), at.advertised).map_err(reject)?;
+            // A method of an extension the client did not declare (the modern tasks methods).
+            if let Some(id) = req.method.extension(era)
+                && !meta.client_capabilities.extension(id)
+            {
+                return Err(reject(mcp_protocol::extension::undeclared(id)));
+            }
             (Some(meta.revision), Some(Arc::new(meta)))
         }
         Era::Legacy => {

@@ -139,8 +139,7 @@ impl Call {
         }
         let method = req.method.clone();
         let sink = if stream { sink } else { Sink::detached() };
-        let chain = runtime.config().middleware.clone();
-        let (reply, hints) = if chain.is_empty() {
+        let (reply, hints) = if runtime.config().middleware.is_empty() {
             let renv = RequestEnv {
                 auth: env.auth,
                 session: env.session,
@@ -183,6 +182,7 @@ impl Call {
                     Outcome::reply_of(rt.dispatch(req, &route, renv).await)
                 })
             });
+            let chain = runtime.config().middleware.clone();
             let outcome = chain.run(inbound, terminal).instrument(observed.span().clone()).await;
             let reply = match outcome.body {
                 // A layer's own answer is decorated for the era like any other.

@@ -253,11 +253,16 @@ impl Engine {
             Sessions::None => Keeping::None,
         };
         let id = req.id.clone();
-        let minted = Arc::new(std::sync::Mutex::new(None));
         let chain = &self.runtime.config().middleware;
-        let outcome = if chain.is_empty() {
-            start(&self.runtime, &req, &peer.auth, keeping, &minted).await
+        let (outcome, session) = if chain.is_empty() {
+            let minted = std::sync::Mutex::new(None);
+            let outcome = start(&self.runtime, &req, &peer.auth, keeping, &minted).await;
+            (
+                outcome,
+                minted.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
         } else {
+            let minted = Arc::new(std::sync::Mutex::new(None));
             let (runtime, auth, cell) = (self.runtime.clone(), peer.auth.clone(), minted.clone());
             let terminal: Terminal = Box::new(move |inbound: Inbound| {
                 Box::pin(async move {
@@ -268,9 +273,10 @@ impl Engine {
                 })
             });
             let request = layers::inbound(peer, Message::Request(req), Era::Legacy, peer.revision.known(), None);
-            chain.run(request, terminal).await
+            let outcome = chain.run(request, terminal).await;
+            let session = minted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            (outcome, session)
         };
-        let session = minted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let (true, Keeping::Store, Some(s)) = (outcome.is_error(), keeping, &session) {
             // A layer turned the minted session's `initialize` into an error: nobody will name
             // the session, so it does not stay (nor count against the bounds).

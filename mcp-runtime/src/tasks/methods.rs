@@ -9,14 +9,13 @@
 //! | `tasks/update` | -32601 (catalogue) | records `inputResponses`, `{}` acknowledgement |
 //!
 //! In the modern era every tasks method of a client that did not declare
-//! the extension is -32021. An unknown id, an expired task and another
+//! the extension is -32021 (the route refuses it, `Method::extension`). An unknown id, an expired task and another
 //! owner's task are the same -32602.
 
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::task::{get_task_result, list_tasks_result, task_id_param, with_related_task};
 use mcp_protocol::model::{Task, TaskStatus};
 use mcp_protocol::mrtr::parse_input_responses;
-use mcp_protocol::task_mode::refusal;
 use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value};
 
@@ -45,10 +44,8 @@ impl Tasks {
         method: &Method,
         params: &Map<String, Value>,
     ) -> Result<Value, RpcError> {
+        // A modern client that did not declare the tasks extension was refused by the route.
         let era = ctx.era();
-        if era == Era::Modern && !ctx.client_capabilities().tasks_extension() {
-            return Err(refusal());
-        }
         let owner = owner_of(ctx);
         match (method, era) {
             (Method::TasksGet, _) => {
