@@ -166,19 +166,8 @@ fn mint_id() -> Option<Arc<str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_protocol::Revision;
-    use mcp_protocol::model::ClientCapabilities;
+    use crate::session::test_session;
     use serde_json::Value;
-
-    fn session(principal: &str) -> Arc<Session> {
-        Arc::new(Session::new(
-            crate::SessionStore::mint_id(),
-            Arc::from(principal),
-            Revision::V2025_11_25,
-            ClientCapabilities::default(),
-            Value::Null,
-        ))
-    }
 
     fn capture(s: &Session) -> Arc<Mutex<Vec<Value>>> {
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -194,7 +183,7 @@ mod tests {
     fn completion_reaches_the_initiating_session_only() {
         let table = Elicitations::new(Duration::from_secs(60), 20);
         let alice: Arc<str> = Arc::from("alice");
-        let (a1, a2) = (session("alice"), session("alice"));
+        let (a1, a2) = (test_session("alice"), test_session("alice"));
         let (seen1, seen2) = (capture(&a1), capture(&a2));
         let id = table.register(&alice, &a1).unwrap();
         assert!(id.starts_with("el_") && id.len() == 35);
@@ -215,12 +204,12 @@ mod tests {
     fn bounded_per_principal_and_dead_sessions_free_their_slots() {
         let table = Elicitations::new(Duration::from_secs(60), 2);
         let alice: Arc<str> = Arc::from("alice");
-        let s = session("alice");
+        let s = test_session("alice");
         table.register(&alice, &s).unwrap();
         let second = table.register(&alice, &s).unwrap();
         assert_eq!(table.register(&alice, &s), Err(ElicitationError::TooMany));
         assert!(
-            table.register(&Arc::from("bob"), &session("bob")).is_ok(),
+            table.register(&Arc::from("bob"), &test_session("bob")).is_ok(),
             "per principal"
         );
         table.forget(&second);
@@ -228,13 +217,13 @@ mod tests {
         s.close();
         assert_eq!(table.live_for("alice"), 0);
         assert_eq!(table.complete(&third, "alice"), Err(ElicitationError::NotFound));
-        assert!(table.register(&alice, &session("alice")).is_ok());
+        assert!(table.register(&alice, &test_session("alice")).is_ok());
     }
 
     #[tokio::test(start_paused = true)]
     async fn ids_expire() {
         let table = Elicitations::new(Duration::from_secs(900), 20);
-        let s = session("alice");
+        let s = test_session("alice");
         let id = table.register(&Arc::from("alice"), &s).unwrap();
         tokio::time::advance(Duration::from_secs(899)).await;
         assert_eq!(table.live_for("alice"), 1);

@@ -18,7 +18,6 @@ use std::sync::Mutex;
 
 use mcp_server::prelude::*;
 use mcp_server::testing::TestClient;
-use tokio_util::sync::CancellationToken;
 
 /// The extension's identifier.
 pub(crate) const NOTES: &str = "com.example/notes";
@@ -144,16 +143,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("--stdio") => Ok(server.serve_stdio().await?),
         other => {
             let addr = other.unwrap_or("127.0.0.1:8080");
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            tracing::info!("listening on http://{}/mcp", listener.local_addr()?);
-            let shutdown = CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                stop.cancel();
-            });
-            server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
-            Ok(())
+            tracing::info!("serving http://{addr}/mcp until Ctrl-C");
+            Ok(server.serve_http(addr).await?)
         }
     }
 }

@@ -14,7 +14,6 @@
 use std::time::Instant;
 
 use mcp_server::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 /// What `policy` answers a refused `prompts/get`.
 pub(crate) const REFUSAL: &str = "prompts/get is switched off on this server";
@@ -92,16 +91,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("--stdio") => Ok(server.serve_stdio().await?),
         other => {
             let addr = other.unwrap_or("127.0.0.1:8080");
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            tracing::info!("listening on http://{}/mcp", listener.local_addr()?);
-            let shutdown = CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                stop.cancel();
-            });
-            server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
-            Ok(())
+            tracing::info!("serving http://{addr}/mcp until Ctrl-C");
+            Ok(server.serve_http(addr).await?)
         }
     }
 }

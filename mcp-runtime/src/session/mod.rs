@@ -425,22 +425,25 @@ fn level_index(level: LoggingLevel) -> u8 {
     LoggingLevel::ALL.iter().position(|l| *l == level).unwrap_or(1) as u8
 }
 
+/// A 2025-11-25 session of `principal` with no client capabilities (for unit tests).
+#[cfg(test)]
+pub(crate) fn test_session(principal: &str) -> Arc<Session> {
+    Arc::new(Session::new(
+        SessionStore::mint_id(),
+        Arc::from(principal),
+        Revision::V2025_11_25,
+        ClientCapabilities::default(),
+        Value::Null,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn session(principal: &str) -> Arc<Session> {
-        Arc::new(Session::new(
-            SessionStore::mint_id(),
-            Arc::from(principal),
-            Revision::V2025_11_25,
-            ClientCapabilities::default(),
-            Value::Null,
-        ))
-    }
     #[test]
     fn which_changes_a_session_wants() {
-        let s = session("alice");
+        let s = test_session("alice");
         let updated = Change::ResourceUpdated(Arc::from("file:///a"));
         assert!(s.wants(&Change::Prompts));
         assert!(!s.wants(&updated), "not subscribed");
@@ -452,7 +455,7 @@ mod tests {
 
     #[tokio::test]
     async fn close_fails_pending_and_cancels_in_flight() {
-        let s = session("a");
+        let s = test_session("a");
         let (id, rx) = s.register_request();
         let token = CancellationToken::new();
         let _g = s.in_flight().begin(1.into(), token.clone()).unwrap();
@@ -464,7 +467,7 @@ mod tests {
 
     #[tokio::test]
     async fn delivery_matches_pending_ids_only() {
-        let s = session("a");
+        let s = test_session("a");
         let (id, rx) = s.register_request();
         assert!(!s.deliver(&RequestId::from("other"), Ok(Value::Null)));
         assert!(s.deliver(&id, Ok(Value::Bool(true))));
@@ -473,7 +476,7 @@ mod tests {
 
     #[test]
     fn notifications_go_through_the_outlet_until_the_session_ends() {
-        let s = session("a");
+        let s = test_session("a");
         assert!(!s.notify(b"x".to_vec()), "no outlet yet");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();

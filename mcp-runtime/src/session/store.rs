@@ -185,37 +185,26 @@ pub enum StartError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_protocol::Revision;
-    use mcp_protocol::model::ClientCapabilities;
-    use serde_json::Value;
+    use crate::session::test_session;
 
-    fn session(principal: &str) -> Arc<Session> {
-        Arc::new(Session::new(
-            SessionStore::mint_id(),
-            Arc::from(principal),
-            Revision::V2025_11_25,
-            ClientCapabilities::default(),
-            Value::Null,
-        ))
-    }
     #[test]
     fn sessions_are_bounded_in_total_and_per_principal() {
         let store = SessionStore::new();
-        let a1 = session("alice");
+        let a1 = test_session("alice");
         assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
-        assert_eq!(store.admit(session("bob"), 3, 2), Ok(()));
-        assert_eq!(store.admit(session("carol"), 3, 2), Err(SessionLimit::Full));
+        assert_eq!(store.admit(test_session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(test_session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
+        assert_eq!(store.admit(test_session("bob"), 3, 2), Ok(()));
+        assert_eq!(store.admit(test_session("carol"), 3, 2), Err(SessionLimit::Full));
         assert_eq!(store.len(), 3, "refusals store nothing");
         assert!(store.remove(a1.id(), "alice"));
         assert_eq!(
-            store.admit(session("alice"), 3, 2),
+            store.admit(test_session("alice"), 3, 2),
             Ok(()),
             "a removal frees both counts"
         );
         store.clear();
-        assert_eq!(store.admit(session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(test_session("alice"), 3, 2), Ok(()));
     }
 
     #[test]
@@ -230,7 +219,7 @@ mod tests {
     #[test]
     fn ownership_answers_like_absence() {
         let store = SessionStore::new();
-        let s = session("alice");
+        let s = test_session("alice");
         store.insert(s.clone());
         assert!(store.get(s.id(), "alice").is_some());
         assert!(store.get(s.id(), "bob").is_none());
@@ -244,7 +233,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn sweep_removes_idle_sessions() {
         let store = SessionStore::new();
-        let s = session("a");
+        let s = test_session("a");
         store.insert(s.clone());
         tokio::time::advance(Duration::from_secs(10)).await;
         assert_eq!(store.sweep(Duration::from_secs(30)), 0);
