@@ -193,7 +193,10 @@ mod tests {
         let a1 = test_session("alice");
         assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
         assert_eq!(store.admit(test_session("alice"), 3, 2), Ok(()));
-        assert_eq!(store.admit(test_session("alice"), 3, 2), Err(SessionLimit::PrincipalFull));
+        assert_eq!(
+            store.admit(test_session("alice"), 3, 2),
+            Err(SessionLimit::PrincipalFull)
+        );
         assert_eq!(store.admit(test_session("bob"), 3, 2), Ok(()));
         assert_eq!(store.admit(test_session("carol"), 3, 2), Err(SessionLimit::Full));
         assert_eq!(store.len(), 3, "refusals store nothing");
