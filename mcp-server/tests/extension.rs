@@ -5,16 +5,12 @@
 
 #![cfg(all(feature = "http", feature = "stdio"))]
 
-use std::future::Future;
-use std::time::Duration;
-
 use mcp_server::prelude::*;
-use mcp_server::stdio::{StdioConfig, StdioError, serve_io};
-use mcp_server::testing::{ClientError, TestClient};
+use mcp_server::testing::TestClient;
 use mcp_server::{Eras, ExtensionError};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use support::{BOTH, Pipe, Running, SERVER_INFO, bounded, modern_meta, rpc};
+
+mod support;
 
 #[allow(dead_code)]
 #[path = "../examples/extension.rs"]
@@ -22,245 +18,14 @@ mod extension;
 
 /// The example's extension.
 const NOTES: &str = extension::NOTES;
-/// The key of the server's `Implementation` in a modern result's `_meta`.
-const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// Bound on any single wait.
-const WAIT: Duration = Duration::from_secs(10);
-/// Bound on a whole test.
-const TEST: Duration = Duration::from_secs(60);
-const BOTH: [Revision; 2] = [Revision::V2025_11_25, Revision::V2026_07_28];
-
-async fn bounded<F: Future>(f: F) -> F::Output {
-    tokio::time::timeout(TEST, f).await.expect("the test timed out")
-}
-
-/// The JSON-RPC error of a failed test-client request.
-fn rpc(result: Result<Value, ClientError>) -> RpcError {
-    match result {
-        Err(ClientError::Rpc(e)) => e,
-        other => panic!("expected a JSON-RPC error, got {other:?}"),
-    }
-}
 
 /// The `requiredCapabilities` a -32021 for `id` carries.
 fn required(id: &str) -> Value {
     json!({ "requiredCapabilities": { "extensions": { id: {} } } })
 }
 
-// ------------------------------------------------------------------------ stdio
-
-/// The test's side of a `serve_io` on in-memory pipes: it writes the server's input and reads
-/// its output, one JSON message a line.
-struct Pipe {
-    input: Option<DuplexStream>,
-    output: Lines<BufReader<DuplexStream>>,
-    server: JoinHandle<Result<(), StdioError>>,
-}
-
-impl Pipe {
-    fn start(server: &McpServer) -> Pipe {
-        let (input, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let runtime = server.runtime().clone();
-        let server = tokio::spawn(serve_io(runtime, StdioConfig::default(), server_in, server_out));
-        Pipe {
-            input: Some(input),
-            output: BufReader::new(output).lines(),
-            server,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).expect("json");
-        line.push(b'\n');
-        let input = self.input.as_mut().expect("input open");
-        input.write_all(&line).await.expect("write");
-        input.flush().await.expect("flush");
-    }
-
-    async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.output.next_line())
-            .await
-            .expect("no message from the server in time")
-            .expect("read")
-            .expect("the server closed its output");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    /// Sends a request and returns its response (skipping notifications the server sent).
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let m = self.recv().await;
-            if m.get("id").is_some() {
-                assert_eq!(m["id"], json!(id), "expected the response to {id}, got {m}");
-                return m;
-            }
-        }
-    }
-
-    async fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await;
-    }
-
-    /// Closes the server's input and waits for `serve_io` to return.
-    async fn finish(mut self) {
-        self.input = None;
-        let result = tokio::time::timeout(WAIT, self.server)
-            .await
-            .expect("serve_io did not return in time")
-            .expect("serve_io panicked");
-        assert!(result.is_ok(), "serve_io failed: {result:?}");
-    }
-}
-
-fn modern_meta(capabilities: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "extension-test", "version": "1"}
-    })
-}
-
 fn declaring() -> Value {
     json!({ "extensions": { NOTES: {} } })
-}
-
-// ------------------------------------------------------------------------- HTTP
-
-/// A server on a free loopback port; cancel the token to stop it.
-struct Running {
-    addr: std::net::SocketAddr,
-    stop: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-/// An HTTP answer: its status, its headers (lowercase names) and its JSON-RPC message.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    message: Option<Value>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-
-    fn message(&self) -> &Value {
-        self.message.as_ref().expect("a JSON-RPC message")
-    }
-}
-
-impl Running {
-    async fn start(server: McpServer) -> Running {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
-        let stop = CancellationToken::new();
-        let token = stop.clone();
-        let task = tokio::spawn(async move {
-            server
-                .serve_http_on(listener, HttpConfig::default(), token)
-                .await
-                .expect("serves");
-        });
-        Running { addr, stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(15), self.task)
-            .await
-            .expect("stops in time")
-            .expect("the server task ends");
-    }
-
-    /// POSTs `body` to `/mcp` with `headers`.
-    async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Answer {
-        let body = body.to_string();
-        let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
-        for (name, value) in headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(&body);
-
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.expect("connect");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut raw = Vec::new();
-        tokio::time::timeout(WAIT, stream.read_to_end(&mut raw))
-            .await
-            .expect("answered in time")
-            .expect("read");
-        parse_response(&String::from_utf8_lossy(&raw))
-    }
-
-    /// A 2026-07-28 request with its `_meta` (declaring `capabilities`) and `Mcp-*` headers.
-    async fn modern(&self, id: u64, method: &str, mut params: Value, capabilities: Value) -> Answer {
-        params["_meta"] = modern_meta(capabilities);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
-        let mut headers = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
-        if let Some(name) = &name {
-            headers.push(("Mcp-Name", name));
-        }
-        self.post(&headers, &body).await
-    }
-}
-
-fn parse_response(raw: &str) -> Answer {
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
-    let body = if header("transfer-encoding") == Some("chunked") {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    let message = if header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .rfind(|m: &Value| m.get("id").is_some())
-    } else {
-        serde_json::from_str(&body).ok()
-    };
-    Answer {
-        status,
-        headers,
-        message,
-    }
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 // ------------------------------------------------------------------------ tests
@@ -538,37 +303,20 @@ async fn http_serves_the_extension_with_its_statuses() {
         );
 
         // Legacy: the session declared the extension at initialize.
-        let init = json!({
-            "jsonrpc": "2.0", "id": 7, "method": "initialize",
-            "params": {
+        let (init, session) = server
+            .legacy_handshake(json!({
                 "protocolVersion": "2025-11-25",
                 "capabilities": declaring(),
                 "clientInfo": {"name": "http-test", "version": "1"}
-            }
-        });
-        let answer = server.post(&[], &init).await;
-        assert_eq!(answer.status, 200);
+            }))
+            .await;
         assert_eq!(
-            answer.message()["result"]["capabilities"]["extensions"][NOTES],
+            init.message()["result"]["capabilities"]["extensions"][NOTES],
             json!({"maxHits": 10})
         );
-        let session = answer.header("mcp-session-id").expect("a session id").to_owned();
-        let legacy = [
-            ("Mcp-Session-Id", session.as_str()),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ];
-        let initialized = server
-            .post(
-                &legacy,
-                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            )
+        let hits = server
+            .legacy(&session, 8, "com.example/notes.search", json!({"query": "wire"}))
             .await;
-        assert_eq!(initialized.status, 202);
-        let search = json!({
-            "jsonrpc": "2.0", "id": 8, "method": "com.example/notes.search",
-            "params": {"query": "wire"}
-        });
-        let hits = server.post(&legacy, &search).await;
         assert_eq!(hits.status, 200, "{:?}", hits.message);
         assert_eq!(hits.message()["result"]["hits"], json!(["wire note"]));
 

@@ -10,41 +10,19 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::http::header::RETRY_AFTER;
 use mcp_server::Middleware;
 use mcp_server::prelude::*;
-use mcp_server::stdio::{StdioConfig, StdioError, serve_io};
 use mcp_server::testing::{ClientError, TestClient, text_of};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use support::{Answer, BOTH, Pipe, Running, SERVER_INFO, WAIT, bounded, init_params, modern_meta, rpc};
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+
+mod support;
 
 #[allow(dead_code)]
 #[path = "../examples/middleware.rs"]
 mod middleware;
-
-/// The key of the server's `Implementation` in a modern result's `_meta`.
-const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// Bound on any single wait.
-const WAIT: Duration = Duration::from_secs(10);
-/// Bound on a whole test.
-const TEST: Duration = Duration::from_secs(60);
-const BOTH: [Revision; 2] = [Revision::V2025_11_25, Revision::V2026_07_28];
-
-async fn bounded<F: Future>(f: F) -> F::Output {
-    tokio::time::timeout(TEST, f).await.expect("the test timed out")
-}
-
-/// The JSON-RPC error of a failed test-client request.
-fn rpc<T: std::fmt::Debug>(result: Result<T, ClientError>) -> RpcError {
-    match result {
-        Err(ClientError::Rpc(e)) => e,
-        other => panic!("expected a JSON-RPC error, got {other:?}"),
-    }
-}
 
 fn hello() -> Tool {
     Tool::new("hello", "Says hello", |_args, _ctx| async { "hello" })
@@ -78,261 +56,12 @@ fn ended(outcome: &Outcome) -> String {
     "ok".into()
 }
 
-// ------------------------------------------------------------------------ stdio
-
-/// The test's side of a `serve_io` on in-memory pipes.
-struct Pipe {
-    input: Option<DuplexStream>,
-    output: Lines<BufReader<DuplexStream>>,
-    server: JoinHandle<Result<(), StdioError>>,
-}
-
-impl Pipe {
-    fn start(server: &McpServer) -> Pipe {
-        let (input, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let runtime = server.runtime().clone();
-        let server = tokio::spawn(serve_io(runtime, StdioConfig::default(), server_in, server_out));
-        Pipe {
-            input: Some(input),
-            output: BufReader::new(output).lines(),
-            server,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).expect("json");
-        line.push(b'\n');
-        let input = self.input.as_mut().expect("input open");
-        input.write_all(&line).await.expect("write");
-        input.flush().await.expect("flush");
-    }
-
-    async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(WAIT, self.output.next_line())
-            .await
-            .expect("no message from the server in time")
-            .expect("read")
-            .expect("the server closed its output");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    /// Sends a request and returns its response (skipping notifications the server sent).
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let m = self.recv().await;
-            if m.get("id").is_some() {
-                assert_eq!(m["id"], json!(id), "expected the response to {id}, got {m}");
-                return m;
-            }
-        }
-    }
-
-    async fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await;
-    }
-
-    /// `initialize` (2025-11-25) then `notifications/initialized`; the `initialize` response.
-    async fn handshake(&mut self, id: i64) -> Value {
-        let init = self.call(id, "initialize", init_params("2025-11-25")).await;
-        self.notify("notifications/initialized", json!({})).await;
-        init
-    }
-
-    /// Closes the server's input and waits for `serve_io` to return.
-    async fn finish(mut self) {
-        self.input = None;
-        let result = tokio::time::timeout(WAIT, self.server)
-            .await
-            .expect("serve_io did not return in time")
-            .expect("serve_io panicked");
-        assert!(result.is_ok(), "serve_io failed: {result:?}");
-    }
-}
-
-fn init_params(version: &str) -> Value {
-    json!({
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name": "middleware-test", "version": "1"}
-    })
-}
-
-fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
-
 fn call_params(tool: &str, modern: bool) -> Value {
     let mut params = json!({"name": tool, "arguments": {}});
     if modern {
-        params["_meta"] = modern_meta();
+        params["_meta"] = modern_meta(json!({}));
     }
     params
-}
-
-// ------------------------------------------------------------------------- HTTP
-
-/// A server on a free loopback port; cancel the token to stop it.
-struct Running {
-    addr: std::net::SocketAddr,
-    stop: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-/// An HTTP answer: its status, its headers (lowercase names) and its JSON-RPC message.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    message: Option<Value>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-
-    fn message(&self) -> &Value {
-        self.message.as_ref().expect("a JSON-RPC message")
-    }
-}
-
-impl Running {
-    async fn start(server: McpServer) -> Running {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
-        let stop = CancellationToken::new();
-        let token = stop.clone();
-        let task = tokio::spawn(async move {
-            server
-                .serve_http_on(listener, HttpConfig::default(), token)
-                .await
-                .expect("serves");
-        });
-        Running { addr, stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(15), self.task)
-            .await
-            .expect("stops in time")
-            .expect("the server task ends");
-    }
-
-    /// POSTs `body` to `/mcp` with `headers`.
-    async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Answer {
-        let body = body.to_string();
-        let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
-        for (name, value) in headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(&body);
-
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.expect("connect");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut raw = Vec::new();
-        tokio::time::timeout(WAIT, stream.read_to_end(&mut raw))
-            .await
-            .expect("answered in time")
-            .expect("read");
-        parse_response(&String::from_utf8_lossy(&raw))
-    }
-
-    /// A legacy `initialize` (at `version`) and `notifications/initialized`: the session id.
-    async fn legacy_session(&self, version: &str) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init_params(version)});
-        let answer = self.post(&[], &init).await;
-        assert_eq!(answer.status, 200, "{answer:?}");
-        let session = answer.header("mcp-session-id").expect("a session id").to_owned();
-        let initialized = self
-            .post(
-                &[("Mcp-Session-Id", &session)],
-                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            )
-            .await;
-        assert_eq!(initialized.status, 202, "{initialized:?}");
-        session
-    }
-
-    /// A legacy request in `session`.
-    async fn legacy(&self, session: &str, id: u64, method: &str, params: Value) -> Answer {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let headers = [("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-11-25")];
-        self.post(&headers, &body).await
-    }
-
-    /// A 2026-07-28 request with its `_meta` and `Mcp-*` headers.
-    async fn modern(&self, id: u64, method: &str, mut params: Value) -> Answer {
-        params["_meta"] = modern_meta();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
-        let mut headers = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
-        if let Some(name) = &name {
-            headers.push(("Mcp-Name", name));
-        }
-        self.post(&headers, &body).await
-    }
-}
-
-fn parse_response(raw: &str) -> Answer {
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
-    let body = if header("transfer-encoding") == Some("chunked") {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    let message = if header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .rfind(|m: &Value| m.get("id").is_some())
-    } else {
-        serde_json::from_str(&body).ok()
-    };
-    Answer {
-        status,
-        headers,
-        message,
-    }
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 // ----------------------------------------------------------------- the example
@@ -390,11 +119,13 @@ async fn the_example_refusal_is_403_over_http() {
         assert_eq!(refused.message()["error"]["message"], middleware::REFUSAL);
 
         let hello = server
-            .modern(3, "tools/call", json!({"name": "hello", "arguments": {}}))
+            .modern(3, "tools/call", json!({"name": "hello", "arguments": {}}), json!({}))
             .await;
         assert_eq!(hello.status, 200, "{hello:?}");
         assert_eq!(hello.message()["result"]["content"][0]["text"], "hello");
-        let refused = server.modern(4, "prompts/get", json!({"name": "greeting"})).await;
+        let refused = server
+            .modern(4, "prompts/get", json!({"name": "greeting"}), json!({}))
+            .await;
         assert_eq!(refused.status, 403, "{refused:?}");
         assert_eq!(refused.message()["error"]["code"], -32600);
         assert_eq!(refused.message()["error"]["message"], middleware::REFUSAL);
@@ -694,11 +425,11 @@ async fn a_refusal_carries_its_status_and_retry_after_over_http() {
         assert_eq!(hello.message()["result"]["content"][0]["text"], "hello");
 
         let limited = server
-            .modern(3, "tools/call", json!({"name": "limited", "arguments": {}}))
+            .modern(3, "tools/call", json!({"name": "limited", "arguments": {}}), json!({}))
             .await;
         assert_limited(&limited, 3);
         let hello = server
-            .modern(4, "tools/call", json!({"name": "hello", "arguments": {}}))
+            .modern(4, "tools/call", json!({"name": "hello", "arguments": {}}), json!({}))
             .await;
         assert_eq!(hello.status, 200, "{hello:?}");
         assert_eq!(hello.header("retry-after"), None);
@@ -758,21 +489,17 @@ async fn a_refused_notification_is_answered_only_with_a_status() {
             .expect("builds");
         let server = Running::start(server).await;
         let session = server.legacy_session("2025-11-25").await;
-        let headers = [
-            ("Mcp-Session-Id", session.as_str()),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ];
         let refused = server
-            .post(
-                &headers,
+            .legacy_post(
+                &session,
                 &json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
             )
             .await;
         assert_eq!(refused.status, 429, "{refused:?}");
         assert_eq!(refused.message()["error"]["message"], "too many changes");
         let dropped = server
-            .post(
-                &headers,
+            .legacy_post(
+                &session,
                 &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}),
             )
             .await;
@@ -888,7 +615,7 @@ async fn a_layer_attaches_data_for_the_handler() {
 
         let http = Running::start(server).await;
         let called = http
-            .modern(1, "tools/call", json!({"name": "tenant", "arguments": {}}))
+            .modern(1, "tools/call", json!({"name": "tenant", "arguments": {}}), json!({}))
             .await;
         assert_eq!(called.status, 200, "{called:?}");
         assert_eq!(called.message()["result"]["content"][0]["text"], "tenant of anonymous");
@@ -1204,11 +931,11 @@ async fn a_panicking_layer_is_32603_and_the_server_keeps_serving() {
 
         let http = Running::start(server).await;
         let boom = http
-            .modern(1, "tools/call", json!({"name": "boom", "arguments": {}}))
+            .modern(1, "tools/call", json!({"name": "boom", "arguments": {}}), json!({}))
             .await;
         assert_eq!(boom.message()["error"]["code"], -32603, "{boom:?}");
         let hello = http
-            .modern(2, "tools/call", json!({"name": "hello", "arguments": {}}))
+            .modern(2, "tools/call", json!({"name": "hello", "arguments": {}}), json!({}))
             .await;
         assert_eq!(hello.status, 200, "{hello:?}");
         assert_eq!(hello.message()["result"]["content"][0]["text"], "hello");
