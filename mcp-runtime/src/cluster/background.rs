@@ -1,0 +1,194 @@
+//! The cluster's background tasks: the bus listener applying what other instances say, the
+//! forwarder of this instance's registry changes, the heartbeat, and the appender of stream
+//! events.
+
+use std::sync::{Arc, Weak};
+
+use tokio::sync::mpsc;
+
+use super::{Append, Cluster, Envelope, HEARTBEAT_EVERY, HEARTBEAT_TTL, Note};
+use crate::catalog::{Change, Registry};
+use crate::session::SessionStore;
+use crate::store::BusEvent;
+use crate::tasks::Tasks;
+
+/// Applies what other instances say.
+pub(super) async fn listen(
+    cluster: Weak<Cluster>,
+    mut bus: mpsc::Receiver<BusEvent>,
+    sessions: Weak<SessionStore>,
+    registry: Weak<Registry>,
+) {
+    while let Some(event) = bus.recv().await {
+        let (Some(cluster), Some(sessions), Some(registry)) =
+            (cluster.upgrade(), sessions.upgrade(), registry.upgrade())
+        else {
+            return;
+        };
+        let bytes = match event {
+            BusEvent::Message(bytes) => bytes,
+            BusEvent::Gap => {
+                tracing::warn!("bus gap: messages may have been lost; every list is re-announced");
+                for change in Change::EVERY_LIST {
+                    registry.announce(change);
+                }
+                cluster.gaps.send_modify(|n| *n += 1);
+                continue;
+            }
+        };
+        let envelope: Envelope = match serde_json::from_slice(&bytes) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable bus message ignored");
+                continue;
+            }
+        };
+        if *envelope.from == *cluster.instance {
+            continue;
+        }
+        match &envelope.note {
+            Note::Ended { session } => {
+                cluster.acknowledged(session, &envelope.from);
+                continue;
+            }
+            Note::SessionEnded { session } => {
+                sessions.drop_replica(session);
+                let _ = cluster.publish(Note::Ended {
+                    session: session.clone(),
+                });
+                continue;
+            }
+            _ => {}
+        }
+        if let Note::User { topic, payload } = &envelope.note {
+            cluster.user(topic, payload);
+            continue;
+        }
+        let tasks = cluster.tasks.get().and_then(Weak::upgrade);
+        apply(envelope.note, &sessions, &registry, tasks);
+    }
+}
+
+fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option<Arc<Tasks>>) {
+    match note {
+        Note::TaskCancel { task } => {
+            if let Some(tasks) = tasks.filter(|t| t.live(&task).is_some()) {
+                tokio::spawn(async move {
+                    let _ = tasks.cancel(&task).await;
+                });
+            }
+        }
+        Note::TaskInput { task, responses } => {
+            if let Some(tasks) = tasks.filter(|t| t.live(&task).is_some()) {
+                tokio::spawn(async move {
+                    let _ = tasks.feed_input(&task, &responses).await;
+                });
+            }
+        }
+        Note::User { .. } | Note::Ended { .. } => {}
+        Note::TaskChanged { task, params } => {
+            if let Some(tasks) = tasks {
+                tasks.subscriptions().task_changed(&task, params);
+            }
+        }
+        Note::Change { change } => registry.announce(change.into()),
+        Note::SessionEnded { session } => {
+            sessions.drop_replica(&session);
+        }
+        Note::SessionChanged { session, field } => {
+            if let Some(s) = sessions.replica(&session) {
+                s.apply_remote(&field);
+            }
+        }
+        Note::Response { session, id, outcome } => {
+            if let Some(s) = sessions.replica(&session) {
+                s.deliver_local(&id, outcome);
+            }
+        }
+        Note::Cancel { session, id } => {
+            if let Some(s) = sessions.replica(&session) {
+                s.in_flight().cancel(&id);
+            }
+        }
+        Note::Event { session, stream, id } => {
+            if let Some(s) = sessions.replica(&session) {
+                s.event_appended(stream, id);
+            }
+        }
+        Note::StreamOpened { session } => {
+            if let Some(s) = sessions.replica(&session) {
+                s.stream_taken_elsewhere();
+            }
+        }
+    }
+}
+
+/// Publishes this instance's registry changes.
+pub(super) async fn forward_changes(cluster: Weak<Cluster>, mut changes: tokio::sync::broadcast::Receiver<Change>) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let change = match changes.recv().await {
+            Ok(c) => c,
+            Err(RecvError::Lagged(_)) => {
+                // Changes were missed: tell every instance that every list may have changed.
+                let Some(c) = cluster.upgrade() else { return };
+                for change in Change::EVERY_LIST {
+                    let _ = c.publish(Note::Change {
+                        change: (&change).into(),
+                    });
+                }
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let Some(c) = cluster.upgrade() else { return };
+        let _ = c.publish(Note::Change {
+            change: (&change).into(),
+        });
+    }
+}
+
+/// Renews the instance's heartbeat until the cluster is dropped.
+pub(super) async fn heartbeat(cluster: Weak<Cluster>) {
+    let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+    loop {
+        tick.tick().await;
+        let Some(c) = cluster.upgrade() else { return };
+        if let Err(e) = c.store.members.heartbeat(&c.instance, HEARTBEAT_TTL).await {
+            tracing::warn!(error = %e, "heartbeat not renewed");
+        }
+    }
+}
+
+/// Appends stream events in order, then announces them (here and on the bus).
+pub(super) async fn append(cluster: Weak<Cluster>, mut rx: mpsc::Receiver<Append>) {
+    while let Some(a) = rx.recv().await {
+        let Some(c) = cluster.upgrade() else { return };
+        match c.store.events.append(&a.key, &a.frame, a.capacity).await {
+            Ok(id) => {
+                let _ = c.publish(Note::Event {
+                    session: a.key.session.clone(),
+                    stream: a.key.stream,
+                    id,
+                });
+                // The local replica (if any) hears it too: the bus skips our own notes.
+                c.local_event(&a.key.session, a.key.stream, id);
+            }
+            Err(e) => tracing::warn!(session = %a.key.session, error = %e, "stream event not stored: dropped"),
+        }
+    }
+}
+
+impl Cluster {
+    /// Wakes the local replica's streams for an event appended here.
+    fn local_event(&self, session: &str, stream: u64, id: u64) {
+        if let Some(s) = self
+            .sessions
+            .get()
+            .and_then(Weak::upgrade)
+            .and_then(|st| st.replica(session))
+        {
+            s.event_appended(stream, id);
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The runtime's side of a shared [`Store`]: what one instance does so that several instances
+//! behind a load balancer that does not pin clients behave as one server.
+//!
+//! With no store configured there is no `Cluster` and nothing here runs. With one:
+//!
+//! - **Sessions.** `initialize` writes the session's record before it is answered; an instance
+//!   that meets an id it does not hold loads the record and keeps a local replica (the
+//!   [`Session`] object, with its own pending requests and requests in flight). Changes to the
+//!   record (log level, `notifications/initialized`, subscriptions) are written through and
+//!   announced; activity pushes the record's expiry back (at most every `ttl / 8`); DELETE on
+//!   any instance deletes the record and ends every replica, whose streams end with it.
+//! - **Server-to-client traffic.** Request ids carry the instance's id, so they are unique
+//!   across instances. A client's response, or a `notifications/cancelled`, that reaches an
+//!   instance not holding the waiting request is published on the bus; the holder delivers it.
+//! - **Changes.** A local registry change is published; a change heard on the bus is announced
+//!   to this instance's streams (legacy GET streams and listen streams) without touching the
+//!   local catalog (catalogs are code: every instance registers the same one).
+//! - **Stream events.** Session-targeted notifications are appended to the session's log in the
+//!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
+//!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
+//!   ends the session's older GET stream on another (one GET stream per session).
+//! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership).
+//! - **Loss.** A bus gap (a backlog overflow, a lost connection) is answered like a lag: every
+//!   list is re-announced and every GET stream re-reads its log.
+
+mod background;
+mod note;
+mod ports;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use mcp_protocol::Revision;
+use mcp_protocol::model::ClientCapabilities;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+pub(crate) use note::Note;
+
+use crate::catalog::Registry;
+use crate::session::{Session, SessionStore};
+use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
+use crate::tasks::Tasks;
+use background::{append, forward_changes, heartbeat, listen};
+use note::Envelope;
+
+/// How often the heartbeat is renewed, and how long it lasts.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+const HEARTBEAT_TTL: Duration = Duration::from_secs(6);
+/// The queue of stream events waiting to be appended.
+const APPEND_QUEUE: usize = 4096;
+/// How long a DELETE waits for the replicas on other instances to end.
+const ACK_WAIT: Duration = Duration::from_secs(1);
+
+/// An application's handler of broadcast messages on one topic.
+pub(crate) type UserHandler = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// A stream event to append.
+struct Append {
+    key: StreamKey,
+    frame: Vec<u8>,
+    capacity: usize,
+}
+
+/// One instance's part of a shared store.
+pub(crate) struct Cluster {
+    instance: Arc<str>,
+    store: Store,
+    session_ttl: Duration,
+    event_capacity: usize,
+    appends: mpsc::Sender<Append>,
+    appends_rx: std::sync::Mutex<Option<mpsc::Receiver<Append>>>,
+    /// Bumped by every bus gap: GET streams re-read their logs.
+    gaps: watch::Sender<u64>,
+    started: AtomicBool,
+    me: OnceLock<Weak<Cluster>>,
+    /// This instance's sessions (set when started).
+    sessions: OnceLock<Weak<SessionStore>>,
+    /// This instance's tasks (set when started).
+    tasks: OnceLock<Weak<Tasks>>,
+    /// The application's broadcast handlers, by topic.
+    handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
+    /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
+    acks: std::sync::Mutex<std::collections::HashMap<String, Acks>>,
+}
+
+/// The holders of a session still to acknowledge its end, and who waits for them.
+type Acks = (std::collections::BTreeSet<String>, tokio::sync::oneshot::Sender<()>);
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    pub(crate) fn new(store: Store, session_ttl: Duration, event_capacity: usize) -> Arc<Self> {
+        let (appends, rx) = mpsc::channel(APPEND_QUEUE);
+        let c = Arc::new(Cluster {
+            instance: mint_instance(),
+            store,
+            session_ttl,
+            event_capacity: event_capacity.max(1),
+            appends,
+            appends_rx: std::sync::Mutex::new(Some(rx)),
+            gaps: watch::Sender::new(0),
+            started: AtomicBool::new(false),
+            me: OnceLock::new(),
+            sessions: OnceLock::new(),
+            tasks: OnceLock::new(),
+            handlers: std::sync::RwLock::new(Vec::new()),
+            acks: std::sync::Mutex::new(std::collections::HashMap::new()),
+        });
+        let _ = c.me.set(Arc::downgrade(&c));
+        c
+    }
+
+    /// This instance's id.
+    pub(crate) fn instance(&self) -> &Arc<str> {
+        &self.instance
+    }
+
+    /// The shared store.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A receiver woken by every bus gap.
+    pub(crate) fn gaps(&self) -> watch::Receiver<u64> {
+        self.gaps.subscribe()
+    }
+
+    /// Starts the bus listener, the change forwarder, the appender and the heartbeat (once;
+    /// needs a Tokio runtime).
+    pub(crate) fn ensure_started(&self, sessions: &Arc<SessionStore>, registry: &Arc<Registry>, tasks: &Arc<Tasks>) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        let _ = self.sessions.set(Arc::downgrade(sessions));
+        let _ = self.tasks.set(Arc::downgrade(tasks));
+        let bus = self.store.bus.subscribe();
+        tokio::spawn(listen(
+            Arc::downgrade(&me),
+            bus,
+            Arc::downgrade(sessions),
+            Arc::downgrade(registry),
+        ));
+        tokio::spawn(forward_changes(Arc::downgrade(&me), registry.local_changes()));
+        tokio::spawn(heartbeat(Arc::downgrade(&me)));
+        let rx = self
+            .appends_rx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(rx) = rx {
+            tokio::spawn(append(Arc::downgrade(&me), rx));
+        }
+    }
+
+    /// Registers an application handler of broadcast messages on `topic`.
+    pub(crate) fn on_user(&self, topic: String, handler: UserHandler) {
+        self.handlers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((topic, handler));
+    }
+
+    /// Runs the application's handlers of a message (in the bus listener: in bus order).
+    fn user(&self, topic: &str, payload: &Value) {
+        let handlers: Vec<UserHandler> = self
+            .handlers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(t, _)| t == topic)
+            .map(|(_, h)| h.clone())
+            .collect();
+        for h in handlers {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(payload))).is_err() {
+                tracing::error!(topic, "broadcast handler panicked");
+            }
+        }
+    }
+
+    /// Publishes a note to every instance.
+    pub(crate) fn publish(&self, note: Note) -> Result<(), StoreError> {
+        let envelope = Envelope {
+            from: self.instance.to_string(),
+            note,
+        };
+        let bytes = serde_json::to_vec(&envelope).map_err(|e| StoreError::Backend(e.to_string()))?;
+        self.store.bus.publish(bytes).inspect_err(|e| {
+            tracing::warn!(error = %e, "bus publish failed");
+        })
+    }
+
+    /// The record of a new session, written before `initialize` is answered.
+    pub(crate) async fn create(&self, session: &Session) -> Result<(), StoreError> {
+        let mut record = SessionRecord::new(
+            session.id().to_string(),
+            session.principal().to_string(),
+            session.revision().as_str(),
+            session.client_capabilities().raw().clone(),
+            session.client_info().clone(),
+        );
+        record.holders.insert(self.instance.to_string());
+        self.store.sessions.create(&record, self.session_ttl).await
+    }
+
+    /// A replica of a session this instance does not hold, from its record; `None` when the
+    /// record is absent, expired or another principal's.
+    pub(crate) async fn load(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+        let Some(record) = self.store.sessions.load(id, self.session_ttl).await? else {
+            return Ok(None);
+        };
+        if record.principal != principal {
+            return Ok(None);
+        }
+        if !record.holders.contains(&*self.instance) {
+            // Named in the record before serving: a DELETE anywhere waits for this replica.
+            let holder = SessionField::Holder(self.instance.to_string());
+            self.store.sessions.update(id, &holder).await?;
+        }
+        let Some(revision) = Revision::parse(&record.revision) else {
+            tracing::warn!(session = id, revision = %record.revision, "stored session has an unknown revision");
+            return Ok(None);
+        };
+        let session = Session::new(
+            Arc::from(record.id.as_str()),
+            Arc::from(record.principal.as_str()),
+            revision,
+            ClientCapabilities::new(record.client_capabilities),
+            record.client_info,
+        );
+        session.set_log_level(record.log_level);
+        if record.initialized {
+            session.mark_initialized();
+        }
+        for uri in &record.subscriptions {
+            session.subscribe(uri);
+        }
+        Ok(Some(Arc::new(session)))
+    }
+
+    /// Deletes a session everywhere: its record, its stream logs, and every replica. Answers
+    /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
+    /// that a request right after the DELETE is 404 wherever it lands.
+    pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
+        let holders = match self.store.sessions.load(session, self.session_ttl).await? {
+            Some(r) => r.holders,
+            None => return Ok(false),
+        };
+        let existed = self.store.sessions.delete(session).await?;
+        if !existed {
+            return Ok(false);
+        }
+        if let Err(e) = self.store.events.delete_session(session).await {
+            tracing::warn!(session, error = %e, "stream events of a deleted session not dropped");
+        }
+        let mut waiting = std::collections::BTreeSet::new();
+        for h in holders {
+            if h != *self.instance && self.store.members.alive(&h).await.unwrap_or(false) {
+                waiting.insert(h);
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let wait = !waiting.is_empty();
+        if wait {
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(session.to_owned(), (waiting, tx));
+        }
+        let published = self.publish(Note::SessionEnded {
+            session: session.to_owned(),
+        });
+        if wait {
+            if published.is_ok() && tokio::time::timeout(ACK_WAIT, rx).await.is_err() {
+                tracing::debug!(session, "not every replica acknowledged the end of the session in time");
+            }
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(session);
+        }
+        Ok(true)
+    }
+
+    /// Another instance ended its replica of a session this instance is deleting.
+    fn acknowledged(&self, session: &str, from: &str) {
+        let mut acks = self.acks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let done = acks.get_mut(session).is_some_and(|(waiting, _)| {
+            waiting.remove(from);
+            waiting.is_empty()
+        });
+        if done && let Some((_, tx)) = acks.remove(session) {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A fresh instance id: `i` and 16 hex digits from the OS CSPRNG.
+fn mint_instance() -> Arc<str> {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        panic!("the operating system's random number generator failed");
+    }
+    let mut s = String::from("i");
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    Arc::from(s)
+}
