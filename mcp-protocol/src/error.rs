@@ -175,6 +175,14 @@ impl RpcError {
             .with_data(json!({ "requiredCapabilities": required }))
     }
 
+    /// -32021 for a request that needs extension `id`, which the client did not declare
+    /// (`requiredCapabilities: {"extensions": {id: {}}}`; HTTP 400).
+    pub fn undeclared_extension(id: &str) -> Self {
+        let mut e = Self::missing_capability(json!({ "extensions": { id: {} } }));
+        e.message = format!("Server requires the {id} extension for this request");
+        e
+    }
+
     /// -32022 with `data.supported` and `data.requested`.
     pub fn unsupported_version(supported: &[Revision], requested: &str) -> Self {
         let supported: Vec<&str> = supported.iter().map(|r| r.as_str()).collect();

@@ -14,12 +14,12 @@
 //! - **Custom methods**: any name but the core catalogue's (of every revision), JSON-RPC's
 //!   reserved `rpc.` prefix, and the `notifications/` convention for notifications.
 //! - **Undeclared**: a request of an extension's method from a client that did not declare the
-//!   extension is -32021 with `requiredCapabilities: {"extensions": {id: {}}}` (HTTP 400), the
-//!   rule the specification gives for every capability the client did not declare.
+//!   extension is -32021 with `requiredCapabilities: {"extensions": {id: {}}}` (HTTP 400,
+//!   `RpcError::undeclared_extension`), the rule the specification gives for every capability
+//!   the client did not declare.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::error::RpcError;
 use crate::method::Method;
 use crate::revision::{Era, Revision};
 use crate::task_mode::TASKS_EXTENSION;
@@ -168,16 +168,11 @@ pub fn declare(capabilities: &mut Map<String, Value>, declared: &[Declared], rev
     }
 }
 
-/// -32021: the request needs extension `id`, which the client did not declare (HTTP 400).
-pub fn undeclared(id: &str) -> RpcError {
-    let mut e = RpcError::missing_capability(json!({ "extensions": { id: {} } }));
-    e.message = format!("Server requires the {id} extension for this request");
-    e
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RpcError;
+    use serde_json::json;
 
     #[test]
     fn identifiers() {
@@ -271,7 +266,7 @@ mod tests {
 
     #[test]
     fn undeclared_names_the_extension() {
-        let e = undeclared("com.example/a");
+        let e = RpcError::undeclared_extension("com.example/a");
         assert_eq!(e.code, -32021);
         assert_eq!(
             e.message,

@@ -55,7 +55,7 @@ pub fn task_mode(support: TaskSupport, tasks_enabled: bool, era: Era) -> TaskMod
 /// The -32021 error of [`TaskMode::Refuse`] (and of task methods called by a
 /// client that did not declare the extension).
 pub fn refusal() -> RpcError {
-    crate::extension::undeclared(TASKS_EXTENSION)
+    RpcError::undeclared_extension(TASKS_EXTENSION)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::dispatch::route::{Rejection, Route, Routing};
 use crate::dispatch::{RequestEnv, lifecycle};
 use crate::elicitation::{ElicitationError, Elicitations};
 use crate::exec::rounds::Rounds;
-use crate::listen::{Holder, ListenError, Listener, Subscriptions};
+use crate::listen::{self, Holder, ListenError, Listener, Subscriptions};
 use crate::reply::Reply;
 use crate::session::{InFlight, Session, SessionStore, StartError};
 use crate::store::{InMemoryTaskStore, Store, StoreError, TaskOwner, TaskStore};
@@ -197,7 +197,13 @@ impl Runtime {
             serde_json::value::to_raw_value(&config.server_info.render(None))
                 .unwrap_or_else(|_| RawValue::NULL.to_owned())
         });
-        let subscriptions = Arc::new(Subscriptions::new(&config));
+        let limits = listen::Limits {
+            total: config.max_listeners,
+            per_peer: config.max_listeners_per_peer,
+            per_principal: config.max_listeners_per_principal,
+        };
+        let completion_info = config.send_server_info.then(|| config.server_info.render(None));
+        let subscriptions = Arc::new(Subscriptions::new(limits, completion_info));
         let tasks = Tasks::new(&config, store, subscriptions.clone());
         let elicitations = Arc::new(Elicitations::new(
             config.elicitation_ttl,

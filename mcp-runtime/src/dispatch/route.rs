@@ -125,7 +125,7 @@ pub(crate) fn route(
             if let Some(id) = req.method.extension(era)
                 && !meta.client_capabilities.extension(id)
             {
-                return Err(reject(mcp_protocol::extension::undeclared(id)));
+                return Err(reject(mcp_protocol::RpcError::undeclared_extension(id)));
             }
             (Some(meta.revision), Some(Arc::new(meta)))
         }

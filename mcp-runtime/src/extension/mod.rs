@@ -116,7 +116,7 @@ impl MethodEntry {
     /// The -32021 of a client that did not declare the method's extension, if it did not.
     pub(crate) fn check_client(&self, caps: &ClientCapabilities) -> Result<(), mcp_protocol::RpcError> {
         match &self.gate {
-            Some(id) if !caps.extension(id) => Err(mcp_protocol::extension::undeclared(id)),
+            Some(id) if !caps.extension(id) => Err(mcp_protocol::RpcError::undeclared_extension(id)),
             _ => Ok(()),
         }
     }

@@ -30,7 +30,6 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Change, Registry};
-use crate::config::ServerConfig;
 use crate::sink::Frame;
 use mailbox::{Inbox, Mailbox, Refused, mailbox};
 
@@ -146,12 +145,28 @@ struct Entry {
     tx: Mailbox,
 }
 
-/// The bounds on open subscriptions (from [`ServerConfig`]).
+/// The bounds on open subscriptions (`ServerConfig::max_listeners`,
+/// `max_listeners_per_peer`, `max_listeners_per_principal`).
 #[derive(Debug, Clone, Copy)]
-struct Limits {
-    total: usize,
-    per_peer: usize,
-    per_principal: usize,
+pub(crate) struct Limits {
+    /// Every holder together.
+    pub(crate) total: usize,
+    /// One peer (a client's address).
+    pub(crate) per_peer: usize,
+    /// One principal, all its peers together.
+    pub(crate) per_principal: usize,
+}
+
+impl Limits {
+    /// No bound (for tests of what does not count subscriptions).
+    #[cfg(test)]
+    pub(crate) fn unbounded() -> Self {
+        Limits {
+            total: usize::MAX,
+            per_peer: usize::MAX,
+            per_principal: usize::MAX,
+        }
+    }
 }
 
 /// The open subscriptions of a server.
@@ -167,27 +182,18 @@ pub struct Subscriptions {
     server_info: Option<Value>,
 }
 
-impl Default for Subscriptions {
-    fn default() -> Self {
-        Subscriptions::new(&ServerConfig::default())
-    }
-}
-
 impl Subscriptions {
-    /// The hub of a server configured by `config` (its bounds, its `serverInfo`).
-    pub(crate) fn new(config: &ServerConfig) -> Self {
+    /// The hub of a server: its bounds, and the `serverInfo` its completion results carry
+    /// (`None`: not sent).
+    pub(crate) fn new(limits: Limits, server_info: Option<Value>) -> Self {
         Subscriptions {
             next: AtomicU64::new(0),
             entries: DashMap::new(),
             counts: Mutex::new(Counts::default()),
-            limits: Limits {
-                total: config.max_listeners,
-                per_peer: config.max_listeners_per_peer,
-                per_principal: config.max_listeners_per_principal,
-            },
+            limits,
             fanout: OnceLock::new(),
             closing: CancellationToken::new(),
-            server_info: config.send_server_info.then(|| config.server_info.render(None)),
+            server_info,
         }
     }
 

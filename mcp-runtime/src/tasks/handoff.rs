@@ -296,6 +296,7 @@ fn in_place_or_gone(
 mod tests {
     use super::*;
     use crate::ServerConfig;
+    use crate::listen::{Limits, Subscriptions};
     use crate::tasks::InMemoryTaskStore;
 
     #[tokio::test]
@@ -303,7 +304,7 @@ mod tests {
         let tasks = Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
-            Arc::default(),
+            Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         );
         let owner = TaskOwner::Principal("p".into());
         let (rec, live) = tasks
@@ -344,7 +345,7 @@ mod tests {
         let tasks = Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
-            Arc::default(),
+            Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         );
         let (tx, rx) = oneshot::channel();
         let handoff = Arc::new(Handoff {

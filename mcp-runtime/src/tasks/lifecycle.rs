@@ -426,6 +426,7 @@ pub(crate) fn payload(rec: &TaskRecord) -> TaskPayload<'_> {
 mod tests {
     use super::*;
     use crate::ServerConfig;
+    use crate::listen::{Limits, Subscriptions};
     use crate::tasks::InMemoryTaskStore;
 
     async fn task(tasks: &Tasks) -> Arc<Live> {
@@ -441,7 +442,7 @@ mod tests {
         Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
-            Arc::default(),
+            Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         )
     }
 
