@@ -28,6 +28,12 @@
 //! counted one by one) and divides by the requests the generator sent; after the rounds, a
 //! separate short run with a `MONITOR` tap counts the requests the instances sent Redis (a script
 //! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]).
+//! `--baseline REV` adds a fourth target, `baseline`: this repository's `ours` as it was at
+//! commit REV (checked out in a worktree under `target/bench-baseline/src`, built into
+//! `target/bench-baseline/build`), measured in the same interleaved rounds as the others, W and
+//! S cells alike, so that a change is judged against what it changed (`ours/baseline`) in one
+//! run, beside the peers.
+//!
 //! Every server listens on 127.0.0.1 only; every run is bounded in count and duration.
 
 mod report;
@@ -56,6 +62,8 @@ pub(crate) struct Options {
     pub(crate) readme: bool,
     /// Measure only these rows (`W1` … `W5b`, `M1`); empty: every row.
     pub(crate) only: Vec<String>,
+    /// A commit whose `ours` is measured too, as the target `baseline`.
+    pub(crate) baseline: Option<String>,
 }
 
 impl Options {
@@ -135,10 +143,13 @@ fn shared_cell(workload: &str) -> Option<(&'static str, &'static str)> {
 /// The counting run of an S cell (with the `MONITOR` tap, which slows Redis: not measured).
 const COUNT_RUN_MS: u64 = 1_000;
 
+/// The target that is `ours` at the `--baseline` commit.
+const BASELINE: &str = "baseline";
+
 /// The binary of a target.
 fn binary_name(target: &str) -> &'static str {
     match target {
-        "ours" => "ours",
+        "ours" | BASELINE => "ours",
         "rmcp" => "rmcp-peer",
         _ => "floor",
     }
@@ -147,6 +158,8 @@ fn binary_name(target: &str) -> &'static str {
 /// Where the bench binaries are and how processes are pinned.
 struct Bench {
     bin: PathBuf,
+    /// The release directory of the `--baseline` build, if any.
+    baseline: Option<PathBuf>,
     /// `taskset -c N` prefixes for the server and the generator (empty when not pinning).
     server_pin: Vec<String>,
     loadgen_pin: Vec<String>,
@@ -180,6 +193,10 @@ pub(crate) fn run(opts: &Options) -> Result {
             .args(["build", "--release", "--workspace"]);
         util::run(&mut cmd)?;
     }
+    let baseline = match &opts.baseline {
+        Some(rev) => Some(build_baseline(rev, opts.skip_build)?),
+        None => None,
+    };
     let bin = build_dir.join("release");
     for target in TARGETS.iter().map(|t| binary_name(t)).chain(["loadgen"]) {
         if !bin.join(target).is_file() {
@@ -192,6 +209,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     let (server_pin, loadgen_pin, pinning) = pinning();
     let bench = Bench {
         bin,
+        baseline,
         server_pin,
         loadgen_pin,
         plan,
@@ -231,12 +249,14 @@ pub(crate) fn run(opts: &Options) -> Result {
             Load::Http(_) => shared_cell(id),
             Load::Stdio(_) => None,
         };
-        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); TARGETS.len()];
+        let targets = bench.targets();
+        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); targets.len()];
         let mut shared_runs = Vec::new();
+        let mut baseline_shared_runs = Vec::new();
         let mut body_bytes = 0;
         for round in 1..=plan.rounds {
             let what = format!("{id} round {round}/{}", plan.rounds);
-            for (i, target) in TARGETS.into_iter().enumerate() {
+            for (i, target) in targets.iter().copied().enumerate() {
                 let outcome = match load {
                     Load::Http(workload) => bench.http_run(target, workload, body_bytes),
                     Load::Stdio(inflight) => bench.stdio_run(target, inflight, body_bytes),
@@ -250,7 +270,7 @@ pub(crate) fn run(opts: &Options) -> Result {
             }
             if let (Some((sid, _)), Load::Http(workload), Some(redis)) = (shared, load, redis.as_mut()) {
                 let prefix = format!("bench-{}-r{round}", sid.to_ascii_lowercase());
-                let outcome = bench.shared_run(redis, workload, &prefix);
+                let outcome = bench.shared_run(redis, workload, &prefix, "ours");
                 if let Some(v) = record(
                     SHARED_TARGET,
                     &format!("{sid} round {round}/{}", plan.rounds),
@@ -259,10 +279,23 @@ pub(crate) fn run(opts: &Options) -> Result {
                 ) {
                     shared_runs.push(v);
                 }
+                if bench.baseline.is_some() {
+                    let prefix = format!("bench-{}-b{round}", sid.to_ascii_lowercase());
+                    let outcome = bench.shared_run(redis, workload, &prefix, BASELINE);
+                    if let Some(v) = record(
+                        "baseline×2+redis",
+                        &format!("{sid} baseline round {round}/{}", plan.rounds),
+                        outcome,
+                        &mut failures,
+                    ) {
+                        baseline_shared_runs.push(v);
+                    }
+                }
             }
         }
-        let mut results: Map<String, Value> = TARGETS
-            .into_iter()
+        let mut results: Map<String, Value> = targets
+            .iter()
+            .copied()
             .zip(runs)
             .map(|(target, runs)| (target.to_owned(), median(runs)))
             .collect();
@@ -278,6 +311,7 @@ pub(crate) fn run(opts: &Options) -> Result {
                 None => json!({"error": "no redis-server"}),
             };
             let single = results.remove("ours").unwrap_or_else(|| json!({"error": "failed"}));
+            let baseline = bench.baseline.is_some().then(|| median(baseline_shared_runs));
             shared_rows.push(report::shared_row(
                 sid,
                 stitle,
@@ -285,6 +319,7 @@ pub(crate) fn run(opts: &Options) -> Result {
                 single,
                 median(shared_runs),
                 round_trips,
+                baseline,
             ));
         }
     }
@@ -294,7 +329,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     if opts.wants("M1") {
         util::banner("M1: resident memory");
     }
-    for target in TARGETS.into_iter().filter(|_| opts.wants("M1")) {
+    for target in bench.targets().into_iter().filter(|_| opts.wants("M1")) {
         let outcome = bench.memory(target);
         let value = record(target, "M1", outcome, &mut failures);
         memory.insert(target.to_owned(), value.unwrap_or_else(|| json!({"error": "failed"})));
@@ -396,6 +431,23 @@ struct Server {
 }
 
 impl Bench {
+    /// The targets of this run, in the order they run.
+    fn targets(&self) -> Vec<&'static str> {
+        let mut targets = TARGETS.to_vec();
+        if self.baseline.is_some() {
+            targets.push(BASELINE);
+        }
+        targets
+    }
+
+    /// The binary of a target.
+    fn binary(&self, target: &str) -> PathBuf {
+        match (target, &self.baseline) {
+            (BASELINE, Some(dir)) => dir.join(binary_name(target)),
+            _ => self.bin.join(binary_name(target)),
+        }
+    }
+
     /// The command line `pin… binary args…`.
     fn command(&self, pin: &[String], program: &Path, args: &[String]) -> Command {
         let mut cmd = match pin.split_first() {
@@ -428,7 +480,7 @@ impl Bench {
         let port = util::free_port()?;
         let mut args = vec!["--http".to_owned(), port.to_string()];
         args.extend(extra);
-        let mut cmd = self.command(&self.server_pin, &self.bin.join(binary_name(target)), &args);
+        let mut cmd = self.command(&self.server_pin, &self.binary(target), &args);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let line = util::display(&cmd);
         let mut child = ChildGuard::spawn(&mut cmd)?;
@@ -528,15 +580,16 @@ impl Bench {
         Ok(redis)
     }
 
-    /// Two `ours` instances on `redis`, keys under `prefix` (a fresh logical server).
-    fn start_pair(&self, redis: &RedisServer, prefix: &str) -> Result<[Server; 2]> {
+    /// Two instances of `target` (`ours` or the baseline) on `redis`, keys under `prefix` (a
+    /// fresh logical server).
+    fn start_pair(&self, redis: &RedisServer, prefix: &str, target: &str) -> Result<[Server; 2]> {
         let args = vec![
             "--redis".to_owned(),
             redis.url(),
             "--redis-prefix".to_owned(),
             prefix.to_owned(),
         ];
-        Ok([self.start("ours", args.clone())?, self.start("ours", args)?])
+        Ok([self.start(target, args.clone())?, self.start(target, args)?])
     }
 
     /// Fails if either instance or Redis died during the run.
@@ -550,9 +603,9 @@ impl Bench {
     /// An S cell's measured round: `workload` through two fresh instances on `redis`, and the
     /// Redis commands executed meanwhile (`INFO commandstats` before and after) per request
     /// sent, in `redis_commands`.
-    fn shared_run(&self, redis: &mut RedisServer, workload: &str, prefix: &str) -> Result<Value> {
+    fn shared_run(&self, redis: &mut RedisServer, workload: &str, prefix: &str, target: &str) -> Result<Value> {
         let port = shared::port_of(&redis.url())?;
-        let mut pair = self.start_pair(redis, prefix)?;
+        let mut pair = self.start_pair(redis, prefix, target)?;
         let mut args = self.http_args(&[&pair[0], &pair[1]], workload);
         args.extend(self.timing());
         let before = shared::commandstats(port)?;
@@ -571,7 +624,7 @@ impl Bench {
     /// once.
     fn shared_count(&self, redis: &mut RedisServer, workload: &str, prefix: &str) -> Result<Value> {
         let port = shared::port_of(&redis.url())?;
-        let mut pair = self.start_pair(redis, prefix)?;
+        let mut pair = self.start_pair(redis, prefix, "ours")?;
         let mut args = self.http_args(&[&pair[0], &pair[1]], workload);
         args.extend([
             "--warmup-ms".to_owned(),
@@ -601,7 +654,7 @@ impl Bench {
         }
         args.push("--".to_owned());
         args.extend(self.server_pin.iter().cloned());
-        args.push(self.bin.join(binary_name(target)).display().to_string());
+        args.push(self.binary(target).display().to_string());
         args.push("--stdio".to_owned());
         args.extend(self.server_args(target, false, body_bytes));
         self.loadgen(&args, self.run_timeout())
@@ -614,7 +667,11 @@ impl Bench {
     fn memory(&self, target: &str) -> Result<Value> {
         let mut server = self.start(target, Vec::new())?;
         let sessions = if target == "floor" { 0 } else { self.plan.sessions };
-        let streams = if target == "ours" { self.plan.streams } else { 0 };
+        let streams = if matches!(target, "ours" | BASELINE) {
+            self.plan.streams
+        } else {
+            0
+        };
         let args = vec![
             "mem".to_owned(),
             "--url".to_owned(),
@@ -634,6 +691,51 @@ impl Bench {
         ensure_alive(&mut server.child, target)?;
         outcome
     }
+}
+
+/// Checks commit `rev` out in a worktree under `target/bench-baseline/src` (anew when it names
+/// another commit) and builds its bench workspace into `target/bench-baseline/build`; returns
+/// the release directory. With `skip_build`, a binary already built for that commit is used.
+fn build_baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
+    let git = |args: &[&str]| -> Result<String> {
+        let out = Command::new("git")
+            .current_dir(util::root())
+            .args(args)
+            .output()
+            .map_err(|e| format!("git: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
+    let dir = util::target_dir().join("bench-baseline");
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let release = build.join("release");
+    let checked_out = std::fs::read_to_string(dir.join("commit")).unwrap_or_default();
+    if skip_build && checked_out.trim() == commit && release.join("ours").is_file() {
+        return Ok(release);
+    }
+    util::banner(&format!("baseline: ours at {rev} ({commit})"));
+    if src.exists() {
+        let _ = git(&["worktree", "remove", "--force", &src.display().to_string()]);
+        let _ = std::fs::remove_dir_all(&src);
+    }
+    git(&["worktree", "prune"])?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    git(&["worktree", "add", "--detach", &src.display().to_string(), &commit])?;
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(src.join("bench"))
+        .env("CARGO_TARGET_DIR", &build)
+        .args(["build", "--release", "-p", "ours"]);
+    util::run(&mut cmd)?;
+    std::fs::write(dir.join("commit"), &commit).map_err(|e| format!("cannot write the baseline's commit: {e}"))?;
+    Ok(release)
 }
 
 /// Requests per measured operation (1 for a call, 4 for W3's session).

@@ -55,15 +55,20 @@ pub(super) fn row(id: &str, title: &str, results: Map<String, Value>) -> Value {
         (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
         _ => Value::Null,
     };
+    let mut ratios = json!({
+        "ours_rmcp": ratio(rps("ours"), rps("rmcp")),
+        "ours_floor": ratio(rps("ours"), rps("floor")),
+        "p99_ours_rmcp": ratio(p99("ours"), p99("rmcp")),
+    });
+    if results.contains_key("baseline") {
+        ratios["ours_baseline"] = ratio(rps("ours"), rps("baseline"));
+        ratios["p99_ours_baseline"] = ratio(p99("ours"), p99("baseline"));
+    }
     json!({
         "id": id,
         "title": title,
         "targets": results,
-        "ratios": {
-            "ours_rmcp": ratio(rps("ours"), rps("rmcp")),
-            "ours_floor": ratio(rps("ours"), rps("floor")),
-            "p99_ours_rmcp": ratio(p99("ours"), p99("rmcp")),
-        },
+        "ratios": ratios,
     })
 }
 
@@ -76,15 +81,24 @@ pub(super) fn shared_row(
     single: Value,
     shared: Value,
     round_trips: Value,
+    baseline: Option<Value>,
 ) -> Value {
     let ratio = |key: &str| match (shared[key].as_f64(), single[key].as_f64()) {
         (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
         _ => Value::Null,
     };
-    let ratios = json!({
+    let mut ratios = json!({
         "shared_single": ratio("rps"),
         "p99_shared_single": ratio("p99_ms"),
     });
+    if let Some(b) = &baseline {
+        let versus = |key: &str| match (shared[key].as_f64(), b[key].as_f64()) {
+            (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
+            _ => Value::Null,
+        };
+        ratios["shared_baseline"] = versus("rps");
+        ratios["p99_shared_baseline"] = versus("p99_ms");
+    }
     let commands = shared.get("redis_commands").cloned().unwrap_or(Value::Null);
     json!({
         "id": id,
@@ -92,6 +106,7 @@ pub(super) fn shared_row(
         "workload": workload,
         "single": single,
         "shared": shared,
+        "baseline": baseline.unwrap_or(Value::Null),
         "ratios": ratios,
         "redis": {"commands": commands, "round_trips": round_trips},
     })
@@ -348,6 +363,7 @@ pub(super) fn markdown(report: &Value) -> String {
     t.push_str(&shared_table(
         report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
     ));
+    t.push_str(&baseline_table(report));
     // `--only` without M1 measured no memory.
     if report["memory"].as_object().is_some_and(|m| !m.is_empty()) {
         t.push_str(&memory_table(&report["memory"], plan));
@@ -380,6 +396,61 @@ pub(super) fn markdown(report: &Value) -> String {
             target["what"].as_str().unwrap_or_default(),
             target["goal"].as_str().unwrap_or_default()
         );
+    }
+    t
+}
+
+/// `ours` against the `--baseline` commit's `ours`, W and S cells (empty without a baseline).
+fn baseline_table(report: &Value) -> String {
+    let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
+    let shared = report["scaleout"].as_array().map_or(&[][..], Vec::as_slice);
+    if !rows.iter().any(|r| r["targets"].get("baseline").is_some()) {
+        return String::new();
+    }
+    let mut t = String::from(concat!(
+        "\n| against the baseline | ours ops/s | baseline ops/s | ours/baseline ",
+        "| p99 ms ours / baseline | rounds ops/s ours | rounds ops/s baseline |\n",
+        "|---|---:|---:|---:|---:|---|---|\n"
+    ));
+    let num =
+        |v: &Value, key: &str, digits: usize| v[key].as_f64().map_or("–".to_owned(), |x| format!("{x:.digits$}"));
+    let rounds = |v: &Value| {
+        v["rounds_rps"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_f64)
+                    .map(|x| format!("{x:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let mut line = |id: &str, ours: &Value, base: &Value| {
+        let ratio = match (ours["rps"].as_f64(), base["rps"].as_f64()) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "–".to_owned(),
+        };
+        let _ = writeln!(
+            t,
+            "| {id} | {} | {} | {ratio} | {} / {} | {} | {} |",
+            num(ours, "rps", 0),
+            num(base, "rps", 0),
+            num(ours, "p99_ms", 3),
+            num(base, "p99_ms", 3),
+            rounds(ours),
+            rounds(base),
+        );
+    };
+    for row in rows {
+        if let Some(base) = row["targets"].get("baseline") {
+            line(row["id"].as_str().unwrap_or_default(), &row["targets"]["ours"], base);
+        }
+    }
+    for row in shared {
+        if row["baseline"].is_object() {
+            line(row["id"].as_str().unwrap_or_default(), &row["shared"], &row["baseline"]);
+        }
     }
     t
 }
