@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::api::handler::BoxFuture;
 use crate::dispatch::RequestEnv;
 use crate::dispatch::route::Route;
 use crate::middleware::inbound::Message;
@@ -154,7 +155,7 @@ impl Call {
                     tracing::error!(%id, %method, "request handler panicked");
                     Reply::Error(RpcError::internal())
                 });
-            (reply, Hints::default())
+            (reply, None)
         } else {
             let inbound = Inbound {
                 message: Message::Request(req),
@@ -165,36 +166,9 @@ impl Call {
                 remote: env.remote,
                 extensions: env.extensions,
             };
-            let rt = runtime.clone();
-            let token = cancel.clone();
-            let terminal: Terminal = Box::new(move |inbound: Inbound| {
-                Box::pin(async move {
-                    let Message::Request(req) = inbound.message else {
-                        return Outcome::error(RpcError::internal());
-                    };
-                    let renv = RequestEnv {
-                        auth: inbound.auth,
-                        session: inbound.session,
-                        sink,
-                        cancel: token,
-                        extensions: inbound.extensions,
-                    };
-                    Outcome::reply_of(rt.dispatch(req, &route, renv).await)
-                })
-            });
-            let chain = runtime.config().middleware.clone();
-            let outcome = chain.run(inbound, terminal).instrument(observed.span().clone()).await;
-            let reply = match outcome.body {
-                // A layer's own answer is decorated for the era like any other.
-                Body::Reply(Reply::Result(v)) if era == Era::Modern => runtime.decorate(&method, era, v),
-                Body::Reply(r) => r,
-                Body::Stream(_) | Body::Accepted => Reply::Error(RpcError::internal()),
-            };
-            let hints = Hints {
-                status: outcome.status,
-                headers: outcome.headers,
-            };
-            (reply, hints)
+            // Boxed: a call without middleware does not carry the chain's state in its future.
+            let layered = layered(runtime.clone(), route, inbound, sink, cancel.clone(), method.clone());
+            layered.instrument(observed.span().clone()).await
         };
         let reply = if cancel.is_cancelled() {
             tracing::debug!(%id, %method, "request cancelled; no answer");
@@ -209,12 +183,61 @@ impl Call {
     }
 }
 
+/// Runs a call through the middleware chain around its dispatch: the reply (a layer's own
+/// result decorated for the era) and the HTTP status and headers the layers chose.
+fn layered(
+    runtime: Arc<Runtime>,
+    route: Route,
+    inbound: Inbound,
+    sink: Sink,
+    cancel: CancellationToken,
+    method: Method,
+) -> BoxFuture<(Reply, Option<Box<Hints>>)> {
+    Box::pin(async move {
+        let era = route.era;
+        let rt = runtime.clone();
+        let terminal: Terminal = Box::new(move |inbound: Inbound| {
+            Box::pin(async move {
+                let Message::Request(req) = inbound.message else {
+                    return Outcome::error(RpcError::internal());
+                };
+                let renv = RequestEnv {
+                    auth: inbound.auth,
+                    session: inbound.session,
+                    sink,
+                    cancel,
+                    extensions: inbound.extensions,
+                };
+                Outcome::reply_of(rt.dispatch(req, &route, renv).await)
+            })
+        });
+        let chain = runtime.config().middleware.clone();
+        let outcome = chain.run(inbound, terminal).await;
+        let reply = match outcome.body {
+            // A layer's own answer is decorated for the era like any other.
+            Body::Reply(Reply::Result(v)) if era == Era::Modern => runtime.decorate(&method, era, v),
+            Body::Reply(r) => r,
+            Body::Stream(_) | Body::Accepted => Reply::Error(RpcError::internal()),
+        };
+        let hints = (outcome.status.is_some() || !outcome.headers.is_empty()).then(|| {
+            Box::new(Hints {
+                status: outcome.status,
+                headers: outcome.headers,
+            })
+        });
+        (reply, hints)
+    })
+}
+
 /// The HTTP status and headers middleware chose for an answer.
 #[derive(Debug, Default)]
 struct Hints {
     status: Option<u16>,
     headers: http::HeaderMap,
 }
+
+/// No headers (what a call without middleware answers with).
+static NO_HEADERS: std::sync::LazyLock<http::HeaderMap> = std::sync::LazyLock::new(http::HeaderMap::new);
 
 /// How a call ended.
 #[derive(Debug)]
@@ -226,7 +249,8 @@ pub struct Completed {
     /// The request's registration: the id stays in flight until it is dropped (stdio drops it
     /// when the answer is written).
     pub guard: Option<InFlightGuard>,
-    hints: Hints,
+    /// What middleware chose for the HTTP answer (none: the protocol's status, no headers).
+    hints: Option<Box<Hints>>,
 }
 
 impl Completed {
@@ -236,7 +260,7 @@ impl Completed {
             era,
             reply,
             guard,
-            hints: Hints::default(),
+            hints: None,
         }
     }
 
@@ -258,7 +282,7 @@ impl Completed {
     /// The HTTP status of the answer: the one a middleware layer chose, else the protocol's
     /// (errors raised while running the method).
     pub fn status(&self) -> u16 {
-        if let Some(status) = self.hints.status {
+        if let Some(status) = self.hints.as_ref().and_then(|h| h.status) {
             return status;
         }
         match &self.reply {
@@ -269,7 +293,7 @@ impl Completed {
 
     /// The HTTP headers middleware layers added to the answer.
     pub fn headers(&self) -> &http::HeaderMap {
-        &self.hints.headers
+        self.hints.as_ref().map_or(&NO_HEADERS, |h| &h.headers)
     }
 
     /// The reply as a response outcome (`None` when cancelled).
