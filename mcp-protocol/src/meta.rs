@@ -29,6 +29,12 @@ pub fn meta_of(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value
     params?.get("_meta")?.as_object()
 }
 
+/// The protocol version a modern request's `_meta` names, when it is a string (unvalidated: see
+/// [`parse_modern_meta`]).
+pub fn meta_version(params: Option<&Map<String, Value>>) -> Option<&str> {
+    meta_of(params)?.get(PROTOCOL_VERSION)?.as_str()
+}
+
 /// Whether the params claim the modern era (`_meta` names a protocol version).
 pub fn claims_modern(params: Option<&Map<String, Value>>) -> bool {
     meta_of(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION))

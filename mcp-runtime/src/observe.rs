@@ -91,7 +91,7 @@ use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
+use mcp_protocol::meta::{meta_of, meta_version};
 use mcp_protocol::{Era, Method, Request, Revision};
 use serde_json::Value;
 use tracing::Span;
@@ -232,10 +232,7 @@ impl Observed {
         if !observed.span.is_disabled() {
             let meta = meta_of(req.params.as_ref());
             let revision = match era {
-                Era::Modern => meta
-                    .and_then(|m| m.get(PROTOCOL_VERSION))
-                    .and_then(Value::as_str)
-                    .and_then(Revision::parse),
+                Era::Modern => meta_version(req.params.as_ref()).and_then(Revision::parse),
                 Era::Legacy => revision,
             };
             observed.record_revision(revision);

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use mcp_protocol::error::{Stage, status_at};
-use mcp_protocol::jsonrpc::{encode_error, encode_result};
-use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
+use mcp_protocol::jsonrpc::encode_error;
+use mcp_protocol::meta::meta_version;
 use mcp_protocol::{Era, Notification, RequestId, RpcError};
 
 use super::peer::Peer;
@@ -26,15 +26,15 @@ pub(super) fn answer(
     id: &RequestId,
     session: Option<Arc<Session>>,
 ) -> Answer {
-    let (frame, code) = match outcome.body {
-        Body::Reply(Reply::Result(v)) => (encode_result(id, &v), None),
-        Body::Reply(Reply::Encoded(e)) => (mcp_protocol::jsonrpc::encode_raw_result(id, e.as_raw()), None),
-        Body::Reply(Reply::Error(e)) => (encode_error(Some(id), &e), Some(e.code)),
-        Body::Reply(Reply::Cancelled) | Body::Stream(_) | Body::Accepted => {
-            let e = RpcError::internal();
-            (encode_error(Some(id), &e), Some(e.code))
-        }
+    let reply = match outcome.body {
+        Body::Reply(r @ (Reply::Result(_) | Reply::Encoded(_) | Reply::Error(_))) => r,
+        Body::Reply(Reply::Cancelled) | Body::Stream(_) | Body::Accepted => Reply::Error(RpcError::internal()),
     };
+    let code = match &reply {
+        Reply::Error(e) => Some(e.code),
+        _ => None,
+    };
+    let frame = reply.encode(id).unwrap_or_default();
     let status = outcome
         .status
         .unwrap_or_else(|| code.map_or(200, |code| status_at(stage, era, code)));
@@ -78,10 +78,7 @@ pub(super) async fn admit(
         return Ok(());
     }
     let revision = match era {
-        Era::Modern => meta_of(note.params.as_ref())
-            .and_then(|m| m.get(PROTOCOL_VERSION))
-            .and_then(serde_json::Value::as_str)
-            .and_then(mcp_protocol::Revision::parse),
+        Era::Modern => meta_version(note.params.as_ref()).and_then(mcp_protocol::Revision::parse),
         Era::Legacy => session.map(|s| s.revision()).or(peer.revision.known()),
     };
     let request = inbound(

@@ -36,7 +36,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::classify::{era_of, may_stream, request_era};
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::headers::{check_param_headers, check_standard_headers};
-use mcp_protocol::meta::{PROTOCOL_VERSION, meta_of};
+use mcp_protocol::meta::meta_version;
 use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcError, TransportRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -192,9 +192,7 @@ impl Engine {
         // Header/body agreement first (-32020); without a `_meta` version string the route
         // below refuses the envelope itself.
         if let Some(get) = peer.headers
-            && let Some(version) = meta_of(params)
-                .and_then(|m| m.get(PROTOCOL_VERSION))
-                .and_then(Value::as_str)
+            && let Some(version) = meta_version(params)
             && let Err(e) = check_standard_headers(&req.method, params, version, get)
         {
             return refuse(Stage::Route, &e);
