@@ -140,6 +140,7 @@
 
 mod prompt;
 mod resource;
+mod schema;
 #[cfg(any(feature = "http", feature = "stdio"))]
 mod serve;
 mod server;
@@ -246,8 +247,8 @@ pub use mcp_protocol::extension::ExtensionError;
 /// modern era, from `initialize` in the legacy one.
 pub use mcp_protocol::model::ClientCapabilities;
 pub use mcp_protocol::model::{
-    CallToolResult, Completion, Content, GetPromptResult, LoggingLevel, PromptMessage, ReadResourceResult,
-    ResourceContents,
+    CallToolResult, Completion, Content, GetPromptResult, Icon, IconTheme, LoggingLevel, PromptMessage,
+    ReadResourceResult, ResourceContents, ToolAnnotations,
 };
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
@@ -269,8 +270,9 @@ pub use mcp_transport_http::HttpConfig;
 pub use mcp_transport_stdio::StdioConfig;
 pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoReadResult, Resource, ResourceTemplate};
+pub use schema::{SchemaStyle, schema_of};
 pub use server::{McpServer, McpServerBuilder, ServerError};
-pub use tool::{IntoToolResult, Tool, schema_of};
+pub use tool::{IntoToolResult, Tool};
 
 /// The result of a handler: `Result<T>` is `Result<T, HandlerError>`, and `?` converts any
 /// `std::error::Error + Send + Sync + 'static` into an internal [`HandlerError`] (logged,
@@ -283,10 +285,10 @@ pub mod prelude {
     #[cfg(feature = "http")]
     pub use crate::HttpConfig;
     pub use crate::{
-        CallToolResult, Completion, Content, Ctx, CustomMethod, Era, Extension, GetPromptResult, HandlerError, Inbound,
-        InputRequired, IntoToolResult, LoggingLevel, McpServer, Next, Outcome, Prompt, PromptMessage,
+        CallToolResult, Completion, Content, Ctx, CustomMethod, Era, Extension, GetPromptResult, HandlerError, Icon,
+        Inbound, InputRequired, IntoToolResult, LoggingLevel, McpServer, Next, Outcome, Prompt, PromptMessage,
         ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Result, Revision, RpcError, ServerError,
-        TaskSupport, Tool,
+        TaskSupport, Tool, ToolAnnotations,
     };
     pub use crate::{Elicit, Elicitation, Sampling, SamplingReply};
     pub use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_protocol::model::{GetPromptResult, PromptArgument, PromptDef, PromptMessage};
+use mcp_protocol::model::{GetPromptResult, Icon, PromptArgument, PromptDef, PromptMessage};
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, PromptHandler, PromptResult};
 use mcp_runtime::registry::PromptEntry;
@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::tool::schema_of;
+use crate::schema::schema_of;
 
 /// What a prompt handler may return: a [`GetPromptResult`], its messages, one message, or a
 /// `Result` of one of these with a [`HandlerError`].
@@ -131,6 +131,18 @@ impl Prompt {
     /// Sets the title.
     pub fn title(mut self, v: impl Into<String>) -> Self {
         self.def = self.def.with_title(v);
+        self
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def = self.def.with_icon(icon);
+        self
+    }
+
+    /// Sets the icons, replacing those added before (listed from 2025-11-25 on).
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.def = self.def.with_icons(icons);
         self
     }
 

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_protocol::model::{CacheHint, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
+use mcp_protocol::model::{CacheHint, Icon, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ResourceHandler, ResourceResult};
 use mcp_runtime::registry::{RegistryError, ResourceEntry, TemplateEntry};
@@ -111,6 +111,18 @@ impl Resource {
         self
     }
 
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def = self.def.with_icon(icon);
+        self
+    }
+
+    /// Sets the icons, replacing those added before (listed from 2025-11-25 on).
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.def = self.def.with_icons(icons);
+        self
+    }
+
     /// Sets the annotations.
     pub fn annotations(mut self, v: Value) -> Self {
         self.def = self.def.with_annotations(v);
@@ -213,6 +225,18 @@ impl ResourceTemplate {
     /// Sets the MIME type.
     pub fn mime_type(mut self, v: impl Into<String>) -> Self {
         self.def = self.def.with_mime_type(v);
+        self
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def = self.def.with_icon(icon);
+        self
+    }
+
+    /// Sets the icons, replacing those added before (listed from 2025-11-25 on).
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.def = self.def.with_icons(icons);
         self
     }
 

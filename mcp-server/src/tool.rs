@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_protocol::model::{CallToolResult, Content, ToolDef};
+use mcp_protocol::model::{CallToolResult, Content, Icon, ToolAnnotations, ToolDef};
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ToolHandler, ToolResult};
@@ -13,6 +13,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use crate::schema::{self, SchemaStyle, WrapError};
 
 /// What a tool handler may return.
 pub trait IntoToolResult {
@@ -60,11 +62,6 @@ impl<T: IntoToolResult> IntoToolResult for Result<T, HandlerError> {
     }
 }
 
-/// The JSON Schema of a type, as a tool schema (2020-12, kept verbatim).
-pub fn schema_of<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
-}
-
 /// A tool ready to register.
 pub struct Tool {
     def: ToolDef,
@@ -72,6 +69,20 @@ pub struct Tool {
     validate_input: bool,
     validate_output: bool,
     timeout: Option<std::time::Duration>,
+    derived: Derived,
+}
+
+/// The schemas a typed tool derives from its types, derived again when the style changes.
+#[derive(Debug, Clone, Default)]
+struct Derived {
+    /// The input schema's derivation, until one is given as JSON.
+    input: Option<fn(SchemaStyle) -> Value>,
+    /// The output schema's derivation (unwrapped), until one is given as JSON.
+    output: Option<fn(SchemaStyle) -> Value>,
+    /// The output is not an object: values are sent as `{"result": …}`, the schema wrapped.
+    wrapped: bool,
+    /// Why the output schema could not be wrapped (the registration is refused).
+    unwrappable: Option<WrapError>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -99,11 +110,12 @@ impl Tool {
             validate_input: true,
             validate_output: true,
             timeout: None,
+            derived: Derived::default(),
         }
     }
 
     /// A tool whose arguments deserialize into `I`; the input schema is
-    /// derived from `I`.
+    /// derived from `I` (inlined, its root an object schema: see [`Tool::schema_style`]).
     pub fn typed<I, F, Fut, R>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
@@ -121,7 +133,10 @@ impl Tool {
                 }
             }
         };
-        Tool::new(name, description, raw).input_schema(schema_of::<I>())
+        let mut tool = Tool::new(name, description, raw);
+        tool.derived.input = Some(schema::input_schema::<I>);
+        tool.def.input_schema = schema::input_schema::<I>(SchemaStyle::default());
+        tool
     }
 
     /// A typed tool with structured output: `O` is serialized into
@@ -129,6 +144,12 @@ impl Tool {
     /// derived from `O`. An `Err` is answered as any tool's: a
     /// [`HandlerError::tool`] is `isError: true` with its message (no
     /// `structuredContent`), anything else internal.
+    ///
+    /// `structuredContent` and the root of `outputSchema` are JSON objects. An `O` whose schema
+    /// does not describe objects only (a `Vec`, an `Option`, a number, an enum of strings, …)
+    /// is sent as `{"result": value}`, in every era, with the output schema wrapped to match
+    /// (`{"type": "object", "properties": {"result": …}, "required": ["result"]}`); the text
+    /// block is the JSON of the value itself.
     ///
     /// ```
     /// use mcp_server::prelude::*;
@@ -154,14 +175,59 @@ impl Tool {
         Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let wrapped = move |input: I, ctx: Ctx| {
+        let wrap = !schema::describes_object(&schema::output_schema::<O>(SchemaStyle::Inline));
+        let run = move |input: I, ctx: Ctx| {
             let handler = handler.clone();
             async move {
                 let value = serde_json::to_value(handler(input, ctx).await?)?;
-                Ok(CallToolResult::structured(value))
+                Ok(match wrap {
+                    true => CallToolResult::structured_wrapped(value),
+                    false => CallToolResult::structured(value),
+                })
             }
         };
-        Tool::typed(name, description, wrapped).output_schema(schema_of::<O>())
+        let mut tool = Tool::typed(name, description, run);
+        tool.derived.output = Some(schema::output_schema::<O>);
+        tool.derived.wrapped = wrap;
+        tool.schema_style(SchemaStyle::default())
+    }
+
+    /// How the schemas derived from the tool's types are shaped (default
+    /// [`SchemaStyle::Inline`]: no `$ref`, which several clients refuse, except where a
+    /// recursive type recurs; an object schema at the root). [`SchemaStyle::Verbatim`] keeps
+    /// them as `schemars` generates them. A schema given as JSON is never reshaped.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    /// use mcp_server::SchemaStyle;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Point { x: f64, y: f64 }
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Move { to: Point }
+    ///
+    /// let inline = Tool::typed("move", "Moves", |_: Move, _ctx| async { "moved" });
+    /// assert_eq!(inline.def().input_schema["properties"]["to"]["type"], "object");
+    /// let verbatim = Tool::typed("move", "Moves", |_: Move, _ctx| async { "moved" })
+    ///     .schema_style(SchemaStyle::Verbatim);
+    /// assert_eq!(verbatim.def().input_schema["properties"]["to"]["$ref"], "#/$defs/Point");
+    /// ```
+    pub fn schema_style(mut self, style: SchemaStyle) -> Self {
+        if let Some(derive) = self.derived.input {
+            self.def.input_schema = derive(style);
+        }
+        self.derived.unwrappable = None;
+        if let Some(derive) = self.derived.output {
+            let schema = derive(style);
+            self.def.output_schema = Some(match self.derived.wrapped {
+                true => schema::wrap(schema.clone()).unwrap_or_else(|e| {
+                    self.derived.unwrappable = Some(e);
+                    schema
+                }),
+                false => schema,
+            });
+        }
+        self
     }
 
     /// Sets the title.
@@ -170,27 +236,83 @@ impl Tool {
         self
     }
 
-    /// Sets the input schema (kept verbatim; must be an object schema).
+    /// Sets the input schema (kept verbatim, `$ref`s included; must be an object schema).
     pub fn input_schema(mut self, schema: Value) -> Self {
+        self.derived.input = None;
         self.def = self.def.with_input_schema(schema);
         self
     }
 
-    /// Sets the output schema (kept verbatim).
+    /// Sets the output schema (kept verbatim, `$ref`s included). For a [`Tool::structured`]
+    /// tool whose output is sent as `{"result": …}`, it must describe that object.
     pub fn output_schema(mut self, schema: Value) -> Self {
+        self.derived.output = None;
+        self.derived.unwrappable = None;
         self.def = self.def.with_output_schema(schema);
         self
     }
 
-    /// Sets the annotations (behaviour hints).
-    pub fn annotations(mut self, annotations: Value) -> Self {
-        self.def = self.def.with_annotations(annotations);
+    /// Sets the behaviour hints, replacing those set before.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    /// use mcp_server::ToolAnnotations;
+    ///
+    /// let rm = Tool::new("rm", "Deletes a file", |_args, _ctx| async { "deleted" })
+    ///     .annotations(ToolAnnotations::new().with_title("Delete a file").with_destructive(true))
+    ///     .idempotent()
+    ///     .open_world(false);
+    /// assert_eq!(
+    ///     serde_json::to_value(rm.def().annotations.as_ref().unwrap()).unwrap(),
+    ///     json!({"title": "Delete a file", "destructiveHint": true, "idempotentHint": true,
+    ///            "openWorldHint": false})
+    /// );
+    /// ```
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.def.annotations = Some(annotations);
         self
     }
 
-    /// Sets the icons.
-    pub fn icons(mut self, icons: Value) -> Self {
-        self.def = self.def.with_icons(icons);
+    /// Hints that the tool does not modify its environment (`readOnlyHint: true`).
+    pub fn read_only(self) -> Self {
+        self.hint(|a| a.with_read_only(true))
+    }
+
+    /// Hints whether the tool may destroy or overwrite, rather than only add
+    /// (`destructiveHint`; a client assumes `true` when it is absent and the tool is not
+    /// read-only).
+    pub fn destructive(self, destructive: bool) -> Self {
+        self.hint(|a| a.with_destructive(destructive))
+    }
+
+    /// Hints that calling the tool again with the same arguments has no further effect
+    /// (`idempotentHint: true`).
+    pub fn idempotent(self) -> Self {
+        self.hint(|a| a.with_idempotent(true))
+    }
+
+    /// Hints whether the tool interacts with an open world of external entities, as a web
+    /// search does, rather than a closed domain (`openWorldHint`; a client assumes `true`
+    /// when it is absent).
+    pub fn open_world(self, open_world: bool) -> Self {
+        self.hint(|a| a.with_open_world(open_world))
+    }
+
+    fn hint(mut self, set: impl FnOnce(ToolAnnotations) -> ToolAnnotations) -> Self {
+        let annotations = self.def.annotations.take().unwrap_or_default();
+        self.def.annotations = Some(set(annotations));
+        self
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.def.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons, replacing those added before (listed from 2025-11-25 on).
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.def.icons = icons.into_iter().collect();
         self
     }
 
@@ -235,7 +357,16 @@ impl Tool {
     }
 
     /// The registry entry of the tool (to register it in a [`mcp_runtime::Registry`] directly).
+    /// Fails when a schema is invalid, or when the output of a [`Tool::structured`] tool is
+    /// not an object and its [`SchemaStyle::Verbatim`] schema cannot be wrapped
+    /// ([`RegistryError::OutputSchemaNotWrappable`]).
     pub fn into_entry(self) -> Result<ToolEntry, RegistryError> {
+        if let Some(e) = self.derived.unwrappable {
+            return Err(RegistryError::OutputSchemaNotWrappable {
+                tool: self.def.name,
+                reason: e.to_string(),
+            });
+        }
         let entry = ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?;
         Ok(match self.timeout {
             Some(t) => entry.with_timeout(t),

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Icon;
 use crate::revision::{Feature, Revision};
 
 /// Identifies a server (or client) implementation.
@@ -20,9 +21,9 @@ pub struct Implementation {
     /// Description (2025-11-25+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Icons (2025-11-25+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Value>,
+    /// Icons (2025-11-25+; empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
     /// Website (2025-11-25+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub website_url: Option<String>,
@@ -36,7 +37,7 @@ impl Implementation {
             version: version.into(),
             title: None,
             description: None,
-            icons: None,
+            icons: Vec::new(),
             website_url: None,
         }
     }
@@ -44,6 +45,30 @@ impl Implementation {
     /// Sets the title.
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description (listed from 2025-11-25 on).
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons (listed from 2025-11-25 on).
+    pub fn with_icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.icons = icons.into_iter().collect();
+        self
+    }
+
+    /// Sets the website (listed from 2025-11-25 on).
+    pub fn with_website_url(mut self, url: impl Into<String>) -> Self {
+        self.website_url = Some(url.into());
         self
     }
 
@@ -61,5 +86,33 @@ impl Implementation {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn icons_and_their_siblings_from_2025_11_25() {
+        let info = Implementation::new("s", "1")
+            .with_title("Server")
+            .with_description("d")
+            .with_icon(Icon::new("https://x/i.png").with_sizes(["any"]))
+            .with_website_url("https://x");
+        let full = info.render(Some(Revision::V2025_11_25));
+        assert_eq!(full["icons"], json!([{"src": "https://x/i.png", "sizes": ["any"]}]));
+        assert_eq!(full["websiteUrl"], "https://x");
+        assert_eq!(info.render(Some(Revision::V2026_07_28)), full);
+        assert_eq!(info.render(None), full);
+        assert_eq!(
+            info.render(Some(Revision::V2025_06_18)),
+            json!({"name": "s", "version": "1", "title": "Server"})
+        );
+        assert_eq!(
+            Implementation::new("s", "1").render(None),
+            json!({"name": "s", "version": "1"})
+        );
     }
 }

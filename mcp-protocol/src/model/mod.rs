@@ -30,6 +30,7 @@ macro_rules! setters {
 mod capabilities;
 mod completion;
 mod content;
+mod icon;
 mod implementation;
 mod initialize;
 mod listen;
@@ -39,10 +40,12 @@ pub mod render;
 mod resource;
 pub mod task;
 mod tool;
+mod tool_annotations;
 
 pub use capabilities::{ClientCapabilities, ServerFeatures, server_capabilities};
 pub use completion::{CompleteArgument, CompleteContext, CompleteParams, CompleteReference, Completion};
 pub use content::{Content, ResourceContents};
+pub use icon::{Icon, IconTheme};
 pub use implementation::Implementation;
 pub use initialize::{InitializeParams, InitializeResult};
 pub use listen::{ListenFilter, listen_completion};
@@ -51,7 +54,8 @@ pub use prompt::{GetPromptResult, PromptArgument, PromptDef, PromptMessage, Role
 pub use render::{CacheHint, CacheScope};
 pub use resource::{ReadResourceResult, ResourceDef, ResourceTemplateDef};
 pub use task::{Task, TaskPayload, TaskStatus};
-pub use tool::{CallToolParams, CallToolParamsRef, CallToolResult, ToolDef};
+pub use tool::{CallToolParams, CallToolParamsRef, CallToolResult, STRUCTURED_RESULT_KEY, ToolDef};
+pub use tool_annotations::ToolAnnotations;
 
 use serde_json::{Map, Value};
 
@@ -65,7 +69,7 @@ struct Shown<'a> {
     description: Option<&'a String>,
     mime_type: Option<&'a String>,
     annotations: Option<&'a Value>,
-    icons: Option<&'a Value>,
+    icons: &'a [Icon],
     meta: Option<&'a Value>,
 }
 
@@ -86,7 +90,9 @@ impl Shown<'_> {
         put("description", self.description.cloned().map(Value::String));
         put("mimeType", self.mime_type.cloned().map(Value::String));
         put("annotations", self.annotations.cloned());
-        put("icons", self.icons.filter(|_| has(Feature::Icons)).cloned());
+        if !self.icons.is_empty() && has(Feature::Icons) {
+            put("icons", serde_json::to_value(self.icons).ok());
+        }
         put("_meta", self.meta.cloned());
     }
 }

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Shown;
 use super::content::Content;
+use super::{Icon, Shown};
 use crate::revision::{Feature, Revision};
 
 /// An argument a prompt accepts.
@@ -48,8 +48,8 @@ pub struct PromptDef {
     pub description: Option<String>,
     /// Arguments.
     pub arguments: Vec<PromptArgument>,
-    /// Icons (2025-11-25+).
-    pub icons: Option<Value>,
+    /// Icons (listed from 2025-11-25 on; empty: none).
+    pub icons: Vec<Icon>,
     /// Extra metadata.
     pub meta: Option<Value>,
 }
@@ -62,7 +62,7 @@ impl PromptDef {
             title: None,
             description: None,
             arguments: Vec::new(),
-            icons: None,
+            icons: Vec::new(),
             meta: None,
         }
     }
@@ -72,10 +72,20 @@ impl PromptDef {
         with_title(title: text);
         /// Sets the description.
         with_description(description: text);
-        /// Sets the icons.
-        with_icons(icons: json);
         /// Sets `_meta`.
         with_meta(meta: json);
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons (listed from 2025-11-25 on).
+    pub fn with_icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.icons = icons.into_iter().collect();
+        self
     }
 
     /// Adds an argument.
@@ -92,7 +102,7 @@ impl PromptDef {
         let shown = Shown {
             title: self.title.as_ref(),
             description: self.description.as_ref(),
-            icons: self.icons.as_ref(),
+            icons: &self.icons,
             meta: self.meta.as_ref(),
             ..Shown::default()
         };

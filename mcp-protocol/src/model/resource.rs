@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Shown;
 use super::content::ResourceContents;
+use super::{Icon, Shown};
 use crate::revision::Revision;
 
 /// A concrete resource as listed by `resources/list`.
@@ -25,8 +25,8 @@ pub struct ResourceDef {
     pub size: Option<u64>,
     /// Annotations, verbatim.
     pub annotations: Option<Value>,
-    /// Icons (2025-11-25+).
-    pub icons: Option<Value>,
+    /// Icons (listed from 2025-11-25 on; empty: none).
+    pub icons: Vec<Icon>,
     /// Extra metadata.
     pub meta: Option<Value>,
 }
@@ -42,7 +42,7 @@ impl ResourceDef {
             mime_type: None,
             size: None,
             annotations: None,
-            icons: None,
+            icons: Vec::new(),
             meta: None,
         }
     }
@@ -56,10 +56,20 @@ impl ResourceDef {
         with_mime_type(mime_type: text);
         /// Sets the annotations.
         with_annotations(annotations: json);
-        /// Sets the icons.
-        with_icons(icons: json);
         /// Sets `_meta`.
         with_meta(meta: json);
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons (listed from 2025-11-25 on).
+    pub fn with_icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.icons = icons.into_iter().collect();
+        self
     }
 
     /// Sets the size in bytes.
@@ -73,7 +83,7 @@ impl ResourceDef {
             description: self.description.as_ref(),
             mime_type: self.mime_type.as_ref(),
             annotations: self.annotations.as_ref(),
-            icons: self.icons.as_ref(),
+            icons: &self.icons,
             meta: self.meta.as_ref(),
         }
     }
@@ -107,8 +117,8 @@ pub struct ResourceTemplateDef {
     pub mime_type: Option<String>,
     /// Annotations, verbatim.
     pub annotations: Option<Value>,
-    /// Icons (2025-11-25+).
-    pub icons: Option<Value>,
+    /// Icons (listed from 2025-11-25 on; empty: none).
+    pub icons: Vec<Icon>,
     /// Extra metadata.
     pub meta: Option<Value>,
 }
@@ -123,7 +133,7 @@ impl ResourceTemplateDef {
             description: None,
             mime_type: None,
             annotations: None,
-            icons: None,
+            icons: Vec::new(),
             meta: None,
         }
     }
@@ -137,10 +147,20 @@ impl ResourceTemplateDef {
         with_mime_type(mime_type: text);
         /// Sets the annotations.
         with_annotations(annotations: json);
-        /// Sets the icons.
-        with_icons(icons: json);
         /// Sets `_meta`.
         with_meta(meta: json);
+    }
+
+    /// Adds an icon (listed from 2025-11-25 on).
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons (listed from 2025-11-25 on).
+    pub fn with_icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.icons = icons.into_iter().collect();
+        self
     }
 
     fn shown(&self) -> Shown<'_> {
@@ -149,7 +169,7 @@ impl ResourceTemplateDef {
             description: self.description.as_ref(),
             mime_type: self.mime_type.as_ref(),
             annotations: self.annotations.as_ref(),
-            icons: self.icons.as_ref(),
+            icons: &self.icons,
             meta: self.meta.as_ref(),
         }
     }

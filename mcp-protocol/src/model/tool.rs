@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::Shown;
 use super::content::Content;
+use super::{Icon, Shown, ToolAnnotations};
 use crate::error::RpcError;
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TaskSupport;
@@ -23,10 +23,10 @@ pub struct ToolDef {
     pub input_schema: Value,
     /// JSON Schema of `structuredContent` (2025-06-18+), returned verbatim.
     pub output_schema: Option<Value>,
-    /// Behaviour hints, passed through verbatim.
-    pub annotations: Option<Value>,
-    /// Icons (2025-11-25+).
-    pub icons: Option<Value>,
+    /// Behaviour hints (listed from 2025-03-26 on, when any is set).
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons (listed from 2025-11-25 on; empty: none).
+    pub icons: Vec<Icon>,
     /// Extra metadata.
     pub meta: Option<Value>,
     /// Whether the tool may or must run as a task.
@@ -43,7 +43,7 @@ impl ToolDef {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations: None,
-            icons: None,
+            icons: Vec::new(),
             meta: None,
             task_support: TaskSupport::Forbidden,
         }
@@ -54,12 +54,26 @@ impl ToolDef {
         with_title(title: text);
         /// Sets the description.
         with_description(description: text);
-        /// Sets the annotations.
-        with_annotations(annotations: json);
-        /// Sets the icons.
-        with_icons(icons: json);
         /// Sets `_meta`.
         with_meta(meta: json);
+    }
+
+    /// Sets the behaviour hints.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Self {
+        self.icons = icons.into_iter().collect();
+        self
     }
 
     /// Sets the input schema (kept verbatim).
@@ -80,7 +94,9 @@ impl ToolDef {
         self
     }
     /// Renders the definition for a revision (`None`: before negotiation,
-    /// every field). Fields the revision does not know are left out.
+    /// every field). Fields the revision does not know are left out: `title`
+    /// and `outputSchema` before 2025-06-18, `annotations` before 2025-03-26
+    /// (and when no hint is set), `icons` before 2025-11-25.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
         let mut m = Map::new();
@@ -92,12 +108,19 @@ impl ToolDef {
         let shown = Shown {
             title: self.title.as_ref(),
             description: self.description.as_ref(),
-            annotations: self.annotations.as_ref(),
-            icons: self.icons.as_ref(),
+            icons: &self.icons,
             meta: self.meta.as_ref(),
             ..Shown::default()
         };
         shown.render(&mut m, revision);
+        if let Some(a) = self
+            .annotations
+            .as_ref()
+            .filter(|a| !a.is_empty() && has(Feature::ToolAnnotations))
+            && let Ok(v) = serde_json::to_value(a)
+        {
+            m.insert("annotations".into(), v);
+        }
         let tasks = revision.is_some_and(|r| r.has(Feature::CoreTasks) || r.era() == Era::Modern);
         if tasks && self.task_support != TaskSupport::Forbidden {
             m.insert("execution".into(), json!({"taskSupport": self.task_support}));
@@ -151,6 +174,10 @@ impl<'a> CallToolParamsRef<'a> {
     }
 }
 
+/// The key under which structured output that is not a JSON object is sent
+/// ([`CallToolResult::structured_wrapped`]): `{"result": value}`.
+pub const STRUCTURED_RESULT_KEY: &str = "result";
+
 /// The result of a tool call.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -201,6 +228,20 @@ impl CallToolResult {
         }
     }
 
+    /// Structured output that is not a JSON object (an array, a string, `null`, …), sent as
+    /// the object `{"result": value}` ([`STRUCTURED_RESULT_KEY`]), since `structuredContent`
+    /// and the root of `outputSchema` are objects; the text block is the JSON of `value`
+    /// itself. Every era gets the same object.
+    pub fn structured_wrapped(value: Value) -> Self {
+        let text = value.to_string();
+        let mut wrapped = Map::new();
+        wrapped.insert(STRUCTURED_RESULT_KEY.into(), value);
+        CallToolResult {
+            structured_content: Some(Value::Object(wrapped)),
+            ..Self::text(text)
+        }
+    }
+
     /// Renders for a revision: a legacy client gets `structuredContent` only
     /// when its revision has structured output and the value is an object.
     pub fn render(&self, revision: Option<Revision>) -> Value {
@@ -228,8 +269,8 @@ mod tests {
             title: Some("T".into()),
             description: Some("d".into()),
             output_schema: Some(json!({"type": "object"})),
-            icons: Some(json!([{"src": "https://x/i.png"}])),
-            annotations: Some(json!({"readOnlyHint": true})),
+            icons: vec![Icon::new("https://x/i.png")],
+            annotations: Some(ToolAnnotations::new().with_read_only(true)),
             task_support: TaskSupport::Optional,
             ..ToolDef::new("t")
         }
@@ -237,23 +278,29 @@ mod tests {
 
     #[test]
     fn fields_gated_by_revision() {
-        // (revision, title, outputSchema, icons, execution)
+        // (revision, title, outputSchema, icons, execution, annotations)
         let table = [
-            (Some(V2024_11_05), false, false, false, false),
-            (Some(V2025_03_26), false, false, false, false),
-            (Some(V2025_06_18), true, true, false, false),
-            (Some(V2025_11_25), true, true, true, true),
-            (Some(V2026_07_28), true, true, true, true),
-            (None, true, true, true, false),
+            (Some(V2024_11_05), false, false, false, false, false),
+            (Some(V2025_03_26), false, false, false, false, true),
+            (Some(V2025_06_18), true, true, false, false, true),
+            (Some(V2025_11_25), true, true, true, true, true),
+            (Some(V2026_07_28), true, true, true, true, true),
+            (None, true, true, true, false, true),
         ];
-        for (rev, title, output, icons, execution) in table {
+        for (rev, title, output, icons, execution, annotations) in table {
             let v = full().render(rev);
             assert_eq!(v.get("title").is_some(), title, "{rev:?}");
             assert_eq!(v.get("outputSchema").is_some(), output, "{rev:?}");
             assert_eq!(v.get("icons").is_some(), icons, "{rev:?}");
             assert_eq!(v.get("execution").is_some(), execution, "{rev:?}");
+            assert_eq!(v.get("annotations").is_some(), annotations, "{rev:?}");
             assert_eq!(v["inputSchema"], json!({"type": "object"}));
-            assert_eq!(v["annotations"], json!({"readOnlyHint": true}));
+            if annotations {
+                assert_eq!(v["annotations"], json!({"readOnlyHint": true}));
+            }
+            if icons {
+                assert_eq!(v["icons"], json!([{"src": "https://x/i.png"}]));
+            }
         }
         assert_eq!(
             full().render(Some(V2025_11_25))["execution"],
@@ -290,6 +337,29 @@ mod tests {
             assert_eq!(v.get("structuredContent").is_some(), kept, "{rev:?} {r:?}");
             assert_eq!(v["content"][0]["type"], "text");
         }
+    }
+
+    #[test]
+    fn empty_annotations_and_icons_are_not_listed() {
+        let t = ToolDef::new("t")
+            .with_annotations(ToolAnnotations::new())
+            .with_icons([]);
+        let v = t.render(Some(V2026_07_28));
+        assert!(v.get("annotations").is_none() && v.get("icons").is_none(), "{v}");
+    }
+
+    #[test]
+    fn wrapped_structured_output_is_an_object_in_every_era() {
+        let r = CallToolResult::structured_wrapped(json!([1, 2]));
+        for rev in [Some(V2025_06_18), Some(V2025_11_25), Some(V2026_07_28), None] {
+            let v = r.render(rev);
+            assert_eq!(v["structuredContent"], json!({"result": [1, 2]}), "{rev:?}");
+            assert_eq!(v["content"][0]["text"], "[1,2]", "{rev:?}");
+        }
+        assert!(r.render(Some(V2025_03_26)).get("structuredContent").is_none());
+        let null = CallToolResult::structured_wrapped(Value::Null);
+        assert_eq!(null.structured_content, Some(json!({"result": null})));
+        assert_eq!(null.content, vec![Content::text("null")]);
     }
 
     #[test]

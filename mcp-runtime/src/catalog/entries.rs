@@ -36,6 +36,17 @@ pub enum RegistryError {
     /// The input schema is not an object schema.
     #[error("tool {0}: inputSchema must be a JSON object with \"type\": \"object\"")]
     InputSchemaNotObject(String),
+    /// A typed tool's output is not a JSON object, so it is sent as `{"result": …}`, but its
+    /// derived schema cannot be wrapped to match.
+    #[error(
+        "tool {tool}: its output is not a JSON object and is sent as {{\"result\": …}}, but its schema cannot be wrapped: {reason}"
+    )]
+    OutputSchemaNotWrappable {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// A resource template cannot be routed.
     #[error(transparent)]
     InvalidTemplate(#[from] TemplateError),

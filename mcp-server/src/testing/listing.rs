@@ -1,6 +1,7 @@
 //! What the `*/list` methods return, decoded for assertions (the JSON of each entry is kept in
 //! `raw` for everything else).
 
+use mcp_protocol::model::{Icon, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,6 +24,12 @@ pub struct ToolInfo {
     /// The output schema, if any.
     #[serde(default)]
     pub output_schema: Option<Value>,
+    /// The behaviour hints, if listed.
+    #[serde(default)]
+    pub annotations: Option<ToolAnnotations>,
+    /// The icons (empty when none are listed).
+    #[serde(default)]
+    pub icons: Vec<Icon>,
     /// The entry as listed.
     #[serde(skip)]
     pub raw: Value,
