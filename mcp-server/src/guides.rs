@@ -2,7 +2,8 @@
 //! compiled and run as doc tests.
 //!
 //! - [`getting_started`]: a first server on stdio and on HTTP, the `Cargo.toml` lines;
-//! - [`tools`]: typed, structured and raw tools, errors, shared state, timeouts;
+//! - [`tools`]: typed, structured and raw tools, derived schemas, annotations and icons, errors,
+//!   shared state, timeouts;
 //! - [`resources`]: resources, templates, subscriptions, cache hints;
 //! - [`prompts`]: prompts, typed arguments, completions;
 //! - [`progress_logging_cancellation`]: progress, log messages, cancellation;

@@ -14,7 +14,8 @@
 //!   resources, templates, prompts and completions the server offers;
 //! - [`Tool`]: handlers as async closures or functions, raw (JSON arguments)
 //!   or typed ([`Tool::typed`], [`Tool::structured`]) with input and output
-//!   schemas derived by `schemars` from `serde` types;
+//!   schemas derived by `schemars` from `serde` types (inlined, an object root:
+//!   [`SchemaStyle`]); typed [`ToolAnnotations`] and [`Icon`]s;
 //! - [`Resource`], [`ResourceTemplate`], [`Prompt`];
 //! - transports: [`McpServer::serve_http`] (Streamable HTTP, both eras on
 //!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
