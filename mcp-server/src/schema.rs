@@ -33,7 +33,7 @@ pub enum SchemaStyle {
 /// Why a schema cannot be wrapped in `{"result": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum WrapError {
+pub(crate) enum WrapError {
     /// A `$ref` points at the schema's root or somewhere outside `$defs`: once the schema is
     /// moved under `properties.result` it would point elsewhere.
     #[error("its `$ref` {0:?} points outside `$defs` (a verbatim recursive type: use SchemaStyle::Inline)")]

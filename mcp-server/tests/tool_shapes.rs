@@ -136,7 +136,7 @@ fn server() -> McpServer {
             Ok(Nested::List(vec![Nested::Num(1), Nested::List(vec![Nested::Num(2)])]))
         }))
         .tool(Tool::typed("plant", "Counts a tree's nodes", |t: Tree, _ctx| async move {
-            t.size().to_string()
+            format!("{}: {}", t.label, t.size())
         }))
         .tool(
             Tool::typed("verbatim", "Its schema as schemars generates it", |f: Filter, _ctx| async move {
@@ -302,7 +302,7 @@ async fn calls_through_reshaped_schemas_validate_as_before() {
         let c = client(&server, revision).await;
         let tree = json!({"label": "a", "children": [{"label": "b", "children": [{"label": "c", "children": []}]}]});
         let r = c.call_tool("plant", tree).await.unwrap();
-        assert_eq!(r.content, vec![Content::text("3")], "{revision:?}");
+        assert_eq!(r.content, vec![Content::text("a: 3")], "{revision:?}");
         let bad = c
             .call_tool("plant", json!({"label": "a", "children": [{"label": 1}]}))
             .await;

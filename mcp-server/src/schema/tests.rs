@@ -138,6 +138,8 @@ fn a_recursive_type_keeps_defs_for_its_recursion_only() {
     let compiled = compile(&forest).unwrap();
     let deep = json!({"trees": [{"label": "a", "children": [{"label": "b", "children": []}]}]});
     assert!(compiled.validate(&deep).is_ok());
+    let read: Forest = serde_json::from_value(deep).unwrap();
+    assert_eq!(read.trees[0].children[0].label, "b");
     let bad = json!({"trees": [{"label": "a", "children": [{"label": 1, "children": []}]}]});
     assert!(compiled.validate(&bad).is_err());
 }
@@ -232,6 +234,11 @@ fn a_recursive_non_object_output_is_wrapped_with_its_defs_at_the_root() {
     assert!(wrapped["$defs"]["Json"].is_object(), "{wrapped:#}");
     assert!(wrapped["properties"]["result"].get("$defs").is_none());
     let compiled = compile(&wrapped).unwrap();
+    let value = Json::List(vec![
+        Json::Num(1.0),
+        Json::List(vec![Json::Num(2.0), Json::List(vec![])]),
+    ]);
+    assert!(compiled.validate(&json!({"result": value})).is_ok());
     assert!(compiled.validate(&json!({"result": [1, [2, [3]]]})).is_ok());
     assert!(compiled.validate(&json!({"result": [1, ["x"]]})).is_err());
 }
