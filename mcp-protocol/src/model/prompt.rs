@@ -249,4 +249,15 @@ mod tests {
             json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]})
         );
     }
+
+    #[test]
+    fn icons_from_2025_11_25() {
+        let p = PromptDef::new("p").with_icon(Icon::new("https://x/i.png").with_sizes(["16x16", "32x32"]));
+        assert!(p.render(Some(Revision::V2025_06_18)).get("icons").is_none());
+        assert_eq!(
+            p.render(Some(Revision::V2025_11_25))["icons"],
+            json!([{"src": "https://x/i.png", "sizes": ["16x16", "32x32"]}])
+        );
+        assert!(PromptDef::new("p").render(None).get("icons").is_none());
+    }
 }

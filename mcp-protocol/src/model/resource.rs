@@ -228,4 +228,22 @@ mod tests {
         let t = ResourceTemplateDef::new("test://t/{id}", "t");
         assert_eq!(t.render(None), json!({"uriTemplate": "test://t/{id}", "name": "t"}));
     }
+
+    #[test]
+    fn icons_from_2025_11_25() {
+        let icon = Icon::new("https://x/i.svg").with_mime_type("image/svg+xml");
+        let wire = json!([{"src": "https://x/i.svg", "mimeType": "image/svg+xml"}]);
+        let r = ResourceDef::new("test://a", "a").with_icon(icon.clone());
+        let t = ResourceTemplateDef::new("test://t/{id}", "t").with_icons([icon]);
+        for v in [
+            r.render(Some(Revision::V2025_06_18)),
+            t.render(Some(Revision::V2025_06_18)),
+        ] {
+            assert!(v.get("icons").is_none(), "{v}");
+        }
+        for rev in [Some(Revision::V2025_11_25), Some(Revision::V2026_07_28), None] {
+            assert_eq!(r.render(rev)["icons"], wire, "{rev:?}");
+            assert_eq!(t.render(rev)["icons"], wire, "{rev:?}");
+        }
+    }
 }
