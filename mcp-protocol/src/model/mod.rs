@@ -3,7 +3,8 @@
 //!
 //! Definitions (tools, resources, prompts) are stored once and rendered per
 //! revision: fields a revision does not know are left out (`title` before
-//! 2025-06-18, `icons` before 2025-11-25, …). Results are decorated for their
+//! 2025-06-18, `icons` before 2025-11-25, tool `annotations` before 2025-03-26, …).
+//! Tool annotations and icons are typed ([`ToolAnnotations`], [`Icon`]). Results are decorated for their
 //! era in one place ([`render`]): `resultType` and `serverInfo` in the modern
 //! era, object-only `structuredContent` for legacy clients, cache hints.
 //! Tasks ([`task`]) have one model rendered per era (nested or flat
