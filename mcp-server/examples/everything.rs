@@ -27,8 +27,8 @@ use clap::Parser;
 use mcp_server::Registry;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
-use serde_json::Map;
 use mcp_server::skills::Skills;
+use serde_json::Map;
 
 #[path = "everything/auth.rs"]
 mod auth;

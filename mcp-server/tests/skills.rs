@@ -62,7 +62,11 @@ async fn declared_in_both_eras_with_resources() {
             Era::Modern => c.discover_result(),
         };
         let caps = &declared.unwrap_or_default()["capabilities"];
-        assert_eq!(caps["extensions"][EXT], json!({ "directoryRead": true }), "{revision:?}");
+        assert_eq!(
+            caps["extensions"][EXT],
+            json!({ "directoryRead": true }),
+            "{revision:?}"
+        );
         assert!(caps["resources"].is_object(), "{revision:?}");
     }
     let quiet = server_without_directory();
@@ -122,7 +126,10 @@ async fn entries_carry_frontmatter_digests_and_sizes() {
         assert!(got.get("nextCursor").is_none());
         assert_eq!(got.get("ttlMs").is_some(), revision == Revision::V2026_07_28);
         let skill = &got["skill"];
-        assert_eq!(skill["frontmatter"], json!({ "name": "pdf-processing", "description": "PDF things" }));
+        assert_eq!(
+            skill["frontmatter"],
+            json!({ "name": "pdf-processing", "description": "PDF things" })
+        );
         let files = skill["resources"].as_array().cloned().unwrap_or_default();
         assert_eq!(files.len(), 4);
         let forms = files
@@ -132,7 +139,11 @@ async fn entries_carry_frontmatter_digests_and_sizes() {
             .unwrap_or_default();
         assert_eq!(forms["size"], 8);
         assert_eq!(forms["digest"], mcp_server::protocol::skills::digest(b"# Forms\n"));
-        for unknown in ["skill://nope/SKILL.md", "skill://pdf-processing/references/FORMS.md", "x"] {
+        for unknown in [
+            "skill://nope/SKILL.md",
+            "skill://pdf-processing/references/FORMS.md",
+            "x",
+        ] {
             let e = refused(&c, "skills/get", json!({ "uri": unknown })).await;
             assert!(e.contains("-32602"), "{unknown}: {e}");
         }
@@ -156,14 +167,26 @@ async fn files_are_resources() {
         assert_eq!(pdf.mime_type.as_deref(), Some("text/markdown"));
         assert_eq!(listed.len(), 3, "only the SKILL.md files are listed");
 
-        let read = c.read_resource("skill://pdf-processing/SKILL.md").await.unwrap_or_else(|e| panic!("{e}"));
+        let read = c
+            .read_resource("skill://pdf-processing/SKILL.md")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let read = serde_json::to_value(&read.contents[0]).unwrap_or_default();
         assert_eq!(read["mimeType"], "text/markdown");
         assert_eq!(read["text"], md("pdf-processing", "PDF things"));
-        let py = c.read_resource("skill://pdf-processing/scripts/extract.py").await.unwrap_or_else(|e| panic!("{e}"));
+        let py = c
+            .read_resource("skill://pdf-processing/scripts/extract.py")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let py = serde_json::to_value(&py.contents[0]).unwrap_or_default();
-        assert_eq!((py["mimeType"].as_str(), py["text"].as_str()), (Some("text/x-python"), Some("print(1)\n")));
-        let png = c.read_resource("skill://pdf-processing/assets/logo.png").await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (py["mimeType"].as_str(), py["text"].as_str()),
+            (Some("text/x-python"), Some("print(1)\n"))
+        );
+        let png = c
+            .read_resource("skill://pdf-processing/assets/logo.png")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let png = serde_json::to_value(&png.contents[0]).unwrap_or_default();
         assert_eq!(png["mimeType"], "image/png");
         assert!(png["blob"].is_string());
@@ -182,7 +205,10 @@ async fn directories_list_direct_children() {
             if let Some(cur) = &cursor {
                 params["cursor"] = json!(cur);
             }
-            let page = c.request("resources/directory/read", params).await.unwrap_or_else(|e| panic!("{e}"));
+            let page = c
+                .request("resources/directory/read", params)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
             children.extend(page["resources"].as_array().cloned().unwrap_or_default());
             match page["nextCursor"].as_str() {
                 Some(next) => cursor = Some(next.to_owned()),
@@ -191,7 +217,12 @@ async fn directories_list_direct_children() {
         }
         let shown: Vec<(String, String)> = children
             .iter()
-            .map(|r| (r["uri"].as_str().unwrap_or_default().to_owned(), r["mimeType"].as_str().unwrap_or_default().to_owned()))
+            .map(|r| {
+                (
+                    r["uri"].as_str().unwrap_or_default().to_owned(),
+                    r["mimeType"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
             .collect();
         let expected = [
             ("skill://pdf-processing/SKILL.md", "text/markdown"),
@@ -199,7 +230,10 @@ async fn directories_list_direct_children() {
             ("skill://pdf-processing/references", "inode/directory"),
             ("skill://pdf-processing/scripts", "inode/directory"),
         ];
-        let expected: Vec<(String, String)> = expected.iter().map(|(u, m)| ((*u).to_owned(), (*m).to_owned())).collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(u, m)| ((*u).to_owned(), (*m).to_owned()))
+            .collect();
         assert_eq!(shown, expected);
         let nested = c
             .request("resources/directory/read", json!({ "uri": "skill://acme/billing" }))
@@ -267,8 +301,14 @@ async fn loads_a_tree_and_reloads_it() {
     let skills = Skills::from_dir(&root).unwrap_or_else(|e| panic!("{e}"));
     let server = server(skills.clone());
     let c = client(&server, Revision::V2026_07_28).await;
-    let list = c.request("skills/list", json!({})).await.unwrap_or_else(|e| panic!("{e}"));
-    let uris: Vec<&str> = list["skills"].as_array().map(|a| a.iter().filter_map(|s| s["uri"].as_str()).collect()).unwrap_or_default();
+    let list = c
+        .request("skills/list", json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let uris: Vec<&str> = list["skills"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["uri"].as_str()).collect())
+        .unwrap_or_default();
     assert_eq!(uris, ["skill://pdf/SKILL.md", "skill://pdf/inner/SKILL.md"]);
     // The nested skill's files are supporting files of the enclosing one.
     assert_eq!(list["skills"][0]["resources"].as_array().map(Vec::len), Some(3));
@@ -278,10 +318,19 @@ async fn loads_a_tree_and_reloads_it() {
     write(&root.join("pdf/SKILL.md"), md("pdf", "v2"));
     std::fs::remove_dir_all(root.join("pdf/inner")).unwrap_or_else(|e| panic!("{e}"));
     skills.reload().unwrap_or_else(|e| panic!("{e}"));
-    let got = c.request("skills/get", json!({ "uri": "skill://pdf/SKILL.md" })).await.unwrap_or_else(|e| panic!("{e}"));
+    let got = c
+        .request("skills/get", json!({ "uri": "skill://pdf/SKILL.md" }))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(got["skill"]["frontmatter"]["description"], "v2");
-    let forms = c.read_resource("skill://pdf/references/FORMS.md").await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(serde_json::to_value(&forms.contents[0]).unwrap_or_default()["text"], "forms v2");
+    let forms = c
+        .read_resource("skill://pdf/references/FORMS.md")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        serde_json::to_value(&forms.contents[0]).unwrap_or_default()["text"],
+        "forms v2"
+    );
     let listed = c.list_resources().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(listed.len(), 1, "the removed nested skill is no longer listed");
     let e = refused(&c, "skills/get", json!({ "uri": "skill://pdf/inner/SKILL.md" })).await;
@@ -290,7 +339,10 @@ async fn loads_a_tree_and_reloads_it() {
     // A broken tree is refused whole; the old catalog stays served.
     write(&root.join("pdf/SKILL.md"), "no frontmatter");
     assert!(matches!(skills.reload(), Err(SkillError::NoFrontmatter { .. })));
-    let got = c.request("skills/get", json!({ "uri": "skill://pdf/SKILL.md" })).await.unwrap_or_else(|e| panic!("{e}"));
+    let got = c
+        .request("skills/get", json!({ "uri": "skill://pdf/SKILL.md" }))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(got["skill"]["frontmatter"]["description"], "v2");
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -307,17 +359,43 @@ fn refused_load(name: &str, setup: impl FnOnce(&Path), file: &str) -> SkillError
 
 #[test]
 fn bad_trees_are_refused_naming_the_file() {
-    let e = refused_load("yaml", |r| write(&r.join("bad/SKILL.md"), "---\nname: [bad\n---\n"), "bad/SKILL.md");
+    let e = refused_load(
+        "yaml",
+        |r| write(&r.join("bad/SKILL.md"), "---\nname: [bad\n---\n"),
+        "bad/SKILL.md",
+    );
     assert!(matches!(e, SkillError::BadFrontmatter { .. }));
-    let e = refused_load("nofm", |r| write(&r.join("bad/SKILL.md"), "# no frontmatter"), "bad/SKILL.md");
+    let e = refused_load(
+        "nofm",
+        |r| write(&r.join("bad/SKILL.md"), "# no frontmatter"),
+        "bad/SKILL.md",
+    );
     assert!(matches!(e, SkillError::NoFrontmatter { .. }));
-    let e = refused_load("nodesc", |r| write(&r.join("bad/SKILL.md"), "---\nname: bad\n---\n"), "bad/SKILL.md");
-    assert!(matches!(e, SkillError::MissingField { field: "description", .. }));
+    let e = refused_load(
+        "nodesc",
+        |r| write(&r.join("bad/SKILL.md"), "---\nname: bad\n---\n"),
+        "bad/SKILL.md",
+    );
+    assert!(matches!(
+        e,
+        SkillError::MissingField {
+            field: "description",
+            ..
+        }
+    ));
     for (i, name) in ["Bad", "bad--name", "-bad", "bad_name"].into_iter().enumerate() {
-        let e = refused_load(&format!("name{i}"), |r| write(&r.join(name).join("SKILL.md"), md(name, "d")), "SKILL.md");
+        let e = refused_load(
+            &format!("name{i}"),
+            |r| write(&r.join(name).join("SKILL.md"), md(name, "d")),
+            "SKILL.md",
+        );
         assert!(matches!(e, SkillError::BadName { .. }), "{name}: {e}");
     }
-    let e = refused_load("mismatch", |r| write(&r.join("bad/SKILL.md"), md("other", "d")), "bad/SKILL.md");
+    let e = refused_load(
+        "mismatch",
+        |r| write(&r.join("bad/SKILL.md"), md("other", "d")),
+        "bad/SKILL.md",
+    );
     assert!(matches!(e, SkillError::NameMismatch { .. }));
     let e = refused_load(
         "many",
@@ -359,7 +437,8 @@ fn symlinks_leaving_the_root_are_refused() {
         "link-out",
         |r| {
             write(&r.join("bad/SKILL.md"), md("bad", "d"));
-            std::os::unix::fs::symlink(outside.join("secret.txt"), r.join("bad/secret.txt")).unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink(outside.join("secret.txt"), r.join("bad/secret.txt"))
+                .unwrap_or_else(|e| panic!("{e}"));
         },
         "bad/secret.txt",
     );

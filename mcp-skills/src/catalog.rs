@@ -48,7 +48,11 @@ impl Catalog {
             }
             catalog.skills.insert(uri, Arc::new(skill));
         }
-        let clash = catalog.files.keys().find(|f| catalog.directories.contains_key(*f)).cloned();
+        let clash = catalog
+            .files
+            .keys()
+            .find(|f| catalog.directories.contains_key(*f))
+            .cloned();
         match clash {
             Some(uri) => Err(SkillError::Duplicate { uri }),
             None => Ok(catalog),
@@ -64,7 +68,11 @@ impl Catalog {
         }
         self.files.insert(uri, file.clone());
         for depth in 1..segments.len() {
-            let kind = if depth + 1 == segments.len() { Child::File } else { Child::Directory };
+            let kind = if depth + 1 == segments.len() {
+                Child::File
+            } else {
+                Child::Directory
+            };
             self.directories
                 .entry(render(&segments[..depth]))
                 .or_default()
@@ -107,7 +115,9 @@ mod tests {
     fn indexes_files_and_directories() {
         let outer = skill("pdf", "pdf").file("refs/a.md", "a").unwrap();
         let nested = skill("pdf/refs/inner", "inner");
-        let outer = outer.file("refs/inner/SKILL.md", "---\nname: inner\ndescription: d\n---\n").unwrap();
+        let outer = outer
+            .file("refs/inner/SKILL.md", "---\nname: inner\ndescription: d\n---\n")
+            .unwrap();
         let c = Catalog::new([outer, nested]).unwrap();
         assert_eq!(c.skills.len(), 2);
         assert!(c.files.contains_key("skill://pdf/refs/a.md"));

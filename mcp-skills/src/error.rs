@@ -60,7 +60,9 @@ pub enum SkillError {
     },
     /// A skill path or file path that cannot be a `skill://` URI segment (empty, `.`, `..`,
     /// absolute, a backslash, `%`, `?`, `#`, a control character, not UTF-8).
-    #[error("{path}: not a valid skill path (segments may not be empty, . or .., nor contain / \\ % ? # or control characters)")]
+    #[error(
+        "{path}: not a valid skill path (segments may not be empty, . or .., nor contain / \\ % ? # or control characters)"
+    )]
     BadPath {
         /// The path as given or found.
         path: String,

@@ -55,7 +55,11 @@ mod tests {
 
     #[test]
     fn parses_the_block() {
-        let fm = parse("a", "---\nname: a\ndescription: \"Does: things\"\nmetadata:\n  v: 1\n---\n# Body\n").unwrap();
+        let fm = parse(
+            "a",
+            "---\nname: a\ndescription: \"Does: things\"\nmetadata:\n  v: 1\n---\n# Body\n",
+        )
+        .unwrap();
         assert_eq!(fm["name"], "a");
         assert_eq!(fm["description"], "Does: things");
         assert_eq!(fm["metadata"]["v"], 1);
@@ -65,13 +69,28 @@ mod tests {
 
     #[test]
     fn refuses_bad_blocks() {
-        assert!(matches!(parse("f", "# no frontmatter"), Err(SkillError::NoFrontmatter { .. })));
-        assert!(matches!(parse("f", "---\nname: a\n"), Err(SkillError::NoFrontmatter { .. })));
-        assert!(matches!(parse("f", "---\n[1, 2]\n---\n"), Err(SkillError::BadFrontmatter { .. })));
-        assert!(matches!(parse("f", "---\nname: [\n---\n"), Err(SkillError::BadFrontmatter { .. })));
+        assert!(matches!(
+            parse("f", "# no frontmatter"),
+            Err(SkillError::NoFrontmatter { .. })
+        ));
+        assert!(matches!(
+            parse("f", "---\nname: a\n"),
+            Err(SkillError::NoFrontmatter { .. })
+        ));
+        assert!(matches!(
+            parse("f", "---\n[1, 2]\n---\n"),
+            Err(SkillError::BadFrontmatter { .. })
+        ));
+        assert!(matches!(
+            parse("f", "---\nname: [\n---\n"),
+            Err(SkillError::BadFrontmatter { .. })
+        ));
         assert!(matches!(
             parse("f", "---\nname: a\n---\n"),
-            Err(SkillError::MissingField { field: "description", .. })
+            Err(SkillError::MissingField {
+                field: "description",
+                ..
+            })
         ));
         assert!(matches!(
             parse("f", "---\nname: 3\ndescription: d\n---\n"),

@@ -28,7 +28,10 @@ pub(crate) fn load(root: &Path) -> Result<Vec<Skill>, SkillError> {
     walk(&root, &root, &mut Vec::new(), &mut files)?;
     files.sort_by(|a, b| a.segments.cmp(&b.segments));
     let mut skills = Vec::new();
-    for manifest in files.iter().filter(|f| f.segments.last().is_some_and(|s| s == SKILL_MD)) {
+    for manifest in files
+        .iter()
+        .filter(|f| f.segments.last().is_some_and(|s| s == SKILL_MD))
+    {
         let dir = &manifest.segments[..manifest.segments.len() - 1];
         if dir.is_empty() {
             return Err(SkillError::BadPath {
@@ -36,9 +39,13 @@ pub(crate) fn load(root: &Path) -> Result<Vec<Skill>, SkillError> {
             });
         }
         let label = manifest.path.display().to_string();
-        let uri = SkillUri::from_segments(dir.iter().cloned()).map_err(|_| SkillError::BadPath { path: label.clone() })?;
+        let uri =
+            SkillUri::from_segments(dir.iter().cloned()).map_err(|_| SkillError::BadPath { path: label.clone() })?;
         let mut skill = Skill::assemble(uri, &label, read(&manifest.path)?)?;
-        for f in files.iter().filter(|f| f.segments.starts_with(dir) && f.path != manifest.path) {
+        for f in files
+            .iter()
+            .filter(|f| f.segments.starts_with(dir) && f.path != manifest.path)
+        {
             let rel = f.segments[dir.len()..].join("/");
             let name = f.segments.last().map_or("", String::as_str);
             let bytes = read(&f.path)?;

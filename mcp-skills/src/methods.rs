@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use mcp_protocol::Revision;
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{ReadResourceResult, ResourceContents, ResourceDef};
-use mcp_protocol::Revision;
 use mcp_protocol::skills::{DIRECTORY_MIME_TYPE, GetSkillResult, ListSkillsResult, SkillUri, is_text};
 use mcp_runtime::HandlerError;
 use serde_json::{Map, Value};
@@ -77,7 +77,8 @@ pub(crate) fn directory(
         .get(uri)
         .ok_or_else(|| invalid(format!("{uri} is not a directory resource")))?;
     let children: Vec<(&String, &Child)> = children.iter().collect();
-    let (page, next) = paginate(&children, |(u, _)| u.as_str(), cursor(params)?, page_size).map_err(HandlerError::Rpc)?;
+    let (page, next) =
+        paginate(&children, |(u, _)| u.as_str(), cursor(params)?, page_size).map_err(HandlerError::Rpc)?;
     let resources: Vec<Value> = page
         .iter()
         .map(|(child, kind)| {

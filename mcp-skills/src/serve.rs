@@ -136,9 +136,8 @@ impl Skills {
             .unwrap_or_else(|e| unreachable!("the skills extension is official: {e}"))
             .serving_undeclared_clients();
         let (inner, size) = (self.inner.clone(), self.page_size);
-        extension = extension.method(
-            method(LIST, move |p, _ctx| methods::list(&inner.catalog.load(), &p, size)).cacheable(),
-        );
+        extension =
+            extension.method(method(LIST, move |p, _ctx| methods::list(&inner.catalog.load(), &p, size)).cacheable());
         let inner = self.inner.clone();
         extension = extension.method(method(GET, move |p, _ctx| methods::get(&inner.catalog.load(), &p)).cacheable());
         if self.directory_read {
@@ -176,7 +175,10 @@ impl Skills {
         listed.clear();
         for skill in catalog.manifests() {
             let uri = skill.uri();
-            let size = skill.files().get(mcp_protocol::skills::SKILL_MD).map_or(0, |f| f.bytes().len());
+            let size = skill
+                .files()
+                .get(mcp_protocol::skills::SKILL_MD)
+                .map_or(0, |f| f.bytes().len());
             let mut def = ResourceDef::new(uri.clone(), skill.name())
                 .with_mime_type(SKILL_MD_MIME_TYPE)
                 .with_size(size as u64);

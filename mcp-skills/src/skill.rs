@@ -201,23 +201,35 @@ mod tests {
         let s = Skill::new("x/a", MD).unwrap().file("refs/b.md", "b").unwrap();
         let e = s.entry();
         assert_eq!(e.uri, "skill://x/a/SKILL.md");
-        let SkillFiles::Listed(files) = e.resources else { panic!("listed") };
+        let SkillFiles::Listed(files) = e.resources else {
+            panic!("listed")
+        };
         assert_eq!(files.len(), 2);
-        assert!(files.iter().any(|f| f.uri == "skill://x/a/SKILL.md" && f.size == MD.len() as u64));
+        assert!(
+            files
+                .iter()
+                .any(|f| f.uri == "skill://x/a/SKILL.md" && f.size == MD.len() as u64)
+        );
         assert!(files.iter().any(|f| f.uri == "skill://x/a/refs/b.md" && f.size == 1));
     }
 
     #[test]
     fn refuses_bad_paths_and_names() {
         for bad in ["", "/a", "a/", "../a", "x/../a", "x/%2e%2e/a", "x\\a"] {
-            assert!(matches!(Skill::new(bad, MD), Err(SkillError::BadPath { .. })), "{bad:?}");
+            assert!(
+                matches!(Skill::new(bad, MD), Err(SkillError::BadPath { .. })),
+                "{bad:?}"
+            );
         }
         assert!(matches!(Skill::new("b", MD), Err(SkillError::NameMismatch { .. })));
         let upper = "---\nname: A\ndescription: d\n---\n";
         assert!(matches!(Skill::new("A", upper), Err(SkillError::BadName { .. })));
         let s = Skill::new("a", MD).unwrap();
         for bad in ["../x", "/etc/passwd", "r/./x", "r//x", "%2F", ""] {
-            assert!(matches!(s.clone().file(bad, "x"), Err(SkillError::BadPath { .. })), "{bad:?}");
+            assert!(
+                matches!(s.clone().file(bad, "x"), Err(SkillError::BadPath { .. })),
+                "{bad:?}"
+            );
         }
         assert!(matches!(s.file("SKILL.md", "x"), Err(SkillError::Duplicate { .. })));
     }

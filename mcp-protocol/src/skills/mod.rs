@@ -102,7 +102,12 @@ pub fn is_text(mime_type: &str) -> bool {
     mime_type.starts_with("text/")
         || matches!(
             mime_type,
-            "application/json" | "application/yaml" | "application/toml" | "application/xml" | "application/x-sh" | "image/svg+xml"
+            "application/json"
+                | "application/yaml"
+                | "application/toml"
+                | "application/xml"
+                | "application/x-sh"
+                | "image/svg+xml"
         )
 }
 

@@ -21,7 +21,10 @@ pub fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() || name.len() > 64 {
         return Err(NameError::Length(name.to_owned()));
     }
-    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
         return Err(NameError::Characters(name.to_owned()));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {

@@ -71,7 +71,10 @@ mod tests {
     fn entry_shapes() {
         let entry = SkillEntry {
             uri: "skill://a/SKILL.md".into(),
-            frontmatter: json!({"name": "a", "description": "d"}).as_object().cloned().unwrap_or_default(),
+            frontmatter: json!({"name": "a", "description": "d"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
             resources: SkillFiles::Dynamic(Dynamic::Dynamic),
         };
         let v = serde_json::to_value(&entry).unwrap();

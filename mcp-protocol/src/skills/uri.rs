@@ -37,7 +37,9 @@ pub struct SkillUri {
 impl SkillUri {
     /// Parses a `skill://` URI.
     pub fn parse(uri: &str) -> Result<Self, UriError> {
-        let rest = uri.strip_prefix(SCHEME).ok_or_else(|| UriError::Scheme(uri.to_owned()))?;
+        let rest = uri
+            .strip_prefix(SCHEME)
+            .ok_or_else(|| UriError::Scheme(uri.to_owned()))?;
         let segments: Vec<String> = rest.split('/').map(str::to_owned).collect();
         if segments.iter().any(|s| !segment_allowed(s)) {
             return Err(UriError::Segment(uri.to_owned()));
@@ -110,7 +112,10 @@ mod tests {
         assert_eq!(uri.last(), "FORMS.md");
         assert_eq!(uri.join("x").unwrap().segments().len(), 4);
         assert!(uri.join("..").is_err());
-        assert_eq!(SkillUri::from_segments(["a", "SKILL.md"]).unwrap().to_string(), "skill://a/SKILL.md");
+        assert_eq!(
+            SkillUri::from_segments(["a", "SKILL.md"]).unwrap().to_string(),
+            "skill://a/SKILL.md"
+        );
     }
 
     #[test]
