@@ -208,14 +208,14 @@ pub use mcp_auth as auth;
 /// or a request's raw `_meta`.
 #[doc(inline)]
 pub use mcp_protocol as protocol;
-/// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
-/// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
 /// Skills (SEP-2640, `features = ["skills"]`, on by default): [`skills::Skills`] loaded from a
 /// directory tree or built in code, served with `McpServerBuilder::skills`.
 #[cfg(feature = "skills")]
 #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 #[doc(inline)]
 pub use mcp_skills as skills;
+/// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
+/// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
