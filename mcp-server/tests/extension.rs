@@ -623,7 +623,10 @@ async fn custom_methods_go_through_the_middleware_chain() {
 async fn cacheable_custom_methods_carry_the_cache_hint() {
     let plain = CustomMethod::new("com.example/plain", |_p, _c| async { Ok(json!({ "x": 1 })) });
     let cached = CustomMethod::new("com.example/cached", |_p, _c| async { Ok(json!({ "x": 1 })) });
-    let (plain, cached) = (plain.unwrap_or_else(|e| panic!("{e}")), cached.unwrap_or_else(|e| panic!("{e}")));
+    let (plain, cached) = (
+        plain.unwrap_or_else(|e| panic!("{e}")),
+        cached.unwrap_or_else(|e| panic!("{e}")),
+    );
     assert!(!plain.is_cacheable());
     let cached = cached.cacheable();
     assert!(cached.is_cacheable());
@@ -633,11 +636,25 @@ async fn cacheable_custom_methods_carry_the_cache_hint() {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     for revision in BOTH {
-        let client = server.test_client().revision(revision).connect().await.unwrap_or_else(|e| panic!("{e}"));
+        let client = server
+            .test_client()
+            .revision(revision)
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let modern = client.era() == Era::Modern;
-        let plain = client.request("com.example/plain", json!({})).await.unwrap_or_else(|e| panic!("{e}"));
-        assert!(plain.get("ttlMs").is_none() && plain.get("cacheScope").is_none(), "{revision:?}: {plain}");
-        let cached = client.request("com.example/cached", json!({})).await.unwrap_or_else(|e| panic!("{e}"));
+        let plain = client
+            .request("com.example/plain", json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            plain.get("ttlMs").is_none() && plain.get("cacheScope").is_none(),
+            "{revision:?}: {plain}"
+        );
+        let cached = client
+            .request("com.example/cached", json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cached.get("ttlMs").is_some(), modern, "{revision:?}: {cached}");
         assert_eq!(cached.get("cacheScope").is_some(), modern, "{revision:?}: {cached}");
     }
