@@ -32,6 +32,8 @@
 //! - [`request_state`]: sealing and opening the MRTR `requestState`.
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
 //! - [`model`]: the wire types of every method, and their per-era rendering.
+//! - [`skills`]: the Skills extension (SEP-2640): naming rules, `skill://` URIs, digests,
+//!   limits and the wire types of its entries and results.
 //!
 //! The runtime (`mcp-runtime`) executes handlers on top of these rules; its
 //! engine and the transports ask this crate whenever they need a protocol
@@ -55,6 +57,7 @@ pub mod notifications;
 pub mod request_state;
 pub mod revision;
 pub mod schema;
+pub mod skills;
 pub mod task_mode;
 
 pub use error::{RpcError, codes};

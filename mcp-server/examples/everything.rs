@@ -15,7 +15,8 @@
 //! `--require-scope`, `--resource-url`) are in `everything/auth.rs`; the
 //! soak flags (`--soak` for the fault tools, `--max-listeners-per-peer` and
 //! the other bounds) in `everything/soak.rs`; the flags that make several processes one
-//! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`.
+//! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`. The
+//! skills it serves (SEP-2640) are the tree `everything/skills/`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use clap::Parser;
 use mcp_server::Registry;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
+use mcp_server::skills::Skills;
 use serde_json::Map;
 
 #[path = "everything/auth.rs"]
@@ -779,6 +781,9 @@ async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<Mc
     let b = soak.apply(b);
     let b = shared.apply(b).await?;
     let b = resources(b);
+    // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
+    let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;
+    let b = b.skills(skills);
     let server = prompts(b).build()?;
     add_triggers(&server)?;
     Ok(server)

@@ -14,6 +14,8 @@
 //! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
 //! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
 //! - [`middleware`]: layers every request and notification goes through;
+//! - `skills`: Agent Skills (SEP-2640) from a directory tree or code, in both eras (feature
+//!   `skills`);
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -70,3 +72,7 @@ pub mod middleware {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}
+
+#[cfg(feature = "skills")]
+#[doc = include_str!("../../docs/guides/skills.md")]
+pub mod skills {}

@@ -77,6 +77,7 @@
 //! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper, rustls), and [`auth`] with the providers that need no JWT library |
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
+//! | `skills` | yes | `mcp_server::skills` (`mcp-skills`) and `McpServerBuilder::skills`: Agent Skills served as the `io.modelcontextprotocol/skills` extension (SEP-2640) |
 //! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`): sessions, stream events, tasks and the bus shared by several instances through Redis |
 //!
 //! A stdio-only server builds without any HTTP, TLS or JWT code:
@@ -209,6 +210,12 @@ pub use mcp_auth as auth;
 /// or a request's raw `_meta`.
 #[doc(inline)]
 pub use mcp_protocol as protocol;
+/// Skills (SEP-2640, `features = ["skills"]`, on by default): [`skills::Skills`] loaded from a
+/// directory tree or built in code, served with `McpServerBuilder::skills`.
+#[cfg(feature = "skills")]
+#[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
+#[doc(inline)]
+pub use mcp_skills as skills;
 /// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
 /// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.

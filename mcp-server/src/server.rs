@@ -154,6 +154,8 @@ pub struct McpServerBuilder {
     registry: Registry,
     task_store: Option<Arc<dyn TaskStore>>,
     store: Option<Store>,
+    #[cfg(feature = "skills")]
+    skills: Vec<crate::skills::Skills>,
     error: Option<ServerError>,
 }
 
@@ -370,6 +372,30 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves skills (SEP-2640): declares `io.modelcontextprotocol/skills`, serves
+    /// `skills/list`, `skills/get` and (unless turned off) `resources/directory/read`, and
+    /// registers the `skill://` resources (see the [skills guide](crate::guides::skills)).
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    /// use mcp_server::skills::{Skill, Skills};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let md = "---\nname: greet\ndescription: How to greet\n---\nSay hello.\n";
+    /// let skills = Skills::new([Skill::new("greet", md)?])?;
+    /// let server = McpServer::builder().skills(skills).build()?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, skills: crate::skills::Skills) -> Self {
+        let r = self.config.extensions.add(skills.extension());
+        self.record(r);
+        self.skills.push(skills);
+        self
+    }
+
     /// Registers a custom method that belongs to no extension (a vendor method such as
     /// `com.example/search`): every client may call it, in the eras it names.
     pub fn method(mut self, method: CustomMethod) -> Self {
@@ -467,6 +493,10 @@ impl McpServerBuilder {
             return Err(e);
         }
         let registry = Arc::new(self.registry);
+        #[cfg(feature = "skills")]
+        for skills in &self.skills {
+            skills.attach(&registry);
+        }
         let runtime = match (self.store, self.task_store) {
             (Some(store), _) => Runtime::with_store(self.config, registry, store),
             (None, Some(tasks)) => Runtime::with_task_store(self.config, registry, tasks),

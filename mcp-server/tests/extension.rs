@@ -616,3 +616,46 @@ async fn custom_methods_go_through_the_middleware_chain() {
     })
     .await;
 }
+
+/// A custom method registered `cacheable()` gets the server's cache hint on its complete
+/// 2026-07-28 results (never in a legacy session); a plain one never does.
+#[tokio::test]
+async fn cacheable_custom_methods_carry_the_cache_hint() {
+    let plain = CustomMethod::new("com.example/plain", |_p, _c| async { Ok(json!({ "x": 1 })) });
+    let cached = CustomMethod::new("com.example/cached", |_p, _c| async { Ok(json!({ "x": 1 })) });
+    let (plain, cached) = (
+        plain.unwrap_or_else(|e| panic!("{e}")),
+        cached.unwrap_or_else(|e| panic!("{e}")),
+    );
+    assert!(!plain.is_cacheable());
+    let cached = cached.cacheable();
+    assert!(cached.is_cacheable());
+    let server = McpServer::builder()
+        .method(plain)
+        .method(cached)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for revision in BOTH {
+        let client = server
+            .test_client()
+            .revision(revision)
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let modern = client.era() == Era::Modern;
+        let plain = client
+            .request("com.example/plain", json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            plain.get("ttlMs").is_none() && plain.get("cacheScope").is_none(),
+            "{revision:?}: {plain}"
+        );
+        let cached = client
+            .request("com.example/cached", json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cached.get("ttlMs").is_some(), modern, "{revision:?}: {cached}");
+        assert_eq!(cached.get("cacheScope").is_some(), modern, "{revision:?}: {cached}");
+    }
+}

@@ -8,7 +8,7 @@ use crate::{conformance, fuzz, interop, scaleout, soak};
 const FUZZ_SMOKE_SECONDS: u64 = 5;
 
 /// The feature sets of `mcp-server` linted on their own (the default set is the workspace's).
-const FEATURE_SETS: &[&str] = &["", "stdio", "http", "auth", "http,auth,redis"];
+const FEATURE_SETS: &[&str] = &["", "stdio", "http", "auth", "skills", "http,auth,redis"];
 
 /// Crates a stdio-only `mcp-server` must not depend on: HTTP, TLS and JWT.
 const NOT_IN_STDIO: &[&str] = &[

@@ -3,7 +3,7 @@
 //! its encoded form, the cache hint), so it leaves as [`Reply::Encoded`]; a legacy one is left as
 //! it is.
 
-use mcp_protocol::model::render::{cache_hint_for, finalize_encoded};
+use mcp_protocol::model::render::{cache_hint_for, finalize_encoded, is_retry};
 use mcp_protocol::model::{CacheHint, CacheScope};
 use mcp_protocol::{Era, Method, RpcError};
 use serde_json::{Map, Value};
@@ -13,9 +13,27 @@ use crate::reply::{EncodedResult, Reply};
 
 /// Decorates a reply for its era.
 pub(crate) fn finish(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, reply: Reply) -> Reply {
+    finish_as(parts, method, params, era, reply, false)
+}
+
+/// Decorates a reply for its era; `cacheable` marks a custom method whose results carry the
+/// cache hint as the core cacheable methods' do (`CustomMethod::cacheable`).
+pub(crate) fn finish_as(
+    parts: &Parts<'_>,
+    method: &Method,
+    params: &Map<String, Value>,
+    era: Era,
+    reply: Reply,
+    cacheable: bool,
+) -> Reply {
     match reply {
         Reply::Result(v) if era == Era::Modern => {
-            let hint = cache_hint_for(method, Some(params), cache_hint(parts, method, params));
+            let own = cache_hint(parts, method, params);
+            let hint = if cacheable {
+                (!is_retry(Some(params))).then_some(own)
+            } else {
+                cache_hint_for(method, Some(params), own)
+            };
             match finalize_encoded(era, &v, parts.server_info, hint) {
                 Ok(raw) => Reply::Encoded(EncodedResult::owned(raw)),
                 Err(e) => {

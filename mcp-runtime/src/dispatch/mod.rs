@@ -80,7 +80,15 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::ResourcesRead, _) => catalog::read_resource(parts, ctx, params).await,
         (Method::PromptsGet, _) => catalog::get_prompt(parts, ctx, params).await,
         (Method::Complete, _) => catalog::complete(parts, ctx, params).await,
-        (_, Target::Custom(entry)) => custom::call(parts, ctx, params, entry).await,
+        (_, Target::Custom(entry)) => {
+            let outcome = custom::call(parts, ctx, params, entry).await;
+            if cancel.is_cancelled() {
+                return Reply::Cancelled;
+            }
+            let reply = outcome.map_or_else(Reply::Error, Reply::Result);
+            let cacheable = entry.method.is_cacheable();
+            return finish::finish_as(parts, &req.method, params, route.era, reply, cacheable);
+        }
         (
             m
             @ (Method::TasksGet | Method::TasksResult | Method::TasksList | Method::TasksCancel | Method::TasksUpdate),

@@ -89,6 +89,7 @@ pub struct CustomMethod {
     handler: Arc<dyn MethodHandler>,
     params_schema: Option<Value>,
     result_schema: Option<Value>,
+    cacheable: bool,
 }
 
 impl std::fmt::Debug for CustomMethod {
@@ -112,6 +113,7 @@ impl CustomMethod {
             handler: Arc::new(handler),
             params_schema: None,
             result_schema: None,
+            cacheable: false,
         })
     }
 
@@ -144,6 +146,22 @@ impl CustomMethod {
     pub fn eras(mut self, eras: Eras) -> Self {
         self.eras = eras;
         self
+    }
+
+    /// Its complete 2026-07-28 results carry the server's cache hint (`ttlMs`, `cacheScope`),
+    /// as `tools/list` and `resources/read` do: for a method whose results are a
+    /// `CacheableResult` of its extension (e.g. `skills/list`). The hint is the server's
+    /// (`McpServerBuilder::cache_hint`), private when a visibility hook is set, never on an
+    /// MRTR retry; a result that already has `ttlMs` or `cacheScope` keeps its own. Legacy
+    /// results are never decorated.
+    pub fn cacheable(mut self) -> Self {
+        self.cacheable = true;
+        self
+    }
+
+    /// Whether its modern results carry the cache hint ([`cacheable`](Self::cacheable)).
+    pub fn is_cacheable(&self) -> bool {
+        self.cacheable
     }
 
     /// The method name.
