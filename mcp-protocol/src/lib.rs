@@ -32,6 +32,8 @@
 //! - [`request_state`]: sealing and opening the MRTR `requestState`.
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
 //! - [`model`]: the wire types of every method, and their per-era rendering.
+//! - [`apps`]: MCP Apps (`io.modelcontextprotocol/ui`): the `_meta.ui` of UI resources and
+//!   of the tools linked to them, and the rules they follow.
 //!
 //! The runtime (`mcp-runtime`) executes handlers on top of these rules; its
 //! engine and the transports ask this crate whenever they need a protocol
@@ -39,6 +41,7 @@
 //! `docs/ARCHITECTURE.md` (§1, §4: where each rule lives) and the invariants
 //! the code cites in `docs/INVARIANTS.md`.
 
+pub mod apps;
 pub mod auth;
 pub mod classify;
 pub mod cursor;

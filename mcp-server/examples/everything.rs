@@ -28,6 +28,8 @@ use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
 use serde_json::Map;
 
+#[path = "everything/apps.rs"]
+mod apps;
 #[path = "everything/auth.rs"]
 mod auth;
 #[path = "everything/shared.rs"]
@@ -779,6 +781,7 @@ async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<Mc
     let b = soak.apply(b);
     let b = shared.apply(b).await?;
     let b = resources(b);
+    let b = apps::app_tools(b)?;
     let server = prompts(b).build()?;
     add_triggers(&server)?;
     Ok(server)

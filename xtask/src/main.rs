@@ -8,7 +8,8 @@
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in
 //!   `target/interop/venv`) in each negotiation mode, and the TypeScript SDK clients v1 and v2
 //!   (`interop/ts`, installed under `target/interop/ts`), against the `everything` example over
-//!   stdio and HTTP.
+//!   stdio and HTTP; then the MCP Apps legs: the `apps` example's view in headless Chromium, in a
+//!   host page on the official ext-apps app bridge (`interop/apps`).
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
@@ -35,6 +36,7 @@
 //! else with `sudo -n`); Redis is always run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr; servers started
 //! here are killed on every way out. A failure exits non-zero with a one-line reason.
 
+mod apps;
 mod bench;
 mod ci;
 mod conformance;
