@@ -13,6 +13,7 @@
 //! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
 //! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
 //! - [`middleware`]: layers every request and notification goes through;
+//! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -27,6 +28,7 @@
 //! [`testing`]: crate::guides::testing
 //! [`extensions`]: crate::guides::extensions
 //! [`middleware`]: crate::guides::middleware
+//! [`apps`]: crate::guides::apps
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -66,6 +68,9 @@ pub mod extensions {}
 
 #[doc = include_str!("../../docs/guides/middleware.md")]
 pub mod middleware {}
+
+#[doc = include_str!("../../docs/guides/apps.md")]
+pub mod apps {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}
