@@ -48,7 +48,10 @@ pub enum AppsError {
     #[error("MCP Apps resource URI {0:?} must use the ui:// scheme (e.g. ui://my-server/view)")]
     NotUiUri(String),
     /// A `ui://` resource does not have the MIME type `text/html;profile=mcp-app`.
-    #[error("ui:// resource {uri:?} must have MIME type {MIME_TYPE:?}, not {found:?}")]
+    #[error(
+        "ui:// resource {uri:?} must have MIME type \"text/html;profile=mcp-app\", not {}",
+        .found.as_deref().map_or_else(|| "none".to_owned(), |m| format!("{m:?}"))
+    )]
     WrongMimeType {
         /// The resource's URI (or URI template).
         uri: String,

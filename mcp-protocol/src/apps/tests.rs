@@ -138,8 +138,10 @@ fn uris_and_mime_types() {
     let e = check_resource("ui://v", Some("text/html")).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "ui:// resource \"ui://v\" must have MIME type \"text/html;profile=mcp-app\", not Some(\"text/html\")"
+        "ui:// resource \"ui://v\" must have MIME type \"text/html;profile=mcp-app\", not \"text/html\""
     );
+    let none = check_resource("ui://v", None).unwrap_err();
+    assert!(none.to_string().ends_with(", not none"), "{none}");
 }
 
 #[test]
