@@ -56,7 +56,8 @@ usage: cargo xtask <command> [options]
 commands:
   ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
                           (in order, fail fast; installs redis-server with apt-get when missing)
-  interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP)
+  interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP);
+                          the apps example's view in headless Chromium on the official MCP Apps bridge
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
