@@ -64,7 +64,9 @@ pre{font-size:11px;white-space:pre-wrap}</style></head>
 <body><h3>MCP Apps interop host</h3><div id="app"></div><pre id="log"></pre><script src="/host.js"></script></body></html>`;
   const http = createServer((req, res) => {
     const path = new URL(req.url, "http://x").pathname;
-    if (path === "/") {
+    if (path === "/favicon.ico") {
+      res.writeHead(204).end();
+    } else if (path === "/") {
       res.writeHead(200, { "content-type": "text/html" }).end(page);
     } else if (path === "/host.js") {
       res.writeHead(200, { "content-type": "text/javascript" }).end(script);
@@ -85,7 +87,8 @@ pre{font-size:11px;white-space:pre-wrap}</style></head>
   let tab;
   try {
     tab = await browser.newPage();
-    tab.on("console", (m) => console.log(`browser: ${m.text()}`));
+    // The SDK's debug chatter stays out; warnings and errors are shown.
+    tab.on("console", (m) => ["error", "warn"].includes(m.type()) && console.log(`browser: ${m.text()}`));
     tab.on("pageerror", (e) => console.log(`browser error: ${e.message}`));
     await tab.goto(hostUrl);
     await tab.waitForFunction(() => window.hostState && (window.hostState.done || window.hostState.error), {

@@ -216,7 +216,10 @@ mod tests {
             );
         }
         for builtin in ["io.modelcontextprotocol/tasks", "io.modelcontextprotocol/ui"] {
-            assert!(matches!(check_id(builtin), Err(ExtensionError::Builtin(_))), "{builtin}");
+            assert!(
+                matches!(check_id(builtin), Err(ExtensionError::Builtin(_))),
+                "{builtin}"
+            );
         }
     }
 

@@ -53,11 +53,15 @@ pub(crate) fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
         .title("Server counter")
         .description("A counter kept by the server, with a button that adds one")
         .prefers_border(true);
-    let show = Tool::structured("counter_show", "Shows the server's counter", |_: Show, ctx| async move {
-        Ok(Count {
-            count: ctx.state::<Counter>()?.0.load(Ordering::SeqCst),
-        })
-    })
+    let show = Tool::structured(
+        "counter_show",
+        "Shows the server's counter",
+        |_: Show, ctx| async move {
+            Ok(Count {
+                count: ctx.state::<Counter>()?.0.load(Ordering::SeqCst),
+            })
+        },
+    )
     .ui(ToolUi::new(VIEW)?);
     let increment = Tool::structured(
         "counter_increment",
@@ -105,8 +109,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = tokio::signal::ctrl_c().await;
         stop.cancel();
     });
-    server
-        .serve_http_on(listener, HttpConfig::default(), shutdown)
-        .await?;
+    server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
     Ok(())
 }

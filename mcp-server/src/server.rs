@@ -435,7 +435,9 @@ impl McpServerBuilder {
     /// resource without the MCP Apps MIME type makes [`build`](Self::build) fail.
     pub fn resource(mut self, resource: impl Into<Resource>) -> Self {
         let resource = resource.into();
-        let r = resource.check().map(|()| self.registry.add_resource(resource.into_entry()));
+        let r = resource
+            .check()
+            .map(|()| self.registry.add_resource(resource.into_entry()));
         self.record(r);
         self
     }

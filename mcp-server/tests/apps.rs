@@ -69,20 +69,38 @@ async fn the_example_in_both_eras() {
         let mut expected = 0;
         for revision in BOTH {
             let declared = handshake(&server, revision).await;
-            assert_eq!(declared["capabilities"]["extensions"][EXTENSION], declaration(), "{revision:?}");
+            assert_eq!(
+                declared["capabilities"]["extensions"][EXTENSION],
+                declaration(),
+                "{revision:?}"
+            );
 
-            let client = server.test_client().revision(revision).connect().await.expect("connects");
+            let client = server
+                .test_client()
+                .revision(revision)
+                .connect()
+                .await
+                .expect("connects");
             let tools = client.request("tools/list", json!({})).await.expect("tools/list");
-            assert_eq!(tool(&tools, "counter_show")["_meta"]["ui"], json!({ "resourceUri": VIEW }));
+            assert_eq!(
+                tool(&tools, "counter_show")["_meta"]["ui"],
+                json!({ "resourceUri": VIEW })
+            );
             assert_eq!(tool(&tools, "counter_show")["_meta"]["ui/resourceUri"], VIEW);
             assert_eq!(
                 tool(&tools, "counter_increment")["_meta"]["ui"],
                 json!({ "resourceUri": VIEW, "visibility": ["app"] })
             );
 
-            let resources = client.request("resources/list", json!({})).await.expect("resources/list");
+            let resources = client
+                .request("resources/list", json!({}))
+                .await
+                .expect("resources/list");
             let view = &resources["resources"][0];
-            assert_eq!((view["uri"].as_str(), view["mimeType"].as_str()), (Some(VIEW), Some(MIME_TYPE)));
+            assert_eq!(
+                (view["uri"].as_str(), view["mimeType"].as_str()),
+                (Some(VIEW), Some(MIME_TYPE))
+            );
             assert_eq!(view["_meta"]["ui"], json!({ "prefersBorder": true }));
 
             let read = client
@@ -131,7 +149,9 @@ async fn over_http_in_both_eras() {
             init.message()["result"]["capabilities"]["extensions"][EXTENSION],
             declaration()
         );
-        let read = running.legacy(&session, 1, "resources/read", json!({ "uri": VIEW })).await;
+        let read = running
+            .legacy(&session, 1, "resources/read", json!({ "uri": VIEW }))
+            .await;
         assert_eq!(read.message()["result"]["contents"][0]["mimeType"], MIME_TYPE);
 
         let discover = running.modern(2, "server/discover", json!({}), host.clone()).await;
@@ -163,7 +183,10 @@ async fn declared_only_with_an_app_and_from_run_time_additions() {
         let server = McpServer::builder().tool(open_tool()).build().expect("builds");
         for revision in BOTH {
             let declared = handshake(&server, revision).await;
-            assert!(declared["capabilities"]["extensions"].get(EXTENSION).is_none(), "{declared}");
+            assert!(
+                declared["capabilities"]["extensions"].get(EXTENSION).is_none(),
+                "{declared}"
+            );
         }
         let view = AppResource::blob("ui://later/view", "later", "PCFkb2N0eXBlIGh0bWw+").expect("a ui:// URI");
         server.add_resource(view).expect("a valid view");
@@ -219,7 +242,9 @@ async fn every_field_reaches_the_wire() {
         });
         let linked = open_tool()
             .meta(json!({ "com.example/keep": true }))
-            .ui(ToolUi::new("ui://full/view").expect("a ui:// URI").visibility([Visibility::Model]));
+            .ui(ToolUi::new("ui://full/view")
+                .expect("a ui:// URI")
+                .visibility([Visibility::Model]));
         let server = McpServer::builder()
             .resource(view)
             .tool(linked)
@@ -236,7 +261,10 @@ async fn every_field_reaches_the_wire() {
         let tools = client.request("tools/list", json!({})).await.expect("tools");
         let meta = &tool(&tools, "open")["_meta"];
         assert_eq!(meta["com.example/keep"], true);
-        assert_eq!(meta["ui"], json!({ "resourceUri": "ui://full/view", "visibility": ["model"] }));
+        assert_eq!(
+            meta["ui"],
+            json!({ "resourceUri": "ui://full/view", "visibility": ["model"] })
+        );
     })
     .await;
 }
@@ -246,13 +274,17 @@ async fn every_field_reaches_the_wire() {
 async fn handlers_see_whether_the_host_renders_apps() {
     bounded(async {
         let view = AppResource::html("ui://v/view", "v", "<!doctype html>").expect("a ui:// URI");
-        let tool = Tool::new("where", "Says whether the host renders apps", |_, ctx: Ctx| async move {
-            if client_supports(ctx.client_capabilities()) {
-                "rendered in the view"
-            } else {
-                "plain text"
-            }
-        })
+        let tool = Tool::new(
+            "where",
+            "Says whether the host renders apps",
+            |_, ctx: Ctx| async move {
+                if client_supports(ctx.client_capabilities()) {
+                    "rendered in the view"
+                } else {
+                    "plain text"
+                }
+            },
+        )
         .ui(ToolUi::new("ui://v/view").expect("a ui:// URI"));
         let server = McpServer::builder().resource(view).tool(tool).build().expect("builds");
         for revision in BOTH {
@@ -263,10 +295,21 @@ async fn handlers_see_whether_the_host_renders_apps() {
                 .connect()
                 .await
                 .expect("connects");
-            let plain = server.test_client().revision(revision).connect().await.expect("connects");
+            let plain = server
+                .test_client()
+                .revision(revision)
+                .connect()
+                .await
+                .expect("connects");
             let text = |r: CallToolResult| serde_json::to_value(&r.content[0]).expect("JSON")["text"].clone();
-            assert_eq!(text(host.call_tool("where", json!({})).await.expect("call")), "rendered in the view");
-            assert_eq!(text(plain.call_tool("where", json!({})).await.expect("call")), "plain text");
+            assert_eq!(
+                text(host.call_tool("where", json!({})).await.expect("call")),
+                "rendered in the view"
+            );
+            assert_eq!(
+                text(plain.call_tool("where", json!({})).await.expect("call")),
+                "plain text"
+            );
         }
     })
     .await;
@@ -313,7 +356,9 @@ fn a_wrong_ui_resource_added_at_run_time_is_refused() {
     let wrong = Resource::text("ui://x/view", "view", "text/html", "<p>");
     assert!(matches!(
         server.add_resource(wrong),
-        Err(ServerError::Registry(RegistryError::Apps(AppsError::WrongMimeType { .. })))
+        Err(ServerError::Registry(RegistryError::Apps(
+            AppsError::WrongMimeType { .. }
+        )))
     ));
     assert!(server.registry().snapshot().resource("ui://x/view").is_none());
 }
@@ -347,7 +392,13 @@ fn a_link_to_a_missing_view_is_refused() {
     })
     .mime_type(MIME_TYPE);
     let linked = open_tool().app("ui://views/one");
-    assert!(McpServer::builder().resource_template(views).tool(linked).build().is_ok());
+    assert!(
+        McpServer::builder()
+            .resource_template(views)
+            .tool(linked)
+            .build()
+            .is_ok()
+    );
 }
 
 #[test]

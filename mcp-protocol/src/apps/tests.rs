@@ -1,6 +1,6 @@
 use super::*;
-use crate::extension::check_id;
 use crate::extension::ExtensionError;
+use crate::extension::check_id;
 
 /// The JSON Schema the official `@modelcontextprotocol/ext-apps` package ships (see
 /// `mcp-protocol/vendor/ext-apps/README.md` for its origin).
@@ -21,7 +21,10 @@ fn assert_valid(name: &str, instance: &Value) {
 }
 
 fn assert_invalid(name: &str, instance: &Value) {
-    assert!(!official(name).is_valid(instance), "{instance} should not be a valid {name}");
+    assert!(
+        !official(name).is_valid(instance),
+        "{instance} should not be a valid {name}"
+    );
 }
 
 fn full_resource_ui() -> ResourceUi {
@@ -91,14 +94,20 @@ fn tool_meta_matches_the_official_schema() {
             ToolUi::new(uri).map(|t| t.visibility([Visibility::Model, Visibility::App, Visibility::Model])),
             json!({"resourceUri": uri, "visibility": ["model", "app"]}),
         ),
-        (Ok(ToolUi::without_resource().app_only()), json!({"visibility": ["app"]})),
+        (
+            Ok(ToolUi::without_resource().app_only()),
+            json!({"visibility": ["app"]}),
+        ),
     ];
     for (ui, want) in table {
         let ui = ui.expect("a ui:// URI");
         let meta = ui.merge_into(Some(json!({"com.example/keep": 1})));
         assert_eq!(meta["ui"], want);
         assert_eq!(meta["com.example/keep"], 1);
-        assert_eq!(meta.get(LEGACY_RESOURCE_URI_KEY).and_then(Value::as_str), ui.resource_uri.as_deref());
+        assert_eq!(
+            meta.get(LEGACY_RESOURCE_URI_KEY).and_then(Value::as_str),
+            ui.resource_uri.as_deref()
+        );
         assert_valid("McpUiToolMeta", &meta["ui"]);
         assert_eq!(check_tool_meta("t", Some(&meta)), Ok(Some(ui)));
     }
@@ -126,7 +135,12 @@ fn uris_and_mime_types() {
     assert_eq!(check_resource("ui://v", Some(MIME_TYPE)), Ok(()));
     assert_eq!(check_resource("file:///x", Some("text/plain")), Ok(()));
     assert_eq!(check_resource("file:///x", None), Ok(()));
-    for wrong in [None, Some("text/html"), Some("text/html; profile=mcp-app"), Some("application/json")] {
+    for wrong in [
+        None,
+        Some("text/html"),
+        Some("text/html; profile=mcp-app"),
+        Some("application/json"),
+    ] {
         assert_eq!(
             check_resource("ui://v", wrong),
             Err(AppsError::WrongMimeType {
@@ -169,8 +183,14 @@ fn hostile_tool_metas_are_refused() {
         check(json!({"ui": {"resourceUri": "ui://a", "csp": {}}})),
         Err(AppsError::InvalidToolMeta { .. })
     ));
-    assert!(matches!(check(json!({"ui": "ui://a"})), Err(AppsError::InvalidToolMeta { .. })));
-    assert!(matches!(check(json!({"ui/resourceUri": 7})), Err(AppsError::InvalidToolMeta { .. })));
+    assert!(matches!(
+        check(json!({"ui": "ui://a"})),
+        Err(AppsError::InvalidToolMeta { .. })
+    ));
+    assert!(matches!(
+        check(json!({"ui/resourceUri": 7})),
+        Err(AppsError::InvalidToolMeta { .. })
+    ));
     assert_eq!(
         check(json!({"ui": {"resourceUri": "ui://a", "visibility": []}})),
         Err(AppsError::EmptyVisibility("t".into()))
@@ -190,7 +210,10 @@ fn declaration_and_client_support() {
     assert_eq!(Value::Object(d.settings.clone()), json!({"mimeTypes": [MIME_TYPE]}));
     assert_valid("McpUiClientCapabilities", &Value::Object(d.settings));
     // The runtime declares it; a server cannot declare it by hand.
-    assert_eq!(check_id(EXTENSION_ID), Err(ExtensionError::Builtin(EXTENSION_ID.into())));
+    assert_eq!(
+        check_id(EXTENSION_ID),
+        Err(ExtensionError::Builtin(EXTENSION_ID.into()))
+    );
 
     let caps = |v: Value| ClientCapabilities::new(v.as_object().cloned().unwrap_or_default());
     assert!(client_supports(&caps(

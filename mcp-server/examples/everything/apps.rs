@@ -35,9 +35,11 @@ pub(crate) fn app_tools(b: mcp_server::McpServerBuilder) -> Result<mcp_server::M
         .description("An MCP App view (text/html;profile=mcp-app)")
         .csp(Csp::new())
         .prefers_border(true);
-    let tool = Tool::new("test_app_ui", "Returns text an MCP App host also renders in its view", |_, _| async {
-        "This tool's result is rendered by ui://everything/app."
-    })
+    let tool = Tool::new(
+        "test_app_ui",
+        "Returns text an MCP App host also renders in its view",
+        |_, _| async { "This tool's result is rendered by ui://everything/app." },
+    )
     .input_schema(empty_schema())
     .ui(ToolUi::new(VIEW)?);
     Ok(b.resource(view).tool(tool))
