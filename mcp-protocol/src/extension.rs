@@ -7,7 +7,8 @@
 //!   prefix: the prefix is dot-separated labels (each starts with a letter, ends with a letter
 //!   or digit, hyphens inside), the name is non-empty, alphanumeric at both ends, with `-`, `_`
 //!   and `.` inside. A prefix whose second label is `modelcontextprotocol` or `mcp` is reserved
-//!   for the specification's own extensions ([`OFFICIAL`]).
+//!   for the specification's own extensions: those a server declares by hand ([`OFFICIAL`]), and
+//!   those the runtime declares from what the server registers ([`BUILTIN`]: tasks, MCP Apps).
 //! - **Declaration**: the server's `capabilities.extensions` maps each identifier to its
 //!   settings object (`{}` for none), in `server/discover` (2026-07-28) and, for an extension
 //!   defined for them, in the legacy `initialize` result (SEP-2133's examples, MCP Apps).
@@ -24,15 +25,20 @@ use crate::method::Method;
 use crate::revision::{Era, Revision};
 use crate::task_mode::TASKS_EXTENSION;
 
-/// The extensions of the specification itself: the only identifiers under a reserved prefix a
-/// server may declare through the extension registry (`io.modelcontextprotocol/tasks` is
-/// declared by the runtime from its tools, never by hand).
+/// The extensions of the specification itself a server declares by hand: the only identifiers
+/// under a reserved prefix the extension registry accepts ([`BUILTIN`] ones are declared by the
+/// runtime, never by hand).
 pub const OFFICIAL: &[&str] = &[
-    "io.modelcontextprotocol/ui",
     "io.modelcontextprotocol/skills",
     "io.modelcontextprotocol/oauth-client-credentials",
     "io.modelcontextprotocol/enterprise-managed-authorization",
 ];
+
+/// The extensions of the specification the runtime declares itself, from what the server
+/// registers: `io.modelcontextprotocol/tasks` from the tools that support tasks (2026-07-28),
+/// `io.modelcontextprotocol/ui` (MCP Apps, both eras) from the `ui://` resources and the tools
+/// linked to them ([`crate::apps`]).
+pub const BUILTIN: &[&str] = &[TASKS_EXTENSION, crate::apps::EXTENSION_ID];
 
 /// Why an extension identifier, its settings or a custom method name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,8 +52,10 @@ pub enum ExtensionError {
     /// The identifier's prefix is reserved for the specification's extensions.
     #[error("extension identifier {0:?} uses a prefix reserved for the MCP specification")]
     Reserved(String),
-    /// The extension is declared by the runtime itself.
-    #[error("extension {0:?} is declared by the runtime (from the tools that support tasks)")]
+    /// The extension is declared by the runtime itself ([`BUILTIN`]).
+    #[error(
+        "extension {0:?} is declared by the runtime, from what the server registers (tools that support tasks; MCP Apps ui:// resources and tools)"
+    )]
     Builtin(String),
     /// The settings are not a JSON object.
     #[error("the settings of extension {0:?} must be a JSON object")]
@@ -71,7 +79,7 @@ pub fn check_id(id: &str) -> Result<(), ExtensionError> {
     if !labels.iter().all(|l| valid_label(l)) || !valid_name(name) {
         return Err(invalid());
     }
-    if id == TASKS_EXTENSION {
+    if BUILTIN.contains(&id) {
         return Err(ExtensionError::Builtin(id.to_owned()));
     }
     let reserved = labels
@@ -181,7 +189,7 @@ mod tests {
             "io.github.acme/notes-v2",
             "a/b",
             "com.example.mcp/x",
-            "io.modelcontextprotocol/ui",
+            "io.modelcontextprotocol/skills",
         ] {
             assert_eq!(check_id(ok), Ok(()), "{ok}");
         }
@@ -207,10 +215,12 @@ mod tests {
                 "{reserved}"
             );
         }
-        assert!(matches!(
-            check_id("io.modelcontextprotocol/tasks"),
-            Err(ExtensionError::Builtin(_))
-        ));
+        for builtin in ["io.modelcontextprotocol/tasks", "io.modelcontextprotocol/ui"] {
+            assert!(
+                matches!(check_id(builtin), Err(ExtensionError::Builtin(_))),
+                "{builtin}"
+            );
+        }
     }
 
     #[test]

@@ -34,6 +34,8 @@
 //! - [`model`]: the wire types of every method, and their per-era rendering.
 //! - [`skills`]: the Skills extension (SEP-2640): naming rules, `skill://` URIs, digests,
 //!   limits and the wire types of its entries and results.
+//! - [`apps`]: MCP Apps (`io.modelcontextprotocol/ui`): the `_meta.ui` of UI resources and
+//!   of the tools linked to them, and the rules they follow.
 //!
 //! The runtime (`mcp-runtime`) executes handlers on top of these rules; its
 //! engine and the transports ask this crate whenever they need a protocol
@@ -41,6 +43,7 @@
 //! `docs/ARCHITECTURE.md` (§1, §4: where each rule lives) and the invariants
 //! the code cites in `docs/INVARIANTS.md`.
 
+pub mod apps;
 pub mod auth;
 pub mod classify;
 pub mod cursor;

@@ -30,6 +30,8 @@ use mcp_server::protocol::model::{CompleteParams, CompleteReference};
 use mcp_server::skills::Skills;
 use serde_json::Map;
 
+#[path = "everything/apps.rs"]
+mod apps;
 #[path = "everything/auth.rs"]
 mod auth;
 #[path = "everything/shared.rs"]
@@ -784,6 +786,7 @@ async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<Mc
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
     let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;
     let b = b.skills(skills);
+    let b = apps::app_tools(b)?;
     let server = prompts(b).build()?;
     add_triggers(&server)?;
     Ok(server)

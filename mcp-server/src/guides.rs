@@ -16,6 +16,7 @@
 //! - [`middleware`]: layers every request and notification goes through;
 //! - `skills`: Agent Skills (SEP-2640) from a directory tree or code, in both eras (feature
 //!   `skills`);
+//! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -30,6 +31,7 @@
 //! [`testing`]: crate::guides::testing
 //! [`extensions`]: crate::guides::extensions
 //! [`middleware`]: crate::guides::middleware
+//! [`apps`]: crate::guides::apps
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -69,6 +71,9 @@ pub mod extensions {}
 
 #[doc = include_str!("../../docs/guides/middleware.md")]
 pub mod middleware {}
+
+#[doc = include_str!("../../docs/guides/apps.md")]
+pub mod apps {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}

@@ -22,6 +22,9 @@
 //!   [`McpServer::serve_stdio`].
 //! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
 //!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
+//! - [`apps`]: MCP Apps, interactive HTML views hosts render for tools
+//!   ([`apps::AppResource`], [`Tool::ui`]); the `io.modelcontextprotocol/ui` extension is
+//!   declared by itself.
 //! - [`Extension`] and [`CustomMethod`]: extensions the server declares and methods the
 //!   core protocol does not know; [`McpServerBuilder::middleware`]: layers every request
 //!   and notification goes through, on every transport.
@@ -140,6 +143,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod apps;
 mod prompt;
 mod resource;
 mod schema;

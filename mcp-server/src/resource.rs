@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_protocol::apps::check_resource;
 use mcp_protocol::model::{CacheHint, Icon, ReadResourceResult, ResourceContents, ResourceDef, ResourceTemplateDef};
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ResourceHandler, ResourceResult};
@@ -127,6 +128,24 @@ impl Resource {
     pub fn annotations(mut self, v: Value) -> Self {
         self.def = self.def.with_annotations(v);
         self
+    }
+
+    /// Sets `_meta` of the `resources/list` entry.
+    pub fn meta(mut self, v: Value) -> Self {
+        self.def = self.def.with_meta(v);
+        self
+    }
+
+    /// The URI.
+    pub fn uri(&self) -> &str {
+        &self.def.uri
+    }
+
+    /// Checks the resource before it is registered: a `ui://` resource (MCP Apps) must have the
+    /// MIME type `text/html;profile=mcp-app`.
+    pub fn check(&self) -> Result<(), RegistryError> {
+        check_resource(&self.def.uri, self.def.mime_type.as_deref())?;
+        Ok(())
     }
 
     /// Sets a cache hint for reads of this resource (modern era).

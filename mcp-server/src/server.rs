@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_protocol::apps::{AppsError, check_tool_meta};
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::extension::ExtensionError;
 use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
@@ -12,7 +13,7 @@ use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::extension::{CustomMethod, Extension};
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::middleware::Middleware;
-use mcp_runtime::registry::{CompletionKey, RegistryError};
+use mcp_runtime::registry::{Catalog, CompletionKey, RegistryError};
 use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
 
 use crate::prompt::Prompt;
@@ -103,9 +104,13 @@ impl McpServer {
         self.registry().remove_prompt(name)
     }
 
-    /// Adds a resource at run time.
-    pub fn add_resource(&self, resource: Resource) {
+    /// Adds a resource at run time (an [`AppResource`](crate::apps::AppResource) too); a
+    /// `ui://` resource without the MCP Apps MIME type is refused.
+    pub fn add_resource(&self, resource: impl Into<Resource>) -> Result<(), ServerError> {
+        let resource = resource.into();
+        resource.check()?;
         self.registry().add_resource(resource.into_entry());
+        Ok(())
     }
 
     /// Removes a resource at run time.
@@ -145,6 +150,25 @@ impl McpServer {
     pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
         self.runtime.complete_elicitation(elicitation_id, principal)
     }
+}
+
+/// Every tool linked to an MCP App names a registered resource (or one a template serves), as
+/// the specification requires ("Resource MUST exist on the server").
+fn check_app_links(catalog: &Catalog) -> Result<(), RegistryError> {
+    for tool in catalog.tools() {
+        let ui = check_tool_meta(&tool.def.name, tool.def.meta.as_ref())?;
+        let Some(uri) = ui.and_then(|ui| ui.resource_uri) else {
+            continue;
+        };
+        if catalog.resource(&uri).is_none() && catalog.match_template(&uri).is_none() {
+            return Err(AppsError::MissingResource {
+                tool: tool.def.name.clone(),
+                uri,
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Builds an [`McpServer`].
@@ -433,9 +457,14 @@ impl McpServerBuilder {
         self
     }
 
-    /// Registers a resource.
-    pub fn resource(self, resource: Resource) -> Self {
-        self.registry.add_resource(resource.into_entry());
+    /// Registers a resource (an [`AppResource`](crate::apps::AppResource) too); a `ui://`
+    /// resource without the MCP Apps MIME type makes [`build`](Self::build) fail.
+    pub fn resource(mut self, resource: impl Into<Resource>) -> Self {
+        let resource = resource.into();
+        let r = resource
+            .check()
+            .map(|()| self.registry.add_resource(resource.into_entry()));
+        self.record(r);
         self
     }
 
@@ -487,11 +516,13 @@ impl McpServerBuilder {
         self
     }
 
-    /// Builds the server, or reports the first invalid registration.
+    /// Builds the server, or reports the first invalid registration (a tool linked to an MCP
+    /// App whose `ui://` resource is not registered among them).
     pub fn build(self) -> Result<McpServer, ServerError> {
         if let Some(e) = self.error {
             return Err(e);
         }
+        check_app_links(&self.registry.snapshot())?;
         let registry = Arc::new(self.registry);
         #[cfg(feature = "skills")]
         for skills in &self.skills {

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_protocol::apps::ToolUi;
 use mcp_protocol::model::{CallToolResult, Content, Icon, ToolAnnotations, ToolDef};
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_runtime::Ctx;
@@ -320,6 +321,21 @@ impl Tool {
     pub fn meta(mut self, meta: Value) -> Self {
         self.def = self.def.with_meta(meta);
         self
+    }
+
+    /// Links the tool to an MCP App (`_meta.ui`, kept beside the other `_meta` keys): the
+    /// `ui://` resource that renders its results and who may call it. See [`crate::apps`].
+    pub fn ui(mut self, ui: ToolUi) -> Self {
+        self.def.meta = Some(ui.merge_into(self.def.meta.take()));
+        self
+    }
+
+    /// Links the tool to the MCP App at `resource_uri`, visible to the model and the app; a URI
+    /// outside `ui://` is refused when the tool is registered (`RegistryError::Apps`).
+    pub fn app(self, resource_uri: impl Into<String>) -> Self {
+        let mut ui = ToolUi::without_resource();
+        ui.resource_uri = Some(resource_uri.into());
+        self.ui(ui)
     }
 
     /// Sets this tool's deadline, overriding the server's `handler_timeout`

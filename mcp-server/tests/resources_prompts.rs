@@ -234,7 +234,9 @@ async fn legacy_subscribers_hear_of_updates_and_modern_listeners_too() {
 async fn resources_and_prompts_added_at_run_time_are_announced() {
     let server = server();
     let c = client(&server, Revision::V2025_06_18).await;
-    server.add_resource(Resource::text("memo://new", "new", "text/plain", "fresh"));
+    server
+        .add_resource(Resource::text("memo://new", "new", "text/plain", "fresh"))
+        .expect("a valid resource");
     c.wait_for_notification("notifications/resources/list_changed", Duration::from_secs(5))
         .await
         .expect("resources list_changed");

@@ -2,7 +2,9 @@
 //! `interop/client.py`, once per leg of [`LEGS`] (transport × negotiation mode × credentials);
 //! then the official TypeScript SDK clients (v1 `@modelcontextprotocol/sdk`, v2
 //! `@modelcontextprotocol/client`, pinned in `interop/ts/package.json` and its lock) drive it
-//! through `interop/ts/client.mjs` on Node 22, once per leg of [`TS_LEGS`] (SDK × transport).
+//! through `interop/ts/client.mjs` on Node 22, once per leg of [`TS_LEGS`] (SDK × transport);
+//! last, the MCP Apps legs ([`apps`]) load the `apps` example's view in headless Chromium inside a
+//! host built on the official ext-apps app bridge.
 //! Each TypeScript leg calls `test_tool_with_progress` [`PROGRESS_CALLS`] times and fails unless
 //! every call saw its 3 progress notifications before its result: these clients drop a progress
 //! notification read together with its response, so a rare coalescing shows up here.
@@ -15,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::tools;
 use crate::util::{self, HttpServer, Result};
+use crate::{apps, tools};
 
 /// Wall-clock bound of one client run (the client bounds every request itself; this catches a
 /// hang in process teardown).
@@ -189,6 +191,7 @@ pub(crate) fn run(opts: &Options) -> Result {
             failed.push(name);
         }
     }
+    failed.extend(apps::run(opts.skip_build)?);
     if failed.is_empty() {
         println!("interop: all enabled legs passed");
         Ok(())

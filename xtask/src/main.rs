@@ -8,7 +8,9 @@
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in
 //!   `target/interop/venv`) in each negotiation mode, and the TypeScript SDK clients v1 and v2
 //!   (`interop/ts`, installed under `target/interop/ts`), against the `everything` example over
-//!   stdio and HTTP.
+//!   stdio and HTTP; then the MCP Apps legs: the `apps` example's view in headless Chromium, in a
+//!   host page on the official ext-apps app bridge (`interop/apps`).
+//! - `apps [--skip-build]`: only those MCP Apps legs.
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
@@ -35,6 +37,7 @@
 //! else with `sudo -n`); Redis is always run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr; servers started
 //! here are killed on every way out. A failure exits non-zero with a one-line reason.
 
+mod apps;
 mod bench;
 mod ci;
 mod conformance;
@@ -54,7 +57,9 @@ usage: cargo xtask <command> [options]
 commands:
   ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
                           (in order, fail fast; installs redis-server with apt-get when missing)
-  interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP)
+  interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP);
+                          the apps example's view in headless Chromium on the official MCP Apps bridge
+  apps [--skip-build]     only the MCP Apps legs of interop
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
@@ -119,6 +124,14 @@ fn dispatch(args: &[String]) -> Outcome {
         },
         "interop" => match parse_interop(rest) {
             Ok(opts) => interop::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
+        "apps" => match parse_interop(rest) {
+            Ok(opts) => match apps::run(opts.skip_build) {
+                Ok(failed) if failed.is_empty() => Outcome::Done,
+                Ok(failed) => Outcome::Failed(format!("apps interop failed: {}", failed.join(", "))),
+                Err(e) => Outcome::Failed(e),
+            },
             Err(e) => Outcome::Usage(e),
         },
         "conformance" => match parse_conformance(rest) {

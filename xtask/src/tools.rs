@@ -154,22 +154,43 @@ pub(crate) fn ts_dir() -> PathBuf {
 /// source one and every pinned package is present at its pinned version; the scripts are copied
 /// on every run.
 pub(crate) fn ensure_ts_clients() -> Result<PathBuf> {
-    let source = util::root().join("interop/ts");
-    let dir = ts_dir();
+    npm_dir(&util::root().join("interop/ts"), &ts_dir(), TS_PACKAGES, "client.mjs")
+}
+
+/// The packages `interop/apps/package.json` pins, checked after installing: the official MCP
+/// Apps SDK (its app bridge), the TypeScript client it runs on, puppeteer-core and esbuild.
+pub(crate) const APPS_PACKAGES: &[&str] = &[
+    "@modelcontextprotocol/ext-apps",
+    "@modelcontextprotocol/client",
+    "puppeteer-core",
+    "esbuild",
+];
+
+/// Ensures the MCP Apps host under `target/interop/apps` (like [`ensure_ts_clients`], from
+/// `interop/apps`) and returns the path of its `run.mjs`.
+pub(crate) fn ensure_apps_host() -> Result<PathBuf> {
+    let dir = util::target_dir().join("interop/apps");
+    npm_dir(&util::root().join("interop/apps"), &dir, APPS_PACKAGES, "run.mjs")
+}
+
+/// Installs the packages of `source/package.json` and its lock into `dir` with `npm ci`, unless
+/// `dir` already has the same lock and every package of `packages` at its pinned version; then
+/// copies the scripts (`*.mjs`, `*.js`) of `source` next to them and returns `dir/entry`.
+fn npm_dir(source: &Path, dir: &Path, packages: &[&str], entry: &str) -> Result<PathBuf> {
     let read = |path: &Path| fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
     let manifest = read(&source.join("package.json"))?;
     let lock = read(&source.join("package-lock.json"))?;
     let pins: serde_json::Value =
-        serde_json::from_str(&manifest).map_err(|e| format!("interop/ts/package.json: {e}"))?;
+        serde_json::from_str(&manifest).map_err(|e| format!("{}: {e}", source.join("package.json").display()))?;
     let pinned = |name: &str| pins["dependencies"][name].as_str().map(str::to_owned);
     let installed = |name: &str| installed_version(&dir.join("node_modules").join(name));
     let current = fs::read_to_string(dir.join("package-lock.json")).is_ok_and(|l| l == lock)
-        && TS_PACKAGES
+        && packages
             .iter()
             .all(|p| pinned(p).is_some() && installed(p) == pinned(p));
-    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     if current {
-        println!("ts clients: reusing {}", dir.display());
+        println!("npm: reusing {}", dir.display());
     } else {
         for file in ["package.json", "package-lock.json"] {
             copy(&source.join(file), &dir.join(file))?;
@@ -177,10 +198,10 @@ pub(crate) fn ensure_ts_clients() -> Result<PathBuf> {
         util::run(
             Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir),
+                .arg(dir),
         )
-        .map_err(|e| format!("{e} (npm is needed on PATH to install the TypeScript SDK clients)"))?;
-        for package in TS_PACKAGES {
+        .map_err(|e| format!("{e} (npm is needed on PATH to install {})", source.display()))?;
+        for package in packages {
             if installed(package) != pinned(package) {
                 return Err(format!(
                     "after `npm ci` in {}, {package} is {:?}, not the pinned {:?}",
@@ -192,18 +213,18 @@ pub(crate) fn ensure_ts_clients() -> Result<PathBuf> {
         }
     }
     // Scripts next to their node_modules, so that their imports resolve.
-    let entries = fs::read_dir(&source).map_err(|e| format!("cannot list {}: {e}", source.display()))?;
+    let entries = fs::read_dir(source).map_err(|e| format!("cannot list {}: {e}", source.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.extension().is_some_and(|ext| ext == "mjs") {
+        if path.extension().is_some_and(|ext| ext == "mjs" || ext == "js") {
             copy(&path, &dir.join(entry.file_name()))?;
         }
     }
-    let client = dir.join("client.mjs");
-    if client.is_file() {
-        Ok(client)
+    let script = dir.join(entry);
+    if script.is_file() {
+        Ok(script)
     } else {
-        Err(format!("{} is missing", source.join("client.mjs").display()))
+        Err(format!("{} is missing", source.join(entry).display()))
     }
 }
 

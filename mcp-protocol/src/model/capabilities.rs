@@ -87,6 +87,9 @@ pub struct ServerFeatures {
     pub list_changed: bool,
     /// Tasks are offered (core tasks in 2025-11-25, the extension in 2026-07-28).
     pub tasks: bool,
+    /// MCP Apps are offered (a `ui://` resource or a tool linked to one): the
+    /// `io.modelcontextprotocol/ui` extension is declared in both eras.
+    pub apps: bool,
 }
 
 /// Renders the server capabilities for a revision (`None`: a legacy client
@@ -143,6 +146,9 @@ pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>, exten
             Era::Legacy => {}
         }
     }
+    if f.apps {
+        declare(&mut caps, &[crate::apps::declaration()], revision);
+    }
     declare(&mut caps, extensions, revision);
     Value::Object(caps)
 }
@@ -180,6 +186,7 @@ mod tests {
             resource_subscriptions: true,
             list_changed: true,
             tasks: true,
+            apps: true,
         };
         let v = server_capabilities(&f, Some(Revision::V2025_11_25), &[]);
         assert_eq!(v["tasks"]["requests"]["tools"]["call"], json!({}));
@@ -191,7 +198,13 @@ mod tests {
         assert!(v.get("completions").is_none());
         let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[]);
         assert!(v.get("tasks").is_none());
-        assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
+        let ui = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
+        assert_eq!(
+            v["extensions"],
+            json!({"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/ui": ui})
+        );
+        let v = server_capabilities(&f, Some(Revision::V2025_06_18), &[]);
+        assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/ui": ui}));
         let v = server_capabilities(&ServerFeatures::default(), None, &[]);
         assert_eq!(v, json!({}));
     }

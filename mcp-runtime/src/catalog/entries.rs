@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcp_protocol::apps::{AppsError, check_resource, check_tool_meta};
 use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
 use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
 use mcp_protocol::schema::{CompiledSchema, SchemaError, compile};
@@ -50,6 +51,11 @@ pub enum RegistryError {
     /// A resource template cannot be routed.
     #[error(transparent)]
     InvalidTemplate(#[from] TemplateError),
+    /// MCP Apps metadata is invalid: a tool's `_meta.ui` (a URI outside `ui://`, a shape the
+    /// specification does not define, nobody in `visibility`), or a `ui://` resource or
+    /// template without the MIME type `text/html;profile=mcp-app`.
+    #[error(transparent)]
+    Apps(#[from] AppsError),
 }
 
 /// A registered tool.
@@ -77,7 +83,8 @@ impl std::fmt::Debug for ToolEntry {
 
 impl ToolEntry {
     /// Validates a tool for registration: the schemas compile, the input
-    /// schema is an object schema, `x-mcp-header` annotations are valid.
+    /// schema is an object schema, `x-mcp-header` annotations are valid, and an MCP Apps
+    /// `_meta.ui` follows the specification ([`mcp_protocol::apps::check_tool_meta`]).
     /// Input is validated against the schema at every call when
     /// `validate_input`; structured output against `outputSchema` when
     /// `validate_output`.
@@ -105,6 +112,7 @@ impl ToolEntry {
                 tool: def.name.clone(),
                 source,
             })?;
+        check_tool_meta(&def.name, def.meta.as_ref())?;
         Ok(ToolEntry {
             def,
             handler,
@@ -156,9 +164,11 @@ pub struct TemplateEntry {
 }
 
 impl TemplateEntry {
-    /// A template; fails when the URI template cannot be routed.
+    /// A template; fails when the URI template cannot be routed, or is a `ui://` template
+    /// without the MCP Apps MIME type.
     pub fn new(def: ResourceTemplateDef, handler: Arc<dyn ResourceHandler>) -> Result<Self, RegistryError> {
         let template = UriTemplate::parse(&def.uri_template)?;
+        check_resource(&def.uri_template, def.mime_type.as_deref())?;
         Ok(TemplateEntry {
             def,
             template,

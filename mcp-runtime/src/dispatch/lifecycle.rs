@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcp_protocol::apps;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel, ServerFeatures, server_capabilities};
 use mcp_protocol::task_mode::TaskSupport;
@@ -28,6 +29,15 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
         .tools()
         .iter()
         .any(|t| t.def.task_support != TaskSupport::Forbidden);
+    f.apps = catalog.tools().iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
+        || catalog
+            .resources()
+            .iter()
+            .any(|r| apps::is_app_resource(&r.def.uri, r.def.mime_type.as_deref()))
+        || catalog
+            .templates()
+            .iter()
+            .any(|t| apps::is_app_resource(&t.def.uri_template, t.def.mime_type.as_deref()));
     f
 }
 
