@@ -1,5 +1,6 @@
 //! Server configuration, with the reference implementation's defaults.
 
+use mcp_protocol::bounds::SubscriptionBounds;
 use std::time::Duration;
 
 use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
@@ -88,6 +89,10 @@ pub struct ServerConfig {
     /// Most `subscriptions/listen` streams one principal may hold open, all its
     /// peers together (default 1 000); over it -32603 (HTTP 429).
     pub max_listeners_per_principal: usize,
+    /// What one request may make the server hold in subscriptions: URIs per legacy session and
+    /// per listen filter list (default 256), bytes per URI (default 4096), bytes per listen
+    /// filter (default 64 KiB); over a bound the request is refused with -32602 naming it.
+    pub subscription_bounds: SubscriptionBounds,
     /// How long a modern call that may become a task runs inline before it
     /// is handed to a task, in milliseconds (default 100).
     pub task_inline_ms: u64,
@@ -155,6 +160,7 @@ impl Default for ServerConfig {
             max_listeners: 10_000,
             max_listeners_per_peer: 32,
             max_listeners_per_principal: 1_000,
+            subscription_bounds: SubscriptionBounds::default(),
             task_inline_ms: 100,
             task_poll_interval_ms: 1000,
             task_ttl: Duration::from_secs(3600),

@@ -375,8 +375,13 @@ impl Runtime {
         holder: &Holder,
         tasks_declared: bool,
     ) -> Result<Listener, ListenError> {
-        let mut filter =
-            ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared).map_err(ListenError::Refused)?;
+        let mut filter = ListenFilter::parse(
+            req.params.as_ref(),
+            &self.features(),
+            tasks_declared,
+            &self.config().subscription_bounds,
+        )
+        .map_err(ListenError::Refused)?;
         if !filter.task_ids.is_empty() {
             let owner = TaskOwner::Principal(holder.principal.to_string());
             let mut owned = std::collections::HashSet::new();

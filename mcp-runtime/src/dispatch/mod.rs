@@ -67,8 +67,10 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::Ping, _) => Ok(Value::Object(Map::new())),
         (Method::Discover, _) => Ok(lifecycle::discover(parts.config, &parts.catalog)),
         (Method::SetLogLevel, _) => lifecycle::set_level(&ctx, params),
-        (Method::ResourcesSubscribe, _) => lifecycle::subscribe(&ctx, params, true),
-        (Method::ResourcesUnsubscribe, _) => lifecycle::subscribe(&ctx, params, false),
+        (Method::ResourcesSubscribe, _) => lifecycle::subscribe(&ctx, params, true, &parts.config.subscription_bounds),
+        (Method::ResourcesUnsubscribe, _) => {
+            lifecycle::subscribe(&ctx, params, false, &parts.config.subscription_bounds)
+        }
         (m, _) if m.lists_catalog() => return catalog::list(parts, m, params, route.era, &ctx),
         (Method::ToolsCall, Target::Tool(call)) => {
             let reply = tools::call(parts, ctx, params, call).await;
