@@ -44,6 +44,8 @@ pub(crate) struct RequestEnv {
     pub(crate) cancel: CancellationToken,
     /// Transport or middleware extensions for the handler.
     pub(crate) extensions: http::Extensions,
+    /// The client's address, where the transport tells clients apart.
+    pub(crate) remote: Option<std::net::IpAddr>,
 }
 
 /// Runs a routed request (anything but a legacy `initialize` and `subscriptions/listen`).
@@ -117,6 +119,7 @@ fn ctx(
         (None, None) => Origin::Sessionless,
     };
     Ctx::new(CtxInner {
+        client: crate::quota::client_key(&env.auth.principal, env.remote),
         auth: env.auth,
         origin,
         request_id: req.id.clone(),

@@ -12,7 +12,7 @@ use mcp_runtime::{Runtime, ServerConfig};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
-use crate::support::{Req, Server, bounded, call, init_body, list, modern, runtime};
+use crate::support::{Req, Server, bounded, call, init_body, list, modern, raw_exchange_from, raw_post, runtime};
 
 /// A modern POST with the headers the body asks for.
 fn modern_post(s: &Server, id: i64, method: &str, params: Value) -> Req {
@@ -116,8 +116,33 @@ async fn sessions_are_capped_in_total_and_per_principal() {
         assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(
             refused.json().await["error"]["message"],
-            "Too many sessions for this principal"
+            "Too many sessions for this client"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn anonymous_clients_hold_sessions_per_address() {
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.max_sessions_per_principal = 3;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let host = format!("127.0.0.1:{}", s.addr.port());
+        let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        // The finding: one client minting sessions locked every other anonymous one out.
+        for _ in 0..3 {
+            let (status, text) = raw_exchange_from(a, s.addr, &raw_post("/mcp", &[&host])).await;
+            assert_eq!(status, 200, "{text}");
+        }
+        let (status, text) = raw_exchange_from(a, s.addr, &raw_post("/mcp", &[&host])).await;
+        assert_eq!(status, 429, "{text}");
+        assert!(text.contains("Too many sessions for this client"), "{text}");
+        // A client at another address has its own share.
+        for _ in 0..3 {
+            let (status, text) = raw_exchange_from(b, s.addr, &raw_post("/mcp", &[&host])).await;
+            assert_eq!(status, 200, "the second client: {text}");
+        }
     })
     .await;
 }
