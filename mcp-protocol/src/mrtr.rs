@@ -1,5 +1,5 @@
 //! Multi round-trip requests (SEP-2322): the shape rules of input requests
-//! and input responses, which client capability each input request needs,
+//! and input responses (only answers to what was asked reach a handler), which client capability each input request needs,
 //! and the `input_required` result that carries them.
 //!
 //! The sealing of `requestState` lives in [`crate::request_state`].
@@ -26,6 +26,22 @@ pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcEr
         )));
     }
     Ok(map)
+}
+
+/// The answers a handler may see: only those to the keys the server asked for in the round
+/// the retry answers (the keys sealed in its `requestState`). An answer to a key nobody asked
+/// (a client pre-filling `inputResponses` to skip a confirmation) is dropped, never handed to
+/// the handler. `asked` is `None` for a state sealed before the asked keys were recorded
+/// (every answer kept, as then).
+pub fn answers_to(fresh: &Map<String, Value>, asked: Option<&[Value]>) -> Map<String, Value> {
+    let Some(asked) = asked else {
+        return fresh.clone();
+    };
+    fresh
+        .iter()
+        .filter(|(key, _)| asked.iter().any(|a| a.as_str() == Some(key.as_str())))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The `requiredCapabilities` an input request needs that the client did not

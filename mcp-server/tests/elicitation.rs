@@ -556,3 +556,65 @@ async fn url_elicitation_completes_on_the_session_that_elicited() {
     assert_eq!(none, None);
     assert!(server.complete_elicitation(id, "carol").is_err(), "completed once");
 }
+
+#[tokio::test]
+async fn answers_nobody_asked_for_never_reach_the_handler() {
+    let server = server();
+    let c = client_with(&server, Revision::V2026_07_28, "Ada").await;
+    let name = json!({"name": accept(json!({"name": "Mallory"}))});
+    // A first call with answers pre-filled: the server asked nothing yet, so it asks.
+    let first = c
+        .request_once(
+            "tools/call",
+            json!({"name": "survey", "arguments": {}, "inputResponses": name}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.result["resultType"], "input_required", "{:?}", first.result);
+    assert!(first.result["inputRequests"]["name"].is_object());
+    let state = first.result["requestState"]
+        .as_str()
+        .expect("a sealed state")
+        .to_owned();
+    // The retry answers the question asked and pre-fills the next one: only the asked answer
+    // is kept, so the handler still asks for the city.
+    let second = c
+        .request_once(
+            "tools/call",
+            json!({"name": "survey", "arguments": {}, "requestState": state,
+                   "inputResponses": {"name": accept(json!({"name": "Ada"})),
+                                      "city": accept(json!({"city": "Nowhere"}))}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.result["resultType"], "input_required", "{:?}", second.result);
+    assert!(second.result["inputRequests"]["city"].is_object());
+}
+
+#[tokio::test]
+async fn an_oversize_answer_is_invalid_params_naming_the_limit() {
+    let server = server();
+    let c = client_with(&server, Revision::V2026_07_28, "Ada").await;
+    let first = c
+        .request_once("tools/call", json!({"name": "survey", "arguments": {}}))
+        .await
+        .unwrap();
+    let state = first.result["requestState"]
+        .as_str()
+        .expect("a sealed state")
+        .to_owned();
+    let huge = "x".repeat(60 * 1024);
+    let e = c
+        .request_once(
+            "tools/call",
+            json!({"name": "survey", "arguments": {}, "requestState": state,
+                   "inputResponses": {"name": accept(json!({"name": huge}))}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(-32602), "{e}");
+    assert!(e.to_string().contains("65536 bytes"), "{e}");
+    // The server still serves the caller.
+    let call = c.call_tool_exchange("survey", json!({})).await.unwrap();
+    assert_eq!(call.result.structured_content.expect("structured")["name"], "Ada");
+}

@@ -13,14 +13,22 @@ use crate::response::rpc_error;
 use crate::state::Shared;
 use crate::status;
 
-/// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers).
+/// Origin and Host, checked first on every verb of every MCP route (403 with no CORS headers;
+/// more than one `Origin` is refused the same way, whatever the order of the values).
 /// The host is the target's authority when it has one (absolute form, HTTP/2 `:authority`),
 /// else the `Host` header; two `Host` headers, or an HTTP/2 `Host` that disagrees with
 /// `:authority`, are a malformed request (400). Returns the origin to echo in the CORS headers.
 pub(crate) fn admit(shared: &Arc<Shared>, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
     shared.ensure_started();
     let headers = req.headers();
-    let origin = guard::origin_of(headers);
+    let Ok(origin) = guard::origin_of(headers) else {
+        tracing::debug!("request refused: more than one Origin");
+        return Err(Box::new(rpc_error(
+            status::ORIGIN_REFUSED,
+            None,
+            &RpcError::invalid_request("Forbidden: more than one Origin"),
+        )));
+    };
     let host = match guard::host_of(headers, req.uri(), req.version()) {
         Ok(host) => host,
         Err(bad) => {

@@ -257,9 +257,19 @@ pub(crate) fn host_of<'a>(
     Ok(Some(authority))
 }
 
-/// The `Origin` header, if any.
-pub(crate) fn origin_of(headers: &HeaderMap) -> Option<&[u8]> {
-    headers.get(ORIGIN).map(|v| v.as_bytes())
+/// Two `Origin` headers: a browser never sends them (RFC 6454 §7.3 gives one value), so a
+/// request carrying more than one is refused whatever their order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DuplicateOrigin;
+
+/// The `Origin` header, if any; more than one is refused.
+pub(crate) fn origin_of(headers: &HeaderMap) -> Result<Option<&[u8]>, DuplicateOrigin> {
+    let mut origins = headers.get_all(ORIGIN).iter();
+    let origin = origins.next().map(|v| v.as_bytes());
+    if origins.next().is_some() {
+        return Err(DuplicateOrigin);
+    }
+    Ok(origin)
 }
 
 /// The media types listed in `Accept`, lowercase, parameters dropped.

@@ -48,22 +48,23 @@ impl Rounds {
     /// Opens the round a modern retry carries: validates `inputResponses`
     /// (malformed: -32602), verifies and opens `requestState` (tampered,
     /// expired, another principal's or another request's: -32602, never
-    /// re-prompted), and merges the responses of earlier rounds with the new
-    /// ones.
+    /// re-prompted), keeps only the answers to the keys the previous round
+    /// asked, and merges the responses of earlier rounds with them.
     pub(crate) fn open(
         &self,
         method: &str,
         params: Option<&Map<String, Value>>,
         principal: &str,
     ) -> Result<Round, mcp_protocol::RpcError> {
-        use mcp_protocol::mrtr::parse_input_responses;
+        use mcp_protocol::mrtr::{answers_to, parse_input_responses};
         use mcp_protocol::request_state::open_ring;
         let Some(p) = params else {
             return Ok(Round::default());
         };
         let fresh = p.get("inputResponses").map(parse_input_responses).transpose()?;
-        let (state, mut responses) = match p.get("requestState") {
-            None => (None, Map::new()),
+        // The keys the previous round asked (none without a state: a first call asked nothing).
+        let (state, mut responses, asked) = match p.get("requestState") {
+            None => (None, Map::new(), Some(Vec::new())),
             Some(Value::String(token)) => {
                 let opened = open_ring(&self.keys, token, principal, method, params, now_ms()).map_err(|e| {
                     tracing::debug!(method, error = %e, "requestState refused");
@@ -71,13 +72,25 @@ impl Rounds {
                 })?;
                 let state = opened.get("s").filter(|s| !s.is_null()).cloned();
                 let earlier = opened.get("r").and_then(Value::as_object).cloned().unwrap_or_default();
-                (state, earlier)
+                let asked = opened.get("a").and_then(Value::as_array).cloned();
+                (state, earlier, asked)
             }
             Some(_) => return Err(mcp_protocol::RpcError::invalid_params("Invalid requestState")),
         };
-        let had_input = fresh.is_some() || !responses.is_empty();
+        let fresh = fresh.map(|fresh| {
+            let kept = answers_to(fresh, asked.as_deref());
+            if kept.len() < fresh.len() {
+                tracing::debug!(
+                    method,
+                    dropped = fresh.len() - kept.len(),
+                    "answers to unasked input ignored"
+                );
+            }
+            kept
+        });
+        let had_input = fresh.as_ref().is_some_and(|f| !f.is_empty()) || !responses.is_empty();
         if let Some(fresh) = fresh {
-            responses.extend(fresh.iter().map(|(k, v)| (k.clone(), v.clone())));
+            responses.extend(fresh);
         }
         Ok(Round {
             responses: had_input.then_some(responses),
@@ -98,7 +111,7 @@ impl Rounds {
     ) -> Result<Value, mcp_protocol::RpcError> {
         use mcp_protocol::RpcError;
         use mcp_protocol::mrtr::{InputRequiredResult, check_input_requests, missing_capability};
-        use mcp_protocol::request_state::seal;
+        use mcp_protocol::request_state::{MAX_STATE_BYTES, StateError, seal};
         if let Err(why) = check_input_requests(&ir.requests) {
             tracing::error!(method = ctx.method(), %why, "handler returned a malformed input request");
             return Err(RpcError::internal());
@@ -109,8 +122,11 @@ impl Rounds {
             }
         }
         let gathered = ctx.input_responses().cloned().unwrap_or_default();
-        let request_state = if ir.state.is_some() || !gathered.is_empty() {
-            let payload = json!({ "s": ir.state, "r": gathered });
+        // Sealed whenever input is asked for: the asked keys travel in the state, so that the
+        // retry's answers to anything else are ignored.
+        let asked: Vec<&String> = ir.requests.keys().collect();
+        let request_state = if ir.state.is_some() || !gathered.is_empty() || !asked.is_empty() {
+            let payload = json!({ "s": ir.state, "r": gathered, "a": asked });
             let token = seal(
                 self.keys.newest(),
                 ctx.principal(),
@@ -120,9 +136,15 @@ impl Rounds {
                 now_ms(),
                 self.ttl_ms,
             )
-            .map_err(|e| {
-                tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
-                RpcError::internal()
+            .map_err(|e| match e {
+                // The client's answers are what made it too large: the client's error.
+                StateError::TooLarge if !gathered.is_empty() => RpcError::invalid_params(format!(
+                    "Input responses too large: the request state they travel in is limited to {MAX_STATE_BYTES} bytes"
+                )),
+                e => {
+                    tracing::error!(method = ctx.method(), error = %e, "requestState could not be sealed");
+                    RpcError::internal()
+                }
             })?;
             Some(token)
         } else {

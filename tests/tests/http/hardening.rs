@@ -14,7 +14,9 @@ use mcp_transport_http::HttpConfig;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange};
+use crate::support::{
+    Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange, raw_post, raw_post_with,
+};
 
 /// The short timeout the tests configure.
 const SHORT: Duration = Duration::from_millis(200);
@@ -35,21 +37,6 @@ fn listen(s: &Server) -> crate::support::Req {
     s.post(modern(5, "subscriptions/listen", params))
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "subscriptions/listen")
-}
-
-/// A raw HTTP/1.1 POST of an `initialize` body to `target` with the given `Host` lines.
-fn raw_post(target: &str, hosts: &[&str]) -> Vec<u8> {
-    let body = init_body("2025-11-25").to_string();
-    let mut head = format!("POST {target} HTTP/1.1\r\n");
-    for h in hosts {
-        head.push_str(&format!("Host: {h}\r\n"));
-    }
-    head.push_str(&format!(
-        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    head.into_bytes()
 }
 
 #[tokio::test]
@@ -179,6 +166,30 @@ async fn two_host_headers_are_a_bad_request() {
             let (status, text) = raw_exchange(s.addr, &raw_post("/mcp", &hosts)).await;
             assert_eq!(status, 400, "{hosts:?}: {text}");
             assert!(text.contains("-32600"), "a JSON-RPC error: {text}");
+        }
+        still_serving(&s).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_origin_headers_are_refused_whatever_the_order() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let host = format!("127.0.0.1:{}", s.addr.port());
+        let loopback = format!("Origin: http://{host}");
+        let evil = "Origin: http://evil.example";
+        // The loopback origin alone is served: the refusals below are about the duplicate.
+        let (status, text) = raw_exchange(s.addr, &raw_post_with("/mcp", &[&host], &[&loopback])).await;
+        assert_eq!(status, 200, "one loopback origin: {text}");
+        for origins in [
+            [loopback.as_str(), evil],
+            [evil, loopback.as_str()],
+            [loopback.as_str(), loopback.as_str()],
+        ] {
+            let (status, text) = raw_exchange(s.addr, &raw_post_with("/mcp", &[&host], &origins)).await;
+            assert_eq!(status, 403, "{origins:?}: {text}");
+            assert!(text.contains("more than one Origin"), "{origins:?}: {text}");
         }
         still_serving(&s).await;
     })
