@@ -284,6 +284,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn retry_after_is_whole_seconds_rounded_up() {
+        let secs = |ms| Challenge::too_many_requests(Duration::from_millis(ms)).retry_after_secs();
+        assert_eq!(secs(0), Some(1));
+        assert_eq!(secs(1), Some(1));
+        assert_eq!(secs(1_000), Some(1));
+        assert_eq!(secs(1_001), Some(2));
+        assert_eq!(secs(59_999), Some(60));
+        let c = Challenge::too_many_requests(Duration::from_secs(3));
+        assert_eq!((c.status, c.www_authenticate), (429, None));
+        assert_eq!(Challenge::new(401, None).retry_after_secs(), None);
+    }
+
+    #[test]
     fn renders_params_in_order_and_quoted() {
         let h = WwwAuthenticate::new("Bearer")
             .param("realm", "mcp")

@@ -100,7 +100,9 @@ async fn a_known_and_an_unknown_user_are_refused_alike() {
     }
     let known = from(&p, "198.51.100.1", "bob:4").await.unwrap_err();
     let unknown = from(&p, "198.51.100.2", "eve:4").await.unwrap_err();
-    assert_eq!(known, unknown);
+    let seen = |c: &Challenge| (c.status, c.www_authenticate.clone(), c.retry_after_secs());
+    assert_eq!(seen(&known), seen(&unknown));
+    assert!(is_throttled(&known));
 }
 
 #[tokio::test]
