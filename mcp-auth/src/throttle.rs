@@ -126,6 +126,36 @@ impl ThrottleConfig {
             ..ThrottleConfig::default()
         }
     }
+
+    /// Sets [`ThrottleConfig::per_address`].
+    pub fn per_address(mut self, limit: Option<FailureLimit>) -> Self {
+        self.per_address = limit;
+        self
+    }
+
+    /// Sets [`ThrottleConfig::per_address_user`].
+    pub fn per_address_user(mut self, limit: Option<FailureLimit>) -> Self {
+        self.per_address_user = limit;
+        self
+    }
+
+    /// Sets [`ThrottleConfig::per_user`].
+    pub fn per_user(mut self, limit: Option<FailureLimit>) -> Self {
+        self.per_user = limit;
+        self
+    }
+
+    /// Sets [`ThrottleConfig::trust_after_success`].
+    pub fn trust_after_success(mut self, trust: Duration) -> Self {
+        self.trust_after_success = trust;
+        self
+    }
+
+    /// Sets [`ThrottleConfig::max_entries`] (at least 1).
+    pub fn max_entries(mut self, n: usize) -> Self {
+        self.max_entries = n.max(1);
+        self
+    }
 }
 
 /// A record's key: the first half of an HMAC-SHA-256 under the throttle's key.

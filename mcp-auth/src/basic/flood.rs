@@ -25,11 +25,10 @@ fn limit(n: u32) -> FailureLimit {
 
 /// Three failures per address, five per (address, user), four per user.
 fn config() -> ThrottleConfig {
-    let mut c = ThrottleConfig::default();
-    c.per_address = Some(limit(3));
-    c.per_address_user = Some(limit(5));
-    c.per_user = Some(limit(4));
-    c
+    ThrottleConfig::default()
+        .per_address(Some(limit(3)))
+        .per_address_user(Some(limit(5)))
+        .per_user(Some(limit(4)))
 }
 
 fn builder() -> BasicAuthBuilder {
@@ -150,10 +149,10 @@ async fn a_user_under_attack_still_signs_in_from_home() {
 
 #[tokio::test]
 async fn a_success_clears_the_address_and_user_record() {
-    let mut c = config();
-    c.per_address = None;
-    c.per_user = None;
-    c.per_address_user = Some(limit(2));
+    let c = config()
+        .per_address(None)
+        .per_user(None)
+        .per_address_user(Some(limit(2)));
     let p = builder().throttle(c).build().unwrap();
     for _ in 0..3 {
         assert_eq!(from(&p, HOME, "bob:typo").await.unwrap_err().status, 401);

@@ -116,9 +116,7 @@ fn a_success_refunds_its_charge_and_clears_the_pair() {
 
 #[test]
 fn a_success_that_reached_the_limit_lifts_the_block_it_set() {
-    let mut config = small();
-    config.per_address_user = None;
-    let t = throttle(config);
+    let t = throttle(small().per_address_user(None));
     let now = Instant::now();
     fail(&t, ip("192.0.2.1"), "a", 3, now);
     let a = t.attempt(ip("192.0.2.1"), Some("alice"));
@@ -172,9 +170,7 @@ fn disabled_counts_nothing() {
 
 #[test]
 fn tables_are_bounded() {
-    let mut config = small();
-    config.max_entries = 8;
-    let t = throttle(config);
+    let t = throttle(small().max_entries(8));
     let now = Instant::now();
     for n in 0..1000u32 {
         let [a, b, c, d] = n.to_be_bytes();
