@@ -13,21 +13,40 @@
 //! default 4): PBKDF2 costs milliseconds of CPU per attempt by design, so a few hundred
 //! concurrent bad-password loops would otherwise push every good request past seconds. An
 //! attempt over the bound is answered at once with 503 (and `Retry-After`), before any work.
+//!
+//! That bound is shared by every client, so failed attempts are also throttled per client
+//! address, per (address, user name) and per user name ([`ThrottleConfig`], see
+//! [`throttle`](crate::throttle)): past a limit, an attempt is answered at once with 429 and
+//! `Retry-After`, without a password check and without taking a place under the bound, so a
+//! flood of wrong passwords from one address costs that address, not the others. Unknown users
+//! are throttled alike, so the answer never says whether a user exists.
+//!
+//! A password that was verified is remembered for a short while ([`CacheConfig`], 60 s and
+//! 1,024 credentials by default), keyed by HMAC-SHA-256 of the user name and password under a
+//! per-process random key: a client repeating a valid password does not pay PBKDF2 on every
+//! request. The users of a provider never change once it is built, so an entry cannot outlive
+//! its user's password; a provider built anew (to change a password or remove a user) starts
+//! with an empty cache. A throttled attempt is refused before the cache is asked, so the cache
+//! cannot be used to guess a password fast.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::cache::{CacheConfig, CredentialCache};
 use crate::challenge::valid_realm;
 use crate::credentials::{self, Found};
 use crate::hash::PasswordHash;
 use crate::scopes::valid_scope;
+use crate::throttle::{Throttle, ThrottleConfig};
 use crate::{
-    AuthInfo, AuthProvider, AuthSetupError, BoxFuture, Challenge, DEFAULT_PBKDF2_ITERATIONS, DEFAULT_REALM,
+    AuthInfo, AuthProvider, AuthSetupError, BoxFuture, Challenge, ClientAddr, DEFAULT_PBKDF2_ITERATIONS, DEFAULT_REALM,
     WwwAuthenticate, hash_password_with,
 };
 
@@ -95,6 +114,8 @@ pub struct BasicAuthBuilder {
     iterations: u32,
     users: Vec<BasicUser>,
     max_hashes: usize,
+    throttle: ThrottleConfig,
+    cache: CacheConfig,
 }
 
 /// The default bound on password checks running at once.
@@ -107,6 +128,8 @@ impl Default for BasicAuthBuilder {
             iterations: DEFAULT_PBKDF2_ITERATIONS,
             users: Vec::new(),
             max_hashes: DEFAULT_MAX_CONCURRENT_HASHES,
+            throttle: ThrottleConfig::default(),
+            cache: CacheConfig::default(),
         }
     }
 }
@@ -128,6 +151,20 @@ impl BasicAuthBuilder {
     /// over it is refused at once with 503.
     pub fn max_concurrent_hashes(mut self, n: usize) -> Self {
         self.max_hashes = n.max(1);
+        self
+    }
+
+    /// How failed attempts are throttled (default [`ThrottleConfig::default`]: per address,
+    /// per address and user, per user).
+    pub fn throttle(mut self, config: ThrottleConfig) -> Self {
+        self.throttle = config;
+        self
+    }
+
+    /// How verified passwords are remembered (default 1,024 for 60 s; [`CacheConfig::disabled`]
+    /// checks every request's password).
+    pub fn credential_cache(mut self, config: CacheConfig) -> Self {
+        self.cache = config;
         self
     }
 
@@ -190,6 +227,9 @@ impl BasicAuthBuilder {
             dummy,
             challenge,
             hashing: Arc::new(Semaphore::new(self.max_hashes)),
+            throttle: Throttle::new(self.throttle)?,
+            cache: CredentialCache::new(self.cache)?,
+            counters: Counters::default(),
         })
     }
 }
@@ -209,12 +249,61 @@ pub struct BasicAuth {
     challenge: Challenge,
     /// Permits of password checks in flight.
     hashing: Arc<Semaphore>,
+    throttle: Throttle,
+    cache: CredentialCache,
+    counters: Counters,
+}
+
+/// What a [`BasicAuth`] did since it was built (see [`BasicAuth::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BasicAuthStats {
+    /// Password checks run (PBKDF2 derivations, unknown users' included).
+    pub password_checks: u64,
+    /// Requests served from the credential cache, with no password check.
+    pub cache_hits: u64,
+    /// Attempts refused with 429 because failed attempts were over a limit.
+    pub throttled: u64,
+    /// Attempts refused with 503 because the password checks in flight were at their bound.
+    pub overloaded: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    password_checks: AtomicU64,
+    cache_hits: AtomicU64,
+    throttled: AtomicU64,
+    overloaded: AtomicU64,
+}
+
+impl Counters {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl BasicAuth {
     /// Starts a configuration.
     pub fn builder() -> BasicAuthBuilder {
         BasicAuthBuilder::default()
+    }
+
+    /// What the provider did since it was built: password checks, cache hits, refusals.
+    pub fn stats(&self) -> BasicAuthStats {
+        let c = &self.counters;
+        BasicAuthStats {
+            password_checks: c.password_checks.load(Ordering::Relaxed),
+            cache_hits: c.cache_hits.load(Ordering::Relaxed),
+            throttled: c.throttled.load(Ordering::Relaxed),
+            overloaded: c.overloaded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The refusal of an attempt over a failure limit.
+    fn throttled(&self, retry_after: Duration) -> Challenge {
+        Counters::bump(&self.counters.throttled);
+        tracing::debug!("basic authentication throttled: too many failed attempts");
+        Challenge::too_many_requests(retry_after)
     }
 }
 
@@ -251,7 +340,7 @@ async fn verify(hash: Arc<PasswordHash>, password: String, permit: OwnedSemaphor
 
 /// The answer to an attempt over the hashing bound: 503, retry in a second.
 fn busy() -> Challenge {
-    Challenge::new(503, None)
+    Challenge::new(503, None).with_retry_after(Duration::from_secs(1))
 }
 
 impl AuthProvider for BasicAuth {
@@ -264,17 +353,42 @@ impl AuthProvider for BasicAuth {
                 tracing::debug!("malformed basic credentials");
                 return Err(self.challenge.clone());
             };
+            let now = Instant::now();
+            let attempt = self.throttle.attempt(ClientAddr::of(parts), Some(&user));
+            // Before the cache: a throttled client must not test passwords against it.
+            if let Err(wait) = self.throttle.check(&attempt, now) {
+                return Err(self.throttled(wait));
+            }
+            let key = self.cache.key(&[user.as_bytes(), password.as_bytes()]);
+            if let Some(info) = self.cache.get(&key, now) {
+                Counters::bump(&self.counters.cache_hits);
+                self.throttle.succeeded(&attempt, None, now);
+                return Ok(info);
+            }
             let (hash, info) = match self.users.get(&user) {
                 Some((hash, info)) => (hash.clone(), Some(info)),
                 None => (self.dummy.clone(), None),
             };
             let Ok(permit) = self.hashing.clone().try_acquire_owned() else {
+                Counters::bump(&self.counters.overloaded);
                 tracing::warn!("basic authentication refused: too many password checks in flight");
                 return Err(busy());
             };
+            // Counted as a failure now, refunded on success: concurrent attempts cannot overrun
+            // a limit, and an attempt dropped while its password is checked stays counted.
+            let charged = match self.throttle.charge(&attempt, now) {
+                Ok(charged) => charged,
+                Err(wait) => return Err(self.throttled(wait)),
+            };
+            Counters::bump(&self.counters.password_checks);
             let matched = verify(hash, password, permit).await;
             match info {
-                Some(info) if matched => Ok(info.clone()),
+                Some(info) if matched => {
+                    let now = Instant::now();
+                    self.throttle.succeeded(&attempt, Some(charged), now);
+                    self.cache.insert(key, info.clone(), now);
+                    Ok(info.clone())
+                }
                 _ => {
                     tracing::debug!("basic authentication failed");
                     Err(self.challenge.clone())
@@ -283,6 +397,9 @@ impl AuthProvider for BasicAuth {
         })
     }
 }
+
+#[cfg(test)]
+mod flood;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Refusals and their `WWW-Authenticate` headers (RFC 9110 §11.6.1, RFC 6750 §3).
 
 use std::fmt;
+use std::time::Duration;
 
 /// The realm named in challenges unless a provider is configured otherwise.
 pub const DEFAULT_REALM: &str = "mcp";
@@ -10,11 +11,15 @@ pub const DEFAULT_REALM: &str = "mcp";
 #[error("authentication failed with status {status}")]
 #[non_exhaustive]
 pub struct Challenge {
-    /// 401 (no or bad credentials), 403 (insufficient scope) or 400 (malformed request).
+    /// 401 (no or bad credentials), 403 (insufficient scope), 400 (malformed request), 429
+    /// (too many failed attempts) or 503 (the provider is over its own bound).
     pub status: u16,
     /// The `WWW-Authenticate` header value, if any. Always a valid header value
     /// (visible ASCII) when built by this crate.
     pub www_authenticate: Option<String>,
+    /// When the client may try again (`Retry-After`, in whole seconds rounded up), if the
+    /// refusal says.
+    pub retry_after: Option<Duration>,
 }
 
 impl Challenge {
@@ -23,7 +28,27 @@ impl Challenge {
         Challenge {
             status,
             www_authenticate,
+            retry_after: None,
         }
+    }
+
+    /// A 429 Too Many Requests (RFC 6585 §4): the client's failed attempts are over a limit,
+    /// and it may try again after `retry_after`. It carries no challenge: the credentials were
+    /// not looked at.
+    pub fn too_many_requests(retry_after: Duration) -> Self {
+        Self::new(429, None).with_retry_after(retry_after)
+    }
+
+    /// The same refusal, telling the client when to try again.
+    pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self
+    }
+
+    /// The `Retry-After` value in whole seconds: the delay rounded up, at least 1.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after
+            .map(|d| (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1))
     }
 
     /// A 401 with a challenge header.
@@ -257,6 +282,19 @@ pub(crate) fn valid_realm(realm: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_is_whole_seconds_rounded_up() {
+        let secs = |ms| Challenge::too_many_requests(Duration::from_millis(ms)).retry_after_secs();
+        assert_eq!(secs(0), Some(1));
+        assert_eq!(secs(1), Some(1));
+        assert_eq!(secs(1_000), Some(1));
+        assert_eq!(secs(1_001), Some(2));
+        assert_eq!(secs(59_999), Some(60));
+        let c = Challenge::too_many_requests(Duration::from_secs(3));
+        assert_eq!((c.status, c.www_authenticate), (429, None));
+        assert_eq!(Challenge::new(401, None).retry_after_secs(), None);
+    }
 
     #[test]
     fn renders_params_in_order_and_quoted() {

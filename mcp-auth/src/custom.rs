@@ -6,9 +6,10 @@
 //! `Bearer realm="mcp"` 401.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::{AuthInfo, AuthProvider, BoxFuture, Challenge, DEFAULT_REALM, WwwAuthenticate};
+use crate::{AuthInfo, AuthProvider, BoxFuture, Challenge, ClientAddr, DEFAULT_REALM, WwwAuthenticate};
 
 /// What a custom function sees of a request: an owned copy of its head.
 ///
@@ -23,6 +24,8 @@ pub struct RequestHead {
     pub uri: http::Uri,
     /// The request headers.
     pub headers: http::HeaderMap,
+    /// The client's address, when the transport names it ([`ClientAddr`]).
+    pub client: Option<IpAddr>,
 }
 
 impl RequestHead {
@@ -32,6 +35,7 @@ impl RequestHead {
             method: parts.method.clone(),
             uri: parts.uri.clone(),
             headers: parts.headers.clone(),
+            client: ClientAddr::of(parts),
         }
     }
 }
@@ -42,6 +46,7 @@ impl std::fmt::Debug for RequestHead {
             .field("method", &self.method)
             .field("path", &self.uri.path())
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("client", &self.client)
             .finish()
     }
 }

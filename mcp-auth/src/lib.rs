@@ -38,6 +38,14 @@
 //! [`hash_password`] (the `hash` example prints them from the command line).
 //! Comparisons of secrets are constant-time, and an unknown basic-auth user
 //! costs the same PBKDF2 work as a known one.
+//!
+//! ## Floods of wrong credentials
+//!
+//! A password check costs milliseconds of CPU by design. [`BasicAuth`] bounds the checks in
+//! flight, throttles failed attempts per client address, per (address, user) and per user
+//! ([`throttle`], answered 429 with `Retry-After` at no cost), and remembers verified
+//! passwords for a short while ([`cache`]), so that one client's flood of wrong passwords
+//! costs that client rather than everyone sharing the bound.
 
 use std::sync::Arc;
 
@@ -47,7 +55,10 @@ pub mod apikey;
 pub mod basic;
 #[cfg(feature = "jwt")]
 pub mod bearer;
+mod bounded;
+pub mod cache;
 mod challenge;
+mod client;
 mod credentials;
 pub mod custom;
 mod error;
@@ -55,12 +66,15 @@ mod hash;
 pub mod metadata;
 pub mod none;
 mod scopes;
+pub mod throttle;
 
 pub use apikey::{ApiKey, ApiKeyAuth, ApiKeyAuthBuilder};
-pub use basic::{BasicAuth, BasicAuthBuilder, BasicUser, DEFAULT_MAX_CONCURRENT_HASHES};
+pub use basic::{BasicAuth, BasicAuthBuilder, BasicAuthStats, BasicUser, DEFAULT_MAX_CONCURRENT_HASHES};
 #[cfg(feature = "jwt")]
 pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
+pub use cache::{CacheConfig, DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_TTL};
 pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
+pub use client::ClientAddr;
 pub use custom::{CustomAuth, RequestHead};
 pub use error::AuthSetupError;
 pub use hash::{
@@ -70,6 +84,7 @@ pub use hash::{
 pub use metadata::{ResourceMetadata, ResourceMetadataBuilder};
 pub use none::NoAuth;
 pub use scopes::{AuthProviderExt, RequireScopes};
+pub use throttle::{DEFAULT_THROTTLE_ENTRIES, FailureLimit, ThrottleConfig};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -77,7 +92,9 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 /// Authenticates requests.
 ///
 /// A provider sees the request's parts (method, URI, headers) only, never the
-/// body, so that it runs before anything else is read or looked up.
+/// body, so that it runs before anything else is read or looked up. A transport that knows
+/// the client's address puts a [`ClientAddr`] in the parts' extensions (the HTTP transport
+/// does), for providers that throttle failed attempts by address.
 pub trait AuthProvider: Send + Sync + 'static {
     /// Authenticates one request from its parts (method, URI, headers).
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>>;

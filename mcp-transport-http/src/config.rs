@@ -1,6 +1,7 @@
 //! The transport's configuration: [`HttpConfig`] and its builder methods, and [`HttpMode`].
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,6 +115,9 @@ pub struct HttpConfig {
     pub h2_max_local_error_reset_streams: usize,
     /// Most bytes buffered for sending on one HTTP/2 stream (default 400 KiB).
     pub h2_max_send_buf_size: usize,
+    /// Reverse proxies whose `X-Forwarded-For` is believed (default none: the client address
+    /// is the socket's peer). See [`HttpConfig::trusted_proxies`].
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 /// How the endpoint serves.
@@ -171,6 +175,7 @@ impl fmt::Debug for HttpConfig {
                 &self.h2_max_local_error_reset_streams,
             )
             .field("h2_max_send_buf_size", &self.h2_max_send_buf_size)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish_non_exhaustive()
     }
 }
@@ -211,6 +216,7 @@ impl Default for HttpConfig {
             h2_max_pending_accept_reset_streams: 20,
             h2_max_local_error_reset_streams: 1024,
             h2_max_send_buf_size: 400 * 1024,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -311,6 +317,18 @@ impl HttpConfig {
     /// Sets the authentication provider (default [`NoAuth`]).
     pub fn auth(mut self, provider: Arc<dyn AuthProvider>) -> Self {
         self.auth = provider;
+        self
+    }
+
+    /// Sets [`HttpConfig::trusted_proxies`]: the addresses of the reverse proxies in front of
+    /// the server (default none). The client address handed to the `AuthProvider`
+    /// ([`mcp_auth::ClientAddr`], what failed attempts are throttled by) is the socket's peer;
+    /// when that peer is a trusted proxy, it is the rightmost `X-Forwarded-For` entry that is
+    /// not a trusted proxy. Behind a proxy, list it here, or every client counts as the
+    /// proxy's address; never list an address that clients can reach the server from
+    /// directly, or they can name any address.
+    pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = IpAddr>) -> Self {
+        self.trusted_proxies = proxies.into_iter().map(|p| p.to_canonical()).collect();
         self
     }
 

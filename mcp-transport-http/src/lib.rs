@@ -95,6 +95,7 @@
 
 mod admit;
 mod body;
+mod client;
 mod config;
 mod endpoint;
 mod error;

@@ -75,16 +75,20 @@ pub(crate) fn unsupported_media_type() -> Response {
     rpc_error(status::NOT_JSON, None, &e)
 }
 
-/// The answer to a refused authentication.
+/// The answer to a refused authentication: the provider's status and challenge, and
+/// `Retry-After` when the provider says when to try again (a 429 for too many failed attempts;
+/// a 503 over the provider's own bound, which retries in a second unless it says otherwise).
 pub(crate) fn challenge(c: &Challenge) -> Response {
     let status = status::challenge(c.status);
-    if status == status::overload() {
-        // The provider is over its own bound (e.g. password hashing in flight): retry soon.
-        let mut r = overloaded();
-        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+    let mut r = if status == status::overload() {
+        overloaded()
+    } else {
+        empty(status)
+    };
+    let retry_after = c.retry_after_secs().or((status == status::overload()).then_some(1));
+    if let Some(secs) = retry_after {
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
     }
-    let mut r = empty(status);
     if let Some(v) = c
         .www_authenticate
         .as_deref()

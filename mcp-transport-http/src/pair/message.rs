@@ -49,8 +49,8 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     if !guard::is_json_body(req.headers()) {
         return unsupported_media_type();
     }
-    let (parts, body) = req.into_parts();
-    let auth = match shared.config.auth.authenticate(&parts).await {
+    let (mut parts, body) = req.into_parts();
+    let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => Arc::new(a),
         Err(c) => return challenge(&c),
     };

@@ -59,8 +59,8 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     if req.headers().contains_key(ACCEPT) && !guard::accepts_sse(req.headers()) {
         return empty(status::NOT_ACCEPTABLE);
     }
-    let (parts, _body) = req.into_parts();
-    let auth = match shared.config.auth.authenticate(&parts).await {
+    let (mut parts, _body) = req.into_parts();
+    let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => a,
         Err(c) => return challenge(&c),
     };

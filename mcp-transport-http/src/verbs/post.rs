@@ -51,9 +51,7 @@ impl PostCtx {
         peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
-        peer.remote = extensions
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|c| c.0.ip());
+        peer.remote = extensions.get::<mcp_auth::ClientAddr>().map(|c| c.0);
         peer.with_extensions(extensions)
     }
 }
@@ -76,8 +74,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
         return overloaded();
     };
-    let (parts, body) = req.into_parts();
-    let auth = match shared.config.auth.authenticate(&parts).await {
+    let (mut parts, body) = req.into_parts();
+    let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => Arc::new(a),
         Err(c) => return challenge(&c),
     };

@@ -73,8 +73,8 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
     if !guard::accepts_sse(req.headers()) {
         return empty(status::NOT_ACCEPTABLE);
     }
-    let (parts, _body) = req.into_parts();
-    let auth = match shared.config.auth.authenticate(&parts).await {
+    let (mut parts, _body) = req.into_parts();
+    let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => a,
         Err(c) => return challenge(&c),
     };
@@ -178,8 +178,8 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     if !shared.sessions() || modern_header(req.headers()) {
         return shared.method_not_allowed();
     }
-    let (parts, _body) = req.into_parts();
-    let auth = match shared.config.auth.authenticate(&parts).await {
+    let (mut parts, _body) = req.into_parts();
+    let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => a,
         Err(c) => return challenge(&c),
     };

@@ -6,10 +6,16 @@
 //! Timeouts are configured short (200 ms) and asserted with generous upper bounds, so that a
 //! loaded machine cannot fail them.
 
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use http::StatusCode;
 use http_body_util::BodyExt;
+use mcp_auth::{BasicAuth, BasicUser, MIN_PBKDF2_ITERATIONS};
 use mcp_transport_http::HttpConfig;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -360,6 +366,93 @@ async fn newcomers_are_closed_when_every_connection_is_busy() {
         })
         .await;
         assert!(served.is_ok(), "the server serves again");
+    })
+    .await;
+}
+
+/// `Authorization: Basic` for `user:password`.
+fn basic(user_password: &str) -> String {
+    format!("Basic {}", STANDARD.encode(user_password))
+}
+
+#[tokio::test]
+async fn a_password_flood_costs_the_flooding_address_only() {
+    bounded(async {
+        // One password check at a time: without throttling, the flood below holds it nearly
+        // always and every other client is answered 503.
+        let provider = Arc::new(
+            BasicAuth::builder()
+                .password_iterations(MIN_PBKDF2_ITERATIONS)
+                .max_concurrent_hashes(1)
+                .user(BasicUser::plain("bob", "builder"))
+                .build()
+                .expect("basic provider"),
+        );
+        let s = Server::start(HttpConfig::default().auth(provider.clone())).await;
+        let attacker: IpAddr = "127.0.0.1".parse().unwrap();
+        let user: IpAddr = "127.0.0.2".parse().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        // Sixteen loops guessing bob's password from one address.
+        let floods: Vec<_> = (0..16)
+            .map(|n| {
+                let (stop, addr, path) = (stop.clone(), s.addr, s.path.clone());
+                let s = Server::external(addr, &path, s.runtime.clone(), s.registry.clone());
+                tokio::spawn(async move {
+                    let (mut refused, mut throttled, mut retry_after) = (0u32, 0u32, true);
+                    while !stop.load(Ordering::Relaxed) {
+                        let guess = basic(&format!("bob:guess-{n}"));
+                        let req = s.post(init_body("2025-11-25")).header("authorization", &guess);
+                        let Some(resp) = req.try_send_from(attacker).await else {
+                            continue;
+                        };
+                        match resp.status {
+                            StatusCode::TOO_MANY_REQUESTS => {
+                                throttled += 1;
+                                retry_after &= resp.header("retry-after").is_some_and(|v| v.parse::<u64>().is_ok());
+                            }
+                            StatusCode::UNAUTHORIZED => refused += 1,
+                            _ => {}
+                        }
+                    }
+                    (refused, throttled, retry_after)
+                })
+            })
+            .collect();
+        // Wait until the flood is throttled, then sign in 40 times from the other address.
+        while provider.stats().throttled == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut served = 0;
+        for _ in 0..40 {
+            let req = s
+                .post(init_body("2025-11-25"))
+                .header("authorization", &basic("bob:builder"));
+            if req
+                .try_send_from(user)
+                .await
+                .is_some_and(|r| r.status == StatusCode::OK)
+            {
+                served += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (mut refused, mut throttled) = (0, 0);
+        for f in floods {
+            let (r, t, retry_after) = f.await.expect("flood task");
+            assert!(retry_after, "every 429 says when to retry");
+            refused += r;
+            throttled += t;
+        }
+        assert!(served >= 38, "the other address was served {served} times of 40");
+        let stats = provider.stats();
+        assert!(
+            throttled > 10 * refused,
+            "{throttled} throttled, {refused} checked and refused"
+        );
+        // The attacker's checks: 5 before its (address, bob) record blocks, then one per
+        // doubling block (1 s, 2 s, 4 s, …); the user's: one, then the cache.
+        assert!(stats.password_checks <= 12, "{stats:?}");
+        assert!(stats.cache_hits >= 37, "{stats:?}");
     })
     .await;
 }

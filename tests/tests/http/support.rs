@@ -291,6 +291,19 @@ impl Req {
     /// Sends the request on a fresh connection; `None` when the connection fails.
     pub(crate) async fn try_send(self) -> Option<Resp> {
         let stream = TcpStream::connect(self.addr).await.ok()?;
+        self.send_on(stream).await
+    }
+
+    /// Sends the request on a fresh connection from the local address `local` (e.g.
+    /// `127.0.0.2`: another client address on loopback); `None` when the connection fails.
+    pub(crate) async fn try_send_from(self, local: std::net::IpAddr) -> Option<Resp> {
+        let socket = tokio::net::TcpSocket::new_v4().ok()?;
+        socket.bind(SocketAddr::new(local, 0)).ok()?;
+        let stream = socket.connect(self.addr).await.ok()?;
+        self.send_on(stream).await
+    }
+
+    async fn send_on(self, stream: TcpStream) -> Option<Resp> {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
         tokio::spawn(conn);
         let resp = sender.send_request(self.into_request(false)).await.ok()?;
