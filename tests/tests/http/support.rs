@@ -508,8 +508,12 @@ pub(crate) async fn closed_within(tcp: &mut TcpStream, within: Duration) -> bool
 /// Writes `request` on a fresh raw connection and reads until the server closes it (send
 /// `Connection: close`); returns the status code and the whole answer.
 pub(crate) async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    exchange_on(raw(addr).await, request).await
+}
+
+/// Writes `request` on `tcp` and reads until the server closes it: the status and the answer.
+async fn exchange_on(mut tcp: TcpStream, request: &[u8]) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = raw(addr).await;
     tcp.write_all(request).await.expect("write");
     let mut out = Vec::new();
     let _ = tcp.read_to_end(&mut out).await;
@@ -548,18 +552,7 @@ pub(crate) fn raw_post_with(target: &str, hosts: &[&str], extra: &[&str]) -> Vec
 /// [`raw_exchange`] from a socket bound to `local` (another loopback address such as
 /// 127.0.0.2: a second client the server tells apart by its address).
 pub(crate) async fn raw_exchange_from(local: std::net::IpAddr, addr: SocketAddr, request: &[u8]) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket.bind(SocketAddr::new(local, 0)).expect("bind the local address");
-    let mut tcp = socket.connect(addr).await.expect("connect");
-    tcp.write_all(request).await.expect("write");
-    let mut out = Vec::new();
-    let _ = tcp.read_to_end(&mut out).await;
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {text:?}"));
-    (status, text)
+    exchange_on(socket.connect(addr).await.expect("connect"), request).await
 }
