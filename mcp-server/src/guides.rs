@@ -13,6 +13,7 @@
 //! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
 //! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
 //! - [`middleware`]: layers every request and notification goes through;
+//! - [`rate_limits`]: the built-in rate limits, per caller, shared across instances;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -27,6 +28,7 @@
 //! [`testing`]: crate::guides::testing
 //! [`extensions`]: crate::guides::extensions
 //! [`middleware`]: crate::guides::middleware
+//! [`rate_limits`]: crate::guides::rate_limits
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -66,6 +68,9 @@ pub mod extensions {}
 
 #[doc = include_str!("../../docs/guides/middleware.md")]
 pub mod middleware {}
+
+#[doc = include_str!("../../docs/guides/rate-limits.md")]
+pub mod rate_limits {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}

@@ -288,9 +288,23 @@ impl Req {
         self.try_send().await.expect("response")
     }
 
+    /// Sends the request on a fresh connection from the loopback address `local` (say
+    /// `127.0.0.2`: another client as far as the server can tell).
+    pub(crate) async fn send_from(self, local: std::net::IpAddr) -> Resp {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.bind(SocketAddr::new(local, 0)).expect("bind the client's address");
+        let stream = socket.connect(self.addr).await.expect("connect");
+        self.send_on(stream).await.expect("response")
+    }
+
     /// Sends the request on a fresh connection; `None` when the connection fails.
     pub(crate) async fn try_send(self) -> Option<Resp> {
         let stream = TcpStream::connect(self.addr).await.ok()?;
+        self.send_on(stream).await
+    }
+
+    /// Sends the request on `stream`.
+    async fn send_on(self, stream: TcpStream) -> Option<Resp> {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
         tokio::spawn(conn);
         let resp = sender.send_request(self.into_request(false)).await.ok()?;
