@@ -142,12 +142,23 @@ async fn exempt_methods_pass_and_counted_ones_are_chosen() {
         let s = limited(limit, HttpConfig::default()).await;
         assert_eq!(echo(&s, 1).send().await.status, StatusCode::OK);
         assert_limited(echo(&s, 2).send().await, 2).await;
-        for (id, method) in [(3, "server/discover"), (4, "tools/list"), (5, "resources/list"), (6, "ping")] {
+        for (id, method) in [(3, "server/discover"), (4, "tools/list"), (5, "resources/list")] {
             for _ in 0..3 {
                 let r = plain(&s, id, method).send().await;
-                assert_ne!(r.status, StatusCode::TOO_MANY_REQUESTS, "{method} is exempt");
+                assert_eq!(r.status, StatusCode::OK, "{method} is exempt");
+                assert!(r.json().await["result"].is_object(), "{method} is answered");
             }
         }
+        let prompt = s
+            .post(modern(6, "prompts/get", json!({"name": "nothing"})))
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "prompts/get")
+            .header("mcp-name", "nothing")
+            .send()
+            .await;
+        assert_ne!(prompt.status, StatusCode::TOO_MANY_REQUESTS, "prompts/get was exempted");
+        let body = prompt.json().await;
+        assert_ne!(body["error"]["code"], 429, "{body}");
         // resources/templates/list passes (a list); resources/read counts (the bucket is empty).
         let read = s
             .post(modern(7, "resources/read", json!({"uri": "test://nothing"})))
