@@ -362,7 +362,10 @@ mod tests {
         let e = RpcError::rate_limited(Duration::from_micros(1_500_001));
         assert_eq!(e.code, codes::RATE_LIMITED);
         assert_eq!(e.data, Some(json!({"retryAfterMs": 1501})));
-        assert!(!(-32768..=-32000).contains(&e.code), "outside the JSON-RPC reserved range");
+        assert!(
+            !(-32768..=-32000).contains(&e.code),
+            "outside the JSON-RPC reserved range"
+        );
         assert_eq!(retry_after_seconds(Duration::from_millis(1)), 1);
         assert_eq!(retry_after_seconds(Duration::ZERO), 1);
         assert_eq!(retry_after_seconds(Duration::from_millis(2000)), 2);

@@ -488,7 +488,11 @@ async fn buckets(a: &Store, b: &Store, _: Backend) {
     let slow = Quota::new(1.0 / 60.0, 3).unwrap();
     for i in 0..3 {
         let handle = if i % 2 == 0 { a } else { b };
-        assert_eq!(handle.buckets.acquire("k", slow).await, Ok(Admission::Allowed), "request {i}");
+        assert_eq!(
+            handle.buckets.acquire("k", slow).await,
+            Ok(Admission::Allowed),
+            "request {i}"
+        );
     }
     for handle in [a, b] {
         let Ok(Admission::Limited { retry_after }) = handle.buckets.acquire("k", slow).await else {
@@ -499,7 +503,10 @@ async fn buckets(a: &Store, b: &Store, _: Backend) {
             "{retry_after:?}"
         );
     }
-    assert!(b.buckets.acquire("other", slow).await.unwrap().is_allowed(), "another key");
+    assert!(
+        b.buckets.acquire("other", slow).await.unwrap().is_allowed(),
+        "another key"
+    );
 
     // 40 concurrent acquisitions, half on each handle, on a bucket of 10: exactly 10 allowed.
     let ten = Quota::new(1.0 / 60.0, 10).unwrap();

@@ -900,7 +900,11 @@ async fn a_rate_limited_call_is_the_json_rpc_error_with_the_wait_in_data() {
             assert_eq!(text_of(&ok), "hi");
         }
         let refused = c.call(3, "tools/call", call_tool("echo", json!({"text": "hi"}))).await;
-        assert_eq!(error_code(&refused), i64::from(mcp_protocol::codes::RATE_LIMITED), "{refused}");
+        assert_eq!(
+            error_code(&refused),
+            i64::from(mcp_protocol::codes::RATE_LIMITED),
+            "{refused}"
+        );
         assert_eq!(refused["error"]["message"], "Rate limit exceeded");
         let wait = refused["error"]["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
         assert!(wait > 0 && wait <= 60_000, "{refused}");

@@ -185,11 +185,17 @@ mod tests {
         let Admission::Limited { retry_after } = b.check("k", three_per_minute()) else {
             panic!("the fourth request is over the burst");
         };
-        assert!(retry_after > Duration::from_secs(15) && retry_after <= Duration::from_secs(20), "{retry_after:?}");
+        assert!(
+            retry_after > Duration::from_secs(15) && retry_after <= Duration::from_secs(20),
+            "{retry_after:?}"
+        );
         // Another key, another bucket.
         assert!(b.check("other", three_per_minute()).is_allowed());
         // Another quota, another bucket even for the same key.
-        assert!(b.check("k", Quota::per_second(NonZeroU32::new(1).unwrap())).is_allowed());
+        assert!(
+            b.check("k", Quota::per_second(NonZeroU32::new(1).unwrap()))
+                .is_allowed()
+        );
     }
 
     #[test]

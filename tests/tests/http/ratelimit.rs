@@ -65,7 +65,10 @@ async fn assert_limited(resp: crate::support::Resp, id: i64) {
     assert_eq!(body["error"]["message"], "Rate limit exceeded", "{body}");
     let ms = body["error"]["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
     assert!(ms > 0 && ms <= 60_000, "{body}");
-    assert!(ms.div_ceil(1000) <= retry, "Retry-After is the wait rounded up: {ms} ms, {retry} s");
+    assert!(
+        ms.div_ceil(1000) <= retry,
+        "Retry-After is the wait rounded up: {ms} ms, {retry} s"
+    );
 }
 
 fn text(body: &Value) -> &str {
@@ -92,7 +95,10 @@ async fn a_flooding_client_is_refused_while_another_is_served() {
         assert_limited(echo(&s, 14).send_from(SECOND).await, 14).await;
         // The first is still refused; uncounted methods still pass for it.
         assert_limited(echo(&s, 15).send_from(FIRST).await, 15).await;
-        assert_eq!(plain(&s, 16, "tools/list").send_from(FIRST).await.status, StatusCode::OK);
+        assert_eq!(
+            plain(&s, 16, "tools/list").send_from(FIRST).await.status,
+            StatusCode::OK
+        );
     })
     .await;
 }
@@ -113,14 +119,22 @@ async fn every_call_of_a_batch_counts() {
             .header("mcp-protocol-version", "2025-03-26")
             .send()
             .await;
-        assert_eq!(batch.status, StatusCode::OK, "a batch answers 200 whatever its items say");
+        assert_eq!(
+            batch.status,
+            StatusCode::OK,
+            "a batch answers 200 whatever its items say"
+        );
         let answers = batch.json().await;
         let answers = answers.as_array().expect("an array");
         assert_eq!(answers.len(), 8);
         let refused: Vec<&Value> = answers.iter().filter(|a| a["error"]["code"] == 429).collect();
         let passed = answers.iter().filter(|a| text(a).starts_with("echo")).count();
         assert_eq!((passed, refused.len()), (5, 2), "{answers:?}");
-        assert!(refused.iter().all(|a| a["error"]["data"]["retryAfterMs"].as_u64() > Some(0)));
+        assert!(
+            refused
+                .iter()
+                .all(|a| a["error"]["data"]["retryAfterMs"].as_u64() > Some(0))
+        );
         assert!(answers.iter().any(|a| a["id"] == 8 && a["result"]["tools"].is_array()));
         // The bucket is empty now: a lone call is refused too.
         let alone = s
@@ -204,7 +218,11 @@ async fn the_hook_gives_each_principal_its_quota() {
         }
         assert_limited(as_user(8, "vip").send().await, 8).await;
         for id in 9..=20 {
-            assert_eq!(as_user(id, "root").send().await.status, StatusCode::OK, "root is unlimited");
+            assert_eq!(
+                as_user(id, "root").send().await.status,
+                StatusCode::OK,
+                "root is unlimited"
+            );
         }
     })
     .await;

@@ -292,7 +292,9 @@ impl Req {
     /// `127.0.0.2`: another client as far as the server can tell).
     pub(crate) async fn send_from(self, local: std::net::IpAddr) -> Resp {
         let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-        socket.bind(SocketAddr::new(local, 0)).expect("bind the client's address");
+        socket
+            .bind(SocketAddr::new(local, 0))
+            .expect("bind the client's address");
         let stream = socket.connect(self.addr).await.expect("connect");
         self.send_on(stream).await.expect("response")
     }

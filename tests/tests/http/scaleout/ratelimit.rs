@@ -29,7 +29,11 @@ fn setup(shared: bool) -> Setup {
     Arc::new(move |store| {
         let mut c = config();
         let limit = RateLimit::new(quota());
-        let limit = if shared { limit.buckets(store.buckets.clone()) } else { limit };
+        let limit = if shared {
+            limit.buckets(store.buckets.clone())
+        } else {
+            limit
+        };
         c.middleware.push(limit);
         c
     })
@@ -61,8 +65,15 @@ async fn flood(c: &Cluster) -> [usize; 2] {
 /// The shared buckets: exactly the burst is accepted, served by both instances.
 async fn one_rate_across_instances(c: Cluster) {
     let accepted = flood(&c).await;
-    assert_eq!(accepted[0] + accepted[1], BURST as usize, "accepted per instance: {accepted:?}");
-    assert!(accepted[0] > 0 && accepted[1] > 0, "both instances served: {accepted:?}");
+    assert_eq!(
+        accepted[0] + accepted[1],
+        BURST as usize,
+        "accepted per instance: {accepted:?}"
+    );
+    assert!(
+        accepted[0] > 0 && accepted[1] > 0,
+        "both instances served: {accepted:?}"
+    );
 }
 
 /// The control: each instance's own buckets let twice the burst through.
