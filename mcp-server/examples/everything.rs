@@ -770,7 +770,11 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-async fn server(args: &Args) -> Result<McpServer, Box<dyn std::error::Error>> {
+async fn server(
+    soak: &soak::SoakArgs,
+    shared: &shared::SharedArgs,
+    rate_limit: &ratelimit::RateLimitArgs,
+) -> Result<McpServer, Box<dyn std::error::Error>> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -781,9 +785,9 @@ async fn server(args: &Args) -> Result<McpServer, Box<dyn std::error::Error>> {
     let b = modern_tools(b);
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
-    let b = args.soak.apply(b);
-    let b = args.shared.apply(b).await?;
-    let b = args.rate_limit.apply(b);
+    let b = soak.apply(b);
+    let b = shared.apply(b).await?;
+    let b = rate_limit.apply(b);
     let b = resources(b);
     let server = prompts(b).build()?;
     add_triggers(&server)?;
@@ -799,7 +803,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server(&args).await?;
+    let server = server(&args.soak, &args.shared, &args.rate_limit).await?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());
