@@ -9,8 +9,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use http::StatusCode;
-use mcp_runtime::middleware::RateLimit;
-use mcp_runtime::store::Quota;
+use mcp_runtime::middleware::{OnStoreFailure, RateLimit};
+use mcp_runtime::store::{Admission, Quota, RateBuckets, StoreError, StoreFuture};
 use mcp_runtime::{Runtime, ServerConfig};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
@@ -224,6 +224,43 @@ async fn the_hook_gives_each_principal_its_quota() {
                 "root is unlimited"
             );
         }
+    })
+    .await;
+}
+
+/// Shared buckets whose store is down: every acquisition fails.
+struct Down;
+
+impl RateBuckets for Down {
+    fn acquire<'a>(&'a self, _key: &'a str, _quota: Quota) -> StoreFuture<'a, Admission> {
+        Box::pin(async { Err(StoreError::Unavailable("connection refused".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_is_down_gets_the_chosen_decision() {
+    bounded(async {
+        let down = |policy| RateLimit::new(slow(2)).buckets(Arc::new(Down)).on_store_failure(policy);
+        // Local (the default): the process's own buckets decide, so the quota still holds.
+        let s = limited(RateLimit::new(slow(2)).buckets(Arc::new(Down)), HttpConfig::default()).await;
+        for id in 1..=2 {
+            assert_eq!(echo(&s, id).send().await.status, StatusCode::OK, "call {id}");
+        }
+        assert_limited(echo(&s, 3).send().await, 3).await;
+        // Open: nothing is limited.
+        let s = limited(down(OnStoreFailure::Open), HttpConfig::default()).await;
+        for id in 1..=6 {
+            assert_eq!(echo(&s, id).send().await.status, StatusCode::OK, "call {id}");
+        }
+        // Closed: counted requests are refused as the store's unavailability, 503; others pass.
+        let s = limited(down(OnStoreFailure::Closed), HttpConfig::default()).await;
+        let refused = echo(&s, 1).send().await;
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.header("retry-after"), Some("1"));
+        let body = refused.json().await;
+        assert_eq!(body["error"]["code"], -32603, "{body}");
+        assert_eq!(body["error"]["message"], "Store unavailable", "{body}");
+        assert_eq!(plain(&s, 2, "tools/list").send().await.status, StatusCode::OK);
     })
     .await;
 }
