@@ -57,10 +57,19 @@ enum Counted {
     AllExcept(HashSet<String>),
 }
 
+/// Whose quota a request counts against.
+#[derive(Clone)]
+enum Quotas {
+    /// One quota for every caller.
+    Fixed(Quota),
+    /// The quota the hook gives the caller (`None`: unlimited).
+    PerCaller(QuotaHook),
+}
+
 /// The settings, shared by every request the layer sees.
 #[derive(Clone)]
 struct Settings {
-    quota: Result<Quota, QuotaHook>,
+    quota: Quotas,
     counted: Counted,
     notifications: bool,
     bucketing: Bucketing,
@@ -100,7 +109,13 @@ impl std::fmt::Debug for RateLimit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = &self.settings;
         f.debug_struct("RateLimit")
-            .field("quota", &s.quota.as_ref().ok())
+            .field(
+                "quota",
+                &match &s.quota {
+                    Quotas::Fixed(q) => Some(q),
+                    Quotas::PerCaller(_) => None,
+                },
+            )
             .field("counted", &s.counted)
             .field("notifications", &s.notifications)
             .field("bucketing", &s.bucketing)
@@ -116,7 +131,7 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 impl RateLimit {
     /// Every caller gets `quota` for its `tools/call` requests.
     pub fn new(quota: Quota) -> RateLimit {
-        Self::with(Ok(quota))
+        Self::with(Quotas::Fixed(quota))
     }
 
     /// Each caller gets the quota `hook` gives its identity (called on each counted request;
@@ -138,10 +153,10 @@ impl RateLimit {
     where
         F: Fn(&AuthInfo) -> Option<Quota> + Send + Sync + 'static,
     {
-        Self::with(Err(Arc::new(hook)))
+        Self::with(Quotas::PerCaller(Arc::new(hook)))
     }
 
-    fn with(quota: Result<Quota, QuotaHook>) -> RateLimit {
+    fn with(quota: Quotas) -> RateLimit {
         let counted = Counted::Methods(HashSet::from([Method::ToolsCall.as_str().to_owned()]));
         RateLimit {
             settings: Arc::new(Settings {
@@ -215,10 +230,8 @@ impl RateLimit {
     }
 
     /// Keeps the buckets in `buckets` (a shared store's, `Store::buckets`) instead of this
-    /// process's memory. A server built with a store and [`McpServer::builder().rate_limit`]
-    /// uses the store's without being told.
-    ///
-    /// [`McpServer::builder().rate_limit`]: https://docs.rs/mcp-server
+    /// process's memory. A server built with a store and `McpServerBuilder::rate_limit` (in
+    /// `mcp-server`) uses the store's without being told.
     pub fn buckets(self, buckets: Arc<dyn RateBuckets>) -> Self {
         self.set(|s| s.buckets = Some(buckets))
     }
@@ -252,8 +265,8 @@ impl RateLimit {
     /// The caller's quota (`None`: unlimited).
     fn quota(&self, request: &Inbound) -> Option<Quota> {
         match &self.settings.quota {
-            Ok(q) => Some(*q),
-            Err(hook) => hook(request.auth()),
+            Quotas::Fixed(q) => Some(*q),
+            Quotas::PerCaller(hook) => hook(request.auth()),
         }
     }
 
