@@ -163,9 +163,26 @@ impl RpcError {
         Self::internal_with("Store unavailable")
     }
 
-    /// -32603: the caller holds as many sessions as one principal may.
+    /// -32603: the caller holds as many sessions as one client may (one principal, or one
+    /// address for anonymous callers).
     pub fn too_many_sessions_for_principal() -> Self {
-        Self::internal_with("Too many sessions for this principal")
+        Self::internal_with("Too many sessions for this client")
+    }
+
+    /// -32603: as many tasks are running as the server runs at once (all clients together).
+    pub fn too_many_running_tasks() -> Self {
+        Self::internal_with("Too many running tasks")
+    }
+
+    /// -32603: the caller has as many tasks running as one client may.
+    pub fn too_many_running_tasks_for_client() -> Self {
+        Self::internal_with("Too many running tasks for this client")
+    }
+
+    /// -32603: the caller's stored tasks are all still running, and it holds as many as one
+    /// principal may (a finished one would have made room).
+    pub fn too_many_stored_tasks_for_client() -> Self {
+        Self::internal_with("Too many stored tasks for this client, none of them finished")
     }
 
     /// -32603: the server refuses work over one of its bounds.

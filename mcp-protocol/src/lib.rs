@@ -28,6 +28,7 @@
 //! - [`error`]: error codes and each era's HTTP status mapping.
 //! - [`cursor`]: opaque pagination cursors.
 //! - [`event_id`]: SSE event ids and the `Last-Event-ID` a client resumes with.
+//! - [`bounds`]: what one request may make the server hold (subscriptions, URI lengths).
 //! - [`mrtr`]: the shape and capability rules of MRTR input requests and responses.
 //! - [`request_state`]: sealing and opening the MRTR `requestState`.
 //! - [`schema`]: JSON Schema 2020-12 compilation and validation with bounded cost.
@@ -40,6 +41,7 @@
 //! the code cites in `docs/INVARIANTS.md`.
 
 pub mod auth;
+pub mod bounds;
 pub mod classify;
 pub mod cursor;
 pub mod error;

@@ -1,5 +1,6 @@
 //! Server configuration, with the reference implementation's defaults.
 
+use mcp_protocol::bounds::SubscriptionBounds;
 use std::time::Duration;
 
 use mcp_protocol::model::{CacheHint, CacheScope, Implementation};
@@ -47,11 +48,12 @@ pub struct ServerConfig {
     /// (default 10 000). Over it `initialize` is refused with -32603 "Too many
     /// sessions" (HTTP 503) until sessions end or expire.
     pub max_sessions: usize,
-    /// Most legacy sessions one principal keeps (default 10 000, the same as
-    /// [`ServerConfig::max_sessions`]: without authentication every client is
-    /// the same principal, `anonymous`, and a lower default would be a lower
-    /// total). Set it lower when clients authenticate. Over it `initialize` is
-    /// refused with -32603 "Too many sessions for this principal" (HTTP 429).
+    /// Most legacy sessions one client keeps (default 1 000, a tenth of
+    /// [`ServerConfig::max_sessions`]): one authenticated principal, or one
+    /// client address for anonymous callers (who all share the principal
+    /// `anonymous`; without an address, on stdio, they share the count too).
+    /// Over it `initialize` is refused with -32603 "Too many sessions for this
+    /// client" (HTTP 429).
     pub max_sessions_per_principal: usize,
     /// Largest `clientInfo` and `capabilities` of an `initialize`, their JSON
     /// together, that a session keeps (default 16 KiB); larger is -32602.
@@ -88,6 +90,10 @@ pub struct ServerConfig {
     /// Most `subscriptions/listen` streams one principal may hold open, all its
     /// peers together (default 1 000); over it -32603 (HTTP 429).
     pub max_listeners_per_principal: usize,
+    /// What one request may make the server hold in subscriptions: URIs per legacy session and
+    /// per listen filter list (default 256), bytes per URI (default 4096), bytes per listen
+    /// filter (default 64 KiB); over a bound the request is refused with -32602 naming it.
+    pub subscription_bounds: SubscriptionBounds,
     /// How long a modern call that may become a task runs inline before it
     /// is handed to a task, in milliseconds (default 100).
     pub task_inline_ms: u64,
@@ -103,13 +109,19 @@ pub struct ServerConfig {
     /// How long a 2025-11-25 `tasks/result` waits for its task to end
     /// (default 300 s).
     pub task_result_timeout: Duration,
-    /// Most tasks the store holds, all owners together, until they expire
-    /// (default 10 000). Over it a call that would become a task is refused
-    /// with -32603 "Too many concurrent tasks" and its work is stopped.
+    /// Most tasks running at once on this instance, all clients together (default 10 000).
+    /// Over it a call that would become a task is refused with -32603 "Too many running
+    /// tasks" and its work is stopped. Finished tasks do not count.
     pub max_tasks_total: usize,
-    /// Most tasks one principal holds (all its sessions together) until they
-    /// expire (default 1 000).
+    /// Most tasks one client has running at once on this instance (default 100): one
+    /// principal, or one address for anonymous callers. Over it -32603 "Too many running
+    /// tasks for this client".
     pub max_tasks_per_principal: usize,
+    /// Most task records one principal keeps in the store, running and finished together
+    /// (default 1 000). At the bound a new task takes the place of the principal's oldest
+    /// finished one (its result is gone early); only when all are running is the call
+    /// refused (-32603 "Too many stored tasks for this client, none of them finished").
+    pub max_stored_tasks_per_principal: usize,
     /// How long a 2025-11-25 URL-mode elicitation id stays valid for
     /// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
     /// (default 15 min).
@@ -143,7 +155,7 @@ impl Default for ServerConfig {
             client_request_timeout: Duration::from_secs(30),
             session_ttl: Duration::from_secs(30 * 60),
             max_sessions: 10_000,
-            max_sessions_per_principal: 10_000,
+            max_sessions_per_principal: 1_000,
             max_client_data_bytes: 16 * 1024,
             logging: true,
             max_stream_events: 256,
@@ -155,13 +167,15 @@ impl Default for ServerConfig {
             max_listeners: 10_000,
             max_listeners_per_peer: 32,
             max_listeners_per_principal: 1_000,
+            subscription_bounds: SubscriptionBounds::default(),
             task_inline_ms: 100,
             task_poll_interval_ms: 1000,
             task_ttl: Duration::from_secs(3600),
             task_sweep_interval: Duration::from_secs(60),
             task_result_timeout: Duration::from_secs(300),
             max_tasks_total: 10_000,
-            max_tasks_per_principal: 1_000,
+            max_tasks_per_principal: 100,
+            max_stored_tasks_per_principal: 1_000,
             elicitation_ttl: Duration::from_secs(15 * 60),
             max_elicitations_per_principal: 20,
             visibility: None,

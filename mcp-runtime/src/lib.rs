@@ -45,6 +45,7 @@ pub mod extension;
 pub mod listen;
 pub mod middleware;
 pub mod observe;
+mod quota;
 mod reply;
 mod runtime;
 mod session;

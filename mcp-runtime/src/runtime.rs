@@ -154,12 +154,22 @@ impl Runtime {
         Ok(self.sessions.get(id, principal))
     }
 
-    /// Stores a session `initialize` minted, within the session bounds (counted per instance),
-    /// and (with a shared store) writes its record before the caller answers.
-    pub async fn start_session(&self, session: &Arc<Session>) -> Result<(), StartError> {
+    /// Stores a session `initialize` minted, within the session bounds (counted per instance;
+    /// per client: its principal, or `remote` for an anonymous caller), and (with a shared
+    /// store) writes its record before the caller answers.
+    pub async fn start_session(
+        &self,
+        session: &Arc<Session>,
+        remote: Option<std::net::IpAddr>,
+    ) -> Result<(), StartError> {
         let config = &self.config;
-        self.sessions
-            .admit(session.clone(), config.max_sessions, config.max_sessions_per_principal)?;
+        let client = crate::quota::client_key(session.principal(), remote);
+        self.sessions.admit(
+            session.clone(),
+            client,
+            config.max_sessions,
+            config.max_sessions_per_principal,
+        )?;
         if let Some(cluster) = &self.cluster {
             if let Err(e) = cluster.create(session).await {
                 self.sessions.drop_replica(session.id());
@@ -175,13 +185,18 @@ impl Runtime {
     /// principal's.
     pub async fn end_session(&self, id: &str, principal: &str) -> Result<bool, StoreError> {
         let Some(cluster) = &self.cluster else {
-            return Ok(self.sessions.remove(id, principal));
+            let removed = self.sessions.remove(id, principal);
+            if removed {
+                self.tasks.release_session(principal, id).await;
+            }
+            return Ok(removed);
         };
         if self.find_session(id, principal).await?.is_none() {
             return Ok(false);
         }
         let existed = cluster.end(id).await?;
         self.sessions.remove(id, principal);
+        self.tasks.release_session(principal, id).await;
         Ok(existed)
     }
 
@@ -241,6 +256,17 @@ impl Runtime {
     /// The store tasks are kept in.
     pub fn task_store(&self) -> &Arc<dyn TaskStore> {
         self.tasks.store()
+    }
+
+    /// Closes and removes the sessions idle for longer than `session_ttl`, and the
+    /// 2025-11-25 tasks they own (nobody can reach them any more); returns how many sessions
+    /// were removed. The HTTP transport runs it periodically.
+    pub async fn sweep_sessions(&self) -> usize {
+        let removed = self.sessions.sweep_out(self.config.session_ttl);
+        for s in &removed {
+            self.tasks.release_session(s.principal(), s.id()).await;
+        }
+        removed.len()
     }
 
     /// Removes the expired tasks now (this also happens every
@@ -375,8 +401,13 @@ impl Runtime {
         holder: &Holder,
         tasks_declared: bool,
     ) -> Result<Listener, ListenError> {
-        let mut filter =
-            ListenFilter::parse(req.params.as_ref(), &self.features(), tasks_declared).map_err(ListenError::Refused)?;
+        let mut filter = ListenFilter::parse(
+            req.params.as_ref(),
+            &self.features(),
+            tasks_declared,
+            &self.config().subscription_bounds,
+        )
+        .map_err(ListenError::Refused)?;
         if !filter.task_ids.is_empty() {
             let owner = TaskOwner::Principal(holder.principal.to_string());
             let mut owned = std::collections::HashSet::new();

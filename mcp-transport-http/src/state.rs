@@ -227,7 +227,7 @@ async fn sweep(shared: std::sync::Weak<Shared>) {
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {
                 let Some(shared) = shared.upgrade() else { return };
-                let n = shared.runtime.sessions().sweep(shared.runtime.config().session_ttl);
+                let n = shared.runtime.sweep_sessions().await;
                 shared.hub.prune();
                 if n > 0 {
                     tracing::debug!(expired = n, "idle sessions swept");

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::ServerFeatures;
 use super::render::finalize;
+use crate::bounds::SubscriptionBounds;
 use crate::error::RpcError;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::meta::SUBSCRIPTION_ID;
@@ -43,18 +44,21 @@ impl ListenFilter {
     /// requested task id (narrow them with [`ListenFilter::retain_task_ids`]).
     /// Unknown keys and non-string entries are dropped.
     ///
-    /// Errors: -32602 when `notifications` is missing or not an object;
+    /// Errors: -32602 when `notifications` is missing or not an object, or
+    /// names more than `bounds` allow (entries, URI length, bytes);
     /// -32021 ([`refusal`]) when `taskIds` is present and the client did not
     /// declare the tasks extension (`tasks_declared`).
     pub fn parse(
         params: Option<&Map<String, Value>>,
         offered: &ServerFeatures,
         tasks_declared: bool,
+        bounds: &SubscriptionBounds,
     ) -> Result<Self, RpcError> {
         let requested = params
             .and_then(|p| p.get("notifications"))
             .and_then(Value::as_object)
             .ok_or_else(|| RpcError::invalid_params("notifications must be an object"))?;
+        bounds.check_filter(requested)?;
         if requested.contains_key("taskIds") && !tasks_declared {
             return Err(refusal());
         }
@@ -159,7 +163,7 @@ mod tests {
 
     fn parse(notifications: Value, f: &ServerFeatures, tasks: bool) -> Result<ListenFilter, RpcError> {
         let params = json!({ "notifications": notifications });
-        ListenFilter::parse(params.as_object(), f, tasks)
+        ListenFilter::parse(params.as_object(), f, tasks, &SubscriptionBounds::default())
     }
 
     #[test]
@@ -200,7 +204,13 @@ mod tests {
     fn refusals() {
         let all = offered(true, true);
         for params in [None, Some(json!({})), Some(json!({"notifications": []}))] {
-            let e = ListenFilter::parse(params.as_ref().and_then(Value::as_object), &all, true).unwrap_err();
+            let e = ListenFilter::parse(
+                params.as_ref().and_then(Value::as_object),
+                &all,
+                true,
+                &SubscriptionBounds::default(),
+            )
+            .unwrap_err();
             assert_eq!(e.code, -32602, "{params:?}");
             assert_eq!(e.message, "notifications must be an object");
         }

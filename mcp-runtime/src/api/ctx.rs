@@ -34,6 +34,8 @@ pub(crate) enum Origin {
 #[derive(Clone)]
 pub(crate) struct CtxInner {
     pub(crate) auth: Arc<AuthInfo>,
+    /// Who the call's per-client bounds count against (`crate::quota`).
+    pub(crate) client: Arc<str>,
     pub(crate) origin: Origin,
     pub(crate) request_id: RequestId,
     pub(crate) method: mcp_protocol::Method,
@@ -102,6 +104,12 @@ impl Ctx {
     /// The caller's stable principal.
     pub fn principal(&self) -> &str {
         &self.inner.auth.principal
+    }
+
+    /// Who the call's per-client bounds count against: the principal, or the anonymous
+    /// caller's address.
+    pub(crate) fn client(&self) -> &Arc<str> {
+        &self.inner.client
     }
 
     /// The era of the request.

@@ -1,6 +1,7 @@
 //! `initialize`, `server/discover` and the capabilities they declare, `logging/setLevel` and
 //! the legacy resource subscriptions.
 
+use mcp_protocol::bounds::SubscriptionBounds;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
@@ -94,7 +95,14 @@ pub(super) fn set_level(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value,
 }
 
 /// `resources/subscribe` and `resources/unsubscribe` (legacy, session-scoped).
-pub(super) fn subscribe(ctx: &Ctx, params: &Map<String, Value>, on: bool) -> Result<Value, RpcError> {
+/// A subscription is refused (-32602) over the URI length or the session's count
+/// (`ServerConfig::subscription_bounds`); nothing is kept then.
+pub(super) fn subscribe(
+    ctx: &Ctx,
+    params: &Map<String, Value>,
+    on: bool,
+    bounds: &SubscriptionBounds,
+) -> Result<Value, RpcError> {
     debug_assert_eq!(ctx.era(), Era::Legacy);
     let uri = params
         .get("uri")
@@ -104,7 +112,8 @@ pub(super) fn subscribe(ctx: &Ctx, params: &Map<String, Value>, on: bool) -> Res
         .session()
         .ok_or_else(|| RpcError::invalid_params("Resource subscriptions need a session"))?;
     if on {
-        session.subscribe(uri);
+        bounds.check_uri(uri)?;
+        session.subscribe_within(uri, bounds)?;
     } else {
         session.unsubscribe(uri);
     }

@@ -44,6 +44,8 @@ pub(crate) struct RequestEnv {
     pub(crate) cancel: CancellationToken,
     /// Transport or middleware extensions for the handler.
     pub(crate) extensions: http::Extensions,
+    /// The client's address, where the transport tells clients apart.
+    pub(crate) remote: Option<std::net::IpAddr>,
 }
 
 /// Runs a routed request (anything but a legacy `initialize` and `subscriptions/listen`).
@@ -67,8 +69,10 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::Ping, _) => Ok(Value::Object(Map::new())),
         (Method::Discover, _) => Ok(lifecycle::discover(parts.config, &parts.catalog)),
         (Method::SetLogLevel, _) => lifecycle::set_level(&ctx, params),
-        (Method::ResourcesSubscribe, _) => lifecycle::subscribe(&ctx, params, true),
-        (Method::ResourcesUnsubscribe, _) => lifecycle::subscribe(&ctx, params, false),
+        (Method::ResourcesSubscribe, _) => lifecycle::subscribe(&ctx, params, true, &parts.config.subscription_bounds),
+        (Method::ResourcesUnsubscribe, _) => {
+            lifecycle::subscribe(&ctx, params, false, &parts.config.subscription_bounds)
+        }
         (m, _) if m.lists_catalog() => return catalog::list(parts, m, params, route.era, &ctx),
         (Method::ToolsCall, Target::Tool(call)) => {
             let reply = tools::call(parts, ctx, params, call).await;
@@ -115,6 +119,7 @@ fn ctx(
         (None, None) => Origin::Sessionless,
     };
     Ctx::new(CtxInner {
+        client: crate::quota::client_key(&env.auth.principal, env.remote),
         auth: env.auth,
         origin,
         request_id: req.id.clone(),

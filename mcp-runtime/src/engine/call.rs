@@ -147,6 +147,7 @@ impl Call {
                 sink,
                 cancel: cancel.clone(),
                 extensions: env.extensions,
+                remote: env.remote,
             };
             let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv).instrument(observed.span().clone()))
                 .catch_unwind()
@@ -207,6 +208,7 @@ fn layered(
                     sink,
                     cancel,
                     extensions: inbound.extensions,
+                    remote: inbound.remote,
                 };
                 Outcome::reply_of(rt.dispatch(req, &route, renv).await)
             })

@@ -254,20 +254,20 @@ impl Engine {
         let chain = &self.runtime.config().middleware;
         let (outcome, session) = if chain.is_empty() {
             let minted = std::sync::Mutex::new(None);
-            let outcome = start(&self.runtime, &req, &peer.auth, keeping, &minted).await;
+            let outcome = start(&self.runtime, &req, &peer.auth, peer.remote, keeping, &minted).await;
             (
                 outcome,
                 minted.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner),
             )
         } else {
             let minted = Arc::new(std::sync::Mutex::new(None));
-            let (runtime, auth, cell) = (self.runtime.clone(), peer.auth.clone(), minted.clone());
+            let (runtime, auth, cell, remote) = (self.runtime.clone(), peer.auth.clone(), minted.clone(), peer.remote);
             let terminal: Terminal = Box::new(move |inbound: Inbound| {
                 Box::pin(async move {
                     let Message::Request(req) = inbound.message else {
                         return Outcome::error(RpcError::internal());
                     };
-                    start(&runtime, &req, &auth, keeping, &cell).await
+                    start(&runtime, &req, &auth, remote, keeping, &cell).await
                 })
             });
             let request = layers::inbound(peer, Message::Request(req), Era::Legacy, peer.revision.known(), None);
@@ -395,6 +395,7 @@ async fn start(
     runtime: &Runtime,
     req: &Request,
     auth: &AuthInfo,
+    remote: Option<std::net::IpAddr>,
     keeping: Keeping,
     minted: &std::sync::Mutex<Option<Arc<Session>>>,
 ) -> Outcome {
@@ -410,7 +411,7 @@ async fn start(
         // The session's event channel (ring buffer, GET stream state) is created by the
         // transport when first needed: most sessions never open a stream.
         let config = runtime.config();
-        match runtime.start_session(&session).await {
+        match runtime.start_session(&session, remote).await {
             Ok(()) => {}
             Err(StartError::Limit(SessionLimit::Full)) => {
                 tracing::warn!(limit = config.max_sessions, "initialize refused: too many sessions");
@@ -419,7 +420,7 @@ async fn start(
             Err(StartError::Limit(SessionLimit::PrincipalFull)) => {
                 tracing::warn!(
                     limit = config.max_sessions_per_principal,
-                    "initialize refused: too many sessions for one principal"
+                    "initialize refused: too many sessions for one client"
                 );
                 return refuse(Stage::Quota, RpcError::too_many_sessions_for_principal());
             }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use mcp_protocol::bounds::SubscriptionBounds;
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
 use mcp_protocol::notifications::Change;
 use mcp_protocol::{RequestId, Revision, RpcError};
@@ -305,6 +306,21 @@ impl Session {
         if lock(&self.subscriptions).insert(uri.to_owned()) {
             self.changed(SessionField::Subscribe(uri.to_owned()));
         }
+    }
+
+    /// Subscribes within `bounds`: a URI already subscribed is kept; a new one is refused
+    /// (-32602) when the session holds [`SubscriptionBounds::max_entries`] already.
+    pub fn subscribe_within(&self, uri: &str, bounds: &SubscriptionBounds) -> Result<(), RpcError> {
+        {
+            let mut subs = lock(&self.subscriptions);
+            if subs.contains(uri) {
+                return Ok(());
+            }
+            bounds.check_one_more(subs.len())?;
+            subs.insert(uri.to_owned());
+        }
+        self.changed(SessionField::Subscribe(uri.to_owned()));
+        Ok(())
     }
 
     /// Unsubscribes from a URI.

@@ -1,5 +1,6 @@
-//! [`SessionStore`]: every legacy session of a server by id, bounded in total and per
-//! principal; another principal's lookup answers like an unknown id.
+//! [`SessionStore`]: every legacy session of a server by id, bounded in total and per client
+//! (a principal, or an anonymous caller's address: `crate::quota`); another principal's
+//! lookup answers like an unknown id.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,8 +15,16 @@ use crate::store::StoreError;
 #[derive(Debug, Default)]
 pub struct SessionStore {
     sessions: DashMap<Arc<str>, Arc<Session>>,
-    /// Sessions per principal; written only under this lock (lookups never take it).
-    per_principal: Mutex<HashMap<Arc<str>, usize>>,
+    /// Sessions per client; written only under this lock (lookups never take it).
+    per_client: Mutex<Counts>,
+}
+
+/// How many sessions each client holds, and the client of each session counted apart from
+/// its principal (an anonymous caller's address).
+#[derive(Debug, Default)]
+struct Counts {
+    held: HashMap<Arc<str>, usize>,
+    client_of: HashMap<Arc<str>, Arc<str>>,
 }
 
 /// Why a session was not stored.
@@ -24,8 +33,9 @@ pub enum SessionLimit {
     /// The store holds its most sessions.
     #[error("the session store is full")]
     Full,
-    /// The session's principal holds its most sessions.
-    #[error("the principal holds its most sessions")]
+    /// The session's client (its principal, or an anonymous caller's address) holds its most
+    /// sessions.
+    #[error("the client holds its most sessions")]
     PrincipalFull,
 }
 
@@ -53,33 +63,47 @@ impl SessionStore {
 
     /// Stores a session, with no bound.
     pub fn insert(&self, session: Arc<Session>) {
-        let _ = self.admit(session, usize::MAX, usize::MAX);
+        let client = session.principal().clone();
+        let _ = self.admit(session, client, usize::MAX, usize::MAX);
     }
 
-    /// Stores a session if the store holds fewer than `max_total` and its principal fewer than
-    /// `max_per_principal`; otherwise nothing is stored.
-    pub fn admit(&self, session: Arc<Session>, max_total: usize, max_per_principal: usize) -> Result<(), SessionLimit> {
-        let mut counts = lock(&self.per_principal);
+    /// Stores a session if the store holds fewer than `max_total` and its client fewer than
+    /// `max_per_client`; otherwise nothing is stored.
+    pub fn admit(
+        &self,
+        session: Arc<Session>,
+        client: Arc<str>,
+        max_total: usize,
+        max_per_client: usize,
+    ) -> Result<(), SessionLimit> {
+        let mut counts = lock(&self.per_client);
         if self.sessions.len() >= max_total {
             return Err(SessionLimit::Full);
         }
-        let held = counts.entry(session.principal().clone()).or_insert(0);
-        if *held >= max_per_principal {
+        let held = counts.held.entry(client.clone()).or_insert(0);
+        if *held >= max_per_client {
             return Err(SessionLimit::PrincipalFull);
         }
         *held += 1;
+        if client != *session.principal() {
+            counts.client_of.insert(session.id().clone(), client);
+        }
         session.touch();
         self.sessions.insert(session.id().clone(), session);
         Ok(())
     }
 
-    /// Takes a removed session off its principal's count, and closes it.
+    /// Takes a removed session off its client's count, and closes it.
     fn release(&self, session: &Session) {
-        let mut counts = lock(&self.per_principal);
-        if let Some(n) = counts.get_mut(session.principal()) {
+        let mut counts = lock(&self.per_client);
+        let client = counts
+            .client_of
+            .remove(session.id())
+            .unwrap_or_else(|| session.principal().clone());
+        if let Some(n) = counts.held.get_mut(&client) {
             *n -= 1;
             if *n == 0 {
-                counts.remove(session.principal());
+                counts.held.remove(&client);
             }
         }
         drop(counts);
@@ -129,20 +153,25 @@ impl SessionStore {
     /// Closes and removes every session idle for longer than `ttl`; returns
     /// how many were removed.
     pub fn sweep(&self, ttl: Duration) -> usize {
+        self.sweep_out(ttl).len()
+    }
+
+    /// [`sweep`](Self::sweep), returning the sessions removed (for what they leave behind).
+    pub(crate) fn sweep_out(&self, ttl: Duration) -> Vec<Arc<Session>> {
         let expired: Vec<Arc<str>> = self
             .sessions
             .iter()
             .filter(|s| s.idle_for() > ttl || s.is_closed())
             .map(|s| s.key().clone())
             .collect();
-        let mut n = 0;
+        let mut removed = Vec::new();
         for id in expired {
             if let Some((_, s)) = self.sessions.remove(&id) {
                 self.release(&s);
-                n += 1;
+                removed.push(s);
             }
         }
-        n
+        removed
     }
 
     /// Closes and removes every session.
@@ -191,23 +220,26 @@ mod tests {
     fn sessions_are_bounded_in_total_and_per_principal() {
         let store = SessionStore::new();
         let a1 = test_session("alice");
-        assert_eq!(store.admit(a1.clone(), 3, 2), Ok(()));
-        assert_eq!(store.admit(test_session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(a1.clone(), "alice".into(), 3, 2), Ok(()));
+        assert_eq!(store.admit(test_session("alice"), "alice".into(), 3, 2), Ok(()));
         assert_eq!(
-            store.admit(test_session("alice"), 3, 2),
+            store.admit(test_session("alice"), "alice".into(), 3, 2),
             Err(SessionLimit::PrincipalFull)
         );
-        assert_eq!(store.admit(test_session("bob"), 3, 2), Ok(()));
-        assert_eq!(store.admit(test_session("carol"), 3, 2), Err(SessionLimit::Full));
+        assert_eq!(store.admit(test_session("bob"), "bob".into(), 3, 2), Ok(()));
+        assert_eq!(
+            store.admit(test_session("carol"), "carol".into(), 3, 2),
+            Err(SessionLimit::Full)
+        );
         assert_eq!(store.len(), 3, "refusals store nothing");
         assert!(store.remove(a1.id(), "alice"));
         assert_eq!(
-            store.admit(test_session("alice"), 3, 2),
+            store.admit(test_session("alice"), "alice".into(), 3, 2),
             Ok(()),
             "a removal frees both counts"
         );
         store.clear();
-        assert_eq!(store.admit(test_session("alice"), 3, 2), Ok(()));
+        assert_eq!(store.admit(test_session("alice"), "alice".into(), 3, 2), Ok(()));
     }
 
     #[test]

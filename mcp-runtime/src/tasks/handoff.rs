@@ -198,7 +198,10 @@ impl Tasks {
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
         let ttl = task.and_then(requested_ttl);
-        let (rec, live) = match self.create(owner, ttl, work.clone(), relay.clone()).await {
+        let (rec, live) = match self
+            .create(owner, ctx.client().clone(), ttl, work.clone(), relay.clone())
+            .await
+        {
             Ok(created) => created,
             Err(e) => return Reply::Error(e),
         };
@@ -250,7 +253,10 @@ impl Tasks {
             return in_place_or_gone(rounds, params, revision, Some(settled));
         }
         let owner = TaskOwner::Principal(ctx.principal().to_owned());
-        let (rec, live) = match self.create(owner, None, work.clone(), relay.clone()).await {
+        let (rec, live) = match self
+            .create(owner, ctx.client().clone(), None, work.clone(), relay.clone())
+            .await
+        {
             Ok(created) => created,
             // Over the bounds: the work stops (the guard cancels it).
             Err(e) => return Reply::Error(e),
@@ -308,7 +314,7 @@ mod tests {
         );
         let owner = TaskOwner::Principal("p".into());
         let (rec, live) = tasks
-            .create(owner, None, CancellationToken::new(), Relay::new(None))
+            .create(owner, "p".into(), None, CancellationToken::new(), Relay::new(None))
             .await
             .unwrap();
         let handoff = Arc::new(Handoff {

@@ -28,6 +28,8 @@ use crate::sink::{Relay, Sink};
 pub(crate) struct Live {
     pub(crate) id: String,
     pub(crate) owner: TaskOwner,
+    /// Who the task counts against while it runs (`crate::quota`).
+    pub(crate) client: Arc<str>,
     /// The worker's cancellation token (the handler's `Ctx::cancellation`).
     pub(crate) work: CancellationToken,
     /// Where the task's messages go (see [`Relay`]).
@@ -41,10 +43,17 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    pub(super) fn new(id: String, owner: TaskOwner, work: CancellationToken, relay: Arc<Relay>) -> Arc<Self> {
+    pub(super) fn new(
+        id: String,
+        owner: TaskOwner,
+        client: Arc<str>,
+        work: CancellationToken,
+        relay: Arc<Relay>,
+    ) -> Arc<Self> {
         Arc::new(Live {
             id,
             owner,
+            client,
             work,
             relay,
             status: watch::Sender::new(TaskStatus::Working),
@@ -52,6 +61,11 @@ impl Live {
             gathered: Mutex::new(Map::new()),
             client_requests: AtomicUsize::new(0),
         })
+    }
+
+    /// Whether the task reached a terminal status.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.status.borrow().is_terminal()
     }
 }
 
@@ -432,7 +446,7 @@ mod tests {
     async fn task(tasks: &Tasks) -> Arc<Live> {
         let owner = TaskOwner::Principal("p".into());
         let (_, live) = tasks
-            .create(owner, None, CancellationToken::new(), Relay::new(None))
+            .create(owner, "p".into(), None, CancellationToken::new(), Relay::new(None))
             .await
             .unwrap();
         live

@@ -19,9 +19,11 @@
 //! escalating is answered in place (no task); the first terminal outcome
 //! wins and later ones are no-ops (`lifecycle`); a worker that ends without
 //! an outcome fails its task; cancellation reaches the handler's
-//! `CancellationToken`; over `max_tasks_total` or `max_tasks_per_principal`
-//! the call is refused with -32603 "Too many concurrent tasks" and its work
-//! is stopped. Records live in a [`TaskStore`] (`store`); expired ones are
+//! `CancellationToken`; over `max_tasks_total` running tasks, or
+//! `max_tasks_per_principal` running tasks of one client (a principal, or an
+//! anonymous caller's address), the call is refused with -32603 naming the
+//! bound and its work is stopped; a principal's stored records are bounded by
+//! `max_stored_tasks_per_principal`, its oldest finished task making room. Records live in a [`TaskStore`] (`store`); expired ones are
 //! swept every `task_sweep_interval`.
 
 mod handoff;
@@ -64,6 +66,7 @@ struct Limits {
     sweep_interval: std::time::Duration,
     max_total: usize,
     max_per_principal: usize,
+    max_stored_per_principal: usize,
 }
 
 /// The clock of tasks: wall-clock milliseconds, advanced by the runtime's
@@ -116,9 +119,15 @@ impl std::fmt::Debug for Tasks {
 /// Why a task could not be created.
 #[derive(Debug, thiserror::Error)]
 enum CreateError {
-    /// Over `max_tasks_total` or `max_tasks_per_principal`.
-    #[error("too many concurrent tasks")]
-    TooMany,
+    /// Over `max_tasks_total`.
+    #[error("too many running tasks")]
+    TooManyRunning,
+    /// Over `max_tasks_per_principal`.
+    #[error("too many running tasks for one client")]
+    TooManyRunningForClient,
+    /// At `max_stored_tasks_per_principal`, none of them finished.
+    #[error("too many stored tasks for one principal, none finished")]
+    TooManyStored,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] TaskStoreError),
@@ -151,6 +160,7 @@ impl Tasks {
                 sweep_interval: config.task_sweep_interval,
                 max_total: config.max_tasks_total,
                 max_per_principal: config.max_tasks_per_principal,
+                max_stored_per_principal: config.max_stored_tasks_per_principal,
             },
             admission: tokio::sync::Mutex::new(()),
             recovered: tokio::sync::OnceCell::new(),
@@ -249,17 +259,32 @@ impl Tasks {
     pub(crate) async fn create(
         &self,
         owner: TaskOwner,
+        client: Arc<str>,
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
     ) -> Result<(TaskRecord, Arc<Live>), RpcError> {
         self.ensure_recovered().await;
         self.start_sweeper();
-        let created = self.admit(owner, requested_ttl_ms, work, relay).await;
+        let created = self.admit(owner, client, requested_ttl_ms, work, relay).await;
         created.map_err(|e| match e {
-            CreateError::TooMany => {
-                tracing::warn!("task refused: too many concurrent tasks");
-                RpcError::internal_with("Too many concurrent tasks")
+            CreateError::TooManyRunning => {
+                tracing::warn!(limit = self.limits.max_total, "task refused: too many running tasks");
+                RpcError::too_many_running_tasks()
+            }
+            CreateError::TooManyRunningForClient => {
+                tracing::warn!(
+                    limit = self.limits.max_per_principal,
+                    "task refused: too many running tasks for one client"
+                );
+                RpcError::too_many_running_tasks_for_client()
+            }
+            CreateError::TooManyStored => {
+                tracing::warn!(
+                    limit = self.limits.max_stored_per_principal,
+                    "task refused: too many stored tasks, none finished"
+                );
+                RpcError::too_many_stored_tasks_for_client()
             }
             other => {
                 tracing::error!(error = %other, "task could not be created");
@@ -271,15 +296,26 @@ impl Tasks {
     async fn admit(
         &self,
         owner: TaskOwner,
+        client: Arc<str>,
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
     ) -> Result<(TaskRecord, Arc<Live>), CreateError> {
         let _admission = self.admission.lock().await;
-        if self.store.count().await? >= self.limits.max_total
-            || self.store.count_for_principal(owner.principal()).await? >= self.limits.max_per_principal
-        {
-            return Err(CreateError::TooMany);
+        // Running tasks count; finished ones keep their results without blocking new work.
+        let (mut running, mut mine) = (0, 0);
+        for live in self.live.iter().filter(|l| !l.is_finished()) {
+            running += 1;
+            mine += usize::from(live.client == client);
+        }
+        if running >= self.limits.max_total {
+            return Err(CreateError::TooManyRunning);
+        }
+        if mine >= self.limits.max_per_principal {
+            return Err(CreateError::TooManyRunningForClient);
+        }
+        if self.store.count_for_principal(owner.principal()).await? >= self.limits.max_stored_per_principal {
+            self.make_room(&owner).await?;
         }
         let id = mint_task_id().ok_or(CreateError::Random)?;
         let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
@@ -292,9 +328,53 @@ impl Tasks {
         );
         rec.instance = self.sharing.get().map(|s| s.instance().to_owned());
         self.store.put(rec.clone()).await?;
-        let live = Live::new(id.clone(), owner, work, relay);
+        let live = Live::new(id.clone(), owner, client, work, relay);
         self.live.insert(id, live.clone());
         Ok((rec, live))
+    }
+
+    /// Deletes the oldest finished task of `owner` to make room for a new one, or fails when
+    /// every stored task of the owner is still running.
+    async fn make_room(&self, owner: &TaskOwner) -> Result<(), CreateError> {
+        let oldest = self
+            .store
+            .list(owner)
+            .await?
+            .into_iter()
+            .filter(|r| r.status.is_terminal())
+            .min_by_key(|r| r.updated_at_ms)
+            .ok_or(CreateError::TooManyStored)?;
+        tracing::debug!(task = %oldest.task_id, "oldest finished task dropped to make room");
+        self.live.remove(&oldest.task_id);
+        self.store.delete(&oldest.task_id).await?;
+        Ok(())
+    }
+
+    /// Deletes every task of a legacy session that ended: their workers are cancelled and
+    /// their records deleted (nobody can reach them any more). Returns how many were removed.
+    pub(crate) async fn release_session(&self, principal: &str, session: &str) -> usize {
+        let owner = TaskOwner::Session {
+            principal: principal.to_owned(),
+            session: session.to_owned(),
+        };
+        let records = match self.store.list(&owner).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "the tasks of an ended session could not be listed");
+                return 0;
+            }
+        };
+        let mut n = 0;
+        for rec in records {
+            if let Some((_, live)) = self.live.remove(&rec.task_id) {
+                live.work.cancel();
+            }
+            match self.store.delete(&rec.task_id).await {
+                Ok(()) => n += 1,
+                Err(e) => tracing::error!(task = %rec.task_id, error = %e, "task of an ended session not deleted"),
+            }
+        }
+        n
     }
 
     /// Forgets a task whose id was never handed out (the outcome arrived

@@ -2,7 +2,8 @@
 //! careless client would hit it: the clear answer it gets, and the server still serving a normal
 //! call afterwards. Batches (length, and their work against the in-flight cap), legacy sessions
 //! (in total, per principal, and the size of what a session stores), and `subscriptions/listen`
-//! streams (in total, per peer, per principal).
+//! streams (in total, per peer, per principal), and the subscriptions one request can make the
+//! server hold (per session, per filter, per URI).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use mcp_runtime::{Runtime, ServerConfig};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
-use crate::support::{Req, Server, bounded, call, init_body, list, modern, runtime};
+use crate::support::{Req, Server, bounded, call, init_body, list, modern, raw_exchange_from, raw_post, runtime};
 
 /// A modern POST with the headers the body asks for.
 fn modern_post(s: &Server, id: i64, method: &str, params: Value) -> Req {
@@ -115,8 +116,33 @@ async fn sessions_are_capped_in_total_and_per_principal() {
         assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(
             refused.json().await["error"]["message"],
-            "Too many sessions for this principal"
+            "Too many sessions for this client"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn anonymous_clients_hold_sessions_per_address() {
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.max_sessions_per_principal = 3;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let host = format!("127.0.0.1:{}", s.addr.port());
+        let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        // The finding: one client minting sessions locked every other anonymous one out.
+        for _ in 0..3 {
+            let (status, text) = raw_exchange_from(a, s.addr, &raw_post("/mcp", &[&host])).await;
+            assert_eq!(status, 200, "{text}");
+        }
+        let (status, text) = raw_exchange_from(a, s.addr, &raw_post("/mcp", &[&host])).await;
+        assert_eq!(status, 429, "{text}");
+        assert!(text.contains("Too many sessions for this client"), "{text}");
+        // A client at another address has its own share.
+        for _ in 0..3 {
+            let (status, text) = raw_exchange_from(b, s.addr, &raw_post("/mcp", &[&host])).await;
+            assert_eq!(status, 200, "the second client: {text}");
+        }
     })
     .await;
 }
@@ -136,6 +162,118 @@ async fn a_session_keeps_bounded_client_data() {
         assert_eq!(e["error"]["message"], "clientInfo and capabilities exceed 16384 bytes");
         assert_eq!(s.runtime.sessions().len(), 0);
         s.initialize().await;
+    })
+    .await;
+}
+
+/// A legacy `resources/subscribe` on session `sid`.
+async fn subscribe(s: &Server, sid: &str, id: i64, uri: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}});
+    let resp = s
+        .post(body)
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await;
+    resp.json().await
+}
+
+#[tokio::test]
+async fn legacy_subscriptions_are_bounded_per_session_and_per_uri() {
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.subscription_bounds.max_entries = 3;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let sid = s.initialize().await;
+        // The finding: 1 MiB URIs, accepted and held by the session.
+        let huge = format!("test://{}", "x".repeat(1 << 20));
+        let e = subscribe(&s, &sid, 1, &huge).await;
+        assert_eq!(e["error"]["code"], -32602, "{e}");
+        assert_eq!(e["error"]["message"], "uri is longer than 4096 bytes");
+        for i in 0..3 {
+            let ok = subscribe(&s, &sid, 10 + i, &format!("test://r{i}")).await;
+            assert!(ok.get("result").is_some(), "{ok}");
+        }
+        // Subscribing again to a held URI is not one more.
+        let again = subscribe(&s, &sid, 20, "test://r0").await;
+        assert!(again.get("result").is_some(), "{again}");
+        let e = subscribe(&s, &sid, 21, "test://r3").await;
+        assert_eq!(e["error"]["code"], -32602, "{e}");
+        assert_eq!(
+            e["error"]["message"],
+            "too many resource subscriptions for this session (limit 3)"
+        );
+        let session = s.runtime.sessions().get(&sid, "anonymous").expect("the session");
+        assert!(!session.is_subscribed("test://r3") && !session.is_subscribed(&huge));
+        // Another session has its own count.
+        let other = s.initialize().await;
+        assert!(subscribe(&s, &other, 1, "test://r3").await.get("result").is_some());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn listen_filters_are_bounded_and_their_acknowledgement_with_them() {
+    bounded(async {
+        let s = Server::default_config().await;
+        // The finding: an 8 MiB filter, held by the stream and echoed by its acknowledgement.
+        let big: Vec<String> = (0..64)
+            .map(|i| format!("test://{i}/{}", "x".repeat(128 << 10)))
+            .collect();
+        let refused = modern_post(
+            &s,
+            1,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": big}}),
+        )
+        .send()
+        .await;
+        let e = refused.json().await;
+        assert_eq!(e["error"]["code"], -32602, "{e}");
+        assert_eq!(e["error"]["message"], "uri is longer than 4096 bytes");
+        let many: Vec<String> = (0..257).map(|i| format!("test://{i}")).collect();
+        let e = modern_post(
+            &s,
+            2,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": many}}),
+        )
+        .send()
+        .await
+        .json()
+        .await;
+        assert_eq!(
+            e["error"]["message"],
+            "notifications.resourceSubscriptions has more than 256 entries"
+        );
+        let wide: Vec<String> = (0..20).map(|i| format!("test://{i}/{}", "x".repeat(4000))).collect();
+        let e = modern_post(
+            &s,
+            3,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": wide}}),
+        )
+        .send()
+        .await
+        .json()
+        .await;
+        assert_eq!(
+            e["error"]["message"],
+            "notifications names more than 65536 bytes of URIs and task ids"
+        );
+        // Within the bounds: served, and the acknowledgement names what was honoured.
+        let fine: Vec<String> = (0..4).map(|i| format!("test://{i}")).collect();
+        let mut stream = modern_post(
+            &s,
+            4,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": fine}}),
+        )
+        .send()
+        .await
+        .sse();
+        let ack = stream.message().await.expect("the acknowledgement");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     })
     .await;
 }

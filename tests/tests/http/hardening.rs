@@ -14,7 +14,9 @@ use mcp_transport_http::HttpConfig;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange};
+use crate::support::{
+    Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange, raw_post, raw_post_with,
+};
 
 /// The short timeout the tests configure.
 const SHORT: Duration = Duration::from_millis(200);
@@ -35,29 +37,6 @@ fn listen(s: &Server) -> crate::support::Req {
     s.post(modern(5, "subscriptions/listen", params))
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "subscriptions/listen")
-}
-
-/// A raw HTTP/1.1 POST of an `initialize` body to `target` with the given `Host` lines.
-fn raw_post(target: &str, hosts: &[&str]) -> Vec<u8> {
-    raw_post_with(target, hosts, &[])
-}
-
-/// [`raw_post`] with more header lines (`Name: value`).
-fn raw_post_with(target: &str, hosts: &[&str], extra: &[&str]) -> Vec<u8> {
-    let body = init_body("2025-11-25").to_string();
-    let mut head = format!("POST {target} HTTP/1.1\r\n");
-    for h in hosts {
-        head.push_str(&format!("Host: {h}\r\n"));
-    }
-    for line in extra {
-        head.push_str(&format!("{line}\r\n"));
-    }
-    head.push_str(&format!(
-        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    head.into_bytes()
 }
 
 #[tokio::test]

@@ -524,3 +524,45 @@ pub(crate) async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> (u16, Stri
         .unwrap_or_else(|| panic!("no status line: {text:?}"));
     (status, text)
 }
+
+/// A raw HTTP/1.1 POST of an `initialize` body to `target` with the given `Host` lines.
+pub(crate) fn raw_post(target: &str, hosts: &[&str]) -> Vec<u8> {
+    raw_post_with(target, hosts, &[])
+}
+
+/// [`raw_post`] with more header lines (`Name: value`).
+pub(crate) fn raw_post_with(target: &str, hosts: &[&str], extra: &[&str]) -> Vec<u8> {
+    let body = init_body("2025-11-25").to_string();
+    let mut head = format!("POST {target} HTTP/1.1\r\n");
+    for h in hosts {
+        head.push_str(&format!("Host: {h}\r\n"));
+    }
+    for line in extra {
+        head.push_str(&format!("{line}\r\n"));
+    }
+    head.push_str(&format!(
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    head.into_bytes()
+}
+
+/// [`raw_exchange`] from a socket bound to `local` (another loopback address such as
+/// 127.0.0.2: a second client the server tells apart by its address).
+pub(crate) async fn raw_exchange_from(local: std::net::IpAddr, addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind(SocketAddr::new(local, 0)).expect("bind the local address");
+    let mut tcp = socket.connect(addr).await.expect("connect");
+    tcp.write_all(request).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tcp.read_to_end(&mut out).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    (status, text)
+}

@@ -77,7 +77,10 @@ async fn over_the_bounds_the_call_is_refused_and_its_work_stopped() {
     let alice = Client::modern(&rt, "alice", true);
     task_id(&alice.tool("slow", json!({})).await);
     let e = alice.err("tools/call", json!({"name": "slow"})).await;
-    assert_eq!((e.code, e.message.as_str()), (-32603, "Too many concurrent tasks"));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (-32603, "Too many running tasks for this client")
+    );
     eventually("the refused call's work stops", || probe.token(1).is_cancelled()).await;
     // No task needed: still answered.
     assert_eq!(alice.tool("quick", json!({})).await["content"][0]["text"], "quick");
@@ -89,8 +92,60 @@ async fn over_the_bounds_the_call_is_refused_and_its_work_stopped() {
     let e = Client::modern(&rt, "carol", true)
         .err("tools/call", json!({"name": "slow"}))
         .await;
-    assert_eq!(e.code, -32603, "over the total");
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (-32603, "Too many running tasks"),
+        "over the total"
+    );
     assert!(!probe.token(0).is_cancelled() && !probe.token(2).is_cancelled());
+}
+
+#[tokio::test]
+async fn finished_tasks_do_not_block_new_ones_and_the_oldest_makes_room() {
+    let mut config = ServerConfig::default();
+    config.max_tasks_total = 2;
+    config.max_tasks_per_principal = 1;
+    config.max_stored_tasks_per_principal = 3;
+    let (rt, _) = runtime(config, None);
+    let alice = Client::modern(&rt, "alice", true);
+    // The finding: tasks that finish at once still counted until they expired (1 h).
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let id = task_id(&alice.tool("slow", json!({"ms": 150})).await);
+        alice.wait_status(&id, "completed").await;
+        ids.push(id);
+    }
+    assert_eq!(rt.task_store().count().await.unwrap(), 3, "the stored bound holds");
+    // The newest results are readable; the oldest made room.
+    for id in &ids[3..] {
+        alice.ok("tasks/get", json!({"taskId": id})).await;
+    }
+    let e = alice.err("tasks/get", json!({"taskId": ids[0]})).await;
+    assert_eq!(e.code, -32602);
+    // Another principal was never affected.
+    let bob = Client::modern(&rt, "bob", true);
+    let id = task_id(&bob.tool("slow", json!({"ms": 150})).await);
+    bob.wait_status(&id, "completed").await;
+}
+
+#[tokio::test]
+async fn an_ended_session_takes_its_tasks_with_it() {
+    let (rt, _) = runtime(ServerConfig::default(), None);
+    let legacy = Client::legacy(&rt, "alice").await;
+    // One running, two finished.
+    legacy.ok("tools/call", json!({"name": "slow", "task": {}})).await;
+    for _ in 0..2 {
+        legacy
+            .ok(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 1}, "task": {}}),
+            )
+            .await;
+    }
+    assert_eq!(rt.task_store().count().await.unwrap(), 3);
+    let sid = legacy.session.as_ref().expect("a session").id().clone();
+    assert!(rt.end_session(&sid, "alice").await.unwrap());
+    assert_eq!(rt.task_store().count().await.unwrap(), 0, "nothing left behind");
 }
 
 #[tokio::test(start_paused = true)]
