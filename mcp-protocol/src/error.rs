@@ -1,5 +1,7 @@
 //! JSON-RPC error codes, the typed error object, and each era's HTTP status mapping.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -30,6 +32,17 @@ pub mod codes {
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
     /// URL elicitation required (2025-11-25 only).
     pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+    /// The caller sent more requests than its rate limit allows; `data.retryAfterMs` says when
+    /// to retry. HTTP 429 in both eras.
+    ///
+    /// No revision defines a rate-limit code. The 2026-07-28 revision reserves -32020…-32099
+    /// for the codes it defines (implementations must not emit others from that band) and asks
+    /// new application codes to be allocated outside the JSON-RPC reserved range
+    /// (-32768…-32000), so -32000…-32099 is out; 429 mirrors the HTTP status, is legal in every
+    /// revision (they all leave codes outside the reserved range to the application), and is
+    /// what other MCP gateways moved to for the same reason. A proposal to standardize a code
+    /// (SEP-3304, -32023) is open; this constant is the one place to change if it lands.
+    pub const RATE_LIMITED: i32 = 429;
 }
 
 /// A JSON-RPC error object: what travels in `error` of a response.
@@ -207,6 +220,14 @@ impl RpcError {
             .with_data(json!({ "supported": supported, "requested": requested }))
     }
 
+    /// [`codes::RATE_LIMITED`]: the caller is over its rate limit and may retry after
+    /// `retry_after` (`data.retryAfterMs`, in whole milliseconds rounded up). Over HTTP it is
+    /// answered 429 with `Retry-After` ([`retry_after_seconds`]).
+    pub fn rate_limited(retry_after: Duration) -> Self {
+        let ms = u64::try_from(retry_after.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        Self::new(codes::RATE_LIMITED, "Rate limit exceeded").with_data(json!({ "retryAfterMs": ms }))
+    }
+
     /// The HTTP status this error is answered with in an era.
     pub fn http_status(&self, era: Era) -> u16 {
         http_status(era, self.code)
@@ -217,12 +238,16 @@ impl RpcError {
 ///
 /// Modern: -32601 is 404; -32700, -32600, -32602 raised before dispatch,
 /// -32020, -32021 and -32022 are 400; everything else travels in-band with 200. Legacy: parse and
-/// shape errors are 400, everything else 200.
+/// shape errors are 400, everything else 200. In both eras a rate-limit refusal
+/// ([`codes::RATE_LIMITED`]) is 429.
 ///
 /// Note that a modern -32602 raised by a handler (unknown tool arguments, an
 /// unknown prompt) is in-band: callers map only pre-dispatch errors through
 /// here, and answer handler errors with 200.
 pub fn http_status(era: Era, code: i32) -> u16 {
+    if code == codes::RATE_LIMITED {
+        return 429;
+    }
     match era {
         Era::Modern => match code {
             codes::METHOD_NOT_FOUND => 404,
@@ -284,9 +309,11 @@ pub fn status_at(stage: Stage, era: Era, code: i32) -> u16 {
 /// Unlike [`http_status`], a modern -32602 raised by a handler (an unknown
 /// prompt, a resource that does not exist, a tampered `requestState`) travels
 /// in-band with 200: only the errors the specification maps to statuses keep
-/// them (-32601 404; -32020, -32021, -32022 400). Legacy errors are in-band.
+/// them (-32601 404; -32020, -32021, -32022 400). Legacy errors are in-band. A rate-limit
+/// refusal ([`codes::RATE_LIMITED`], raised by a middleware layer) is 429 in both eras.
 pub fn dispatch_http_status(era: Era, code: i32) -> u16 {
     match (era, code) {
+        (_, codes::RATE_LIMITED) => 429,
         (Era::Modern, codes::METHOD_NOT_FOUND) => 404,
         (
             Era::Modern,
@@ -294,6 +321,13 @@ pub fn dispatch_http_status(era: Era, code: i32) -> u16 {
         ) => 400,
         _ => 200,
     }
+}
+
+/// The `Retry-After` value (RFC 9110, whole seconds) for a wait: rounded up, at least 1 (a
+/// client told 0 would retry at once and be refused again).
+pub fn retry_after_seconds(wait: Duration) -> u64 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.max(1)
 }
 
 #[cfg(test)]
@@ -312,6 +346,7 @@ mod tests {
             (codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400, 200),
             (codes::UNSUPPORTED_PROTOCOL_VERSION, 400, 200),
             (codes::RESOURCE_NOT_FOUND, 200, 200),
+            (codes::RATE_LIMITED, 429, 429),
         ];
         for (code, modern, legacy) in table {
             assert_eq!(http_status(Era::Modern, code), modern, "modern {code}");
@@ -333,6 +368,25 @@ mod tests {
             assert_eq!(dispatch_http_status(Era::Modern, code), modern, "modern {code}");
             assert_eq!(dispatch_http_status(Era::Legacy, code), 200, "legacy {code}");
         }
+        for era in [Era::Modern, Era::Legacy] {
+            assert_eq!(dispatch_http_status(era, codes::RATE_LIMITED), 429, "{era:?}");
+            assert_eq!(status_at(Stage::Dispatch, era, codes::RATE_LIMITED), 429, "{era:?}");
+        }
+    }
+
+    #[test]
+    fn rate_limited_carries_the_wait() {
+        let e = RpcError::rate_limited(Duration::from_micros(1_500_001));
+        assert_eq!(e.code, codes::RATE_LIMITED);
+        assert_eq!(e.data, Some(json!({"retryAfterMs": 1501})));
+        assert!(
+            !(-32768..=-32000).contains(&e.code),
+            "outside the JSON-RPC reserved range"
+        );
+        assert_eq!(retry_after_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(Duration::from_millis(2000)), 2);
+        assert_eq!(retry_after_seconds(Duration::from_millis(2001)), 3);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! `--require-scope`, `--resource-url`) are in `everything/auth.rs`; the
 //! soak flags (`--soak` for the fault tools, `--max-listeners-per-peer` and
 //! the other bounds) in `everything/soak.rs`; the flags that make several processes one
-//! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`. The
+//! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`; the
+//! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`. The
 //! skills it serves (SEP-2640) are the tree `everything/skills/`.
 
 use std::sync::Arc;
@@ -34,6 +35,8 @@ use serde_json::Map;
 mod apps;
 #[path = "everything/auth.rs"]
 mod auth;
+#[path = "everything/ratelimit.rs"]
+mod ratelimit;
 #[path = "everything/shared.rs"]
 mod shared;
 #[path = "everything/soak.rs"]
@@ -62,6 +65,8 @@ struct Args {
     soak: soak::SoakArgs,
     #[command(flatten)]
     shared: shared::SharedArgs,
+    #[command(flatten)]
+    rate_limit: ratelimit::RateLimitArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -769,7 +774,11 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<McpServer, Box<dyn std::error::Error>> {
+async fn server(
+    soak: &soak::SoakArgs,
+    shared: &shared::SharedArgs,
+    rate_limit: &ratelimit::RateLimitArgs,
+) -> Result<McpServer, Box<dyn std::error::Error>> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -782,6 +791,7 @@ async fn server(soak: &soak::SoakArgs, shared: &shared::SharedArgs) -> Result<Mc
     let b = tasks::task_tools(b);
     let b = soak.apply(b);
     let b = shared.apply(b).await?;
+    let b = rate_limit.apply(b);
     let b = resources(b);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
     let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;
@@ -801,7 +811,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server(&args.soak, &args.shared).await?;
+    let server = server(&args.soak, &args.shared, &args.rate_limit).await?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

@@ -17,6 +17,7 @@
 //! - `skills`: Agent Skills (SEP-2640) from a directory tree or code, in both eras (feature
 //!   `skills`);
 //! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
+//! - [`rate_limits`]: the built-in rate limits, per caller, shared across instances;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -32,6 +33,7 @@
 //! [`extensions`]: crate::guides::extensions
 //! [`middleware`]: crate::guides::middleware
 //! [`apps`]: crate::guides::apps
+//! [`rate_limits`]: crate::guides::rate_limits
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -74,6 +76,8 @@ pub mod middleware {}
 
 #[doc = include_str!("../../docs/guides/apps.md")]
 pub mod apps {}
+#[doc = include_str!("../../docs/guides/rate-limits.md")]
+pub mod rate_limits {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}

@@ -266,7 +266,7 @@ pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
-pub use mcp_runtime::middleware::{Inbound, Middleware, Next, Outcome};
+pub use mcp_runtime::middleware::{Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{
     CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, InMemoryTaskStore, Registry, ServerConfig,

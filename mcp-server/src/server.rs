@@ -12,7 +12,7 @@ use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 use mcp_runtime::extension::{CustomMethod, Extension};
 use mcp_runtime::handler::HandlerError;
-use mcp_runtime::middleware::Middleware;
+use mcp_runtime::middleware::{Middleware, RateLimit};
 use mcp_runtime::registry::{Catalog, CompletionKey, RegistryError};
 use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
 
@@ -180,6 +180,7 @@ pub struct McpServerBuilder {
     store: Option<Store>,
     #[cfg(feature = "skills")]
     skills: Vec<crate::skills::Skills>,
+    rate_limit: Option<RateLimit>,
     error: Option<ServerError>,
 }
 
@@ -450,6 +451,29 @@ impl McpServerBuilder {
         self
     }
 
+    /// Rate-limits callers with the built-in [`RateLimit`] layer: by default their `tools/call`
+    /// requests, one bucket per principal (per client address for anonymous callers), each
+    /// call of a batch counted. A request over its quota is refused before any handler runs
+    /// (HTTP 429 with `Retry-After`; JSON-RPC error 429 with `data.retryAfterMs`). The layer
+    /// runs outside every layer added with [`middleware`](Self::middleware). With a
+    /// [`store`](Self::store) the buckets are the store's (shared by every instance) unless the
+    /// layer was given its own. See the rate-limits guide.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    /// use mcp_server::store::Quota;
+    /// use mcp_server::RateLimit;
+    ///
+    /// let server = McpServer::builder()
+    ///     .rate_limit(RateLimit::new("5:10".parse::<Quota>().unwrap()))
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
     /// Registers a tool (an invalid one makes [`build`](Self::build) fail).
     pub fn tool(mut self, tool: Tool) -> Self {
         let r = tool.into_entry().map(|e| self.registry.add_tool(e));
@@ -528,10 +552,17 @@ impl McpServerBuilder {
         for skills in &self.skills {
             skills.attach(&registry);
         }
+        let mut config = self.config;
+        if let Some(mut limit) = self.rate_limit {
+            if let (Some(store), false) = (&self.store, limit.has_buckets()) {
+                limit = limit.buckets(store.buckets.clone());
+            }
+            config.middleware.push_outermost(limit);
+        }
         let runtime = match (self.store, self.task_store) {
-            (Some(store), _) => Runtime::with_store(self.config, registry, store),
-            (None, Some(tasks)) => Runtime::with_task_store(self.config, registry, tasks),
-            (None, None) => Runtime::new(self.config, registry),
+            (Some(store), _) => Runtime::with_store(config, registry, store),
+            (None, Some(tasks)) => Runtime::with_task_store(config, registry, tasks),
+            (None, None) => Runtime::new(config, registry),
         };
         Ok(McpServer {
             runtime: Arc::new(runtime),

@@ -81,6 +81,12 @@ impl Keys {
         format!("{}:instance:{id}", self.prefix)
     }
 
+    /// `<prefix>:rate:<bucket>`: a rate-limit bucket's GCRA state (its theoretical arrival
+    /// time in microseconds, a string).
+    pub(crate) fn bucket(&self, bucket: &str) -> String {
+        format!("{}:rate:{bucket}", self.prefix)
+    }
+
     /// `<prefix>:bus`: the default bus channel.
     pub(crate) fn bus_channel(&self) -> String {
         format!("{}:bus", self.prefix)

@@ -39,6 +39,7 @@
 //! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
 //! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
+//! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
 //!
 //! The event keys of a session follow its record's expiry: an append gives the counters and the
@@ -70,6 +71,10 @@
 //! | task list / recover | script: `SMEMBERS`, `GET` each | 1 |
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
+//! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
+//!
+//! Scripts are sent with `EVALSHA`; on `NOSCRIPT` (a Redis that restarted or flushed its script
+//! cache) the script is loaded and run again, transparently.
 //!
 //! # When Redis goes away
 //!
@@ -94,6 +99,7 @@
 //! - What Redis lost (a restart without persistence) is lost to every instance alike: sessions
 //!   are unknown (clients re-initialize), event cursors replay as truncated, tasks are gone.
 
+mod buckets;
 mod bus;
 mod conn;
 mod events;
@@ -110,6 +116,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Value};
 use tokio::time::timeout;
 
+use crate::buckets::RedisBuckets;
 use crate::bus::RedisBus;
 use crate::conn::{Conn, Keys};
 use crate::events::RedisEventLog;
@@ -187,6 +194,7 @@ pub struct RedisStore {
     tasks: Arc<RedisTaskStore>,
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
+    buckets: Arc<RedisBuckets>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -263,7 +271,8 @@ impl RedisStore {
             events: Arc::new(RedisEventLog::new(conn.clone())),
             tasks: Arc::new(RedisTaskStore::new(conn.clone())),
             bus: Arc::new(bus),
-            members: Arc::new(RedisMembership::new(conn)),
+            members: Arc::new(RedisMembership::new(conn.clone())),
+            buckets: Arc::new(RedisBuckets::new(conn)),
         })
     }
 
@@ -275,6 +284,7 @@ impl RedisStore {
             tasks: self.tasks,
             bus: self.bus,
             members: self.members,
+            buckets: self.buckets,
         }
     }
 }
@@ -305,6 +315,7 @@ mod tests {
         assert_eq!(k.stream("mcp_abc", 0), "mcp:{mcp_abc}:ev:0");
         assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
         assert_eq!(k.instance("i"), "mcp:instance:i");
+        assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
         assert_eq!(k.bus_channel(), "mcp:bus");
     }
 

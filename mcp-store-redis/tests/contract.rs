@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{TestRedis, store_on, unique_prefix};
 use mcp_protocol::RpcError;
 use mcp_protocol::model::{LoggingLevel, TaskStatus};
-use mcp_runtime::store::{BusEvent, Replay, SessionField, SessionRecord, StreamKey};
+use mcp_runtime::store::{Admission, BusEvent, Quota, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, TaskOutcome, TaskOwner, TaskRecord};
 use serde_json::{Map, json};
 use tokio::time::{sleep, timeout};
@@ -50,6 +50,7 @@ contract!(concurrent_appends, concurrent_appends_memory, concurrent_appends_redi
 contract!(bus, bus_memory, bus_redis);
 contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
+contract!(buckets, buckets_memory, buckets_redis);
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -477,4 +478,53 @@ async fn membership(a: &Store, b: &Store, _: Backend) {
     b.members.leave("never").await.unwrap();
     a.members.heartbeat("i2", Duration::ZERO).await.unwrap();
     assert!(!b.members.alive("i2").await.unwrap(), "a zero ttl is gone at once");
+}
+
+/// Rate-limit buckets: a bucket allows its burst, then refuses with the wait until the next
+/// request; both handles (instances) draw from one bucket; concurrent acquisitions never allow
+/// more than the bucket holds; a bucket refills after its interval.
+async fn buckets(a: &Store, b: &Store, _: Backend) {
+    // 3 at once, then one a minute: nothing refills during the test.
+    let slow = Quota::new(1.0 / 60.0, 3).unwrap();
+    for i in 0..3 {
+        let handle = if i % 2 == 0 { a } else { b };
+        assert_eq!(
+            handle.buckets.acquire("k", slow).await,
+            Ok(Admission::Allowed),
+            "request {i}"
+        );
+    }
+    for handle in [a, b] {
+        let Ok(Admission::Limited { retry_after }) = handle.buckets.acquire("k", slow).await else {
+            panic!("over the burst, on either instance");
+        };
+        assert!(
+            retry_after > Duration::from_secs(30) && retry_after <= Duration::from_secs(60),
+            "{retry_after:?}"
+        );
+    }
+    assert!(
+        b.buckets.acquire("other", slow).await.unwrap().is_allowed(),
+        "another key"
+    );
+
+    // 40 concurrent acquisitions, half on each handle, on a bucket of 10: exactly 10 allowed.
+    let ten = Quota::new(1.0 / 60.0, 10).unwrap();
+    let tries = (0..40).map(|i| {
+        let handle = if i % 2 == 0 { a } else { b };
+        handle.buckets.acquire("burst", ten)
+    });
+    let allowed = futures::future::join_all(tries)
+        .await
+        .into_iter()
+        .filter(|r| r.as_ref().is_ok_and(Admission::is_allowed))
+        .count();
+    assert_eq!(allowed, 10);
+
+    // One every 100 ms: refused at once, allowed again once the interval has passed.
+    let fast = Quota::with_interval(Duration::from_millis(100)).unwrap();
+    assert!(a.buckets.acquire("fast", fast).await.unwrap().is_allowed());
+    assert!(!b.buckets.acquire("fast", fast).await.unwrap().is_allowed());
+    sleep(Duration::from_millis(250)).await;
+    assert!(b.buckets.acquire("fast", fast).await.unwrap().is_allowed(), "refilled");
 }

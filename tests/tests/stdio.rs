@@ -883,3 +883,37 @@ async fn a_client_cancels_its_listen_stream() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_call_is_the_json_rpc_error_with_the_wait_in_data() {
+    bounded(async {
+        let f = Fixture::new();
+        let mut config = ServerConfig::default();
+        // Two calls at once, then one a minute: the bucket stays empty for the whole test.
+        let quota = mcp_runtime::store::Quota::new(1.0 / 60.0, 2).expect("a quota");
+        config.middleware.push(mcp_runtime::middleware::RateLimit::new(quota));
+        let runtime = Arc::new(Runtime::new(config, f.registry.clone()));
+        let mut c = Client::start(runtime, StdioConfig::default());
+        initialize(&mut c, "2025-11-25").await;
+        for id in 1..=2 {
+            let ok = c.call(id, "tools/call", call_tool("echo", json!({"text": "hi"}))).await;
+            assert_eq!(text_of(&ok), "hi");
+        }
+        let refused = c.call(3, "tools/call", call_tool("echo", json!({"text": "hi"}))).await;
+        assert_eq!(
+            error_code(&refused),
+            i64::from(mcp_protocol::codes::RATE_LIMITED),
+            "{refused}"
+        );
+        assert_eq!(refused["error"]["message"], "Rate limit exceeded");
+        let wait = refused["error"]["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
+        assert!(wait > 0 && wait <= 60_000, "{refused}");
+        // Only the error: no HTTP artefact reaches the wire, and other methods still pass.
+        let keys: Vec<&String> = refused.as_object().expect("an object").keys().collect();
+        assert_eq!(keys.len(), 3, "jsonrpc, id, error: {refused}");
+        assert!(c.call(4, "tools/list", json!({})).await["result"]["tools"].is_array());
+        let (result, rest) = c.finish().await;
+        assert_clean_finish(result, &rest);
+    })
+    .await;
+}

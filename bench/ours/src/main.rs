@@ -9,7 +9,13 @@
 //! ours --stdio [--tools N]        # newline-delimited JSON-RPC on stdin/stdout
 //! ours --stdio-pipes              # the same through epoll-driven pipes (an experiment)
 //! ours --http PORT --redis URL [--redis-prefix P]   # one instance of a server shared via Redis
+//! ours --http PORT --rate-limit RATE[:BURST]        # tools/call rate-limited per caller
 //! ```
+//!
+//! `--rate-limit` adds the library's `RateLimit` layer (`tools/call`, RATE per second per
+//! caller, BURST at once; the buckets in Redis with `--redis`). To measure what the limiter
+//! costs rather than what it refuses, give a rate no workload reaches (`--rate-limit 1000000`)
+//! and compare W1 with and without it.
 //!
 //! Built with `--features count-allocs` it counts every allocation and prints the totals on
 //! stderr at each `SIGUSR1` (see `count.rs`): allocations per request are the difference of two
@@ -43,7 +49,8 @@ static GLOBAL: count::Counting = count::Counting;
 use clap::Parser;
 use mcp_server::prelude::*;
 use mcp_server::protocol::request_state::StateKey;
-use mcp_server::ServerConfig;
+use mcp_server::store::Quota;
+use mcp_server::{RateLimit, ServerConfig};
 use mcp_store_redis::{RedisOptions, RedisStore};
 use tokio_util::sync::CancellationToken;
 
@@ -71,6 +78,9 @@ struct Args {
     /// The key prefix in Redis (instances of one server use the same one).
     #[arg(long, value_name = "P", default_value = "bench", requires = "redis")]
     redis_prefix: String,
+    /// Rate-limit `tools/call`: RATE requests per second per caller, BURST at once.
+    #[arg(long, value_name = "RATE[:BURST]")]
+    rate_limit: Option<Quota>,
 }
 
 /// The request-state key of every instance started with `--redis` (a bench constant, not a
@@ -94,11 +104,13 @@ fn echo_tool(name: String) -> Tool {
 }
 
 /// The server: `tools` tools of the echo shape, the first named `echo`; its state in `store`
-/// (with the shared request-state key) when given.
+/// (with the shared request-state key) when given; `tools/call` limited to `rate_limit` when
+/// given.
 fn server(
     tools: usize,
     page_size: Option<usize>,
     store: Option<RedisStore>,
+    rate_limit: Option<Quota>,
 ) -> Result<McpServer, Box<dyn std::error::Error>> {
     let mut config = ServerConfig::default();
     // M1 opens 10,000 sessions and 2,000 listen streams from one address, as one principal:
@@ -116,6 +128,9 @@ fn server(
         builder = builder
             .store(store)
             .request_state_key(StateKey::new(&SHARED_STATE_KEY).map_err(|e| format!("state key: {e}"))?);
+    }
+    if let Some(quota) = rate_limit {
+        builder = builder.rate_limit(RateLimit::new(quota));
     }
     for i in 0..tools.max(1) {
         let name = if i == 0 { "echo".to_owned() } else { format!("echo_{i}") };
@@ -153,7 +168,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    let server = server(args.tools, args.page_size, store)?;
+    let server = server(args.tools, args.page_size, store, args.rate_limit)?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

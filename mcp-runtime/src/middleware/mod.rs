@@ -30,9 +30,13 @@
 //!
 //! Layers run in the order they were added, the first outermost. A layer that panics is
 //! answered like a handler that panics (-32603, details in the log).
+//!
+//! One layer is built in: [`RateLimit`], rate limits per caller (and per tool or method) with
+//! buckets in this process or in the shared store.
 
 pub(crate) mod inbound;
 pub(crate) mod outcome;
+pub mod ratelimit;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -43,6 +47,7 @@ use mcp_protocol::RpcError;
 
 pub use inbound::Inbound;
 pub use outcome::Outcome;
+pub use ratelimit::{Bucketing, OnStoreFailure, QuotaHook, RateLimit};
 
 use crate::api::handler::BoxFuture;
 
@@ -127,6 +132,11 @@ impl Middlewares {
     /// Adds a layer inside the ones added before.
     pub fn push(&mut self, layer: impl Middleware) {
         Arc::make_mut(&mut self.layers).push(Arc::new(layer));
+    }
+
+    /// Adds a layer outside every layer added before (it runs first).
+    pub fn push_outermost(&mut self, layer: impl Middleware) {
+        Arc::make_mut(&mut self.layers).insert(0, Arc::new(layer));
     }
 
     /// How many layers there are.

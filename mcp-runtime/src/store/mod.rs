@@ -15,7 +15,9 @@
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
 //!   request, session ends and changes, new stream events, task control;
-//! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery).
+//! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery);
+//! - [`RateBuckets`]: the rate-limit buckets of the `RateLimit` middleware, so that a client
+//!   gets its rate once across every instance, not once per instance.
 //!
 //! Each seam is an object-safe trait whose methods return boxed futures ([`StoreFuture`]), with an
 //! in-memory implementation ([`Store::memory`]): several runtimes of one process can share it
@@ -25,9 +27,11 @@
 //! The request-state key ring is configuration, not a store: every instance is given the same
 //! key (`ServerConfig::request_state_key`, and `request_state_old_keys` during a rotation).
 
+mod buckets;
 mod bus;
 mod events;
 mod members;
+mod quota;
 mod sessions;
 mod tasks;
 
@@ -35,9 +39,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use buckets::{Admission, MemoryBuckets, RateBuckets};
 pub use bus::{Bus, BusEvent, Fanout, MemoryBus};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
 pub use members::{Membership, MemoryMembership};
+pub use quota::{Quota, QuotaError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 
@@ -82,6 +88,8 @@ pub struct Store {
     pub bus: Arc<dyn Bus>,
     /// Live instances.
     pub members: Arc<dyn Membership>,
+    /// Rate-limit buckets (used by the `RateLimit` middleware a server is built with).
+    pub buckets: Arc<dyn RateBuckets>,
 }
 
 impl std::fmt::Debug for Store {
@@ -100,6 +108,7 @@ impl Store {
             tasks: Arc::new(InMemoryTaskStore::new()),
             bus: Arc::new(MemoryBus::new()),
             members: Arc::new(MemoryMembership::new()),
+            buckets: Arc::new(MemoryBuckets::new()),
         }
     }
 }

@@ -17,8 +17,8 @@
 //! `scaleout/redis_server.rs` the `redis-server` helper; the scenarios are in `scaleout/legacy.rs`
 //! (sessions, GET streams, server-to-client requests, cancellation, DELETE),
 //! `scaleout/resume.rs` (`Last-Event-ID` on the other instance), `scaleout/modern.rs` (MRTR,
-//! `subscriptions/listen`), `scaleout/tasks.rs` (both eras' tasks) and `scaleout/faults.rs` (an
-//! instance dying, Redis going away). A scenario marked `#[ignore]` shows a server bug (its
+//! `subscriptions/listen`), `scaleout/tasks.rs` (both eras' tasks), `scaleout/ratelimit.rs` (one
+//! rate across instances) and `scaleout/faults.rs` (an instance dying, Redis going away). A scenario marked `#[ignore]` shows a server bug (its
 //! reason says which); run them with `-- --ignored`. `SCALEOUT_LOG=<filter>` (a `tracing`
 //! env filter, e.g. `mcp_runtime=debug`) prints the instances' logs.
 
@@ -85,6 +85,8 @@ mod faults;
 mod legacy;
 #[path = "scaleout/modern.rs"]
 mod modern;
+#[path = "scaleout/ratelimit.rs"]
+mod ratelimit;
 #[path = "scaleout/redis_server.rs"]
 mod redis_server;
 #[path = "scaleout/resume.rs"]
@@ -110,6 +112,9 @@ pub(crate) fn config() -> ServerConfig {
     c.task_poll_interval_ms = 100;
     c
 }
+
+/// What an instance is configured with, given the store it shares (default: [`config`]).
+pub(crate) type Setup = Arc<dyn Fn(&Store) -> ServerConfig + Send + Sync>;
 
 /// Where an instance keeps its shared state.
 #[derive(Clone)]
@@ -154,7 +159,7 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    async fn start(name: &str, backend: Backend) -> Instance {
+    async fn start(name: &str, backend: Backend, setup: Setup) -> Instance {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -168,7 +173,7 @@ impl Instance {
                     let store = backend.store().await;
                     let probe = Arc::new(Probe::default());
                     let registry = tools::registry(&probe);
-                    let runtime = Arc::new(Runtime::with_store(config(), registry.clone(), store));
+                    let runtime = Arc::new(Runtime::with_store(setup(&store), registry.clone(), store));
                     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
                     let addr = listener.local_addr().expect("addr");
                     let shutdown = CancellationToken::new();
@@ -250,13 +255,23 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// Two instances sharing one `Store::memory()`.
     pub(crate) async fn memory() -> Cluster {
+        Self::memory_with(Arc::new(|_| config())).await
+    }
+
+    /// Two instances sharing one `Store::memory()`, configured by `setup`.
+    pub(crate) async fn memory_with(setup: Setup) -> Cluster {
         let store = Store::memory();
-        Self::start(Backend::Memory(store.clone()), store, None).await
+        Self::start(Backend::Memory(store.clone()), store, None, setup).await
     }
 
     /// Two instances sharing a Redis (`MCP_TEST_REDIS_URL`, else a `redis-server` of the test's
     /// own), under a key prefix no other test uses.
     pub(crate) async fn redis() -> Cluster {
+        Self::redis_with(Arc::new(|_| config())).await
+    }
+
+    /// Two instances sharing a Redis, configured by `setup`.
+    pub(crate) async fn redis_with(setup: Setup) -> Cluster {
         let (url, server) = match std::env::var("MCP_TEST_REDIS_URL") {
             Ok(url) if !url.is_empty() => (url, None),
             _ => {
@@ -264,26 +279,30 @@ impl Cluster {
                 (server.url(), Some(server))
             }
         };
-        Self::on_redis(url, server).await
+        Self::on_redis_with(url, server, setup).await
     }
 
     /// Two instances on the Redis at `url` (`server`: the one the test started, if any).
     pub(crate) async fn on_redis(url: String, server: Option<redis_server::RedisServer>) -> Cluster {
+        Self::on_redis_with(url, server, Arc::new(|_| config())).await
+    }
+
+    async fn on_redis_with(url: String, server: Option<redis_server::RedisServer>, setup: Setup) -> Cluster {
         let backend = Backend::Redis {
             url,
             prefix: redis_server::unique_prefix(),
         };
         let store = backend.store().await;
-        Self::start(backend, store, server).await
+        Self::start(backend, store, server, setup).await
     }
 
-    async fn start(backend: Backend, store: Store, redis: Option<redis_server::RedisServer>) -> Cluster {
+    async fn start(backend: Backend, store: Store, redis: Option<redis_server::RedisServer>, setup: Setup) -> Cluster {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(std::env::var("SCALEOUT_LOG").unwrap_or_else(|_| "off".into()))
             .with_test_writer()
             .try_init();
-        let a = Instance::start("a", backend.clone()).await;
-        let b = Instance::start("b", backend).await;
+        let a = Instance::start("a", backend.clone(), setup.clone()).await;
+        let b = Instance::start("b", backend, setup).await;
         let proxy = mcp_tests::proxy::start(vec![format!("http://{}", a.addr), format!("http://{}", b.addr)])
             .await
             .expect("the proxy starts");

@@ -288,6 +288,12 @@ impl Req {
         self.try_send().await.expect("response")
     }
 
+    /// Sends the request on a fresh connection from the loopback address `local` (say
+    /// `127.0.0.2`: another client as far as the server can tell).
+    pub(crate) async fn send_from(self, local: std::net::IpAddr) -> Resp {
+        self.try_send_from(local).await.expect("response")
+    }
+
     /// Sends the request on a fresh connection; `None` when the connection fails.
     pub(crate) async fn try_send(self) -> Option<Resp> {
         let stream = TcpStream::connect(self.addr).await.ok()?;
@@ -303,6 +309,7 @@ impl Req {
         self.send_on(stream).await
     }
 
+    /// Sends the request on `stream`.
     async fn send_on(self, stream: TcpStream) -> Option<Resp> {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.ok()?;
         tokio::spawn(conn);
