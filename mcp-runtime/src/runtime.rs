@@ -163,7 +163,7 @@ impl Runtime {
         remote: Option<std::net::IpAddr>,
     ) -> Result<(), StartError> {
         let config = &self.config;
-        let client = crate::quota::client_key(session.principal(), remote);
+        let client = crate::quota::ClientKey::of(session.principal(), remote);
         self.sessions.admit(
             session.clone(),
             client,

@@ -17,6 +17,7 @@ use super::run::Run;
 use super::state::States;
 use super::task_link::TaskLink;
 use crate::elicitation::Elicitations;
+use crate::quota::ClientKey;
 use crate::session::Session;
 use crate::sink::Sink;
 
@@ -34,8 +35,8 @@ pub(crate) enum Origin {
 #[derive(Clone)]
 pub(crate) struct CtxInner {
     pub(crate) auth: Arc<AuthInfo>,
-    /// Who the call's per-client bounds count against (`crate::quota`).
-    pub(crate) client: Arc<str>,
+    /// The client's address, where the transport tells clients apart.
+    pub(crate) remote: Option<std::net::IpAddr>,
     pub(crate) origin: Origin,
     pub(crate) request_id: RequestId,
     pub(crate) method: mcp_protocol::Method,
@@ -108,8 +109,8 @@ impl Ctx {
 
     /// Who the call's per-client bounds count against: the principal, or the anonymous
     /// caller's address.
-    pub(crate) fn client(&self) -> &Arc<str> {
-        &self.inner.client
+    pub(crate) fn client(&self) -> ClientKey {
+        ClientKey::of(&self.inner.auth.principal, self.inner.remote)
     }
 
     /// The era of the request.

@@ -127,7 +127,7 @@ fn ctx(
         (None, None) => Origin::Sessionless,
     };
     Ctx::new(CtxInner {
-        client: crate::quota::client_key(&env.auth.principal, env.remote),
+        remote: env.remote,
         auth: env.auth,
         origin,
         request_id: req.id.clone(),

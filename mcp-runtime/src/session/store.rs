@@ -9,6 +9,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 
 use super::{Session, lock};
+use crate::quota::ClientKey;
 use crate::store::StoreError;
 
 /// All legacy sessions of a server, by id, and how many each principal holds.
@@ -23,8 +24,8 @@ pub struct SessionStore {
 /// its principal (an anonymous caller's address).
 #[derive(Debug, Default)]
 struct Counts {
-    held: HashMap<Arc<str>, usize>,
-    client_of: HashMap<Arc<str>, Arc<str>>,
+    held: HashMap<ClientKey, usize>,
+    client_of: HashMap<Arc<str>, ClientKey>,
 }
 
 /// Why a session was not stored.
@@ -63,16 +64,16 @@ impl SessionStore {
 
     /// Stores a session, with no bound.
     pub fn insert(&self, session: Arc<Session>) {
-        let client = session.principal().clone();
+        let client = ClientKey::Principal(session.principal().clone());
         let _ = self.admit(session, client, usize::MAX, usize::MAX);
     }
 
     /// Stores a session if the store holds fewer than `max_total` and its client fewer than
     /// `max_per_client`; otherwise nothing is stored.
-    pub fn admit(
+    pub(crate) fn admit(
         &self,
         session: Arc<Session>,
-        client: Arc<str>,
+        client: ClientKey,
         max_total: usize,
         max_per_client: usize,
     ) -> Result<(), SessionLimit> {
@@ -85,7 +86,7 @@ impl SessionStore {
             return Err(SessionLimit::PrincipalFull);
         }
         *held += 1;
-        if client != *session.principal() {
+        if !matches!(&client, ClientKey::Principal(p) if p == session.principal()) {
             counts.client_of.insert(session.id().clone(), client);
         }
         session.touch();
@@ -99,7 +100,7 @@ impl SessionStore {
         let client = counts
             .client_of
             .remove(session.id())
-            .unwrap_or_else(|| session.principal().clone());
+            .unwrap_or_else(|| ClientKey::Principal(session.principal().clone()));
         if let Some(n) = counts.held.get_mut(&client) {
             *n -= 1;
             if *n == 0 {
@@ -220,26 +221,38 @@ mod tests {
     fn sessions_are_bounded_in_total_and_per_principal() {
         let store = SessionStore::new();
         let a1 = test_session("alice");
-        assert_eq!(store.admit(a1.clone(), "alice".into(), 3, 2), Ok(()));
-        assert_eq!(store.admit(test_session("alice"), "alice".into(), 3, 2), Ok(()));
         assert_eq!(
-            store.admit(test_session("alice"), "alice".into(), 3, 2),
+            store.admit(a1.clone(), ClientKey::Principal("alice".into()), 3, 2),
+            Ok(())
+        );
+        assert_eq!(
+            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            Ok(())
+        );
+        assert_eq!(
+            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
             Err(SessionLimit::PrincipalFull)
         );
-        assert_eq!(store.admit(test_session("bob"), "bob".into(), 3, 2), Ok(()));
         assert_eq!(
-            store.admit(test_session("carol"), "carol".into(), 3, 2),
+            store.admit(test_session("bob"), ClientKey::Principal("bob".into()), 3, 2),
+            Ok(())
+        );
+        assert_eq!(
+            store.admit(test_session("carol"), ClientKey::Principal("carol".into()), 3, 2),
             Err(SessionLimit::Full)
         );
         assert_eq!(store.len(), 3, "refusals store nothing");
         assert!(store.remove(a1.id(), "alice"));
         assert_eq!(
-            store.admit(test_session("alice"), "alice".into(), 3, 2),
+            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
             Ok(()),
             "a removal frees both counts"
         );
         store.clear();
-        assert_eq!(store.admit(test_session("alice"), "alice".into(), 3, 2), Ok(()));
+        assert_eq!(
+            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            Ok(())
+        );
     }
 
     #[test]

@@ -198,10 +198,7 @@ impl Tasks {
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
         let ttl = task.and_then(requested_ttl);
-        let (rec, live) = match self
-            .create(owner, ctx.client().clone(), ttl, work.clone(), relay.clone())
-            .await
-        {
+        let (rec, live) = match self.create(owner, ctx.client(), ttl, work.clone(), relay.clone()).await {
             Ok(created) => created,
             Err(e) => return Reply::Error(e),
         };
@@ -254,7 +251,7 @@ impl Tasks {
         }
         let owner = TaskOwner::Principal(ctx.principal().to_owned());
         let (rec, live) = match self
-            .create(owner, ctx.client().clone(), None, work.clone(), relay.clone())
+            .create(owner, ctx.client(), None, work.clone(), relay.clone())
             .await
         {
             Ok(created) => created,
@@ -314,7 +311,13 @@ mod tests {
         );
         let owner = TaskOwner::Principal("p".into());
         let (rec, live) = tasks
-            .create(owner, "p".into(), None, CancellationToken::new(), Relay::new(None))
+            .create(
+                owner,
+                crate::quota::ClientKey::Principal("p".into()),
+                None,
+                CancellationToken::new(),
+                Relay::new(None),
+            )
             .await
             .unwrap();
         let handoff = Arc::new(Handoff {

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{TaskOutcome, TaskOwner, TaskRecord, TaskStoreError, Tasks};
 use crate::api::task_link::{LinkFuture, TaskLink};
+use crate::quota::ClientKey;
 use crate::sink::{Relay, Sink};
 
 /// The part of a task that lives in the process running its worker.
@@ -29,7 +30,7 @@ pub(crate) struct Live {
     pub(crate) id: String,
     pub(crate) owner: TaskOwner,
     /// Who the task counts against while it runs (`crate::quota`).
-    pub(crate) client: Arc<str>,
+    pub(crate) client: ClientKey,
     /// The worker's cancellation token (the handler's `Ctx::cancellation`).
     pub(crate) work: CancellationToken,
     /// Where the task's messages go (see [`Relay`]).
@@ -46,7 +47,7 @@ impl Live {
     pub(super) fn new(
         id: String,
         owner: TaskOwner,
-        client: Arc<str>,
+        client: ClientKey,
         work: CancellationToken,
         relay: Arc<Relay>,
     ) -> Arc<Self> {
@@ -446,7 +447,13 @@ mod tests {
     async fn task(tasks: &Tasks) -> Arc<Live> {
         let owner = TaskOwner::Principal("p".into());
         let (_, live) = tasks
-            .create(owner, "p".into(), None, CancellationToken::new(), Relay::new(None))
+            .create(
+                owner,
+                ClientKey::Principal("p".into()),
+                None,
+                CancellationToken::new(),
+                Relay::new(None),
+            )
             .await
             .unwrap();
         live

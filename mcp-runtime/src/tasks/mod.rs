@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServerConfig;
 use crate::exec::RoundLimits;
 use crate::listen::Subscriptions;
+use crate::quota::ClientKey;
 use crate::sink::Relay;
 
 pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
@@ -259,7 +260,7 @@ impl Tasks {
     pub(crate) async fn create(
         &self,
         owner: TaskOwner,
-        client: Arc<str>,
+        client: ClientKey,
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
@@ -296,7 +297,7 @@ impl Tasks {
     async fn admit(
         &self,
         owner: TaskOwner,
-        client: Arc<str>,
+        client: ClientKey,
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
