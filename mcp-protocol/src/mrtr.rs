@@ -29,10 +29,11 @@ pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcEr
 }
 
 /// The answers a handler may see: only those to the keys the server asked for in the round
-/// the retry answers (the keys sealed in its `requestState`). An answer to a key nobody asked
-/// (a client pre-filling `inputResponses` to skip a confirmation) is dropped, never handed to
-/// the handler. `asked` is `None` for a state sealed before the asked keys were recorded
-/// (every answer kept, as then).
+/// the retry answers (the keys sealed in its `requestState`). An answer to a key that round did
+/// not ask (a client slipping in the answer to the next question, to skip a confirmation) is
+/// dropped, never handed to the handler. `asked` is `None` when nothing records what was
+/// asked (a call without `requestState`, which the protocol allows, or a state sealed before
+/// the asked keys were recorded): every answer is kept.
 pub fn answers_to(fresh: &Map<String, Value>, asked: Option<&[Value]>) -> Map<String, Value> {
     let Some(asked) = asked else {
         return fresh.clone();

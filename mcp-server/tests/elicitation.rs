@@ -561,13 +561,8 @@ async fn url_elicitation_completes_on_the_session_that_elicited() {
 async fn answers_nobody_asked_for_never_reach_the_handler() {
     let server = server();
     let c = client_with(&server, Revision::V2026_07_28, "Ada").await;
-    let name = json!({"name": accept(json!({"name": "Mallory"}))});
-    // A first call with answers pre-filled: the server asked nothing yet, so it asks.
     let first = c
-        .request_once(
-            "tools/call",
-            json!({"name": "survey", "arguments": {}, "inputResponses": name}),
-        )
+        .request_once("tools/call", json!({"name": "survey", "arguments": {}}))
         .await
         .unwrap();
     assert_eq!(first.result["resultType"], "input_required", "{:?}", first.result);
@@ -576,8 +571,8 @@ async fn answers_nobody_asked_for_never_reach_the_handler() {
         .as_str()
         .expect("a sealed state")
         .to_owned();
-    // The retry answers the question asked and pre-fills the next one: only the asked answer
-    // is kept, so the handler still asks for the city.
+    // The retry answers the question asked and slips in the answer to the next one: only the
+    // asked answer is kept, so the handler still asks for the city.
     let second = c
         .request_once(
             "tools/call",

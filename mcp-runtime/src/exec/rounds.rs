@@ -48,8 +48,9 @@ impl Rounds {
     /// Opens the round a modern retry carries: validates `inputResponses`
     /// (malformed: -32602), verifies and opens `requestState` (tampered,
     /// expired, another principal's or another request's: -32602, never
-    /// re-prompted), keeps only the answers to the keys the previous round
-    /// asked, and merges the responses of earlier rounds with them.
+    /// re-prompted), keeps only the answers to the keys the round it seals
+    /// asked (a retry cannot add answers to questions never asked), and merges
+    /// the responses of earlier rounds with them.
     pub(crate) fn open(
         &self,
         method: &str,
@@ -62,9 +63,11 @@ impl Rounds {
             return Ok(Round::default());
         };
         let fresh = p.get("inputResponses").map(parse_input_responses).transpose()?;
-        // The keys the previous round asked (none without a state: a first call asked nothing).
+        // The keys the previous round asked, sealed in its state. A call without a state keeps
+        // its answers: the protocol lets a server that seals nothing be answered that way, and
+        // a stateless retry cannot say what was asked.
         let (state, mut responses, asked) = match p.get("requestState") {
-            None => (None, Map::new(), Some(Vec::new())),
+            None => (None, Map::new(), None),
             Some(Value::String(token)) => {
                 let opened = open_ring(&self.keys, token, principal, method, params, now_ms()).map_err(|e| {
                     tracing::debug!(method, error = %e, "requestState refused");
