@@ -9,7 +9,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::{AuthInfo, AuthProvider, BoxFuture, Challenge, ClientAddr, DEFAULT_REALM, WwwAuthenticate};
+use crate::{AuthInfo, AuthProvider, BearerChallenge, BoxFuture, Challenge, ClientAddr, DEFAULT_REALM, WwwAuthenticate};
 
 /// What a custom function sees of a request: an owned copy of its head.
 ///
@@ -122,6 +122,14 @@ impl AuthProvider for CustomAuth {
             };
             strict(outcome)
         })
+    }
+
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        match &*self.inner {
+            Inner::Provider(p) => p.insufficient_scope(needed),
+            Inner::Function(_) => BearerChallenge::new(DEFAULT_REALM)
+                .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION),
+        }
     }
 }
 

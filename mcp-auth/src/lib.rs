@@ -98,17 +98,40 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 pub trait AuthProvider: Send + Sync + 'static {
     /// Authenticates one request from its parts (method, URI, headers).
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>>;
+
+    /// The refusal of an authenticated request whose credentials lack scopes the operation it
+    /// asks for needs (a tool, a resource, a prompt or a method that declares scopes): a 403
+    /// whose challenge names every scope in `needed` (RFC 6750 §3.1 `insufficient_scope`), so
+    /// that a client can step up once.
+    ///
+    /// The default is a `Bearer` challenge in the default realm; providers that point clients
+    /// at their RFC 9728 metadata document (the bearer provider, [`RequireScopes`]) add
+    /// `resource_metadata` and their realm.
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        BearerChallenge::new(DEFAULT_REALM).insufficient_scope(needed, INSUFFICIENT_SCOPE_DESCRIPTION)
+    }
 }
+
+/// The `error_description` of an operation's `insufficient_scope` refusal.
+pub(crate) const INSUFFICIENT_SCOPE_DESCRIPTION: &str = "the token lacks scopes this operation needs";
 
 impl<P: AuthProvider + ?Sized> AuthProvider for Arc<P> {
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
         (**self).authenticate(parts)
+    }
+
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        (**self).insufficient_scope(needed)
     }
 }
 
 impl<P: AuthProvider + ?Sized> AuthProvider for Box<P> {
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
         (**self).authenticate(parts)
+    }
+
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        (**self).insufficient_scope(needed)
     }
 }
 

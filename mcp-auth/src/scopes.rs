@@ -70,6 +70,11 @@ impl<P: AuthProvider> AuthProvider for RequireScopes<P> {
             Ok(info)
         })
     }
+
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        self.challenge
+            .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
+    }
 }
 
 /// Refuses `info` with a 403 when it lacks one of `required`.
@@ -83,10 +88,7 @@ pub(crate) fn check_scopes(info: &AuthInfo, required: &[String], challenge: &Bea
     }
 }
 
-/// Whether `scope` is an RFC 6749 §3.3 scope-token (visible ASCII, no `"` or `\`).
-pub(crate) fn valid_scope(scope: &str) -> bool {
-    !scope.is_empty() && scope.chars().all(|c| matches!(c, '!'..='~') && c != '"' && c != '\\')
-}
+pub(crate) use mcp_protocol::auth::is_scope_token as valid_scope;
 
 /// Adapters available on every provider.
 pub trait AuthProviderExt: AuthProvider + Sized {

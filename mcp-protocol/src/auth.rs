@@ -55,4 +55,16 @@ impl AuthInfo {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
+
+    /// Whether every scope of `required` was granted.
+    pub fn has_scopes<S: AsRef<str>>(&self, required: &[S]) -> bool {
+        required.iter().all(|s| self.has_scope(s.as_ref()))
+    }
+}
+
+/// Whether `scope` is an RFC 6749 §3.3 `scope-token`: one or more of `%x21 / %x23-5B /
+/// %x5D-7E` (visible ASCII but `"` and `\`), so that it can be sent in a space-separated
+/// `scope` parameter and inside a quoted `WWW-Authenticate` attribute.
+pub fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty() && scope.chars().all(|c| matches!(c, '!'..='~') && c != '"' && c != '\\')
 }

@@ -43,6 +43,14 @@ pub mod codes {
     /// what other MCP gateways moved to for the same reason. A proposal to standardize a code
     /// (SEP-3304, -32023) is open; this constant is the one place to change if it lands.
     pub const RATE_LIMITED: i32 = 429;
+    /// The caller's credentials lack scopes the operation needs; `data.requiredScopes` names
+    /// every scope it needs (not only the missing ones), so that a client can step up once.
+    /// HTTP 403 in both eras, with a `WWW-Authenticate: Bearer error="insufficient_scope"`
+    /// challenge naming them (2026-07-28 authorization, runtime insufficient scope errors).
+    ///
+    /// No revision defines a JSON-RPC code for it (over HTTP the status and the challenge
+    /// carry it); 403 mirrors the status, for the same reasons as [`RATE_LIMITED`].
+    pub const INSUFFICIENT_SCOPE: i32 = 403;
 }
 
 /// A JSON-RPC error object: what travels in `error` of a response.
@@ -228,6 +236,28 @@ impl RpcError {
         Self::new(codes::RATE_LIMITED, "Rate limit exceeded").with_data(json!({ "retryAfterMs": ms }))
     }
 
+    /// [`codes::INSUFFICIENT_SCOPE`]: the caller lacks scopes the operation needs; `required`
+    /// names every scope it needs (`data.requiredScopes`). Over HTTP it is answered 403 with an
+    /// `insufficient_scope` challenge naming them.
+    pub fn insufficient_scope<S: AsRef<str>>(required: &[S]) -> Self {
+        let scopes: Vec<&str> = required.iter().map(AsRef::as_ref).collect();
+        Self::new(
+            codes::INSUFFICIENT_SCOPE,
+            format!("Insufficient scope: this operation needs {}", scopes.join(" ")),
+        )
+        .with_data(json!({ "requiredScopes": scopes }))
+    }
+
+    /// The scopes an [`insufficient_scope`](Self::insufficient_scope) refusal names (`None` for
+    /// any other error).
+    pub fn required_scopes(&self) -> Option<Vec<String>> {
+        if self.code != codes::INSUFFICIENT_SCOPE {
+            return None;
+        }
+        let list = self.data.as_ref()?.get("requiredScopes")?.as_array()?;
+        Some(list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+    }
+
     /// The HTTP status this error is answered with in an era.
     pub fn http_status(&self, era: Era) -> u16 {
         http_status(era, self.code)
@@ -239,14 +269,16 @@ impl RpcError {
 /// Modern: -32601 is 404; -32700, -32600, -32602 raised before dispatch,
 /// -32020, -32021 and -32022 are 400; everything else travels in-band with 200. Legacy: parse and
 /// shape errors are 400, everything else 200. In both eras a rate-limit refusal
-/// ([`codes::RATE_LIMITED`]) is 429.
+/// ([`codes::RATE_LIMITED`]) is 429 and a lack of scope ([`codes::INSUFFICIENT_SCOPE`]) 403.
 ///
 /// Note that a modern -32602 raised by a handler (unknown tool arguments, an
 /// unknown prompt) is in-band: callers map only pre-dispatch errors through
 /// here, and answer handler errors with 200.
 pub fn http_status(era: Era, code: i32) -> u16 {
-    if code == codes::RATE_LIMITED {
-        return 429;
+    match code {
+        codes::RATE_LIMITED => return 429,
+        codes::INSUFFICIENT_SCOPE => return 403,
+        _ => {}
     }
     match era {
         Era::Modern => match code {
@@ -310,10 +342,12 @@ pub fn status_at(stage: Stage, era: Era, code: i32) -> u16 {
 /// prompt, a resource that does not exist, a tampered `requestState`) travels
 /// in-band with 200: only the errors the specification maps to statuses keep
 /// them (-32601 404; -32020, -32021, -32022 400). Legacy errors are in-band. A rate-limit
-/// refusal ([`codes::RATE_LIMITED`], raised by a middleware layer) is 429 in both eras.
+/// refusal ([`codes::RATE_LIMITED`], raised by a middleware layer) is 429 and a lack of scope
+/// ([`codes::INSUFFICIENT_SCOPE`]) 403 in both eras.
 pub fn dispatch_http_status(era: Era, code: i32) -> u16 {
     match (era, code) {
         (_, codes::RATE_LIMITED) => 429,
+        (_, codes::INSUFFICIENT_SCOPE) => 403,
         (Era::Modern, codes::METHOD_NOT_FOUND) => 404,
         (
             Era::Modern,
@@ -347,6 +381,7 @@ mod tests {
             (codes::UNSUPPORTED_PROTOCOL_VERSION, 400, 200),
             (codes::RESOURCE_NOT_FOUND, 200, 200),
             (codes::RATE_LIMITED, 429, 429),
+            (codes::INSUFFICIENT_SCOPE, 403, 403),
         ];
         for (code, modern, legacy) in table {
             assert_eq!(http_status(Era::Modern, code), modern, "modern {code}");
@@ -371,7 +406,18 @@ mod tests {
         for era in [Era::Modern, Era::Legacy] {
             assert_eq!(dispatch_http_status(era, codes::RATE_LIMITED), 429, "{era:?}");
             assert_eq!(status_at(Stage::Dispatch, era, codes::RATE_LIMITED), 429, "{era:?}");
+            assert_eq!(status_at(Stage::Dispatch, era, codes::INSUFFICIENT_SCOPE), 403, "{era:?}");
+            assert_eq!(status_at(Stage::Route, era, codes::INSUFFICIENT_SCOPE), 403, "{era:?}");
         }
+    }
+
+    #[test]
+    fn insufficient_scope_names_every_scope() {
+        let e = RpcError::insufficient_scope(&["a:read", "a:write"]);
+        assert_eq!(e.code, codes::INSUFFICIENT_SCOPE);
+        assert_eq!(e.message, "Insufficient scope: this operation needs a:read a:write");
+        assert_eq!(e.required_scopes().unwrap(), ["a:read", "a:write"]);
+        assert_eq!(RpcError::internal().required_scopes(), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
 
 use crate::api::States;
-use crate::catalog::Visibility;
+use crate::catalog::{MethodScopes, Visibility};
 use crate::extension::Extensions;
 use crate::middleware::Middlewares;
 
@@ -132,6 +132,17 @@ pub struct ServerConfig {
     /// Which tools, prompts, resources and templates each principal sees
     /// (default `None`: everyone sees everything). See [`Visibility`].
     pub visibility: Option<Visibility>,
+    /// The OAuth scopes each method needs of every caller, whatever it names (default none);
+    /// tools, resources, templates and prompts add their own (`ToolEntry::with_scopes`…). A
+    /// caller short of one is refused before anything runs, with every needed scope named
+    /// (over HTTP: 403 and an `insufficient_scope` challenge). See [`MethodScopes`].
+    pub method_scopes: MethodScopes,
+    /// Whether the lists show each caller only the items whose scopes it holds (default
+    /// `false`: lists show everything visible). A hidden item can still be asked for, and is
+    /// then refused with the scopes it needs, so that a client can step up; hide an item from
+    /// calls too with [`visibility`](Self::visibility). A template's scopes that name its
+    /// variables are not known before a read, and do not hide it.
+    pub lists_in_scope: bool,
     /// The extensions the server declares and the custom methods it serves (default none).
     /// See [`Extensions`].
     pub extensions: Extensions,
@@ -179,6 +190,8 @@ impl Default for ServerConfig {
             elicitation_ttl: Duration::from_secs(15 * 60),
             max_elicitations_per_principal: 20,
             visibility: None,
+            method_scopes: MethodScopes::default(),
+            lists_in_scope: false,
             extensions: Extensions::default(),
             middleware: Middlewares::default(),
         }

@@ -83,6 +83,11 @@ pub mod visibility {
     pub use crate::catalog::{CatalogKind, Visibility};
 }
 
+/// The OAuth scopes operations need: per method, and per tool, resource, template and prompt.
+pub mod scopes {
+    pub use crate::catalog::{MethodScopes, ScopeError, Scopes};
+}
+
 /// RFC 6570 level-1 URI templates, as resource templates route them.
 pub mod uri_template {
     pub use crate::catalog::uri_template::*;

@@ -248,6 +248,17 @@ impl Runtime {
         &self.registry
     }
 
+    /// Every scope an operation of this server can need (the methods', and the fixed scopes of
+    /// the current catalog's items), once each, sorted: what a protected-resource metadata
+    /// document lists in `scopes_supported`.
+    pub fn scopes_supported(&self) -> Vec<String> {
+        let mut all = self.registry.snapshot().scopes();
+        all.extend(self.config.method_scopes.all().map(str::to_owned));
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     /// The legacy sessions of network transports.
     pub fn sessions(&self) -> &SessionStore {
         &self.sessions
@@ -306,6 +317,7 @@ impl Runtime {
             catalog: self.registry.snapshot(),
             visibility: self.config.visibility.as_ref(),
             extensions: &self.config.extensions,
+            method_scopes: &self.config.method_scopes,
         };
         crate::dispatch::route::route(&routing, req, era, session, auth)
     }

@@ -685,9 +685,11 @@ fn set_dynamic_prompt(registry: &Registry, present: bool, announce: bool) {
                     "dynamic",
                 ))]))
             });
+            // A prompt without scopes always makes an entry.
+            let Ok(entry) = prompt.into_entry() else { return };
             match announce {
-                true => registry.add_prompt(prompt.into_entry()),
-                false => registry.unannounced().add_prompt(prompt.into_entry()),
+                true => registry.add_prompt(entry),
+                false => registry.unannounced().add_prompt(entry),
             }
         }
         (false, true) => {

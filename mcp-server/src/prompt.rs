@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mcp_protocol::model::{GetPromptResult, Icon, PromptArgument, PromptDef, PromptMessage};
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, PromptHandler, PromptResult};
-use mcp_runtime::registry::PromptEntry;
+use mcp_runtime::registry::{PromptEntry, RegistryError};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -49,6 +49,7 @@ impl<T: IntoPromptResult> IntoPromptResult for Result<T, HandlerError> {
 pub struct Prompt {
     def: PromptDef,
     handler: Arc<dyn PromptHandler>,
+    scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Prompt {
@@ -73,6 +74,7 @@ impl Prompt {
         Prompt {
             def: PromptDef::new(name).with_description(description),
             handler,
+            scopes: Vec::new(),
         }
     }
 
@@ -151,9 +153,17 @@ impl Prompt {
         &self.def
     }
 
-    /// The registry entry of the prompt.
-    pub fn into_entry(self) -> PromptEntry {
-        PromptEntry::new(self.def, self.handler)
+    /// The OAuth scopes getting this prompt needs, besides those every `prompts/get` needs. A
+    /// caller short of one is refused before the handler runs, naming every scope it needs. A
+    /// string that is not a scope token makes the registration fail.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The registry entry of the prompt (a scope that is not a scope token fails).
+    pub fn into_entry(self) -> Result<PromptEntry, RegistryError> {
+        PromptEntry::new(self.def, self.handler).with_scopes(self.scopes)
     }
 }
 

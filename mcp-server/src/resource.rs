@@ -59,6 +59,7 @@ pub struct Resource {
     def: ResourceDef,
     handler: Arc<dyn ResourceHandler>,
     cache: Option<CacheHint>,
+    scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Resource {
@@ -81,6 +82,7 @@ impl Resource {
             def: ResourceDef::new(uri, name),
             handler: wrap(handler),
             cache: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -154,11 +156,21 @@ impl Resource {
         self
     }
 
-    /// The registry entry.
-    pub fn into_entry(self) -> ResourceEntry {
-        let mut e = ResourceEntry::new(self.def, self.handler);
+    /// The OAuth scopes a read of this resource needs, besides those every `resources/read`
+    /// needs. A caller short of one is refused before the handler runs, naming every scope the
+    /// read needs; its reads are cached privately. A string that is not a scope token makes the
+    /// registration fail.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The registry entry ([`check`](Self::check)ed; a scope that is not a scope token fails).
+    pub fn into_entry(self) -> Result<ResourceEntry, RegistryError> {
+        self.check()?;
+        let mut e = ResourceEntry::new(self.def, self.handler).with_scopes(self.scopes)?;
         e.cache = self.cache;
-        e
+        Ok(e)
     }
 }
 
@@ -167,6 +179,7 @@ pub struct ResourceTemplate {
     def: ResourceTemplateDef,
     handler: Arc<dyn ResourceHandler>,
     cache: Option<CacheHint>,
+    scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for ResourceTemplate {
@@ -190,6 +203,7 @@ impl ResourceTemplate {
             def: ResourceTemplateDef::new(uri_template, name),
             handler: wrap(handler),
             cache: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -265,9 +279,20 @@ impl ResourceTemplate {
         self
     }
 
+    /// The OAuth scopes a read through this template needs, besides those every
+    /// `resources/read` needs. `{name}` naming a variable of the template stands for its value
+    /// in the URI being read, so a scope can name what is read (`notes:read:{id}` for
+    /// `notes://{id}`); other text is literal. A caller short of one is refused before the
+    /// handler runs, naming every scope the read needs. A scope that is not a scope token makes
+    /// the registration fail.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// The registry entry.
     pub fn into_entry(self) -> Result<TemplateEntry, RegistryError> {
-        let mut e = TemplateEntry::new(self.def, self.handler)?;
+        let mut e = TemplateEntry::new(self.def, self.handler)?.with_scopes(self.scopes)?;
         e.cache = self.cache;
         Ok(e)
     }

@@ -39,6 +39,9 @@ pub enum ServerError {
     #[cfg(feature = "http")]
     #[error(transparent)]
     Http(#[from] mcp_transport_http::HttpError),
+    /// A scope a method needs is not a scope token.
+    #[error(transparent)]
+    Scope(#[from] mcp_runtime::scopes::ScopeError),
     /// Binding the listening socket failed.
     #[error("cannot listen: {0}")]
     Bind(#[from] std::io::Error),
@@ -95,8 +98,9 @@ impl McpServer {
     }
 
     /// Adds a prompt at run time.
-    pub fn add_prompt(&self, prompt: Prompt) {
-        self.registry().add_prompt(prompt.into_entry());
+    pub fn add_prompt(&self, prompt: Prompt) -> Result<(), ServerError> {
+        self.registry().add_prompt(prompt.into_entry()?);
+        Ok(())
     }
 
     /// Removes a prompt at run time.
@@ -107,9 +111,7 @@ impl McpServer {
     /// Adds a resource at run time (an [`AppResource`](crate::apps::AppResource) too); a
     /// `ui://` resource without the MCP Apps MIME type is refused.
     pub fn add_resource(&self, resource: impl Into<Resource>) -> Result<(), ServerError> {
-        let resource = resource.into();
-        resource.check()?;
-        self.registry().add_resource(resource.into_entry());
+        self.registry().add_resource(resource.into().into_entry()?);
         Ok(())
     }
 
@@ -236,6 +238,38 @@ impl McpServerBuilder {
     /// Modern cache hints stay `private` while a hook is set.
     pub fn visibility(mut self, hook: impl Fn(&AuthInfo, CatalogKind, &str) -> bool + Send + Sync + 'static) -> Self {
         self.config.visibility = Some(Visibility::new(hook));
+        self
+    }
+
+    /// The OAuth scopes every request of `method` needs (any method: core, an extension's, a
+    /// vendor's; added to those set before), whatever it names; tools, resources, templates
+    /// and prompts add their own (`Tool::scopes`…). A caller short of one is refused before
+    /// anything runs, naming every scope the operation needs: over HTTP a 403 with the
+    /// authentication provider's `insufficient_scope` challenge, so that a client steps up
+    /// once; a JSON-RPC error (code 403, `data.requiredScopes`) in a batch and over stdio. A
+    /// string that is not a scope token makes [`build`](Self::build) fail.
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// let builder = McpServer::builder()
+    ///     .method_scopes("tools/call", ["mcp:tools"])
+    ///     .tool(Tool::new("wipe", "Wipes the disk", |_, _| async { "done" }).scopes(["disk:write"]));
+    /// # let _ = builder;
+    /// ```
+    pub fn method_scopes<S: Into<String>>(mut self, method: &str, scopes: impl IntoIterator<Item = S>) -> Self {
+        let current = std::mem::take(&mut self.config.method_scopes);
+        let r = current.require(method, scopes).map(|m| self.config.method_scopes = m);
+        self.record(r);
+        self
+    }
+
+    /// Whether the lists show each caller only the tools, resources, templates and prompts
+    /// whose scopes it holds (default `false`). Those left out can still be asked for, and are
+    /// refused with the scopes they need, so that a client can step up; to hide items from
+    /// calls too, use [`visibility`](Self::visibility).
+    pub fn lists_in_scope(mut self, on: bool) -> Self {
+        self.config.lists_in_scope = on;
         self
     }
 
@@ -484,10 +518,7 @@ impl McpServerBuilder {
     /// Registers a resource (an [`AppResource`](crate::apps::AppResource) too); a `ui://`
     /// resource without the MCP Apps MIME type makes [`build`](Self::build) fail.
     pub fn resource(mut self, resource: impl Into<Resource>) -> Self {
-        let resource = resource.into();
-        let r = resource
-            .check()
-            .map(|()| self.registry.add_resource(resource.into_entry()));
+        let r = resource.into().into_entry().map(|e| self.registry.add_resource(e));
         self.record(r);
         self
     }
@@ -499,9 +530,10 @@ impl McpServerBuilder {
         self
     }
 
-    /// Registers a prompt.
-    pub fn prompt(self, prompt: Prompt) -> Self {
-        self.registry.add_prompt(prompt.into_entry());
+    /// Registers a prompt (a scope that is not a scope token makes [`build`](Self::build) fail).
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        let r = prompt.into_entry().map(|e| self.registry.add_prompt(e));
+        self.record(r);
         self
     }
 

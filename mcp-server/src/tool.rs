@@ -70,6 +70,7 @@ pub struct Tool {
     validate_input: bool,
     validate_output: bool,
     timeout: Option<std::time::Duration>,
+    scopes: Vec<String>,
     derived: Derived,
 }
 
@@ -111,6 +112,7 @@ impl Tool {
             validate_input: true,
             validate_output: true,
             timeout: None,
+            scopes: Vec::new(),
             derived: Derived::default(),
         }
     }
@@ -348,6 +350,16 @@ impl Tool {
         self
     }
 
+    /// The OAuth scopes a call of this tool needs, besides those every `tools/call` needs
+    /// ([`McpServerBuilder::method_scopes`](crate::McpServerBuilder::method_scopes)). A caller
+    /// short of one is refused before the handler runs, naming every scope the call needs (over
+    /// HTTP a 403 `insufficient_scope` challenge the client can step up from). A string that is
+    /// not a scope token makes the registration fail.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Sets whether the tool may or must run as a task.
     pub fn task_support(mut self, support: TaskSupport) -> Self {
         self.def = self.def.with_task_support(support);
@@ -383,7 +395,8 @@ impl Tool {
                 reason: e.to_string(),
             });
         }
-        let entry = ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?;
+        let entry =
+            ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?.with_scopes(self.scopes)?;
         Ok(match self.timeout {
             Some(t) => entry.with_timeout(t),
             None => entry,

@@ -244,9 +244,11 @@ async fn resources_and_prompts_added_at_run_time_are_announced() {
         text_of(&c.read_resource("memo://new").await.unwrap().contents[0]),
         "fresh"
     );
-    server.add_prompt(Prompt::new("bye", "Says bye", |_a, _c| async {
-        Ok(GetPromptResult::new(vec![PromptMessage::assistant_text("Bye")]))
-    }));
+    server
+        .add_prompt(Prompt::new("bye", "Says bye", |_a, _c| async {
+            Ok(GetPromptResult::new(vec![PromptMessage::assistant_text("Bye")]))
+        }))
+        .unwrap();
     c.wait_for_notification("notifications/prompts/list_changed", Duration::from_secs(5))
         .await
         .expect("prompts list_changed");

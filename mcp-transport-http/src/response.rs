@@ -12,6 +12,7 @@ use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{RequestId, RpcError};
 use mcp_runtime::Answer;
 
+use crate::config::HttpConfig;
 use crate::headers::SESSION_HEADER;
 use crate::status;
 
@@ -100,10 +101,21 @@ pub(crate) fn challenge(c: &Challenge) -> Response {
 }
 
 /// The HTTP response of an answer the engine gave at once (with `Mcp-Session-Id` when
-/// `initialize` minted a session).
-pub(crate) fn answer(a: Answer) -> Response {
+/// `initialize` minted a session, and the authentication provider's `insufficient_scope`
+/// challenge when the caller lacks scopes the operation needs).
+pub(crate) fn answer(config: &HttpConfig, a: Answer) -> Response {
     let mut resp = json(status::answer(a.status), a.frame);
     resp.headers_mut().extend(a.headers);
+    if let Some(scopes) = &a.required_scopes {
+        let refusal = config.auth.insufficient_scope(scopes);
+        if let Some(v) = refusal
+            .www_authenticate
+            .as_deref()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            resp.headers_mut().insert(WWW_AUTHENTICATE, v);
+        }
+    }
     if let Some(session) = a.session
         && let Ok(value) = HeaderValue::from_str(session.id())
     {

@@ -407,4 +407,9 @@ impl AuthProvider for BearerAuth {
             Ok(info)
         })
     }
+
+    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        self.challenge
+            .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
+    }
 }

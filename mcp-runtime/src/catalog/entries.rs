@@ -9,6 +9,7 @@ use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef
 use mcp_protocol::schema::{CompiledSchema, SchemaError, compile};
 use serde_json::Value;
 
+use super::scopes::{ScopeError, Scopes};
 use super::uri_template::{TemplateError, UriTemplate};
 use crate::api::handler::{PromptHandler, ResourceHandler, ToolHandler};
 
@@ -48,6 +49,14 @@ pub enum RegistryError {
         /// Why.
         reason: String,
     },
+    /// A scope an item needs is not a scope token.
+    #[error("{item}: {source}")]
+    InvalidScope {
+        /// The tool, resource, template or prompt.
+        item: String,
+        /// Why.
+        source: ScopeError,
+    },
     /// A resource template cannot be routed.
     #[error(transparent)]
     InvalidTemplate(#[from] TemplateError),
@@ -71,6 +80,9 @@ pub struct ToolEntry {
     /// `ServerConfig::handler_timeout` (inline) and `ServerConfig::task_ttl` (as a task)
     /// when set (default `None`). See [`ToolEntry::with_timeout`].
     pub timeout: Option<std::time::Duration>,
+    /// The scopes a call of this tool needs (besides those of `tools/call`). See
+    /// [`ToolEntry::with_scopes`].
+    pub scopes: Scopes,
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -120,7 +132,19 @@ impl ToolEntry {
             output: output.filter(|_| validate_output),
             param_headers,
             timeout: None,
+            scopes: Scopes::default(),
         })
+    }
+
+    /// Sets the OAuth scopes a call of this tool needs, besides those of `tools/call`
+    /// (`ServerConfig::method_scopes`): a caller short of one is refused before the handler
+    /// runs, with every needed scope named. Fails on a string that is not a scope token.
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
+        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
+            item: format!("tool {}", self.def.name),
+            source,
+        })?;
+        Ok(self)
     }
 
     /// Sets the deadline of this tool's handler runs (behaviour invariant 15): it replaces
@@ -140,6 +164,8 @@ pub struct ResourceEntry {
     pub(crate) handler: Arc<dyn ResourceHandler>,
     /// A cache hint for reads of this resource (else the server default).
     pub cache: Option<CacheHint>,
+    /// The scopes a read of this resource needs (besides those of `resources/read`).
+    pub scopes: Scopes,
 }
 
 impl ResourceEntry {
@@ -149,7 +175,18 @@ impl ResourceEntry {
             def,
             handler,
             cache: None,
+            scopes: Scopes::default(),
         }
+    }
+
+    /// Sets the OAuth scopes a read of this resource needs, besides those of `resources/read`.
+    /// Fails on a string that is not a scope token.
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
+        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
+            item: format!("resource {}", self.def.uri),
+            source,
+        })?;
+        Ok(self)
     }
 }
 
@@ -161,6 +198,9 @@ pub struct TemplateEntry {
     pub(crate) handler: Arc<dyn ResourceHandler>,
     /// A cache hint for reads through this template.
     pub cache: Option<CacheHint>,
+    /// The scopes a read through this template needs (besides those of `resources/read`);
+    /// they may name the template's variables. See [`TemplateEntry::with_scopes`].
+    pub scopes: Scopes,
 }
 
 impl TemplateEntry {
@@ -174,7 +214,20 @@ impl TemplateEntry {
             template,
             handler,
             cache: None,
+            scopes: Scopes::default(),
         })
+    }
+
+    /// Sets the OAuth scopes a read through this template needs, besides those of
+    /// `resources/read`. `{name}` naming a variable of the template stands for its value in the
+    /// URI being read (`files:read:{owner}` for `file://{owner}/{+path}`); other text is
+    /// literal. Fails on a scope that is not a scope token.
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
+        self.scopes = Scopes::templated(scopes, &self.template).map_err(|source| RegistryError::InvalidScope {
+            item: format!("resource template {}", self.def.uri_template),
+            source,
+        })?;
+        Ok(self)
     }
 }
 
@@ -183,12 +236,28 @@ pub struct PromptEntry {
     /// The definition.
     pub def: PromptDef,
     pub(crate) handler: Arc<dyn PromptHandler>,
+    /// The scopes getting this prompt needs (besides those of `prompts/get`).
+    pub scopes: Scopes,
 }
 
 impl PromptEntry {
     /// A prompt.
     pub fn new(def: PromptDef, handler: Arc<dyn PromptHandler>) -> Self {
-        PromptEntry { def, handler }
+        PromptEntry {
+            def,
+            handler,
+            scopes: Scopes::default(),
+        }
+    }
+
+    /// Sets the OAuth scopes getting this prompt needs, besides those of `prompts/get`. Fails
+    /// on a string that is not a scope token.
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
+        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
+            item: format!("prompt {}", self.def.name),
+            source,
+        })?;
+        Ok(self)
     }
 }
 

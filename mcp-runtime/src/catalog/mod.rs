@@ -1,9 +1,11 @@
 //! The catalog: what the server offers (tools, resources, templates, prompts, completions),
 //! how it is registered and changed ([`Registry`]), read ([`Catalog`] snapshots), routed (URI
-//! templates) and shown per principal ([`Visibility`]).
+//! templates), shown per principal ([`Visibility`]) and guarded by the scopes each item needs
+//! ([`Scopes`], [`MethodScopes`]).
 
 mod entries;
 mod registry;
+pub(crate) mod scopes;
 mod snapshot;
 pub(crate) mod uri_template;
 mod visibility;
@@ -11,6 +13,7 @@ mod visibility;
 pub use entries::{CompletionKey, PromptEntry, RegistryError, ResourceEntry, TemplateEntry, ToolEntry};
 pub use mcp_protocol::notifications::Change;
 pub use registry::{ChangeFeed, Registry, Unannounced};
+pub use scopes::{MethodScopes, ScopeError, Scopes};
 pub use snapshot::Catalog;
 pub(crate) use snapshot::PageKey;
 pub(crate) use visibility::visible;

@@ -23,6 +23,8 @@ pub struct Catalog {
     pub(super) prompt_index: HashMap<String, usize>,
     pub(super) completions: HashMap<CompletionKey, Arc<dyn CompletionHandler>>,
     pages: Arc<PageCache>,
+    /// Whether some tool, resource, template or prompt needs scopes.
+    scoped: bool,
 }
 
 /// Identifies one finalized page of a catalog list.
@@ -150,5 +152,31 @@ impl Catalog {
             .enumerate()
             .map(|(i, p)| (p.def.name.clone(), i))
             .collect();
+        self.scoped = self.tools.iter().any(|t| !t.scopes.is_empty())
+            || self.resources.iter().any(|r| !r.scopes.is_empty())
+            || self.templates.iter().any(|t| !t.scopes.is_empty())
+            || self.prompts.iter().any(|p| !p.scopes.is_empty());
+    }
+
+    /// Whether some tool, resource, template or prompt needs scopes.
+    pub fn scoped(&self) -> bool {
+        self.scoped
+    }
+
+    /// Every scope a tool, resource, template or prompt names (a template's with its variable
+    /// placeholders), once each, sorted: for a metadata document's `scopes_supported`.
+    pub fn scopes(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .tools
+            .iter()
+            .map(|t| &t.scopes)
+            .chain(self.resources.iter().map(|r| &r.scopes))
+            .chain(self.templates.iter().map(|t| &t.scopes))
+            .chain(self.prompts.iter().map(|p| &p.scopes))
+            .flat_map(|s| s.fixed_scopes().map(str::to_owned))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 }

@@ -79,6 +79,13 @@ impl UriTemplate {
         Ok(UriTemplate { parts })
     }
 
+    /// Whether the template has a variable named `name`.
+    pub fn has_variable(&self, name: &str) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Var { name: n, .. } if n == name))
+    }
+
     /// The variables of a URI the template yields, or `None`.
     pub fn matches(&self, uri: &str) -> Option<Map<String, Value>> {
         let mut vars = Map::new();

@@ -12,7 +12,7 @@ use super::errors::{handler_error, interrupted, parse_params};
 use super::finish::finish as decorate;
 use super::parts::Parts;
 use crate::api::{Ctx, HandlerError};
-use crate::catalog::{CatalogKind, CompletionKey, PageKey};
+use crate::catalog::{CatalogKind, CompletionKey, PageKey, Scopes};
 use crate::exec::guard::run_guarded;
 use crate::exec::run_rounds;
 use crate::reply::{EncodedResult, Reply};
@@ -34,23 +34,27 @@ fn page(key: &str, items: Vec<Value>, next: Option<String>) -> Value {
     Value::Object(m)
 }
 
-/// The items of a list the caller sees (all of them without a visibility hook).
+/// The items of a list the caller sees (all of them without a visibility hook), and of those
+/// only the ones whose scopes it holds when lists show what is in scope.
 fn shown<'a, T>(
     parts: &Parts<'_>,
     ctx: &Ctx,
     items: &'a [Arc<T>],
     kind: CatalogKind,
     key: impl Fn(&T) -> &str,
+    scopes: impl Fn(&T) -> &Scopes,
 ) -> Vec<&'a Arc<T>> {
+    let auth = ctx.auth();
+    let in_scope = parts.config.lists_in_scope;
     items
         .iter()
-        .filter(|i| parts.visible(ctx.auth(), kind, key(i)))
+        .filter(|i| parts.visible(auth, kind, key(i)) && (!in_scope || scopes(i).fixed_granted(auth)))
         .collect()
 }
 
 fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name);
+    let tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name, |t| &t.scopes);
     let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
@@ -58,7 +62,7 @@ fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Resu
 
 fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let resources = shown(parts, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri);
+    let resources = shown(parts, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri, |r| &r.scopes);
     let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
@@ -70,9 +74,14 @@ fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> 
 
 fn list_templates(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let templates = shown(parts, ctx, c.templates(), CatalogKind::ResourceTemplate, |t| {
-        &t.def.uri_template
-    });
+    let templates = shown(
+        parts,
+        ctx,
+        c.templates(),
+        CatalogKind::ResourceTemplate,
+        |t| &t.def.uri_template,
+        |t| &t.scopes,
+    );
     let (items, next) = paginate(&templates, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
@@ -84,7 +93,7 @@ fn list_templates(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> 
 
 fn list_prompts(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let prompts = shown(parts, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name);
+    let prompts = shown(parts, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name, |p| &p.scopes);
     let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
@@ -205,8 +214,9 @@ pub(super) async fn complete(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, V
     Ok(json!({ "completion": completion }))
 }
 
-/// A catalog list. Without a visibility hook every caller of a revision and era gets the same
-/// page, so finalized pages are kept serialized in the catalog snapshot and written as they are.
+/// A catalog list. Unless lists differ per caller (a visibility hook, lists in scope) every
+/// caller of a revision and era gets the same page, so finalized pages are kept serialized in
+/// the catalog snapshot and written as they are.
 pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, ctx: &Ctx) -> Reply {
     let catalog = &parts.catalog;
     let list = match method {
@@ -215,7 +225,7 @@ pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Map<String, Valu
         Method::ResourceTemplatesList => list_templates,
         _ => list_prompts,
     };
-    let key = parts.config.visibility.is_none().then(|| PageKey {
+    let key = (!parts.per_caller_lists()).then(|| PageKey {
         method: method.clone(),
         revision: ctx.revision(),
         era,

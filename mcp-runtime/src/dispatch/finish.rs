@@ -48,8 +48,9 @@ pub(crate) fn finish_as(
 
 /// The cache hint of a cacheable result: `server/discover`'s own; for `resources/read`, the
 /// resource's (or its template's) when it has one; else the server's. A server with a
-/// visibility hook answers each caller with its own catalog: never for a shared cache
-/// (behaviour invariant 31).
+/// visibility hook, or lists in scope, answers each caller with its own catalog, and a resource
+/// that needs scopes is for their holders only: never for a shared cache (behaviour invariant
+/// 31).
 fn cache_hint(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>) -> CacheHint {
     let config = parts.config;
     if *method == Method::Discover {
@@ -60,13 +61,18 @@ fn cache_hint(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>) -
         && let Some(uri) = params.get("uri").and_then(Value::as_str)
     {
         let catalog = &parts.catalog;
-        let own = match catalog.resource(uri) {
-            Some(r) => r.cache,
-            None => catalog.match_template(uri).and_then(|(t, _)| t.cache),
+        let (own, scoped) = match catalog.resource(uri) {
+            Some(r) => (r.cache, !r.scopes.is_empty()),
+            None => catalog
+                .match_template(uri)
+                .map_or((None, false), |(t, _)| (t.cache, !t.scopes.is_empty())),
         };
         hint = own.unwrap_or(hint);
+        if scoped || !config.method_scopes.of(method.as_str()).is_empty() {
+            hint.scope = CacheScope::Private;
+        }
     }
-    if config.visibility.is_some() {
+    if parts.per_caller_lists() {
         hint.scope = CacheScope::Private;
     }
     hint

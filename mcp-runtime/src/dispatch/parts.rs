@@ -37,6 +37,12 @@ impl Parts<'_> {
         visible(self.config.visibility.as_ref(), auth, kind, name)
     }
 
+    /// Whether two callers may see different lists: a visibility hook, or lists that show
+    /// what is in each caller's scope when some item needs scopes.
+    pub(crate) fn per_caller_lists(&self) -> bool {
+        self.config.visibility.is_some() || (self.config.lists_in_scope && self.catalog.scoped())
+    }
+
     /// The limits of an inline handler run.
     pub(crate) fn limits(&self) -> RoundLimits {
         RoundLimits::of(self.config)

@@ -5,7 +5,9 @@
 //! The era comes decided (the engine classifies a request once, `mcp_protocol::classify`); the
 //! route checks that the method is served in it (-32601 beats every later error), then the modern
 //! `_meta`, and resolves what the method names: for `tools/call`, its params are read once and
-//! the tool is looked up once, as the caller sees it (a hidden tool is unknown).
+//! the tool is looked up once, as the caller sees it (a hidden tool is unknown). Last, the
+//! caller must hold every scope the operation needs (`catalog::scopes`): a refusal names them
+//! all, before anything runs.
 
 use std::sync::Arc;
 
@@ -14,7 +16,8 @@ use mcp_protocol::meta::{ModernMeta, parse_modern_meta};
 use mcp_protocol::model::{CallToolParamsRef, ClientCapabilities};
 use mcp_protocol::{Era, Method, Request, Revision, RpcError};
 
-use crate::catalog::{Catalog, CatalogKind, ToolEntry, Visibility, visible};
+use crate::catalog::scopes::ScopeCheck;
+use crate::catalog::{Catalog, CatalogKind, MethodScopes, ToolEntry, Visibility, visible};
 use crate::extension::{Extensions, MethodEntry};
 use crate::session::Session;
 
@@ -96,6 +99,8 @@ pub(crate) struct Routing<'a> {
     pub(crate) visibility: Option<&'a Visibility>,
     /// The custom methods.
     pub(crate) extensions: &'a Extensions,
+    /// The scopes each method needs.
+    pub(crate) method_scopes: &'a MethodScopes,
 }
 
 /// Routes a request whose era is decided: the method is served in the era (legacy: in the
@@ -150,6 +155,17 @@ pub(crate) fn route(
         (Method::ToolsCall, None) => Target::Tool(tool_call(at, req, auth)),
         _ => Target::None,
     };
+    let tool = match &target {
+        Target::Tool(call) => call.tool.as_deref(),
+        _ => None,
+    };
+    ScopeCheck {
+        methods: at.method_scopes,
+        catalog: &at.catalog,
+        visibility: at.visibility,
+    }
+    .check(req, tool, auth)
+    .map_err(reject)?;
     Ok(Route {
         era,
         revision,

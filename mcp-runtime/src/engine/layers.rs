@@ -30,9 +30,9 @@ pub(super) fn answer(
         Body::Reply(r @ (Reply::Result(_) | Reply::Encoded(_) | Reply::Error(_))) => r,
         Body::Reply(Reply::Cancelled) | Body::Stream(_) | Body::Accepted => Reply::Error(RpcError::internal()),
     };
-    let code = match &reply {
-        Reply::Error(e) => Some(e.code),
-        _ => None,
+    let (code, required_scopes) = match &reply {
+        Reply::Error(e) => (Some(e.code), e.required_scopes()),
+        _ => (None, None),
     };
     let frame = reply.encode(id).unwrap_or_default();
     let status = outcome
@@ -43,6 +43,7 @@ pub(super) fn answer(
         headers: outcome.headers,
         status,
         session: if code.is_none() { session } else { None },
+        required_scopes,
     }
 }
 
@@ -103,5 +104,6 @@ pub(super) async fn admit(
         headers: outcome.headers,
         status,
         session: None,
+        required_scopes: error.required_scopes(),
     }))
 }

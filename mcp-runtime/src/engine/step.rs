@@ -24,6 +24,9 @@ pub struct Answer {
     /// The legacy session `initialize` minted and the transport now serves (HTTP sends its id
     /// in `Mcp-Session-Id`; stdio and the pair connect its outlet).
     pub session: Option<Arc<Session>>,
+    /// When the caller lacks scopes the operation needs: every scope it needs (HTTP answers 403
+    /// with the authentication provider's `insufficient_scope` challenge naming them).
+    pub required_scopes: Option<Vec<String>>,
 }
 
 impl Answer {
@@ -33,6 +36,7 @@ impl Answer {
             headers: http::HeaderMap::new(),
             status: status_at(stage, era, error.code),
             session: None,
+            required_scopes: error.required_scopes(),
         }
     }
 }

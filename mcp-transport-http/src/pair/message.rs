@@ -109,7 +109,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
             Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
         },
         Inbound::Batch(items) => match engine.batch(&peer, items).await {
-            BatchStep::Answer(a) => return answer(a),
+            BatchStep::Answer(a) => return answer(&shared.config, a),
             BatchStep::Run(batch) => {
                 let out = pair.clone();
                 shared.tracker.spawn(async move {

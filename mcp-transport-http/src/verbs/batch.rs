@@ -19,7 +19,7 @@ use crate::status;
 /// Answers a batch the engine checked.
 pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -> Response {
     let batch = match step {
-        BatchStep::Answer(a) => return answer(a),
+        BatchStep::Answer(a) => return answer(&shared.config, a),
         BatchStep::Run(b) => b,
     };
     // Every request of the batch counts against the in-flight cap (the POST holds one slot).

@@ -107,14 +107,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
             empty(status::NOTHING_TO_ANSWER)
         }
         Inbound::Single(Message::Notification(n)) => match engine.notification(&peer, &n).await {
-            Some(refusal) => answer(refusal),
+            Some(refusal) => answer(&shared.config, refusal),
             None => empty(status::NOTHING_TO_ANSWER),
         },
         Inbound::Single(Message::Request(r)) => {
             let step = engine.request(&peer, r).await;
             drop(peer);
             match step {
-                Step::Answer(a) => answer(a),
+                Step::Answer(a) => answer(&shared.config, a),
                 Step::Call(c) => call::run(&cx.shared, cx.permit.clone(), c).await,
                 Step::Listen(l) => listen::serve(&cx.shared, cx.permit.clone(), l),
             }
