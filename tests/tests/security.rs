@@ -9,13 +9,16 @@
 //! `security/ownership.rs`: sessions, client responses, request states and URL
 //! elicitations across two principals; `security/tasks.rs`: tasks of both eras
 //! and `subscriptions/listen` task ids across principals;
-//! `security/visibility.rs`: the per-principal catalog hook;
+//! `security/visibility.rs`: the per-principal catalog hook; `security/scopes.rs`: the scopes
+//! each operation needs, one challenge naming them all;
 //! `security/fixture.rs`: providers, tokens, tools.
 
 #[path = "security/fixture.rs"]
 mod fixture;
 #[path = "security/ownership.rs"]
 mod ownership;
+#[path = "security/scopes.rs"]
+mod scopes;
 #[allow(dead_code)]
 #[path = "http/support.rs"]
 mod support;

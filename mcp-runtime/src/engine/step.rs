@@ -53,10 +53,6 @@ pub struct Listening {
 
 /// What the engine made of a request.
 #[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a step is made once per request and matched at once; boxing the call would cost an allocation per request"
-)]
 pub enum Step {
     /// Answered at once.
     Answer(Answer),
