@@ -73,7 +73,9 @@ pub use basic::{BasicAuth, BasicAuthBuilder, BasicAuthStats, BasicUser, DEFAULT_
 #[cfg(feature = "jwt")]
 pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
 pub use cache::{CacheConfig, DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_TTL};
-pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
+pub use challenge::{
+    BearerChallenge, BearerError, Challenge, DEFAULT_REALM, DpopChallenge, DpopErrorCode, WwwAuthenticate,
+};
 pub use client::ClientAddr;
 pub use custom::{CustomAuth, RequestHead};
 pub use error::AuthSetupError;
