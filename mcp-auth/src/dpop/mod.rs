@@ -68,8 +68,9 @@
 //! one.
 //!
 //! The extra response headers travel in [`Challenge::headers`](crate::Challenge::headers): a
-//! transport must append them to the refusal it sends (the HTTP transport does), and expose
-//! `DPoP-Nonce` and `WWW-Authenticate` to browsers through CORS.
+//! transport must append them to the refusal it sends, expose `DPoP-Nonce` and
+//! `WWW-Authenticate` to browsers through CORS (`Access-Control-Expose-Headers`), and let them
+//! send the `DPoP` request header (`Access-Control-Allow-Headers`).
 //!
 //! # Metadata
 //!
