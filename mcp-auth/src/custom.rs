@@ -9,7 +9,9 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::{AuthInfo, AuthProvider, BearerChallenge, BoxFuture, Challenge, ClientAddr, DEFAULT_REALM, WwwAuthenticate};
+use crate::{
+    AuthInfo, AuthProvider, BearerChallenge, BoxFuture, Challenge, ClientAddr, DEFAULT_REALM, WwwAuthenticate,
+};
 
 /// What a custom function sees of a request: an owned copy of its head.
 ///
@@ -127,8 +129,9 @@ impl AuthProvider for CustomAuth {
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
         match &*self.inner {
             Inner::Provider(p) => p.insufficient_scope(needed),
-            Inner::Function(_) => BearerChallenge::new(DEFAULT_REALM)
-                .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION),
+            Inner::Function(_) => {
+                BearerChallenge::new(DEFAULT_REALM).insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
+            }
         }
     }
 }

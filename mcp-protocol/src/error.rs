@@ -406,7 +406,11 @@ mod tests {
         for era in [Era::Modern, Era::Legacy] {
             assert_eq!(dispatch_http_status(era, codes::RATE_LIMITED), 429, "{era:?}");
             assert_eq!(status_at(Stage::Dispatch, era, codes::RATE_LIMITED), 429, "{era:?}");
-            assert_eq!(status_at(Stage::Dispatch, era, codes::INSUFFICIENT_SCOPE), 403, "{era:?}");
+            assert_eq!(
+                status_at(Stage::Dispatch, era, codes::INSUFFICIENT_SCOPE),
+                403,
+                "{era:?}"
+            );
             assert_eq!(status_at(Stage::Route, era, codes::INSUFFICIENT_SCOPE), 403, "{era:?}");
         }
     }

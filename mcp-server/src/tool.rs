@@ -395,8 +395,8 @@ impl Tool {
                 reason: e.to_string(),
             });
         }
-        let entry =
-            ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?.with_scopes(self.scopes)?;
+        let entry = ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?
+            .with_scopes(self.scopes)?;
         Ok(match self.timeout {
             Some(t) => entry.with_timeout(t),
             None => entry,

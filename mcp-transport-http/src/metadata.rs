@@ -49,9 +49,7 @@ fn with_scopes(doc: &Value, scopes: Vec<String>) -> std::borrow::Cow<'_, Value> 
     }
     let mut doc = doc.clone();
     if let Value::Object(m) = &mut doc {
-        let listed = m
-            .entry("scopes_supported")
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let listed = m.entry("scopes_supported").or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(list) = listed {
             for scope in scopes {
                 if !list.iter().any(|s| s.as_str() == Some(&scope)) {

@@ -473,6 +473,9 @@ impl AuthProvider for BearerAuth {
     }
 
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        if let Some(dpop) = &self.dpop {
+            return dpop.insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION);
+        }
         self.challenge
             .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
     }

@@ -309,6 +309,22 @@ impl DpopAuth {
         Ok(info)
     }
 
+    /// The 403 for an operation needing scopes the caller lacks (after authentication, so the
+    /// scheme is not known here): the `DPoP` challenge under `Required`, both challenges under
+    /// `Allowed` (RFC 9449 §7.2), each naming every needed scope.
+    pub(crate) fn insufficient_scope(&self, needed: &[String], description: &str) -> Challenge {
+        let dpop = self.dpop.insufficient_scope(needed, description);
+        if self.mode != DpopMode::Allowed {
+            return dpop;
+        }
+        let bearer = self.bearer.insufficient_scope(needed, description);
+        let joined: Vec<String> = [bearer.www_authenticate, dpop.www_authenticate]
+            .into_iter()
+            .flatten()
+            .collect();
+        Challenge::new(403, Some(joined.join(", ")))
+    }
+
     /// A fresh nonce header, when nonces are required.
     fn nonce_header(&self) -> Option<(HeaderName, HeaderValue)> {
         let nonce = self.nonces.as_ref()?.issue(unix_now());

@@ -743,6 +743,29 @@ async fn challenges_without_usable_credentials() {
     );
 }
 
+#[test]
+fn an_operation_short_of_scopes_is_refused_in_the_schemes_served() {
+    let needed = ["files:write".to_owned()];
+    let c = provider(DpopMode::Required).insufficient_scope(&needed);
+    assert_eq!(c.status, 403);
+    assert_eq!(
+        c.www_authenticate.unwrap(),
+        format!(
+            r#"DPoP realm="mcp", error="insufficient_scope", error_description="the token lacks scopes this operation needs", scope="files:write", algs="ES256 RS256", resource_metadata="{PRM}""#
+        )
+    );
+    let c = provider(DpopMode::Allowed).insufficient_scope(&needed);
+    assert_eq!(c.status, 403);
+    let header = c.www_authenticate.unwrap();
+    assert!(
+        header.starts_with(r#"Bearer realm="mcp", error="insufficient_scope""#)
+            && header.contains(r#", DPoP realm="mcp", error="insufficient_scope""#),
+        "{header}"
+    );
+    let off = provider(DpopMode::Off).insufficient_scope(&needed);
+    assert!(off.www_authenticate.unwrap().starts_with("Bearer "));
+}
+
 /// The `DPoP-Nonce` header of a refusal.
 fn nonce_of(c: &Challenge) -> String {
     let (name, value) = c.headers.first().expect("a DPoP-Nonce header");

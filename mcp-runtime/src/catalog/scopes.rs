@@ -261,7 +261,12 @@ impl ScopeCheck<'_> {
                 {
                     fixed(&r.scopes, needed);
                 } else if let Some((t, vars)) = self.catalog.match_template(uri)
-                    && visible(self.visibility, auth, CatalogKind::ResourceTemplate, &t.def.uri_template)
+                    && visible(
+                        self.visibility,
+                        auth,
+                        CatalogKind::ResourceTemplate,
+                        &t.def.uri_template,
+                    )
                 {
                     t.scopes.expand_into(&vars, needed)?;
                 }

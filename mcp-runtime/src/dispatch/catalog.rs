@@ -62,7 +62,14 @@ fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Resu
 
 fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let resources = shown(parts, ctx, c.resources(), CatalogKind::Resource, |r| &r.def.uri, |r| &r.scopes);
+    let resources = shown(
+        parts,
+        ctx,
+        c.resources(),
+        CatalogKind::Resource,
+        |r| &r.def.uri,
+        |r| &r.scopes,
+    );
     let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
@@ -93,7 +100,14 @@ fn list_templates(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> 
 
 fn list_prompts(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let prompts = shown(parts, ctx, c.prompts(), CatalogKind::Prompt, |p| &p.def.name, |p| &p.scopes);
+    let prompts = shown(
+        parts,
+        ctx,
+        c.prompts(),
+        CatalogKind::Prompt,
+        |p| &p.def.name,
+        |p| &p.scopes,
+    );
     let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
