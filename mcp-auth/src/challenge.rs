@@ -1,4 +1,4 @@
-//! Refusals and their `WWW-Authenticate` headers (RFC 9110 §11.6.1, RFC 6750 §3).
+//! Refusals and their `WWW-Authenticate` headers (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9449 §7.1).
 
 use std::fmt;
 use std::time::Duration;
@@ -15,11 +15,17 @@ pub struct Challenge {
     /// (too many failed attempts) or 503 (the provider is over its own bound).
     pub status: u16,
     /// The `WWW-Authenticate` header value, if any. Always a valid header value
-    /// (visible ASCII) when built by this crate.
+    /// (visible ASCII) when built by this crate. It may hold several challenges separated by
+    /// commas (RFC 9110 §11.6.1): a bearer provider that accepts both schemes answers
+    /// `Bearer realm="mcp", …, DPoP realm="mcp", algs="ES256 RS256", …` (RFC 9449 §7.2).
     pub www_authenticate: Option<String>,
     /// When the client may try again (`Retry-After`, in whole seconds rounded up), if the
     /// refusal says.
     pub retry_after: Option<Duration>,
+    /// Other response headers the refusal must carry, in order, each to be appended to the
+    /// response as given: e.g. `DPoP-Nonce` with a `use_dpop_nonce` refusal (RFC 9449 §9).
+    /// Empty for every refusal but those of a DPoP-enabled bearer provider.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 impl Challenge {
@@ -29,7 +35,25 @@ impl Challenge {
             status,
             www_authenticate,
             retry_after: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// A refusal with `status` carrying several challenges in one `WWW-Authenticate` value,
+    /// separated by commas (RFC 9110 §11.6.1); none when `challenges` is empty.
+    pub fn with_challenges(status: u16, challenges: &[WwwAuthenticate]) -> Self {
+        let value = challenges
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        Self::new(status, (!value.is_empty()).then_some(value))
+    }
+
+    /// The same refusal, with one more response header (appended after those already there).
+    pub fn with_header(mut self, name: http::HeaderName, value: http::HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
     }
 
     /// A 429 Too Many Requests (RFC 6585 §4): the client's failed attempts are over a limit,
@@ -237,12 +261,156 @@ impl BearerChallenge {
             .forbidden()
     }
 
+    /// The challenge itself, with an error and a description or without (no error attributes),
+    /// to be combined with another scheme's in one refusal ([`Challenge::with_challenges`]).
+    pub fn www_authenticate(&self, error: Option<BearerError>, description: Option<&str>) -> WwwAuthenticate {
+        self.header(error, description, self.scope.as_deref())
+    }
+
     fn header(&self, error: Option<BearerError>, description: Option<&str>, scope: Option<&str>) -> WwwAuthenticate {
         WwwAuthenticate::new(&self.scheme)
             .param("realm", &self.realm)
             .param_opt("error", error.map(BearerError::as_str))
             .param_opt("error_description", description)
             .param_opt("scope", scope)
+            .param_opt("resource_metadata", self.resource_metadata.as_deref())
+    }
+}
+
+/// The error codes of a `DPoP` challenge (RFC 9449 §7.1): RFC 6750's and DPoP's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DpopErrorCode {
+    /// The request is malformed (e.g. two `Authorization` headers): 400.
+    InvalidRequest,
+    /// The access token is invalid, or not bound to the key of the DPoP proof: 401.
+    InvalidToken,
+    /// The token lacks a scope the request needs: 403.
+    InsufficientScope,
+    /// The DPoP proof is missing or invalid (RFC 9449 §4.3): 401.
+    InvalidDpopProof,
+    /// The DPoP proof must carry a nonce the server provides in a `DPoP-Nonce` response
+    /// header (RFC 9449 §9): 401.
+    UseDpopNonce,
+}
+
+impl DpopErrorCode {
+    /// The `error` attribute value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DpopErrorCode::InvalidRequest => "invalid_request",
+            DpopErrorCode::InvalidToken => "invalid_token",
+            DpopErrorCode::InsufficientScope => "insufficient_scope",
+            DpopErrorCode::InvalidDpopProof => "invalid_dpop_proof",
+            DpopErrorCode::UseDpopNonce => "use_dpop_nonce",
+        }
+    }
+
+    /// The HTTP status paired with the error.
+    pub fn status(self) -> u16 {
+        match self {
+            DpopErrorCode::InvalidRequest => 400,
+            DpopErrorCode::InsufficientScope => 403,
+            DpopErrorCode::InvalidToken | DpopErrorCode::InvalidDpopProof | DpopErrorCode::UseDpopNonce => 401,
+        }
+    }
+}
+
+impl From<BearerError> for DpopErrorCode {
+    fn from(e: BearerError) -> Self {
+        match e {
+            BearerError::InvalidRequest => DpopErrorCode::InvalidRequest,
+            BearerError::InvalidToken => DpopErrorCode::InvalidToken,
+            BearerError::InsufficientScope => DpopErrorCode::InsufficientScope,
+        }
+    }
+}
+
+/// The parameters a resource server repeats in each of its `DPoP` challenges (RFC 9449 §7.1):
+/// the realm, the scopes it wants, the JWS algorithms it accepts for DPoP proofs (`algs`) and
+/// the URL of its RFC 9728 metadata document.
+///
+/// ```
+/// use mcp_auth::{DpopChallenge, DpopErrorCode};
+///
+/// let c = DpopChallenge::new("mcp").algs(["ES256", "RS256"]);
+/// assert_eq!(c.missing().www_authenticate.unwrap(), r#"DPoP realm="mcp", algs="ES256 RS256""#);
+/// let e = c.error(DpopErrorCode::InvalidDpopProof, "the DPoP proof expired");
+/// assert_eq!(e.status, 401);
+/// assert_eq!(e.www_authenticate.unwrap(),
+///     r#"DPoP realm="mcp", error="invalid_dpop_proof", error_description="the DPoP proof expired", algs="ES256 RS256""#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpopChallenge {
+    realm: String,
+    scope: Option<String>,
+    algs: Option<String>,
+    resource_metadata: Option<String>,
+}
+
+impl DpopChallenge {
+    /// Challenges for `realm`, with no scope hint, no `algs` and no metadata URL.
+    pub fn new(realm: impl Into<String>) -> Self {
+        DpopChallenge {
+            realm: realm.into(),
+            scope: None,
+            algs: None,
+            resource_metadata: None,
+        }
+    }
+
+    /// Names the JWS algorithms accepted for DPoP proofs (`algs="ES256 RS256"`); none when empty.
+    pub fn algs<S: AsRef<str>>(mut self, algs: impl IntoIterator<Item = S>) -> Self {
+        let joined = join_scopes(algs);
+        self.algs = (!joined.is_empty()).then_some(joined);
+        self
+    }
+
+    /// Names the scopes the resource wants in every challenge (`scope="a b"`); none when empty.
+    pub fn scope<S: AsRef<str>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        let joined = join_scopes(scopes);
+        self.scope = (!joined.is_empty()).then_some(joined);
+        self
+    }
+
+    /// Names the RFC 9728 metadata document (`resource_metadata="<url>"`).
+    pub fn resource_metadata(mut self, url: impl Into<String>) -> Self {
+        self.resource_metadata = Some(url.into());
+        self
+    }
+
+    /// The 401 for a request that sent no credentials of this scheme at all: no error
+    /// attributes.
+    pub fn missing(&self) -> Challenge {
+        self.www_authenticate(None, None).unauthorized()
+    }
+
+    /// The refusal for `error`, with its status and a description.
+    pub fn error(&self, error: DpopErrorCode, description: &str) -> Challenge {
+        let header = self.www_authenticate(Some(error), Some(description));
+        Challenge::new(error.status(), Some(header.to_string()))
+    }
+
+    /// The 403 `insufficient_scope` naming the scopes the request needs.
+    pub fn insufficient_scope(&self, needed: &[String], description: &str) -> Challenge {
+        let scope = join_scopes(needed);
+        self.header(Some(DpopErrorCode::InsufficientScope), Some(description), Some(&scope))
+            .forbidden()
+    }
+
+    /// The challenge itself, with an error and a description or without (no error attributes),
+    /// to be combined with another scheme's in one refusal ([`Challenge::with_challenges`]).
+    pub fn www_authenticate(&self, error: Option<DpopErrorCode>, description: Option<&str>) -> WwwAuthenticate {
+        self.header(error, description, self.scope.as_deref())
+    }
+
+    fn header(&self, error: Option<DpopErrorCode>, description: Option<&str>, scope: Option<&str>) -> WwwAuthenticate {
+        WwwAuthenticate::new("DPoP")
+            .param("realm", &self.realm)
+            .param_opt("error", error.map(DpopErrorCode::as_str))
+            .param_opt("error_description", description)
+            .param_opt("scope", scope)
+            .param_opt("algs", self.algs.as_deref())
             .param_opt("resource_metadata", self.resource_metadata.as_deref())
     }
 }
@@ -356,6 +524,54 @@ mod tests {
             empty.missing().www_authenticate.as_deref(),
             Some(r#"Bearer realm="mcp""#)
         );
+    }
+
+    #[test]
+    fn dpop_challenge_format() {
+        let base = DpopChallenge::new("mcp")
+            .algs(["ES256", "", "RS256"])
+            .scope(["files:read"])
+            .resource_metadata("https://h/prm");
+        assert_eq!(
+            base.missing().www_authenticate.as_deref(),
+            Some(r#"DPoP realm="mcp", scope="files:read", algs="ES256 RS256", resource_metadata="https://h/prm""#)
+        );
+        let c = base.error(DpopErrorCode::UseDpopNonce, "a nonce is required");
+        assert_eq!(c.status, 401);
+        assert!(
+            c.www_authenticate
+                .unwrap()
+                .starts_with(r#"DPoP realm="mcp", error="use_dpop_nonce", error_description="a nonce is required""#)
+        );
+        let c = base.insufficient_scope(&["admin".to_owned()], "missing scope admin");
+        assert_eq!(c.status, 403);
+        assert!(
+            c.www_authenticate
+                .unwrap()
+                .contains(r#"scope="admin", algs="ES256 RS256""#)
+        );
+        assert_eq!(base.error(DpopErrorCode::InvalidRequest, "x").status, 400);
+        assert_eq!(DpopErrorCode::from(BearerError::InvalidToken).as_str(), "invalid_token");
+    }
+
+    #[test]
+    fn several_challenges_in_one_header_and_extra_headers() {
+        let bearer = BearerChallenge::new("mcp").www_authenticate(Some(BearerError::InvalidToken), Some("bad"));
+        let dpop = DpopChallenge::new("mcp").algs(["ES256"]).www_authenticate(None, None);
+        let c = Challenge::with_challenges(401, &[bearer, dpop]).with_header(
+            http::HeaderName::from_static("dpop-nonce"),
+            http::HeaderValue::from_static("n1"),
+        );
+        assert_eq!(
+            c.www_authenticate.as_deref(),
+            Some(
+                r#"Bearer realm="mcp", error="invalid_token", error_description="bad", DPoP realm="mcp", algs="ES256""#
+            )
+        );
+        assert!(http::HeaderValue::from_str(c.www_authenticate.as_deref().unwrap()).is_ok());
+        assert_eq!(c.headers.len(), 1);
+        assert_eq!(c.headers[0].1, "n1");
+        assert_eq!(Challenge::with_challenges(401, &[]).www_authenticate, None);
     }
 
     #[test]

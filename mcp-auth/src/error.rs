@@ -127,6 +127,13 @@ pub enum AuthSetupError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The DPoP options of the bearer provider are unusable (no endpoint URL, an algorithm that
+    /// cannot sign proofs, a short nonce secret, …).
+    #[error("bearer: invalid DPoP configuration: {reason}")]
+    InvalidDpop {
+        /// What is wrong with it (never a secret).
+        reason: String,
+    },
     /// The operating system's random number generator failed.
     #[error("the operating system's random number generator failed")]
     Random,

@@ -20,7 +20,7 @@
 //! | provider | credentials | refusal |
 //! | --- | --- | --- |
 //! | [`NoAuth`] (default) | none; everyone is `anonymous` | never |
-//! | [`BearerAuth`] (feature `jwt`, on by default) | `Authorization: Bearer <JWT>` (HS256, RS256, ES256, JWKS) or an opaque token checked by a [`TokenVerifier`] | `Bearer realm="mcp", error="invalid_token", …` |
+//! | [`BearerAuth`] (feature `jwt`, on by default) | `Authorization: Bearer <JWT>` (HS256, RS256, ES256, JWKS) or an opaque token checked by a [`TokenVerifier`]; optionally DPoP-bound tokens, `Authorization: DPoP <token>` with a `DPoP` proof ([`dpop`], RFC 9449) | `Bearer realm="mcp", error="invalid_token", …` (and `DPoP realm="mcp", algs="ES256 RS256", …`) |
 //! | [`ApiKeyAuth`] | `x-api-key: <key>` or `Authorization: ApiKey <key>`, stored as peppered HMAC-SHA-256 hashes | `ApiKey header="x-api-key"` |
 //! | [`BasicAuth`] | `Authorization: Basic …`, passwords stored as PBKDF2-SHA256 hashes | `Basic realm="mcp"` |
 //! | [`CustomAuth`] | whatever an async function or another provider decides | its own challenge |
@@ -29,6 +29,15 @@
 //! one of the required scopes gets a 403 `insufficient_scope` that names the
 //! scopes. [`ResourceMetadata`] renders the RFC 9728 protected-resource
 //! metadata document that a bearer challenge points at.
+//!
+//! ## DPoP
+//!
+//! With [`BearerAuthBuilder::dpop`] the bearer provider also accepts (or requires) access
+//! tokens bound to a client's key (RFC 9449): every request then carries a proof, signed with
+//! that key, of its method, URL and time and of the token, which the provider checks, with
+//! the token's `cnf.jkt` binding, a replay cache of used proofs ([`ReplayCache`]) and optional
+//! server nonces (whose `DPoP-Nonce` response header travels in [`Challenge::headers`]). See
+//! [`dpop`].
 //!
 //! ## Secrets
 //!
@@ -61,6 +70,7 @@ mod challenge;
 mod client;
 mod credentials;
 pub mod custom;
+pub mod dpop;
 mod error;
 mod hash;
 pub mod metadata;
@@ -73,9 +83,14 @@ pub use basic::{BasicAuth, BasicAuthBuilder, BasicAuthStats, BasicUser, DEFAULT_
 #[cfg(feature = "jwt")]
 pub use bearer::{BearerAuth, BearerAuthBuilder, JwtKey, TokenError, TokenVerifier};
 pub use cache::{CacheConfig, DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_TTL};
-pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwAuthenticate};
+pub use challenge::{
+    BearerChallenge, BearerError, Challenge, DEFAULT_REALM, DpopChallenge, DpopErrorCode, WwwAuthenticate,
+};
 pub use client::ClientAddr;
 pub use custom::{CustomAuth, RequestHead};
+#[cfg(feature = "jwt")]
+pub use dpop::{DpopError, DpopMode, DpopOptions};
+pub use dpop::{MemoryReplayCache, ReplayCache, ReplayError};
 pub use error::AuthSetupError;
 pub use hash::{
     API_KEY_HASH_PREFIX, DEFAULT_PBKDF2_ITERATIONS, MAX_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PASSWORD_HASH_PREFIX,

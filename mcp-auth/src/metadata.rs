@@ -80,6 +80,8 @@ pub struct ResourceMetadataBuilder {
     resource_name: Option<String>,
     resource_documentation: Option<String>,
     metadata_url: Option<String>,
+    dpop_signing_alg_values_supported: Vec<String>,
+    dpop_bound_access_tokens_required: Option<bool>,
     extra: Map<String, Value>,
 }
 
@@ -130,6 +132,21 @@ impl ResourceMetadataBuilder {
     /// well-known URL of the resource.
     pub fn metadata_url(mut self, url: impl Into<String>) -> Self {
         self.metadata_url = Some(url.into());
+        self
+    }
+
+    /// The JWS algorithms accepted for DPoP proofs (`dpop_signing_alg_values_supported`,
+    /// RFC 9728 §2; omitted when empty), e.g. [`BearerAuth::dpop_algorithms`](crate::BearerAuth::dpop_algorithms).
+    pub fn dpop_signing_alg_values_supported<S: Into<String>>(mut self, algs: impl IntoIterator<Item = S>) -> Self {
+        self.dpop_signing_alg_values_supported = algs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether the resource accepts DPoP-bound tokens only (`dpop_bound_access_tokens_required`,
+    /// RFC 9728 §2; false when omitted): true under
+    /// [`DpopMode::Required`](crate::dpop::DpopMode::Required).
+    pub fn dpop_bound_access_tokens_required(mut self, required: bool) -> Self {
+        self.dpop_bound_access_tokens_required = Some(required);
         self
     }
 
@@ -206,6 +223,15 @@ impl ResourceMetadataBuilder {
         if let Some(url) = self.resource_documentation {
             doc.insert("resource_documentation".into(), Value::String(url));
         }
+        if !self.dpop_signing_alg_values_supported.is_empty() {
+            doc.insert(
+                "dpop_signing_alg_values_supported".into(),
+                strings(&self.dpop_signing_alg_values_supported),
+            );
+        }
+        if let Some(required) = self.dpop_bound_access_tokens_required {
+            doc.insert("dpop_bound_access_tokens_required".into(), Value::Bool(required));
+        }
         for (k, v) in self.extra {
             doc.entry(k).or_insert(v);
         }
@@ -253,6 +279,8 @@ impl ResourceMetadata {
             resource_name: None,
             resource_documentation: None,
             metadata_url: None,
+            dpop_signing_alg_values_supported: Vec::new(),
+            dpop_bound_access_tokens_required: None,
             extra: Map::new(),
         }
     }
@@ -332,6 +360,28 @@ mod tests {
         );
         assert!(meta.serves("/.well-known/oauth-protected-resource/mcp"));
         assert!(!meta.serves("/mcp"));
+    }
+
+    #[test]
+    fn dpop_fields() {
+        let meta = ResourceMetadata::builder("https://mcp.example.com/mcp")
+            .dpop_signing_alg_values_supported(["ES256", "RS256"])
+            .dpop_bound_access_tokens_required(true)
+            .extra("dpop_bound_access_tokens_required", json!(false))
+            .extra("x", json!(1))
+            .build()
+            .unwrap();
+        let doc = meta.document();
+        assert_eq!(doc["dpop_signing_alg_values_supported"], json!(["ES256", "RS256"]));
+        assert_eq!(
+            doc["dpop_bound_access_tokens_required"],
+            json!(true),
+            "the typed field wins"
+        );
+        assert_eq!(doc["x"], json!(1));
+        let plain = ResourceMetadata::builder("https://h.example").build().unwrap();
+        assert!(!plain.document().contains_key("dpop_signing_alg_values_supported"));
+        assert!(!plain.document().contains_key("dpop_bound_access_tokens_required"));
     }
 
     #[test]

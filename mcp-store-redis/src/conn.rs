@@ -87,6 +87,12 @@ impl Keys {
         format!("{}:rate:{bucket}", self.prefix)
     }
 
+    /// `<prefix>:dpop:<key>`: a DPoP proof already used (the key is a hash of the proof's key
+    /// thumbprint and `jti`, made by `mcp-auth`).
+    pub(crate) fn replay(&self, key: &str) -> String {
+        format!("{}:dpop:{key}", self.prefix)
+    }
+
     /// `<prefix>:bus`: the default bus channel.
     pub(crate) fn bus_channel(&self) -> String {
         format!("{}:bus", self.prefix)

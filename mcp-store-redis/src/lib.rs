@@ -1,6 +1,7 @@
 //! Redis implementation of every store seam of [`mcp_runtime::store`]: session records, stream
 //! events, task records, the bus and membership, so that several instances of one MCP server
-//! share their state through one Redis.
+//! share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
+//! ([`RedisStore::replay_cache`]), so that a DPoP proof is single-use across them.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
@@ -40,6 +41,7 @@
 //! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
+//! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
 //!
 //! The event keys of a session follow its record's expiry: an append gives the counters and the
@@ -72,6 +74,7 @@
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
+//! | DPoP replay check | `SET NX PX` | 1 |
 //!
 //! Scripts are sent with `EVALSHA`; on `NOSCRIPT` (a Redis that restarted or flushed its script
 //! cache) the script is loaded and run again, transparently.
@@ -104,6 +107,7 @@ mod bus;
 mod conn;
 mod events;
 mod members;
+mod replay;
 mod sessions;
 mod tasks;
 pub mod testing;
@@ -121,6 +125,7 @@ use crate::bus::RedisBus;
 use crate::conn::{Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
+pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
 
@@ -195,6 +200,7 @@ pub struct RedisStore {
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
     buckets: Arc<RedisBuckets>,
+    replay: RedisReplayCache,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -272,8 +278,15 @@ impl RedisStore {
             tasks: Arc::new(RedisTaskStore::new(conn.clone())),
             bus: Arc::new(bus),
             members: Arc::new(RedisMembership::new(conn.clone())),
-            buckets: Arc::new(RedisBuckets::new(conn)),
+            buckets: Arc::new(RedisBuckets::new(conn.clone())),
+            replay: RedisReplayCache::new(conn),
         })
+    }
+
+    /// The DPoP replay cache on this Redis, for `mcp_auth::DpopOptions::replay_cache` (feature
+    /// `jwt` of `mcp-auth`): every instance given one refuses a proof any of them accepted.
+    pub fn replay_cache(&self) -> RedisReplayCache {
+        self.replay.clone()
     }
 
     /// The runtime's [`Store`] over this Redis.
@@ -316,6 +329,7 @@ mod tests {
         assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
         assert_eq!(k.instance("i"), "mcp:instance:i");
         assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
+        assert_eq!(k.replay("h4sh"), "mcp:dpop:h4sh");
         assert_eq!(k.bus_channel(), "mcp:bus");
     }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{TestRedis, store_on, unique_prefix};
+use mcp_auth::{MemoryReplayCache, ReplayCache};
 use mcp_protocol::RpcError;
 use mcp_protocol::model::{LoggingLevel, TaskStatus};
 use mcp_runtime::store::{Admission, BusEvent, Quota, Replay, SessionField, SessionRecord, StreamKey};
@@ -51,6 +52,24 @@ contract!(bus, bus_memory, bus_redis);
 contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
 contract!(buckets, buckets_memory, buckets_redis);
+
+// The DPoP replay cache is `mcp-auth`'s seam, not the runtime's: the same check against
+// `MemoryReplayCache` and `RedisReplayCache`, two handles on one state each.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_memory() {
+    let cache = Arc::new(MemoryReplayCache::new(1_000));
+    replay(cache.clone(), cache).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_redis() {
+    let redis = TestRedis::new();
+    let prefix = unique_prefix("replay");
+    let a = store_on(redis.url(), &prefix).await.replay_cache();
+    let b = store_on(redis.url(), &prefix).await.replay_cache();
+    replay(Arc::new(a), Arc::new(b)).await;
+}
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -527,4 +546,36 @@ async fn buckets(a: &Store, b: &Store, _: Backend) {
     assert!(!b.buckets.acquire("fast", fast).await.unwrap().is_allowed());
     sleep(Duration::from_millis(250)).await;
     assert!(b.buckets.acquire("fast", fast).await.unwrap().is_allowed(), "refilled");
+}
+
+/// The DPoP replay cache: a key is new once, whichever instance sees it first; of concurrent
+/// insertions of one key exactly one is new; a key is new again once its ttl has passed.
+async fn replay(a: Arc<dyn ReplayCache>, b: Arc<dyn ReplayCache>) {
+    assert_eq!(a.check_and_insert("proof-1", LONG).await, Ok(true), "first use");
+    assert_eq!(a.check_and_insert("proof-1", LONG).await, Ok(false), "replayed");
+    assert_eq!(
+        b.check_and_insert("proof-1", LONG).await,
+        Ok(false),
+        "replayed on another instance"
+    );
+    assert_eq!(b.check_and_insert("proof-2", LONG).await, Ok(true), "another key");
+
+    // 20 concurrent insertions of one key, half on each handle: exactly one is new.
+    let tries = (0..20).map(|i| {
+        let handle = if i % 2 == 0 { a.clone() } else { b.clone() };
+        async move { handle.check_and_insert("race", LONG).await }
+    });
+    let new = futures::future::join_all(tries)
+        .await
+        .into_iter()
+        .filter(|r| *r == Ok(true))
+        .count();
+    assert_eq!(new, 1);
+
+    // A short-lived key is forgotten once its ttl has passed.
+    let short = Duration::from_millis(200);
+    assert_eq!(a.check_and_insert("brief", short).await, Ok(true));
+    assert_eq!(b.check_and_insert("brief", short).await, Ok(false));
+    sleep(Duration::from_millis(400)).await;
+    assert_eq!(b.check_and_insert("brief", short).await, Ok(true), "expired, new again");
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{RedisServer, free_port, store_on, unique_prefix};
+use mcp_auth::{ReplayCache, ReplayError};
 use mcp_runtime::StoreError;
 use mcp_runtime::store::{BusEvent, SessionRecord, StreamKey};
 use mcp_store_redis::{RedisStore, RedisStoreError};
@@ -48,7 +49,9 @@ fn unavailable<T: std::fmt::Debug>(what: &str, r: Result<Result<T, StoreError>, 
 async fn redis_going_away_is_an_error_and_coming_back_heals() {
     let mut server = RedisServer::start();
     let port = server.port();
-    let store = store_on(&server.url(), &unique_prefix("outage")).await.into_store();
+    let redis = store_on(&server.url(), &unique_prefix("outage")).await;
+    let dpop = redis.replay_cache();
+    let store = redis.into_store();
     let rec = SessionRecord::new("mcp_o", "alice", "2025-06-18", Map::new(), json!({}));
     let key = StreamKey::get_stream("mcp_o");
     store.sessions.create(&rec, LONG).await.unwrap();
@@ -66,6 +69,11 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
     unavailable("task get", timeout(QUICK, store.tasks.get("t")).await);
     unavailable("alive", timeout(QUICK, store.members.alive("i")).await);
     unavailable("replay", timeout(QUICK, store.events.after(&key, 0)).await);
+    match timeout(QUICK, dpop.check_and_insert("proof", LONG)).await {
+        Ok(Err(ReplayError::Unavailable(_))) => {}
+        Ok(other) => panic!("DPoP replay check while Redis is away: {other:?}, expected Unavailable"),
+        Err(_) => panic!("DPoP replay check hung while Redis is away"),
+    }
     // Publishing only queues.
     store.bus.publish(b"during".to_vec()).unwrap();
 
@@ -86,6 +94,7 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
     }
     store.sessions.create(&rec, LONG).await.unwrap();
     assert_eq!(store.sessions.load("mcp_o", LONG).await.unwrap(), Some(rec));
+    assert_eq!(dpop.check_and_insert("proof", LONG).await, Ok(true));
     assert_eq!(
         store.events.append(&key, b"c", 10).await.unwrap(),
         1,

@@ -20,6 +20,9 @@
 //! Opaque tokens (or introspection, or other algorithms) go to a verifier
 //! hook instead of keys; its claims then go through the same checks. Only
 //! with a verifier may every audience be accepted.
+//!
+//! DPoP-bound tokens (RFC 9449, `Authorization: DPoP` with a `DPoP` proof) are
+//! accepted or required with [`BearerAuthBuilder::dpop`]: see [`crate::dpop`].
 
 mod claims;
 mod keys;
@@ -43,6 +46,7 @@ use self::keys::KeySet;
 use self::verifier::FnVerifier;
 use crate::challenge::valid_realm;
 use crate::credentials::{self, Found};
+use crate::dpop::{DpopAuth, DpopMode, DpopOptions};
 use crate::scopes::{check_scopes, valid_scope};
 use crate::{
     AuthInfo, AuthProvider, AuthSetupError, BearerChallenge, BearerError, BoxFuture, Challenge, DEFAULT_REALM,
@@ -75,6 +79,9 @@ pub struct BearerAuthBuilder {
     realm: String,
     resource_metadata: Option<String>,
     required_scopes: Vec<String>,
+    dpop: DpopMode,
+    dpop_urls: Vec<String>,
+    dpop_options: DpopOptions,
 }
 
 impl Default for BearerAuthBuilder {
@@ -91,6 +98,9 @@ impl Default for BearerAuthBuilder {
             realm: DEFAULT_REALM.to_owned(),
             resource_metadata: None,
             required_scopes: Vec::new(),
+            dpop: DpopMode::Off,
+            dpop_urls: Vec::new(),
+            dpop_options: DpopOptions::default(),
         }
     }
 }
@@ -109,6 +119,9 @@ impl std::fmt::Debug for BearerAuthBuilder {
             .field("realm", &self.realm)
             .field("resource_metadata", &self.resource_metadata)
             .field("required_scopes", &self.required_scopes)
+            .field("dpop", &self.dpop)
+            .field("dpop_urls", &self.dpop_urls)
+            .field("dpop_options", &self.dpop_options)
             .finish()
     }
 }
@@ -223,6 +236,30 @@ impl BearerAuthBuilder {
         self
     }
 
+    /// Whether DPoP-bound tokens (RFC 9449) are accepted or required (default
+    /// [`DpopMode::Off`]); any mode but `Off` needs [`dpop_url`](Self::dpop_url). See [`crate::dpop`].
+    pub fn dpop(mut self, mode: DpopMode) -> Self {
+        self.dpop = mode;
+        self
+    }
+
+    /// The public URL of this endpoint as clients call it (`https://host/mcp`, usually the
+    /// RFC 9728 `resource`), which a DPoP proof's `htu` must name; repeatable for an endpoint
+    /// reachable under several URLs (and for the legacy HTTP+SSE endpoints, whose paths
+    /// differ). It is configured rather than read from the request because behind a proxy
+    /// the request's scheme and host are not the client's. The request's path picks among
+    /// the URLs: a proof must name one with the same path, or any when none has it.
+    pub fn dpop_url(mut self, url: impl Into<String>) -> Self {
+        self.dpop_urls.push(url.into());
+        self
+    }
+
+    /// The options of DPoP checking: algorithms, `iat` window, proof size, nonces, replay cache.
+    pub fn dpop_options(mut self, options: DpopOptions) -> Self {
+        self.dpop_options = options;
+        self
+    }
+
     /// Checks the configuration and parses the key material.
     pub fn build(self) -> Result<BearerAuth, AuthSetupError> {
         if !valid_realm(&self.realm) {
@@ -250,6 +287,15 @@ impl BearerAuthBuilder {
             crate::metadata::check_url("resource_metadata", url)?;
             challenge = challenge.resource_metadata(url);
         }
+        let dpop = DpopAuth::new(
+            self.dpop,
+            &self.dpop_urls,
+            self.dpop_options,
+            &challenge,
+            &self.realm,
+            &self.required_scopes,
+            self.resource_metadata.as_deref(),
+        )?;
         let mut rules = ClaimRules {
             audience,
             issuers: self.issuers,
@@ -283,6 +329,7 @@ impl BearerAuthBuilder {
             principal_claim: self.principal_claim,
             required_scopes: self.required_scopes,
             challenge,
+            dpop,
         })
     }
 }
@@ -332,6 +379,7 @@ pub struct BearerAuth {
     principal_claim: String,
     required_scopes: Vec<String>,
     challenge: BearerChallenge,
+    dpop: Option<DpopAuth>,
 }
 
 impl BearerAuth {
@@ -356,6 +404,18 @@ impl BearerAuth {
         let scopes = claims::scopes(&claims, &self.scope_claim)?;
         Ok(AuthInfo::new(principal).with_scopes(scopes).with_claims(claims))
     }
+
+    /// Whether DPoP-bound tokens are accepted or required: for the RFC 9728
+    /// `dpop_bound_access_tokens_required` metadata (true under [`DpopMode::Required`]).
+    pub fn dpop_mode(&self) -> DpopMode {
+        self.dpop.as_ref().map_or(DpopMode::Off, DpopAuth::mode)
+    }
+
+    /// The JWS algorithms accepted for DPoP proofs (empty when DPoP is off): for the RFC 9728
+    /// `dpop_signing_alg_values_supported` metadata.
+    pub fn dpop_algorithms(&self) -> &[String] {
+        self.dpop.as_ref().map_or(&[], DpopAuth::algorithms)
+    }
 }
 
 /// RFC 6750 §2.1 `b64token`: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
@@ -378,6 +438,7 @@ impl std::fmt::Debug for BearerAuth {
             .field("audience", &self.rules.audience)
             .field("issuers", &self.rules.issuers)
             .field("required_scopes", &self.required_scopes)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -385,6 +446,9 @@ impl std::fmt::Debug for BearerAuth {
 impl AuthProvider for BearerAuth {
     fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
         Box::pin(async move {
+            if let Some(dpop) = &self.dpop {
+                return dpop.authenticate(parts, self, &self.required_scopes).await;
+            }
             let token = match credentials::authorization(&parts.headers, "Bearer") {
                 Found::Missing => return Err(self.challenge.missing()),
                 Found::Malformed => {
@@ -409,6 +473,9 @@ impl AuthProvider for BearerAuth {
     }
 
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
+        if let Some(dpop) = &self.dpop {
+            return dpop.insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION);
+        }
         self.challenge
             .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
     }
