@@ -62,10 +62,16 @@ mod client;
 mod credentials;
 pub mod custom;
 mod error;
+#[cfg(feature = "oidc")]
+mod fetch;
 mod hash;
+#[cfg(feature = "oidc")]
+pub mod introspection;
 pub mod metadata;
 pub mod none;
 mod scopes;
+#[cfg(all(test, feature = "oidc"))]
+mod test_server;
 pub mod throttle;
 
 pub use apikey::{ApiKey, ApiKeyAuth, ApiKeyAuthBuilder};
@@ -77,10 +83,14 @@ pub use challenge::{BearerChallenge, BearerError, Challenge, DEFAULT_REALM, WwwA
 pub use client::ClientAddr;
 pub use custom::{CustomAuth, RequestHead};
 pub use error::AuthSetupError;
+#[cfg(feature = "oidc")]
+pub use fetch::{DEFAULT_FETCH_TIMEOUT, FetchError, MAX_FETCH_BODY};
 pub use hash::{
     API_KEY_HASH_PREFIX, DEFAULT_PBKDF2_ITERATIONS, MAX_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PASSWORD_HASH_PREFIX,
     hash_api_key, hash_password, hash_password_with, verify_password,
 };
+#[cfg(feature = "oidc")]
+pub use introspection::{Introspection, IntrospectionBuilder};
 pub use metadata::{ResourceMetadata, ResourceMetadataBuilder};
 pub use none::NoAuth;
 pub use scopes::{AuthProviderExt, RequireScopes};
