@@ -450,3 +450,6 @@ fn parse_answer(endpoint: &Uri, answer: &Answer) -> Result<Outcome, crate::Fetch
         _ => Err(invalid(endpoint, "no boolean active member")),
     }
 }
+
+#[cfg(test)]
+mod tests;
