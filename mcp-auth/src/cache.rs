@@ -1,5 +1,6 @@
 //! A short-lived cache of verified credentials, so that a client presenting the same valid
-//! password again does not pay the password hash each time.
+//! password again does not pay the password hash each time (and, with the feature `oidc`, a
+//! token introspected again does not cost another request to the authorization server).
 //!
 //! An entry is keyed by HMAC-SHA-256, under a per-process random key, of the user name and
 //! the password as presented: neither the password nor an unkeyed hash of it is held, and the

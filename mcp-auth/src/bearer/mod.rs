@@ -23,12 +23,31 @@
 //! `Introspection` (feature `oidc`).
 //!
 //! With the feature `oidc`, the keys may also come from the authorization
-//! server: [`BearerAuthBuilder::oidc_issuer`] (OpenID Connect discovery, then
-//! RFC 8414) or [`BearerAuthBuilder::jwks_uri`]. They are fetched when the
-//! first token arrives, kept per `Cache-Control` and refetched, at most once
-//! per interval, for a token whose `kid` is unknown (see `remote` for the
-//! rules). While they were never fetched, tokens are refused with 503 and
-//! `Retry-After` rather than 401: the token may well be good.
+//! server: `BearerAuthBuilder::oidc_issuer` (OpenID Connect discovery, then
+//! RFC 8414; the document must name exactly that issuer, which is also added
+//! to the accepted `iss`) or `BearerAuthBuilder::jwks_uri`.
+//!
+//! * They are fetched lazily: `build()` stays synchronous and fetches nothing;
+//!   the first token fetches them, and the tokens arriving meanwhile wait for
+//!   that one fetch. `BearerAuth::fetch_keys` fetches them ahead. While no
+//!   key set was ever fetched, tokens are refused with 503 and `Retry-After`
+//!   ([`TokenError::Unavailable`]) rather than 401: the token may well be good.
+//! * A key set is kept for its answer's `Cache-Control: max-age`, bounded to
+//!   `MIN_KEYS_TTL`..=`MAX_KEYS_TTL` (`DEFAULT_KEYS_TTL` without one);
+//!   past that, tokens are verified with it while one background task fetches
+//!   the new set.
+//! * A token whose `kid` (or accepted algorithm) matches no key held triggers a
+//!   refetch, at most one per `BearerAuthBuilder::key_refetch_interval`
+//!   (default `DEFAULT_KEY_REFETCH_INTERVAL`) and shared by all concurrent
+//!   misses: random `kid`s cannot make the provider hammer the authorization
+//!   server. A failed fetch, or a document that is no usable JWK set, changes
+//!   nothing held (it is logged through `tracing`).
+//! * The algorithms accepted from remote keys are RS256 and ES256 unless
+//!   [`BearerAuthBuilder::algorithms`] says otherwise; HS256/384/512 are
+//!   refused at build, `none` is never accepted.
+//!
+//! `BearerAuth::key_fetches` and `BearerAuth::key_fetch_failures` count
+//! the fetches, for tests and operators.
 
 mod claims;
 mod keys;
