@@ -9,10 +9,12 @@
 //! whole body (default [`DEFAULT_FETCH_TIMEOUT`]), and a bound on the body
 //! ([`MAX_FETCH_BODY`]); a redirect is an error, never followed. TLS is rustls with the ring
 //! provider, trusting the Mozilla roots compiled in (`webpki-roots`): the same on every host,
-//! including containers without a system trust store.
+//! including containers without a system trust store. An authorization server behind a private
+//! certificate authority is reached by adding that authority's certificate (PEM) to them.
 //!
 //! Nothing here logs a token or a secret, and errors name the URL and what went wrong only.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -23,6 +25,8 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 use serde_json::{Map, Value};
 
 use crate::AuthSetupError;
@@ -110,6 +114,16 @@ pub enum FetchError {
     },
 }
 
+/// PEM documents of extra trust anchors, shown by `Debug` as a count.
+#[derive(Clone, Default)]
+pub(crate) struct RootPems(pub(crate) Vec<Vec<u8>>);
+
+impl std::fmt::Debug for RootPems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} PEM documents", self.0.len())
+    }
+}
+
 /// A successful answer: its headers (for `Cache-Control`) and its body.
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -189,17 +203,36 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    /// A client whose exchanges each take at most `timeout`. Needs no runtime to be built;
-    /// its requests run on the Tokio runtime that awaits them.
-    pub(crate) fn new(timeout: Duration) -> Result<Self, AuthSetupError> {
+    /// A client whose exchanges each take at most `timeout`, trusting the Mozilla roots and
+    /// the certificates of the PEM documents `extra_roots`. Needs no runtime to be built; its
+    /// requests run on the Tokio runtime that awaits them.
+    pub(crate) fn new(timeout: Duration, extra_roots: &RootPems) -> Result<Self, AuthSetupError> {
+        let setup = |reason: String| AuthSetupError::HttpClient { reason };
+        let mut roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for (index, pem) in extra_roots.0.iter().enumerate() {
+            let mut found = 0;
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| setup(format!("root certificate document {index}: {e}")))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| setup(format!("root certificate document {index}: {e}")))?;
+                found += 1;
+            }
+            if found == 0 {
+                return Err(setup(format!("root certificate document {index} holds no certificate")));
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| setup(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(timeout));
-        let provider = rustls::crypto::ring::default_provider();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(provider)
-            .map_err(|e| AuthSetupError::HttpClient { reason: e.to_string() })?
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);

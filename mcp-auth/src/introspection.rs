@@ -102,6 +102,7 @@ pub struct IntrospectionBuilder {
     endpoint: EndpointConfig,
     auth: ClientAuth,
     timeout: Duration,
+    roots: crate::fetch::RootPems,
     cache_entries: usize,
     max_ttl: Duration,
     inactive_ttl: Duration,
@@ -113,6 +114,7 @@ impl IntrospectionBuilder {
             endpoint,
             auth: ClientAuth::None,
             timeout: crate::fetch::DEFAULT_FETCH_TIMEOUT,
+            roots: crate::fetch::RootPems::default(),
             cache_entries: DEFAULT_INTROSPECTION_CACHE_ENTRIES,
             max_ttl: DEFAULT_INTROSPECTION_MAX_TTL,
             inactive_ttl: DEFAULT_INACTIVE_TTL,
@@ -142,6 +144,14 @@ impl IntrospectionBuilder {
     /// How long one request may take, connection and answer included (default 10 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Trusts the certificate authorities of this PEM document (one or more `CERTIFICATE`s)
+    /// too, beside the Mozilla roots (repeatable): for an authorization server behind a private
+    /// authority.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots.0.push(pem.into());
         self
     }
 
@@ -197,7 +207,7 @@ impl IntrospectionBuilder {
             inner: Arc::new(Inner {
                 endpoint,
                 auth: self.auth,
-                client: HttpClient::new(self.timeout)?,
+                client: HttpClient::new(self.timeout, &self.roots)?,
                 authorization,
                 post_credentials,
                 cache: CredentialCache::new(CacheConfig::new(self.cache_entries, ttl_cap))?,

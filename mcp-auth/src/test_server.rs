@@ -86,6 +86,9 @@ struct Shared {
 /// The server; it stops when dropped.
 pub(crate) struct TestServer {
     addr: SocketAddr,
+    scheme: &'static str,
+    /// The certificate over TLS, in PEM.
+    pub(crate) cert_pem: Option<String>,
     shared: Arc<Mutex<Shared>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -99,30 +102,68 @@ impl Drop for TestServer {
 impl TestServer {
     /// Starts a server on an ephemeral port of 127.0.0.1 that answers 404 everywhere.
     pub(crate) async fn start() -> Self {
+        Self::serve(None, None).await
+    }
+
+    /// The same over TLS, with a self-signed certificate for `localhost` (which no client of
+    /// this crate trusts).
+    pub(crate) async fn start_tls() -> Self {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![certified.cert.der().clone()], key.into())
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        Self::serve(Some(acceptor), Some(certified.cert.pem())).await
+    }
+
+    async fn serve(tls: Option<tokio_rustls::TlsAcceptor>, cert_pem: Option<String>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Mutex::new(Shared::default()));
         let state = Arc::clone(&shared);
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let state = Arc::clone(&state);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| answer(Arc::clone(&state), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match tls {
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                            }
+                        }
+                    }
                 });
             }
         });
-        TestServer { addr, shared, task }
+        TestServer {
+            addr,
+            scheme,
+            cert_pem,
+            shared,
+            task,
+        }
     }
 
-    /// `http://127.0.0.1:<port>` followed by `path`.
+    /// `http://127.0.0.1:<port>` (`https://localhost:<port>` over TLS) followed by `path`.
     pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        match self.scheme {
+            "https" => format!("https://localhost:{}{path}", self.addr.port()),
+            _ => format!("http://{}{path}", self.addr),
+        }
     }
 
     /// Answers `reply` on `path` from now on.

@@ -127,6 +127,7 @@ struct RemoteConfig {
     jwks_uri: Option<String>,
     refetch_interval: Duration,
     timeout: Duration,
+    roots: crate::fetch::RootPems,
     /// Bounds of a key set's lifetime other than a minute and a day (tests).
     #[cfg(test)]
     ttl_bounds: Option<(Duration, Duration)>,
@@ -140,6 +141,7 @@ impl Default for RemoteConfig {
             jwks_uri: None,
             refetch_interval: remote::DEFAULT_KEY_REFETCH_INTERVAL,
             timeout: crate::fetch::DEFAULT_FETCH_TIMEOUT,
+            roots: crate::fetch::RootPems::default(),
             #[cfg(test)]
             ttl_bounds: None,
         }
@@ -269,6 +271,15 @@ impl BearerAuthBuilder {
     #[cfg(feature = "oidc")]
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
         self.remote.timeout = timeout;
+        self
+    }
+
+    /// Trusts the certificate authorities of this PEM document (one or more `CERTIFICATE`s)
+    /// too, beside the Mozilla roots, when fetching from the authorization server (feature
+    /// `oidc`; repeatable): for a server behind a private authority.
+    #[cfg(feature = "oidc")]
+    pub fn fetch_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.remote.roots.0.push(pem.into());
         self
     }
 
@@ -483,7 +494,7 @@ fn remote_keys(
         (None, Some(issuer)) => remote::Origin::Issuer(issuer.clone()),
         (None, None) => return Err(AuthSetupError::NoTokenSource),
     };
-    let client = crate::fetch::HttpClient::new(config.timeout)?;
+    let client = crate::fetch::HttpClient::new(config.timeout, &config.roots)?;
     let keys = remote::RemoteKeys::new(origin, client, allowed, config.refetch_interval);
     #[cfg(test)]
     let keys = match config.ttl_bounds {

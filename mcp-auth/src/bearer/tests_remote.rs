@@ -392,6 +392,30 @@ async fn each_fetch_is_bounded() {
 }
 
 #[tokio::test]
+async fn https_verifies_the_certificate() {
+    let server = TestServer::start_tls().await;
+    server.set(JWKS, jwks(&[jwk(&ec(EC_PRIVATE), Algorithm::ES256, "k1")]));
+    let p = by_jwks_uri(&server).build().unwrap();
+    match p.fetch_keys().await {
+        Err(FetchError::Network { reason, .. }) => assert!(reason.contains("certificate"), "{reason}"),
+        other => panic!("a self-signed certificate must be refused: {other:?}"),
+    }
+    assert_eq!(server.hits(JWKS), 0);
+    // Trusted as a private authority, it serves.
+    let p = by_jwks_uri(&server)
+        .fetch_root_certificates_pem(server.cert_pem.clone().unwrap())
+        .build()
+        .unwrap();
+    let good = sign(Algorithm::ES256, "k1", &ec(EC_PRIVATE), &claims("https://as"));
+    assert!(run(&p, &good).await.is_ok());
+    assert_eq!(server.hits(JWKS), 1);
+    assert!(matches!(
+        by_jwks_uri(&server).fetch_root_certificates_pem("no pem here").build(),
+        Err(AuthSetupError::HttpClient { .. })
+    ));
+}
+
+#[tokio::test]
 async fn metadata_naming_an_unusable_jwks_uri_is_refused() {
     let server = TestServer::start().await;
     let issuer = server.url("");
