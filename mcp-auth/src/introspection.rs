@@ -26,7 +26,10 @@
 //!   in the form). The endpoint is configured, or read from the issuer's metadata
 //!   (`introspection_endpoint`, [`Introspection::from_issuer`]) when the first token comes.
 //!   The same rules as for every fetch hold: `https` (plain `http` on loopback only), a
-//!   timeout (default 10 s), a bound on the answer (256 KiB), no redirect followed.
+//!   timeout (default 10 s), a bound on the answer (256 KiB), no redirect followed. At most
+//!   [`DEFAULT_MAX_CONCURRENT_INTROSPECTIONS`] requests are under way at once; a token waiting
+//!   for a slot longer than the timeout is refused with 503, so a flood of new tokens cannot
+//!   open ever more connections to the authorization server.
 //! * **The answer.** `"active": true`: the answer's members (`sub`, `scope`, `aud`, `exp`,
 //!   `iss`, `client_id`, `cnf`, …) are the token's claims, which the bearer provider then checks
 //!   like a JWT's (`exp`, `nbf`, `iss`, `aud` unless any audience is accepted) and takes the
@@ -69,6 +72,8 @@ pub const DEFAULT_INACTIVE_TTL: Duration = Duration::from_secs(10);
 /// After a failed discovery of the endpoint, how long tokens are refused before it is tried
 /// again.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(30);
+/// The default bound on introspection requests under way at once.
+pub const DEFAULT_MAX_CONCURRENT_INTROSPECTIONS: usize = 32;
 /// The most distinct lookups shared at once; past it, a lookup runs unshared.
 const MAX_SHARED_LOOKUPS: usize = 1_024;
 
@@ -103,6 +108,7 @@ pub struct IntrospectionBuilder {
     auth: ClientAuth,
     timeout: Duration,
     roots: crate::fetch::RootPems,
+    max_concurrent: usize,
     cache_entries: usize,
     max_ttl: Duration,
     inactive_ttl: Duration,
@@ -115,6 +121,7 @@ impl IntrospectionBuilder {
             auth: ClientAuth::None,
             timeout: crate::fetch::DEFAULT_FETCH_TIMEOUT,
             roots: crate::fetch::RootPems::default(),
+            max_concurrent: DEFAULT_MAX_CONCURRENT_INTROSPECTIONS,
             cache_entries: DEFAULT_INTROSPECTION_CACHE_ENTRIES,
             max_ttl: DEFAULT_INTROSPECTION_MAX_TTL,
             inactive_ttl: DEFAULT_INACTIVE_TTL,
@@ -152,6 +159,14 @@ impl IntrospectionBuilder {
     /// authority.
     pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.roots.0.push(pem.into());
+        self
+    }
+
+    /// The most introspection requests under way at once (default 32, at least 1): a flood of
+    /// new tokens (each one a request) waits for a slot, at most the timeout, then is refused
+    /// with 503, rather than opening ever more connections to the authorization server.
+    pub fn max_concurrent_requests(mut self, max: usize) -> Self {
+        self.max_concurrent = max;
         self
     }
 
@@ -214,6 +229,8 @@ impl IntrospectionBuilder {
                 max_ttl: self.max_ttl,
                 inactive_ttl: self.inactive_ttl,
                 in_flight: Mutex::new(HashMap::new()),
+                slots: tokio::sync::Semaphore::new(self.max_concurrent.clamp(1, tokio::sync::Semaphore::MAX_PERMITS)),
+                timeout: self.timeout,
                 requests: AtomicU64::new(0),
                 cache_hits: AtomicU64::new(0),
             }),
@@ -325,6 +342,9 @@ struct Inner {
     max_ttl: Duration,
     inactive_ttl: Duration,
     in_flight: Mutex<HashMap<CacheKey, Lookup>>,
+    /// One permit per request under way.
+    slots: tokio::sync::Semaphore,
+    timeout: Duration,
     requests: AtomicU64,
     cache_hits: AtomicU64,
 }
@@ -390,6 +410,10 @@ impl Inner {
     /// One request to the endpoint.
     async fn introspect(&self, token: &str) -> Result<Outcome, TokenError> {
         let endpoint = self.endpoint().await?;
+        let Ok(Ok(_slot)) = tokio::time::timeout(self.timeout, self.slots.acquire()).await else {
+            tracing::warn!("token introspection refused: the requests under way are at their bound");
+            return Err(TokenError::Unavailable);
+        };
         self.requests.fetch_add(1, Ordering::Relaxed);
         let mut form = format!("token={}&token_type_hint=access_token", form_encode(token));
         if let Some(credentials) = &self.post_credentials {

@@ -225,6 +225,42 @@ async fn concurrent_lookups_of_one_token_share_one_request() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_under_way_are_bounded() {
+    let server = TestServer::start().await;
+    server.set(PATH, Reply::json(&active()).delayed(Duration::from_millis(400)));
+    let i = Introspection::builder(server.url(PATH))
+        .max_concurrent_requests(2)
+        .timeout(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..4)
+        .map(|n| {
+            let i = i.clone();
+            tokio::spawn(async move { i.verify(&format!("t{n}")).await.is_ok() })
+        })
+        .collect();
+    let mut passed = 0;
+    for t in tasks {
+        passed += usize::from(t.await.unwrap());
+    }
+    // Two run at once; the two waiting get a slot after 400 ms, within their 600 ms.
+    assert_eq!(passed, 4);
+    assert_eq!(server.hits(PATH), 4);
+    let tasks: Vec<_> = (0..6)
+        .map(|n| {
+            let i = i.clone();
+            tokio::spawn(async move { i.verify(&format!("u{n}")).await })
+        })
+        .collect();
+    let mut unavailable = 0;
+    for t in tasks {
+        unavailable += usize::from(t.await.unwrap() == Err(TokenError::Unavailable));
+    }
+    // Two run at once, two more after 400 ms; the last two would wait 800 ms: refused at 600.
+    assert_eq!(unavailable, 2);
+}
+
 #[tokio::test]
 async fn the_endpoint_discovered_from_the_issuer() {
     let server = TestServer::start().await;
