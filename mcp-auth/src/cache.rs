@@ -1,5 +1,6 @@
 //! A short-lived cache of verified credentials, so that a client presenting the same valid
-//! password again does not pay the password hash each time.
+//! password again does not pay the password hash each time (and, with the feature `oidc`, a
+//! token introspected again does not cost another request to the authorization server).
 //!
 //! An entry is keyed by HMAC-SHA-256, under a per-process random key, of the user name and
 //! the password as presented: neither the password nor an unkeyed hash of it is held, and the
@@ -60,14 +61,15 @@ impl CacheConfig {
 /// The key of a credential: HMAC-SHA-256 of its parts under the cache's key.
 type Key = [u8; 32];
 
-/// Verified credentials, by keyed hash.
-pub(crate) struct CredentialCache {
+/// Verified credentials, by keyed hash: what each was verified as (an identity for basic auth,
+/// an introspection answer for bearer tokens).
+pub(crate) struct CredentialCache<V = AuthInfo> {
     config: CacheConfig,
     secret: [u8; 32],
-    entries: Mutex<BoundedMap<Key, (AuthInfo, Instant)>>,
+    entries: Mutex<BoundedMap<Key, (V, Instant)>>,
 }
 
-impl std::fmt::Debug for CredentialCache {
+impl<V> std::fmt::Debug for CredentialCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CredentialCache")
             .field("config", &self.config)
@@ -75,7 +77,7 @@ impl std::fmt::Debug for CredentialCache {
     }
 }
 
-impl CredentialCache {
+impl<V: Clone> CredentialCache<V> {
     /// An empty cache with a fresh random key.
     pub(crate) fn new(config: CacheConfig) -> Result<Self, AuthSetupError> {
         let mut secret = [0u8; 32];
@@ -97,8 +99,8 @@ impl CredentialCache {
         mac.finalize().into_bytes().into()
     }
 
-    /// The identity a credential was verified as, if that was less than the TTL ago.
-    pub(crate) fn get(&self, key: &Key, now: Instant) -> Option<AuthInfo> {
+    /// What a credential was verified as, if that was less than the TTL ago.
+    pub(crate) fn get(&self, key: &Key, now: Instant) -> Option<V> {
         if !self.config.enabled() {
             return None;
         }
@@ -110,11 +112,18 @@ impl CredentialCache {
     }
 
     /// Remembers that a credential was verified as `info` at `now`.
-    pub(crate) fn insert(&self, key: Key, info: AuthInfo, now: Instant) {
-        if !self.config.enabled() {
+    pub(crate) fn insert(&self, key: Key, info: V, now: Instant) {
+        self.insert_for(key, info, now, self.config.ttl);
+    }
+
+    /// Remembers that a credential was verified as `info` at `now`, for `ttl` (at most the
+    /// configured TTL).
+    pub(crate) fn insert_for(&self, key: Key, info: V, now: Instant, ttl: Duration) {
+        let ttl = ttl.min(self.config.ttl);
+        if !self.config.enabled() || ttl.is_zero() {
             return;
         }
-        let Some(expires) = now.checked_add(self.config.ttl) else {
+        let Some(expires) = now.checked_add(ttl) else {
             return;
         };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
@@ -135,6 +144,26 @@ mod tests {
 
     fn cache(max: usize, ttl: Duration) -> CredentialCache {
         CredentialCache::new(CacheConfig::new(max, ttl)).unwrap()
+    }
+
+    #[test]
+    fn shorter_lifetimes_per_entry() {
+        let c: CredentialCache<u8> = CredentialCache::new(CacheConfig::new(4, Duration::from_secs(60))).unwrap();
+        let now = Instant::now();
+        let (a, b) = (c.key(&[b"a"]), c.key(&[b"b"]));
+        c.insert_for(a, 1, now, Duration::from_secs(5));
+        c.insert_for(b, 2, now, Duration::from_secs(600));
+        assert_eq!(c.get(&a, now + Duration::from_secs(4)), Some(1));
+        assert_eq!(c.get(&a, now + Duration::from_secs(5)), None);
+        assert_eq!(c.get(&b, now + Duration::from_secs(59)), Some(2));
+        assert_eq!(
+            c.get(&b, now + Duration::from_secs(60)),
+            None,
+            "at most the configured TTL"
+        );
+        let z = c.key(&[b"z"]);
+        c.insert_for(z, 3, now, Duration::ZERO);
+        assert_eq!(c.get(&z, now), None, "a zero lifetime is not remembered");
     }
 
     #[test]

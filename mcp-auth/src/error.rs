@@ -46,6 +46,29 @@ pub enum AuthSetupError {
     /// A JWKS document holds no signing key this provider can use.
     #[error("bearer: the JWKS document has no usable signing key")]
     EmptyJwks,
+    /// Remote keys (an OpenID Connect issuer or a JWKS URL) were configured together with keys
+    /// given directly: a provider uses one or the other.
+    #[error("bearer: configure keys given directly or remote keys (oidc_issuer, jwks_uri), not both")]
+    StaticAndRemoteKeys,
+    /// An algorithm cannot be accepted: HS256/384/512 for keys fetched from an authorization
+    /// server (a public document cannot hold a shared secret), an empty list, or a key given
+    /// directly whose algorithm the configured list leaves out.
+    #[error("bearer: algorithm {alg} is not allowed here: {reason}")]
+    AlgorithmNotAllowed {
+        /// The algorithm (`none` for an empty list).
+        alg: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// An OAuth client id (for token introspection) is empty or holds a control character.
+    #[error("introspection: the client id is empty or holds a control character")]
+    InvalidClientId,
+    /// The HTTPS client that talks to the authorization server could not be set up.
+    #[error("the HTTPS client could not be set up: {reason}")]
+    HttpClient {
+        /// What failed.
+        reason: String,
+    },
     /// The provider has no credentials at all, so it would refuse everyone.
     #[error("{provider}: no credentials are configured")]
     NoCredentials {

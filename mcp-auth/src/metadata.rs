@@ -60,13 +60,23 @@ pub(crate) fn check_url(what: &'static str, url: &str) -> Result<http::Uri, Auth
     if authority.as_str().contains('@') {
         return Err(bad("user info is not allowed"));
     }
-    let loopback = matches!(authority.host(), "localhost" | "[::1]") || authority.host().starts_with("127.");
+    let loopback = is_loopback_host(authority.host());
     match uri.scheme_str() {
         Some("https") => Ok(uri),
         Some("http") if loopback => Ok(uri),
         Some("http") => Err(bad("http is only allowed on a loopback host; use https")),
         _ => Err(bad("the scheme must be https")),
     }
+}
+
+/// Whether `host` (as a URL's authority names it) is the loopback: `localhost`, an address of
+/// 127.0.0.0/8 or `[::1]`. A name that merely starts with `127.` is not.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Configures a [`ResourceMetadata`] document.
@@ -419,6 +429,8 @@ mod tests {
             "https://h/mcp#frag",
             "https://h/mcp?x=1",
             "https://user@h/mcp",
+            "http://127.evil.example/mcp",
+            "http://localhost.evil.example/mcp",
         ] {
             let err = ResourceMetadata::builder(bad).build().unwrap_err();
             assert!(
@@ -442,6 +454,23 @@ mod tests {
             .build()
             .unwrap_err();
         assert!(matches!(err, AuthSetupError::InvalidScope { .. }));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "127.evil.example",
+            "127.0.0.1.nip.io",
+            "10.0.0.1",
+            "[::2]",
+            "example.com",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub(crate) fn challenge(c: &Challenge) -> Response {
     {
         r.headers_mut().insert(WWW_AUTHENTICATE, v);
     }
+    // What else the provider's refusal carries (a DPoP server nonce, RFC 9449 §8).
+    for (name, value) in &c.headers {
+        r.headers_mut().append(name.clone(), value.clone());
+    }
     r
 }
 
@@ -114,6 +118,9 @@ pub(crate) fn answer(config: &HttpConfig, a: Answer) -> Response {
             .and_then(|v| HeaderValue::from_str(v).ok())
         {
             resp.headers_mut().insert(WWW_AUTHENTICATE, v);
+        }
+        for (name, value) in refusal.headers {
+            resp.headers_mut().append(name, value);
         }
     }
     if let Some(session) = a.session

@@ -101,26 +101,73 @@ pub(crate) struct KeySet {
 }
 
 impl KeySet {
-    /// Parses direct keys and JWKS documents; fails on any unusable key.
-    pub(crate) fn new(direct: &[JwtKey], jwks: &[JwkSet]) -> Result<Self, AuthSetupError> {
+    /// Parses direct keys and JWKS documents; fails on any unusable key. When `allowed` is
+    /// given, a direct key of another algorithm is an error and a JWKS key of another
+    /// algorithm is skipped.
+    pub(crate) fn new(
+        direct: &[JwtKey],
+        jwks: &[JwkSet],
+        allowed: Option<&[Algorithm]>,
+    ) -> Result<Self, AuthSetupError> {
         let mut keys = Vec::new();
         for (index, k) in direct.iter().enumerate() {
+            let alg = k.algorithm();
+            if allowed.is_some_and(|list| !list.contains(&alg)) {
+                return Err(AuthSetupError::AlgorithmNotAllowed {
+                    alg: format!("{alg:?}"),
+                    reason: "a configured key uses an algorithm the algorithm list leaves out",
+                });
+            }
             keys.push(VerifyingKey {
                 kid: k.kid.clone(),
-                alg: k.algorithm(),
+                alg,
                 key: k.decoding_key(index)?,
             });
         }
         for set in jwks {
             let before = keys.len();
             for jwk in &set.keys {
-                if let Some(k) = from_jwk(jwk)? {
+                if let Some(k) = from_jwk(jwk)?
+                    && allowed.is_none_or(|list| list.contains(&k.alg))
+                {
                     keys.push(k);
                 }
             }
             if keys.len() == before {
                 return Err(AuthSetupError::EmptyJwks);
             }
+        }
+        Ok(KeySet { keys })
+    }
+
+    /// Parses a JWKS document fetched from an authorization server: its signing keys of the
+    /// `allowed` algorithms (never HS*, which [`from_jwk`] skips). Unlike a configured
+    /// document, a key that cannot be used is skipped (logged), so that one odd key published
+    /// beside good ones does not cost them; a document that is not a JWK set, or that leaves
+    /// no usable key, is an error.
+    #[cfg(feature = "oidc")]
+    pub(crate) fn from_remote(doc: &Map<String, Value>, allowed: &[Algorithm]) -> Result<Self, String> {
+        let Some(Value::Array(entries)) = doc.get("keys") else {
+            return Err("not a JWK set (no keys array)".to_owned());
+        };
+        let mut keys = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let jwk: Jwk = match serde_json::from_value(entry.clone()) {
+                Ok(jwk) => jwk,
+                Err(e) => {
+                    tracing::debug!(index, error = %e, "JWKS key skipped: not a usable JWK");
+                    continue;
+                }
+            };
+            match from_jwk(&jwk) {
+                Ok(Some(k)) if allowed.contains(&k.alg) => keys.push(k),
+                Ok(Some(k)) => tracing::debug!(index, alg = ?k.alg, "JWKS key skipped: algorithm not accepted"),
+                Ok(None) => tracing::debug!(index, "JWKS key skipped: not a signing key"),
+                Err(e) => tracing::debug!(index, error = %e, "JWKS key skipped"),
+            }
+        }
+        if keys.is_empty() {
+            return Err("the JWK set has no usable signing key".to_owned());
         }
         Ok(KeySet { keys })
     }

@@ -17,28 +17,65 @@
 //!   `insufficient_scope` naming the required scopes; 400 `invalid_request`
 //!   for an ambiguous or empty `Authorization` header.
 //!
-//! Opaque tokens (or introspection, or other algorithms) go to a verifier
-//! hook instead of keys; its claims then go through the same checks. Only
-//! with a verifier may every audience be accepted.
+//! Opaque tokens (or other algorithms) go to a verifier hook instead of keys;
+//! its claims then go through the same checks. Only with a verifier may every
+//! audience be accepted. RFC 7662 introspection is such a verifier:
+//! `Introspection` (feature `oidc`).
+//!
+//! With the feature `oidc`, the keys may also come from the authorization
+//! server: `BearerAuthBuilder::oidc_issuer` (OpenID Connect discovery, then
+//! RFC 8414; the document must name exactly that issuer, which is also added
+//! to the accepted `iss`) or `BearerAuthBuilder::jwks_uri`.
+//!
+//! * They are fetched lazily: `build()` stays synchronous and fetches nothing;
+//!   the first token fetches them, and the tokens arriving meanwhile wait for
+//!   that one fetch. `BearerAuth::fetch_keys` fetches them ahead. While no
+//!   key set was ever fetched, tokens are refused with 503 and `Retry-After`
+//!   ([`TokenError::Unavailable`]) rather than 401: the token may well be good.
+//! * A key set is kept for its answer's `Cache-Control: max-age`, bounded to
+//!   `MIN_KEYS_TTL`..=`MAX_KEYS_TTL` (`DEFAULT_KEYS_TTL` without one);
+//!   past that, tokens are verified with it while one background task fetches
+//!   the new set.
+//! * A token whose `kid` (or accepted algorithm) matches no key held triggers a
+//!   refetch, at most one per `BearerAuthBuilder::key_refetch_interval`
+//!   (default `DEFAULT_KEY_REFETCH_INTERVAL`) and shared by all concurrent
+//!   misses: random `kid`s cannot make the provider hammer the authorization
+//!   server. A failed fetch, or a document that is no usable JWK set, changes
+//!   nothing held (it is logged through `tracing`).
+//! * The algorithms accepted from remote keys are RS256 and ES256 unless
+//!   [`BearerAuthBuilder::algorithms`] says otherwise; HS256/384/512 are
+//!   refused at build, `none` is never accepted.
+//!
+//! `BearerAuth::key_fetches` and `BearerAuth::key_fetch_failures` count
+//! the fetches, for tests and operators.
 //!
 //! DPoP-bound tokens (RFC 9449, `Authorization: DPoP` with a `DPoP` proof) are
 //! accepted or required with [`BearerAuthBuilder::dpop`]: see [`crate::dpop`].
 
 mod claims;
 mod keys;
+#[cfg(feature = "oidc")]
+mod remote;
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, feature = "oidc"))]
+mod tests_remote;
 mod verifier;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use jsonwebtoken::Validation;
 use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
+pub use jsonwebtoken::Algorithm;
 pub use keys::JwtKey;
+#[cfg(feature = "oidc")]
+pub use remote::{
+    DEFAULT_KEY_REFETCH_INTERVAL, DEFAULT_KEYS_TTL, DEFAULT_REMOTE_ALGORITHMS, MAX_KEYS_TTL, MIN_KEYS_TTL,
+};
 pub use verifier::{TokenError, TokenVerifier};
 
 use self::claims::{Audience, ClaimRules};
@@ -60,6 +97,8 @@ pub const DEFAULT_SCOPE_CLAIM: &str = "scope";
 pub const DEFAULT_PRINCIPAL_CLAIM: &str = "sub";
 /// Longer tokens are refused without being parsed.
 const MAX_TOKEN_LEN: usize = 16 * 1024;
+/// When a client refused because the authorization server is unavailable may try again.
+const UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 enum Jwks {
     Json(String),
@@ -82,6 +121,45 @@ pub struct BearerAuthBuilder {
     dpop: DpopMode,
     dpop_urls: Vec<String>,
     dpop_options: DpopOptions,
+    algorithms: Option<Vec<Algorithm>>,
+    #[cfg(feature = "oidc")]
+    remote: RemoteConfig,
+}
+
+/// Where remote keys come from and how they are fetched.
+#[cfg(feature = "oidc")]
+#[derive(Debug, Clone)]
+struct RemoteConfig {
+    issuer: Option<String>,
+    jwks_uri: Option<String>,
+    refetch_interval: Duration,
+    timeout: Duration,
+    roots: crate::fetch::RootPems,
+    /// Bounds of a key set's lifetime other than a minute and a day (tests).
+    #[cfg(test)]
+    ttl_bounds: Option<(Duration, Duration)>,
+}
+
+#[cfg(feature = "oidc")]
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            issuer: None,
+            jwks_uri: None,
+            refetch_interval: remote::DEFAULT_KEY_REFETCH_INTERVAL,
+            timeout: crate::fetch::DEFAULT_FETCH_TIMEOUT,
+            roots: crate::fetch::RootPems::default(),
+            #[cfg(test)]
+            ttl_bounds: None,
+        }
+    }
+}
+
+#[cfg(feature = "oidc")]
+impl RemoteConfig {
+    fn configured(&self) -> bool {
+        self.issuer.is_some() || self.jwks_uri.is_some()
+    }
 }
 
 impl Default for BearerAuthBuilder {
@@ -101,14 +179,17 @@ impl Default for BearerAuthBuilder {
             dpop: DpopMode::Off,
             dpop_urls: Vec::new(),
             dpop_options: DpopOptions::default(),
+            algorithms: None,
+            #[cfg(feature = "oidc")]
+            remote: RemoteConfig::default(),
         }
     }
 }
 
 impl std::fmt::Debug for BearerAuthBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BearerAuthBuilder")
-            .field("keys", &self.keys)
+        let mut f = f.debug_struct("BearerAuthBuilder");
+        f.field("keys", &self.keys)
             .field("jwks_documents", &self.jwks.len())
             .field("verifier", &self.verifier.is_some())
             .field("audience", &self.audience)
@@ -122,7 +203,10 @@ impl std::fmt::Debug for BearerAuthBuilder {
             .field("dpop", &self.dpop)
             .field("dpop_urls", &self.dpop_urls)
             .field("dpop_options", &self.dpop_options)
-            .finish()
+            .field("algorithms", &self.algorithms);
+        #[cfg(feature = "oidc")]
+        f.field("remote", &self.remote);
+        f.finish()
     }
 }
 
@@ -158,6 +242,74 @@ impl BearerAuthBuilder {
     /// Verifies with the signing keys of a parsed JWK set.
     pub fn jwk_set(mut self, set: JwkSet) -> Self {
         self.jwks.push(Jwks::Set(set));
+        self
+    }
+
+    /// Fetches the verification keys from the OpenID Connect provider or OAuth authorization
+    /// server `issuer` (feature `oidc`): its metadata is read from
+    /// `<issuer>/.well-known/openid-configuration`, or, when that is not found, from the
+    /// RFC 8414 `/.well-known/oauth-authorization-server` URL; the document must name exactly
+    /// this issuer, and its `jwks_uri` is where the keys are fetched. The issuer is also added
+    /// to the accepted `iss` values.
+    ///
+    /// `https` is required, except on a loopback host (tests). Nothing is fetched by
+    /// [`build`](Self::build): the first token does it (or [`BearerAuth::fetch_keys`]). With
+    /// [`jwks_uri`](Self::jwks_uri) as well, the keys are fetched from that URL and no
+    /// metadata is read. Not combinable with keys given directly or a verifier.
+    #[cfg(feature = "oidc")]
+    pub fn oidc_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.remote.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Fetches the verification keys from this JWKS URL (feature `oidc`), lazily like
+    /// [`oidc_issuer`](Self::oidc_issuer) and with the same rules for the URL.
+    #[cfg(feature = "oidc")]
+    pub fn jwks_uri(mut self, url: impl Into<String>) -> Self {
+        self.remote.jwks_uri = Some(url.into());
+        self
+    }
+
+    /// The least time between two fetches of the remote keys that tokens with an unknown `kid`
+    /// (or a failed fetch) may trigger (default 30 s, feature `oidc`). However many such tokens
+    /// arrive, the authorization server is asked at most once per interval.
+    #[cfg(feature = "oidc")]
+    pub fn key_refetch_interval(mut self, interval: Duration) -> Self {
+        self.remote.refetch_interval = interval;
+        self
+    }
+
+    /// How long one exchange with the authorization server may take, connection and body
+    /// included (default 10 s, feature `oidc`).
+    #[cfg(feature = "oidc")]
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.remote.timeout = timeout;
+        self
+    }
+
+    /// Trusts the certificate authorities of this PEM document (one or more `CERTIFICATE`s)
+    /// too, beside the Mozilla roots, when fetching from the authorization server (feature
+    /// `oidc`; repeatable): for a server behind a private authority.
+    #[cfg(feature = "oidc")]
+    pub fn fetch_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.remote.roots.0.push(pem.into());
+        self
+    }
+
+    /// Bounds a remote key set's lifetime otherwise than to a minute..=a day (tests).
+    #[cfg(all(test, feature = "oidc"))]
+    pub(crate) fn key_ttl_bounds(mut self, min: Duration, max: Duration) -> Self {
+        self.remote.ttl_bounds = Some((min, max));
+        self
+    }
+
+    /// The signature algorithms accepted. For remote keys the default is RS256 and ES256, and
+    /// HS256/384/512 are refused at build (a public key set cannot hold a shared secret); for
+    /// keys given directly the default is each key's own algorithm, and a key whose algorithm
+    /// the list leaves out is a build error (JWKS keys of other algorithms are skipped).
+    /// `none` is never accepted.
+    pub fn algorithms(mut self, algorithms: impl IntoIterator<Item = Algorithm>) -> Self {
+        self.algorithms = Some(algorithms.into_iter().collect());
         self
     }
 
@@ -268,11 +420,33 @@ impl BearerAuthBuilder {
         if let Some(scope) = self.required_scopes.iter().find(|s| !valid_scope(s)) {
             return Err(AuthSetupError::InvalidScope { scope: scope.clone() });
         }
-        let has_keys = !self.keys.is_empty() || !self.jwks.is_empty();
-        match (has_keys, self.verifier.is_some()) {
+        let has_static = !self.keys.is_empty() || !self.jwks.is_empty();
+        #[cfg(feature = "oidc")]
+        let has_remote = self.remote.configured();
+        #[cfg(not(feature = "oidc"))]
+        let has_remote = false;
+        match (has_static || has_remote, self.verifier.is_some()) {
             (true, true) => return Err(AuthSetupError::KeysAndVerifier),
             (false, false) => return Err(AuthSetupError::NoTokenSource),
             _ => {}
+        }
+        if has_static && has_remote {
+            return Err(AuthSetupError::StaticAndRemoteKeys);
+        }
+        if self.algorithms.as_ref().is_some_and(Vec::is_empty) {
+            return Err(AuthSetupError::AlgorithmNotAllowed {
+                alg: "none".to_owned(),
+                reason: "the algorithm list is empty",
+            });
+        }
+        #[cfg_attr(not(feature = "oidc"), allow(unused_mut))]
+        let mut issuers = self.issuers;
+        #[cfg(feature = "oidc")]
+        if let Some(issuer) = &self.remote.issuer {
+            crate::fetch::check_issuer(issuer)?;
+            if !issuers.contains(issuer) {
+                issuers.push(issuer.clone());
+            }
         }
         let audience = match self.audience {
             None => return Err(AuthSetupError::MissingAudience),
@@ -298,12 +472,21 @@ impl BearerAuthBuilder {
         )?;
         let mut rules = ClaimRules {
             audience,
-            issuers: self.issuers,
+            issuers,
             skew_secs: self.clock_skew.as_secs(),
             require_exp: false,
         };
         let source = match self.verifier {
             Some(v) => Source::Verifier(v),
+            #[cfg(feature = "oidc")]
+            None if has_remote => {
+                install_crypto_provider();
+                rules.require_exp = true;
+                Source::Remote {
+                    keys: Arc::new(remote_keys(&self.remote, self.algorithms)?),
+                    validation: Box::new(jwt_validation(&rules)),
+                }
+            }
             None => {
                 let mut sets = Vec::with_capacity(self.jwks.len());
                 for doc in self.jwks {
@@ -312,12 +495,10 @@ impl BearerAuthBuilder {
                         Jwks::Set(set) => set,
                     });
                 }
-                let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
-                    &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
-                );
+                install_crypto_provider();
                 rules.require_exp = true;
                 Source::Keys {
-                    keys: KeySet::new(&self.keys, &sets)?,
+                    keys: KeySet::new(&self.keys, &sets, self.algorithms.as_deref())?,
                     validation: Box::new(jwt_validation(&rules)),
                 }
             }
@@ -332,6 +513,42 @@ impl BearerAuthBuilder {
             dpop,
         })
     }
+}
+
+/// Installs `jsonwebtoken`'s RustCrypto provider unless one is installed.
+fn install_crypto_provider() {
+    let _ = jsonwebtoken::crypto::CryptoProvider::install_default(&jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER);
+}
+
+/// The remote key set of `config`, its URLs checked; nothing is fetched.
+#[cfg(feature = "oidc")]
+fn remote_keys(
+    config: &RemoteConfig,
+    algorithms: Option<Vec<Algorithm>>,
+) -> Result<remote::RemoteKeys, AuthSetupError> {
+    let allowed = algorithms.unwrap_or_else(|| remote::DEFAULT_REMOTE_ALGORITHMS.to_vec());
+    if let Some(hs) = allowed
+        .iter()
+        .find(|a| matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512))
+    {
+        return Err(AuthSetupError::AlgorithmNotAllowed {
+            alg: format!("{hs:?}"),
+            reason: "keys fetched from an authorization server are public keys",
+        });
+    }
+    let origin = match (&config.jwks_uri, &config.issuer) {
+        (Some(url), _) => remote::Origin::Jwks(crate::fetch::check_fetch_url("jwks_uri", url)?),
+        (None, Some(issuer)) => remote::Origin::Issuer(issuer.clone()),
+        (None, None) => return Err(AuthSetupError::NoTokenSource),
+    };
+    let client = crate::fetch::HttpClient::new(config.timeout, &config.roots)?;
+    let keys = remote::RemoteKeys::new(origin, client, allowed, config.refetch_interval);
+    #[cfg(test)]
+    let keys = match config.ttl_bounds {
+        Some((min, max)) => keys.with_ttl_bounds(min, max),
+        None => keys,
+    };
+    Ok(keys)
 }
 
 /// The `jsonwebtoken` checks matching `rules` (the algorithm list is set per key).
@@ -354,7 +571,15 @@ fn jwt_validation(rules: &ClaimRules) -> Validation {
 }
 
 enum Source {
-    Keys { keys: KeySet, validation: Box<Validation> },
+    Keys {
+        keys: KeySet,
+        validation: Box<Validation>,
+    },
+    #[cfg(feature = "oidc")]
+    Remote {
+        keys: Arc<remote::RemoteKeys>,
+        validation: Box<Validation>,
+    },
     Verifier(Arc<dyn TokenVerifier>),
 }
 
@@ -396,6 +621,8 @@ impl BearerAuth {
         }
         let claims = match &self.source {
             Source::Keys { keys, validation } => keys.verify(token, validation)?,
+            #[cfg(feature = "oidc")]
+            Source::Remote { keys, validation } => verify_remote(keys, token, validation).await?,
             Source::Verifier(v) => v.verify(token).await?,
         };
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -416,6 +643,71 @@ impl BearerAuth {
     pub fn dpop_algorithms(&self) -> &[String] {
         self.dpop.as_ref().map_or(&[], DpopAuth::algorithms)
     }
+
+    /// The refusal of a token: 401 `invalid_token` with the reason, or 503 with `Retry-After`
+    /// and no challenge when the authorization server could not be asked
+    /// ([`TokenError::Unavailable`]: the token may be good).
+    pub(crate) fn refusal(&self, e: &TokenError) -> Challenge {
+        if *e == TokenError::Unavailable {
+            tracing::debug!("bearer token not checked: the authorization server is unavailable");
+            return Challenge::new(503, None).with_retry_after(UNAVAILABLE_RETRY_AFTER);
+        }
+        tracing::debug!(reason = %e, "bearer token refused");
+        self.challenge.error(BearerError::InvalidToken, &e.to_string())
+    }
+
+    /// Fetches the remote keys now (feature `oidc`), whatever the refetch interval, and returns
+    /// how many are held. For a server that wants to learn at start-up that the authorization
+    /// server answers; a failure changes nothing held. With keys given directly it fetches
+    /// nothing and returns their number; with a verifier, 0.
+    #[cfg(feature = "oidc")]
+    pub async fn fetch_keys(&self) -> Result<usize, crate::FetchError> {
+        match &self.source {
+            Source::Remote { keys, .. } => keys.fetch_now().await,
+            Source::Keys { keys, .. } => Ok(keys.len()),
+            Source::Verifier(_) => Ok(0),
+        }
+    }
+
+    /// How many fetches of the remote keys were attempted since the provider was built (feature
+    /// `oidc`; each is one JWKS request, preceded by the issuer's metadata until that was read).
+    /// Always 0 without remote keys.
+    #[cfg(feature = "oidc")]
+    pub fn key_fetches(&self) -> u64 {
+        match &self.source {
+            Source::Remote { keys, .. } => keys.fetches(),
+            _ => 0,
+        }
+    }
+
+    /// How many of the [`key_fetches`](Self::key_fetches) failed (feature `oidc`).
+    #[cfg(feature = "oidc")]
+    pub fn key_fetch_failures(&self) -> u64 {
+        match &self.source {
+            Source::Remote { keys, .. } => keys.failures(),
+            _ => 0,
+        }
+    }
+}
+
+/// Verifies `token` with the remote keys: the keys held (fetched first if none ever were), and
+/// once more with newer keys when its key is unknown and a refetch is allowed.
+#[cfg(feature = "oidc")]
+async fn verify_remote(
+    remote: &Arc<remote::RemoteKeys>,
+    token: &str,
+    validation: &Validation,
+) -> Result<Map<String, Value>, TokenError> {
+    let (keys, seen) = remote.current().await?;
+    match keys.verify(token, validation) {
+        Err(e @ (TokenError::UnknownKey | TokenError::DisallowedAlgorithm)) if remote.may_refetch_for(token) => {
+            match remote.after_miss(seen).await {
+                Some(newer) => newer.verify(token, validation),
+                None => Err(e),
+            }
+        }
+        outcome => outcome,
+    }
 }
 
 /// RFC 6750 §2.1 `b64token`: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
@@ -431,6 +723,11 @@ impl std::fmt::Debug for BearerAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let source = match &self.source {
             Source::Keys { keys, .. } => format!("{} keys", keys.len()),
+            #[cfg(feature = "oidc")]
+            Source::Remote { keys, .. } => match keys.origin() {
+                remote::Origin::Issuer(issuer) => format!("remote keys of issuer {issuer}"),
+                remote::Origin::Jwks(uri) => format!("remote keys at {uri}"),
+            },
             Source::Verifier(_) => "verifier".to_owned(),
         };
         f.debug_struct("BearerAuth")
@@ -463,10 +760,7 @@ impl AuthProvider for BearerAuth {
                 }
                 Found::Value(token) => token,
             };
-            let info = self.verify(token).await.map_err(|e| {
-                tracing::debug!(reason = %e, "bearer token refused");
-                self.challenge.error(BearerError::InvalidToken, &e.to_string())
-            })?;
+            let info = self.verify(token).await.map_err(|e| self.refusal(&e))?;
             check_scopes(&info, &self.required_scopes, &self.challenge)?;
             Ok(info)
         })

@@ -468,3 +468,23 @@ fn debug_shows_no_key_material() {
         "{shown} {provider}"
     );
 }
+
+#[tokio::test]
+async fn an_unavailable_authorization_server_is_503_not_invalid_token() {
+    let p = BearerAuth::builder()
+        .verifier_fn(|_| async { Err(TokenError::Unavailable) })
+        .audience("mcp")
+        .resource_metadata(PRM)
+        .build()
+        .unwrap();
+    let c = run(&p, "opaque").await.unwrap_err();
+    assert_eq!((c.status, c.www_authenticate.as_deref()), (503, None));
+    assert_eq!(c.retry_after_secs(), Some(5));
+    let inactive = BearerAuth::builder()
+        .verifier_fn(|_| async { Err(TokenError::Inactive) })
+        .audience("mcp")
+        .resource_metadata(PRM)
+        .build()
+        .unwrap();
+    assert_invalid(run(&inactive, "opaque").await, "the token is not active");
+}

@@ -45,6 +45,16 @@ pub enum TokenError {
     /// Refused by a verifier, for the reason given (shown to the client).
     #[error("{0}")]
     Rejected(String),
+    /// The authorization server says the token is not active (RFC 7662 `"active": false`:
+    /// revoked, expired, unknown, or not for this client).
+    #[error("the token is not active")]
+    Inactive,
+    /// The token could not be checked because the authorization server is unavailable: its
+    /// keys were never fetched, or its introspection endpoint failed (network, timeout, a 5xx,
+    /// an unusable answer). Not the client's fault: the bearer provider answers it with 503 and
+    /// `Retry-After`, without `invalid_token`, so the client keeps its token and tries again.
+    #[error("the authorization server is unavailable")]
+    Unavailable,
 }
 
 impl TokenError {

@@ -21,7 +21,7 @@ use crate::credentials::{self, Found};
 use crate::scopes::check_scopes;
 use crate::{
     AuthInfo, AuthSetupError, BearerAuth, BearerChallenge, BearerError, Challenge, DpopChallenge, DpopErrorCode,
-    WwwAuthenticate,
+    TokenError, WwwAuthenticate,
 };
 
 /// The smallest proof bound that can be configured: below it no real proof fits.
@@ -225,6 +225,9 @@ impl DpopAuth {
             return Err(self.bearer_refusal(BearerError::InvalidRequest, "the bearer token is missing"));
         }
         let info = provider.verify(token).await.map_err(|e| {
+            if e == TokenError::Unavailable {
+                return provider.refusal(&e);
+            }
             tracing::debug!(reason = %e, "bearer token refused");
             self.bearer_refusal(BearerError::InvalidToken, &e.to_string())
         })?;
@@ -269,6 +272,9 @@ impl DpopAuth {
             })
             .map_err(|e| self.proof_refusal(&e))?;
         let info = provider.verify(token).await.map_err(|e| {
+            if e == TokenError::Unavailable {
+                return provider.refusal(&e);
+            }
             tracing::debug!(reason = %e, "DPoP access token refused");
             self.dpop_refusal(DpopErrorCode::InvalidToken, &e.to_string())
         })?;

@@ -14,8 +14,8 @@ use mcp_runtime::Runtime;
 use mcp_runtime::registry::Catalog;
 
 const BASE_ALLOW_HEADERS: &str =
-    "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
-const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+    "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate, dpop-nonce, retry-after";
 
 /// The `Access-Control-Allow-Headers` value, kept for the registry's catalog it was computed
 /// from.
