@@ -1,10 +1,11 @@
 //! Project automation, run as `cargo xtask <command>` (an alias in `.cargo/config.toml`).
 //!
 //! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, rustdoc with warnings denied,
-//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`), the `extension`
-//!   and `middleware` examples run with `--demo`, then a `fuzz`
-//!   smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping at the first
-//!   failure.
+//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`, and an OpenID
+//!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
+//!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
+//!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping
+//!   at the first failure.
 //! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests
 //!   (`interop/oidc/provider.mjs`: panva's `oidc-provider`, pinned, installed under
 //!   `target/oidc`, on Node 22) on free loopback ports; prints the three `MCP_TEST_OIDC_*` lines
@@ -66,7 +67,9 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
-                          (in order, fail fast; installs redis-server with apt-get when missing)
+                          (in order, fail fast; installs redis-server with apt-get when missing;
+                          the tests get a Redis and an OpenID provider: MCP_TEST_REDIS_URL,
+                          MCP_TEST_OIDC_ISSUER, MCP_TEST_OIDC_ADMIN, MCP_TEST_OIDC_CLIENTS)
   oidc [--smoke] [--ttl N] [--short-ttl N]
                           the tests' OpenID provider (oidc-provider on Node 22, under target/oidc)
                           on loopback: prints the MCP_TEST_OIDC_* lines (also in target/oidc/env)
