@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: the whole gate, in order, stopping at the first failing step.
 
+use crate::oidc::{self, OidcProvider};
 use crate::redis::RedisServer;
 use crate::util::{self, Result};
 use crate::{conformance, fuzz, interop, scaleout, soak};
@@ -78,8 +79,9 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
 }
 
 /// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), tests (with a
-/// Redis of their own: `MCP_TEST_REDIS_URL`), the `extension` and `middleware` examples, a fuzz smoke, interop, conformance, the scale-out
-/// legs and the one-minute soak.
+/// Redis of their own, `MCP_TEST_REDIS_URL`, and an OpenID provider of their own once its smoke
+/// passed, `MCP_TEST_OIDC_*`: see [`oidc`]), the `extension` and `middleware` examples, a fuzz
+/// smoke, interop, conformance, the scale-out legs and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -87,6 +89,15 @@ pub(crate) fn run() -> Result {
     // Started (and installed if missing) before the long steps; killed on every way out.
     util::banner("ci: redis-server for the tests");
     let redis = RedisServer::start().map_err(|e| format!("ci: cannot start Redis: {e}"))?;
+    util::banner("ci: OpenID provider for the tests (its smoke first, on a provider of its own)");
+    let installed = oidc::ensure_oidc().map_err(|e| format!("ci: cannot install the OpenID provider: {e}"))?;
+    oidc::smoke(&installed).map_err(|e| format!("ci: {e}"))?;
+    let settings = oidc::Settings {
+        log: Some("ci-provider"),
+        ..Default::default()
+    };
+    let mut idp =
+        OidcProvider::start(&installed, &settings).map_err(|e| format!("ci: cannot start the OpenID provider: {e}"))?;
     let steps: &[(&str, &[&str])] = &[
         ("cargo fmt --all -- --check", &["fmt", "--all", "--", "--check"]),
         (
@@ -142,15 +153,18 @@ pub(crate) fn run() -> Result {
             continue;
         };
         util::banner(&format!("ci [{}/{total}] {title}", i + 1));
-        let status = util::run_status(
-            util::cargo()
-                .args(*args)
-                .env("RUSTDOCFLAGS", "-D warnings")
-                .env("MCP_TEST_REDIS_URL", redis.url()),
-        )?;
+        let mut cmd = util::cargo();
+        cmd.args(*args)
+            .env("RUSTDOCFLAGS", "-D warnings")
+            .env("MCP_TEST_REDIS_URL", redis.url());
+        for (name, value) in idp.env() {
+            cmd.env(name, value);
+        }
+        let status = util::run_status(&mut cmd)?;
         if !status.success() {
             return Err(format!("ci: `{title}` failed ({})", util::describe(status)));
         }
+        idp.ensure_running().map_err(|e| format!("ci: after `{title}`: {e}"))?;
     }
 
     util::banner(&format!(
@@ -192,6 +206,7 @@ pub(crate) fn run() -> Result {
         skip_build: false,
     };
     let soaked = soak::run(&opts).map_err(|e| format!("ci: soak failed: {e}"));
+    drop(idp);
     drop(redis);
     soaked
 }

@@ -1,10 +1,18 @@
 //! Project automation, run as `cargo xtask <command>` (an alias in `.cargo/config.toml`).
 //!
 //! - `ci`: `cargo fmt --check`, `cargo clippy -D warnings`, rustdoc with warnings denied,
-//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`), the `extension`
-//!   and `middleware` examples run with `--demo`, then a `fuzz`
-//!   smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping at the first
-//!   failure.
+//!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`, and an OpenID
+//!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
+//!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
+//!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping
+//!   at the first failure.
+//! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests
+//!   (`interop/oidc/provider.mjs`: panva's `oidc-provider`, pinned, installed under
+//!   `target/oidc`, on Node 22) on free loopback ports; prints the three `MCP_TEST_OIDC_*` lines
+//!   (also written to `target/oidc/env`) and serves until interrupted, for running tests by hand.
+//!   `--smoke`: instead, `interop/oidc/smoke.mjs` against a provider of its own (discovery, JWT and
+//!   opaque tokens, introspection, revocation, expiry, DPoP binding, key rotation); see
+//!   `xtask/src/oidc.rs` for the variables' formats.
 //! - `interop [--skip-build]`: the Python SDK client (`interop/client.py`, `mcp==2.3.0` in
 //!   `target/interop/venv`) in each negotiation mode, and the TypeScript SDK clients v1 and v2
 //!   (`interop/ts`, installed under `target/interop/ts`), against the `everything` example over
@@ -32,10 +40,12 @@
 //!   installed when missing), each for N seconds, one job; prints executions and exec/s per target.
 //!
 //! The only requirements on the machine are the Rust toolchain, `python3` and `npm`: everything
-//! else is installed under `target/`, except `redis-server` (`ci`, `scaleout`), installed from
-//! the distribution with `apt-get install redis-server` when it is not on the machine (as root,
-//! else with `sudo -n`); Redis is always run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr; servers started
-//! here are killed on every way out. A failure exits non-zero with a one-line reason.
+//! else is installed under `target/` (Node 22 and the pinned npm packages among it), except
+//! `redis-server` (`ci`, `scaleout`), installed from the distribution with `apt-get install
+//! redis-server` when it is not on the machine (as root, else with `sudo -n`); Redis is always
+//! run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr;
+//! servers started here are killed on every way out. A failure exits non-zero with a one-line
+//! reason.
 
 mod apps;
 mod bench;
@@ -43,6 +53,7 @@ mod ci;
 mod conformance;
 mod fuzz;
 mod interop;
+mod oidc;
 mod redis;
 mod scaleout;
 mod soak;
@@ -56,7 +67,14 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
-                          (in order, fail fast; installs redis-server with apt-get when missing)
+                          (in order, fail fast; installs redis-server with apt-get when missing;
+                          the tests get a Redis and an OpenID provider: MCP_TEST_REDIS_URL,
+                          MCP_TEST_OIDC_ISSUER, MCP_TEST_OIDC_ADMIN, MCP_TEST_OIDC_CLIENTS)
+  oidc [--smoke] [--ttl N] [--short-ttl N]
+                          the tests' OpenID provider (oidc-provider on Node 22, under target/oidc)
+                          on loopback: prints the MCP_TEST_OIDC_* lines (also in target/oidc/env)
+                          and serves until Ctrl-C (token lifetimes N s, default 60 and 2);
+                          --smoke: checks it against a provider of its own and exits
   interop [--skip-build]  Python and TypeScript SDK clients against the everything example (stdio, HTTP);
                           the apps example's view in headless Chromium on the official MCP Apps bridge
   apps [--skip-build]     only the MCP Apps legs of interop
@@ -150,6 +168,10 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => soak::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
+        "oidc" => match parse_oidc(rest) {
+            Ok(opts) => oidc::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "fuzz" => match fuzz::parse(rest) {
             Ok(opts) => fuzz::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
@@ -215,6 +237,20 @@ fn parse_soak(rest: &[String]) -> Result<soak::Options, String> {
             "--minutes" => opts.minutes = flags.positive(flag, inline)?,
             "--listeners" => opts.listeners = flags.positive(flag, inline)? as usize,
             "--skip-build" if inline.is_none() => opts.skip_build = true,
+            other => return Err(flags.unexpected(other)),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_oidc(rest: &[String]) -> Result<oidc::Options, String> {
+    let mut opts = oidc::Options::default();
+    let mut flags = util::Flags::new("oidc", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
+        match flag {
+            "--smoke" if inline.is_none() => opts.smoke = true,
+            "--ttl" => opts.ttl = Some(flags.positive(flag, inline)?),
+            "--short-ttl" => opts.short_ttl = Some(flags.positive(flag, inline)?),
             other => return Err(flags.unexpected(other)),
         }
     }

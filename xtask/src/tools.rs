@@ -1,6 +1,7 @@
 //! Installs the external peers under `target/`, each pinned and reused when already present:
 //! a Python venv with the `mcp` SDK (the interop client), Node 22 from npm, the official
-//! conformance runner, and the TypeScript SDK clients of `interop/ts` (from its package-lock).
+//! conformance runner, and the TypeScript SDK clients of `interop/ts` (from its package-lock);
+//! [`npm_dir`] installs the other pinned Node packages (`interop/apps`, `interop/oidc`).
 //! Needs only `python3` (3.10+) and `npm` (any Node version) on `PATH`.
 
 use std::fs;
@@ -176,7 +177,7 @@ pub(crate) fn ensure_apps_host() -> Result<PathBuf> {
 /// Installs the packages of `source/package.json` and its lock into `dir` with `npm ci`, unless
 /// `dir` already has the same lock and every package of `packages` at its pinned version; then
 /// copies the scripts (`*.mjs`, `*.js`) of `source` next to them and returns `dir/entry`.
-fn npm_dir(source: &Path, dir: &Path, packages: &[&str], entry: &str) -> Result<PathBuf> {
+pub(crate) fn npm_dir(source: &Path, dir: &Path, packages: &[&str], entry: &str) -> Result<PathBuf> {
     let read = |path: &Path| fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
     let manifest = read(&source.join("package.json"))?;
     let lock = read(&source.join("package-lock.json"))?;

@@ -237,6 +237,30 @@ const UNREAD_LINES: usize = 256;
 /// `listening on URL`. The rest of its stdout is forwarded to ours (and to
 /// [`Listening::lines`]); its stdin and stderr are as `cmd` sets them (inherited by default).
 pub(crate) fn spawn_listening(cmd: &mut Command, timeout: Duration) -> Result<Listening> {
+    let (child, first, lines) = spawn_first_line(cmd, timeout, "`listening on …`")?;
+    println!("{first}");
+    match first.trim_end().strip_prefix("listening on ") {
+        Some(url) => Ok(Listening {
+            child,
+            url: url.to_owned(),
+            lines,
+        }),
+        None => Err(format!(
+            "`{}`: expected first stdout line `listening on URL`, got `{first}`",
+            display(cmd)
+        )),
+    }
+}
+
+/// Spawns `cmd` with its stdout piped and waits up to `timeout` for its first stdout line
+/// (`what` names it in messages), returned with the child and not printed. The rest of its stdout is forwarded
+/// to ours and to the receiver (the oldest [`UNREAD_LINES`] kept when nobody reads); its stdin
+/// and stderr are as `cmd` sets them.
+pub(crate) fn spawn_first_line(
+    cmd: &mut Command,
+    timeout: Duration,
+    what: &str,
+) -> Result<(ChildGuard, String, mpsc::Receiver<String>)> {
     cmd.stdout(Stdio::piped());
     let line = display(cmd);
     println!("$ {line} &");
@@ -273,26 +297,13 @@ pub(crate) fn spawn_listening(cmd: &mut Command, timeout: Duration) -> Result<Li
             }
         }
         if let Some(status) = child.try_wait()? {
-            return Err(format!(
-                "`{line}` exited ({}) before printing `listening on …`",
-                describe(status)
-            ));
+            return Err(format!("`{line}` exited ({}) before printing {what}", describe(status)));
         }
         if Instant::now() >= deadline {
             return Err(format!("`{line}` printed nothing within {} s", timeout.as_secs()));
         }
     };
-    println!("{first}");
-    match first.trim_end().strip_prefix("listening on ") {
-        Some(url) => Ok(Listening {
-            child,
-            url: url.to_owned(),
-            lines: rest_rx,
-        }),
-        None => Err(format!(
-            "`{line}`: expected first stdout line `listening on URL`, got `{first}`"
-        )),
-    }
+    Ok((child, first, rest_rx))
 }
 
 /// The `everything` example serving HTTP on a loopback port; killed when dropped.
