@@ -86,6 +86,9 @@
 
 use std::sync::Arc;
 
+/// The `http` crate, whose request parts a provider reads (re-exported so that a provider can
+/// be written without depending on it).
+pub use http;
 pub use mcp_protocol::auth::{ANONYMOUS, AuthInfo};
 
 pub mod apikey;

@@ -19,6 +19,7 @@
 //! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`. The
 //! skills it serves (SEP-2640) are the tree `everything/skills/`.
 
+use scope_fixture::ScopeFixture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,8 @@ mod apps;
 mod auth;
 #[path = "everything/ratelimit.rs"]
 mod ratelimit;
+#[path = "everything/scope_fixture.rs"]
+mod scope_fixture;
 #[path = "everything/shared.rs"]
 mod shared;
 #[path = "everything/soak.rs"]
@@ -111,12 +114,14 @@ fn string_arg(args: &Map<String, Value>, key: &str) -> String {
     args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
-fn content_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+fn content_tools(b: mcp_server::McpServerBuilder, scopes: ScopeFixture) -> mcp_server::McpServerBuilder {
     b.tool(
-        Tool::new("test_simple_text", "Returns a simple text response", |_, _| async {
-            "This is a simple text response for testing."
-        })
-        .input_schema(empty_schema()),
+        scopes.tool(
+            Tool::new("test_simple_text", "Returns a simple text response", |_, _| async {
+                "This is a simple text response for testing."
+            })
+            .input_schema(empty_schema()),
+        ),
     )
     .tool(
         Tool::new("test_image_content", "Returns an image", |_, _| async {
@@ -515,15 +520,17 @@ fn mrtr_tools(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
     }))
 }
 
-fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+fn resources(b: mcp_server::McpServerBuilder, scopes: ScopeFixture) -> mcp_server::McpServerBuilder {
     b.resource(
-        Resource::text(
-            "test://static-text",
-            "static-text",
-            "text/plain",
-            "This is the content of the static text resource.",
-        )
-        .description("A static text resource"),
+        scopes.resource(
+            Resource::text(
+                "test://static-text",
+                "static-text",
+                "text/plain",
+                "This is the content of the static text resource.",
+            )
+            .description("A static text resource"),
+        ),
     )
     .resource(
         Resource::new("test://static-binary", "static-binary", |uri, _, _| async move {
@@ -546,23 +553,25 @@ fn resources(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
         .description("A resource clients may subscribe to"),
     )
     .resource_template(
-        ResourceTemplate::new("test://template/{id}/data", "template", |uri, vars, _| async move {
-            let id = vars.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
-            Ok(ReadResourceResult::new(vec![ResourceContents::text(
-                uri,
-                "application/json",
-                text,
-            )]))
-        })
-        .mime_type("application/json")
-        .description("A resource template with an id variable"),
+        scopes.template(
+            ResourceTemplate::new("test://template/{id}/data", "template", |uri, vars, _| async move {
+                let id = vars.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                    uri,
+                    "application/json",
+                    text,
+                )]))
+            })
+            .mime_type("application/json")
+            .description("A resource template with an id variable"),
+        ),
     )
 }
 
-fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
+fn prompts(b: mcp_server::McpServerBuilder, scopes: ScopeFixture) -> mcp_server::McpServerBuilder {
     let user_text = |t: String| PromptMessage::user(Content::text(t));
-    b.prompt(Prompt::new(
+    b.prompt(scopes.prompt(Prompt::new(
         "test_simple_prompt",
         "A simple prompt without arguments",
         move |_, _| async move {
@@ -570,7 +579,7 @@ fn prompts(b: mcp_server::McpServerBuilder) -> mcp_server::McpServerBuilder {
                 "This is a simple prompt for testing.".into(),
             )]))
         },
-    ))
+    )))
     .prompt(
         Prompt::new(
             "test_prompt_with_arguments",
@@ -780,12 +789,13 @@ async fn server(
     soak: &soak::SoakArgs,
     shared: &shared::SharedArgs,
     rate_limit: &ratelimit::RateLimitArgs,
+    scopes: ScopeFixture,
 ) -> Result<McpServer, Box<dyn std::error::Error>> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions("The conformance fixture of the mcp-rs library: every tool, resource and prompt the official conformance runner checks.");
-    let b = content_tools(b);
+    let b = scopes.methods(content_tools(b, scopes));
     let b = streaming_tools(b);
     let b = client_request_tools(b);
     let b = modern_tools(b);
@@ -794,12 +804,12 @@ async fn server(
     let b = soak.apply(b);
     let b = shared.apply(b).await?;
     let b = rate_limit.apply(b);
-    let b = resources(b);
+    let b = resources(b, scopes);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
     let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;
     let b = b.skills(skills);
     let b = apps::app_tools(b)?;
-    let server = prompts(b).build()?;
+    let server = prompts(b, scopes).build()?;
     add_triggers(&server)?;
     Ok(server)
 }
@@ -812,8 +822,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let args = Args::parse();
     // Every provider is built before the port is bound: a bad set-up binds nothing.
+    let scopes = args.auth.scope_fixture();
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server(&args.soak, &args.shared, &args.rate_limit).await?;
+    let server = server(&args.soak, &args.shared, &args.rate_limit, scopes).await?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

@@ -25,6 +25,8 @@ use mcp_server::auth::{
 };
 use serde_json::Value;
 
+use super::scope_fixture::{FixtureTokens, ScopeFixture};
+
 /// The principal of the `--api-key` identity.
 const API_KEY_PRINCIPAL: &str = "api-key";
 
@@ -55,6 +57,10 @@ pub(super) struct AuthArgs {
     /// serves the RFC 9728 document for it and names the document in bearer challenges.
     #[arg(long, value_name = "URL")]
     resource_url: Option<String>,
+    /// Declare the per-operation scopes of the SEP-2350 scope-challenge conformance scenario;
+    /// alone, also accept its two fixture tokens (see `everything/scope_fixture.rs`).
+    #[arg(long)]
+    scope_fixture: bool,
 }
 
 impl fmt::Debug for AuthArgs {
@@ -68,6 +74,7 @@ impl fmt::Debug for AuthArgs {
             .field("basic", &set(&self.basic))
             .field("require_scope", &self.require_scope)
             .field("resource_url", &self.resource_url)
+            .field("scope_fixture", &self.scope_fixture)
             .finish()
     }
 }
@@ -102,6 +109,11 @@ pub(super) struct AuthPlan {
 }
 
 impl AuthArgs {
+    /// The scope fixture, on or off.
+    pub(super) fn scope_fixture(&self) -> ScopeFixture {
+        ScopeFixture { on: self.scope_fixture }
+    }
+
     /// Whether any flag was given.
     fn any(&self) -> bool {
         self.bearer_secret.is_some()
@@ -109,6 +121,7 @@ impl AuthArgs {
             || self.basic.is_some()
             || !self.require_scope.is_empty()
             || self.resource_url.is_some()
+            || self.scope_fixture
     }
 
     /// Checks the flags and builds what can be built before binding.
@@ -187,7 +200,9 @@ impl AuthPlan {
         let metadata = match self.metadata.clone() {
             Some(m) => Some(m),
             // The endpoint's own document, for bearer challenges to name.
-            None if self.args.bearer_secret.is_some() && loopback => Some(metadata(endpoint, &self.args)?),
+            None if (self.args.bearer_secret.is_some() || self.args.scope_fixture) && loopback => {
+                Some(metadata(endpoint, &self.args)?)
+            }
             None => None,
         };
         let url = metadata.as_ref().map(|m| m.metadata_url().to_owned());
@@ -206,6 +221,8 @@ impl AuthPlan {
                 Arc::new(wrapped)
             }
             (None, Some(p)) => p,
+            // The scenario's own contract: its two tokens, and no credentials served as before.
+            (None, None) if self.args.scope_fixture => Arc::new(FixtureTokens::new(url.as_deref())),
             (None, None) if !self.args.require_scope.is_empty() => {
                 // No credentials at all: everyone is anonymous, with no scopes; fail closed.
                 Arc::new(mcp_server::auth::NoAuth.require_scopes(self.args.require_scope.iter().cloned()))

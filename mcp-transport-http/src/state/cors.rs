@@ -13,8 +13,7 @@ use mcp_protocol::headers::param_header_names;
 use mcp_runtime::Runtime;
 use mcp_runtime::registry::Catalog;
 
-const BASE_ALLOW_HEADERS: &str =
-    "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+const BASE_ALLOW_HEADERS: &str = "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
 const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate, dpop-nonce, retry-after";
 
 /// The `Access-Control-Allow-Headers` value, kept for the registry's catalog it was computed
