@@ -6,7 +6,17 @@
 //! everything --api-key KEY
 //! everything --basic USER:PASSWORD
 //! everything ... --require-scope SCOPE --resource-url https://mcp.example.com/mcp
+//! everything --oidc-issuer https://id.example.com [--audience AUD] [--dpop allowed|required]
+//! everything --introspection-url URL --client-id ID --client-secret SECRET [--oidc-issuer ISS]
 //! ```
+//!
+//! With `--oidc-issuer` the bearer provider's keys come from the issuer (OpenID Connect
+//! discovery, then RFC 8414; refreshed per their cache headers and on an unknown `kid`); with
+//! `--introspection-url` opaque tokens are asked about at that RFC 7662 endpoint with this
+//! server's client credentials. Tokens must name this server: `--audience`, else
+//! `--resource-url`, else the endpoint's own URL. `--dpop` accepts or requires DPoP-bound
+//! tokens (RFC 9449) whose proofs name that same URL. An `http://` issuer or endpoint is
+//! accepted on loopback hosts only.
 //!
 //! One provider at a time. A provider whose set-up fails (a secret shorter
 //! than 32 bytes, a missing audience, a bad URL, …) makes the example exit
@@ -20,8 +30,8 @@ use std::sync::Arc;
 
 use mcp_server::HttpConfig;
 use mcp_server::auth::{
-    ApiKey, ApiKeyAuth, AuthProvider, AuthProviderExt, AuthSetupError, BasicAuth, BasicUser, BearerAuth,
-    ResourceMetadata,
+    ApiKey, ApiKeyAuth, AuthProvider, AuthProviderExt, AuthSetupError, BasicAuth, BasicUser, BearerAuth, DpopMode,
+    Introspection, ResourceMetadata,
 };
 use serde_json::Value;
 
@@ -43,6 +53,24 @@ pub(super) struct AuthArgs {
     /// The issuer (`iss`) bearer tokens must name (unchecked when absent).
     #[arg(long, value_name = "ISS")]
     issuer: Option<String>,
+    /// Verify bearer JWTs with the keys of this OpenID issuer (discovery; `iss` must name it).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["bearer_secret", "api_key", "basic"])]
+    oidc_issuer: Option<String>,
+    /// Check bearer tokens at this RFC 7662 introspection endpoint (opaque tokens); needs
+    /// --client-id and --client-secret.
+    #[arg(long, value_name = "URL", requires_all = ["client_id", "client_secret"],
+        conflicts_with_all = ["bearer_secret", "api_key", "basic"])]
+    introspection_url: Option<String>,
+    /// This server's client id at the introspection endpoint.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// This server's client secret at the introspection endpoint.
+    #[arg(long, value_name = "SECRET")]
+    client_secret: Option<String>,
+    /// DPoP-bound tokens (RFC 9449): refused (`off`, the default), accepted beside bearer
+    /// tokens, or required.
+    #[arg(long, value_enum, default_value_t = Dpop::Off)]
+    dpop: Dpop,
     /// Require this API key in `x-api-key` (or `Authorization: ApiKey <key>`); principal `api-key`.
     #[arg(long, value_name = "KEY", conflicts_with = "basic")]
     api_key: Option<String>,
@@ -70,12 +98,38 @@ impl fmt::Debug for AuthArgs {
             .field("bearer_secret", &set(&self.bearer_secret))
             .field("audience", &self.audience)
             .field("issuer", &self.issuer)
+            .field("oidc_issuer", &self.oidc_issuer)
+            .field("introspection_url", &self.introspection_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &set(&self.client_secret))
+            .field("dpop", &self.dpop)
             .field("api_key", &set(&self.api_key))
             .field("basic", &set(&self.basic))
             .field("require_scope", &self.require_scope)
             .field("resource_url", &self.resource_url)
             .field("scope_fixture", &self.scope_fixture)
             .finish()
+    }
+}
+
+/// What `--dpop` asks for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dpop {
+    /// Bearer tokens only.
+    Off,
+    /// DPoP-bound tokens beside bearer tokens.
+    Allowed,
+    /// DPoP-bound tokens only.
+    Required,
+}
+
+impl From<Dpop> for DpopMode {
+    fn from(d: Dpop) -> Self {
+        match d {
+            Dpop::Off => DpopMode::Off,
+            Dpop::Allowed => DpopMode::Allowed,
+            Dpop::Required => DpopMode::Required,
+        }
     }
 }
 
@@ -114,9 +168,15 @@ impl AuthArgs {
         ScopeFixture { on: self.scope_fixture }
     }
 
+    /// Whether a bearer provider is asked for (a secret, an issuer's keys or introspection).
+    fn bearer_wanted(&self) -> bool {
+        self.bearer_secret.is_some() || self.oidc_issuer.is_some() || self.introspection_url.is_some()
+    }
+
     /// Whether any flag was given.
     fn any(&self) -> bool {
-        self.bearer_secret.is_some()
+        self.bearer_wanted()
+            || self.dpop != Dpop::Off
             || self.api_key.is_some()
             || self.basic.is_some()
             || !self.require_scope.is_empty()
@@ -151,9 +211,13 @@ impl AuthArgs {
             provider,
             metadata,
         };
-        // A trial build of the bearer provider, so that a bad secret or audience stops us here.
-        if plan.args.bearer_secret.is_some() {
-            plan.bearer(Some("http://127.0.0.1/.well-known/oauth-protected-resource/mcp"))?;
+        // A trial build of the bearer provider, so that a bad secret, audience or URL stops us
+        // here (nothing is fetched before the first token).
+        if plan.args.bearer_wanted() {
+            plan.bearer(
+                "http://127.0.0.1/mcp",
+                Some("http://127.0.0.1/.well-known/oauth-protected-resource/mcp"),
+            )?;
         }
         Ok(plan)
     }
@@ -165,28 +229,50 @@ fn metadata(resource: &str, args: &AuthArgs) -> Result<ResourceMetadata, AuthSet
         .scopes_supported(args.require_scope.iter().cloned())
         .resource_name("mcp-rs everything");
     if let Some(iss) = args
-        .issuer
+        .oidc_issuer
         .as_deref()
+        .or(args.issuer.as_deref())
         .filter(|i| i.starts_with("https://") || i.starts_with("http://"))
     {
         b = b.authorization_server(iss);
+    }
+    if args.dpop != Dpop::Off {
+        b = b
+            .dpop_signing_alg_values_supported(["ES256", "RS256"])
+            .dpop_bound_access_tokens_required(args.dpop == Dpop::Required);
     }
     b.build()
 }
 
 impl AuthPlan {
-    fn bearer(&self, metadata_url: Option<&str>) -> Result<Option<BearerAuth>, AuthSetupError> {
-        let Some(secret) = &self.args.bearer_secret else {
-            return Ok(None);
+    /// The bearer provider the flags ask for (`None`: none), for the server at `endpoint`.
+    fn bearer(&self, endpoint: &str, metadata_url: Option<&str>) -> Result<Option<BearerAuth>, AuthSetupError> {
+        let a = &self.args;
+        let mut b = BearerAuth::builder().required_scopes(a.require_scope.iter().cloned());
+        b = match (&a.bearer_secret, &a.introspection_url, &a.oidc_issuer) {
+            (Some(secret), _, _) => b.hs256_secret(secret.as_bytes().to_vec()),
+            (None, Some(url), issuer) => {
+                let (id, secret) = (a.client_id.clone(), a.client_secret.clone());
+                let introspection = Introspection::builder(url.clone())
+                    .client_secret_basic(id.unwrap_or_default(), secret.unwrap_or_default())
+                    .build()?;
+                let b = b.verifier(introspection);
+                match issuer {
+                    Some(iss) => b.issuer(iss.clone()),
+                    None => b,
+                }
+            }
+            (None, None, Some(issuer)) => b.oidc_issuer(issuer.clone()),
+            (None, None, None) => return Ok(None),
         };
-        let mut b = BearerAuth::builder()
-            .hs256_secret(secret.as_bytes().to_vec())
-            .required_scopes(self.args.require_scope.iter().cloned());
-        if let Some(aud) = &self.args.audience {
-            b = b.audience(aud.clone());
-        }
-        if let Some(iss) = &self.args.issuer {
+        // The URL clients know this server by: tokens name it, DPoP proofs name it.
+        let resource = a.resource_url.clone().unwrap_or_else(|| endpoint.to_owned());
+        b = b.audience(a.audience.clone().unwrap_or_else(|| resource.clone()));
+        if let Some(iss) = &a.issuer {
             b = b.issuer(iss.clone());
+        }
+        if a.dpop != Dpop::Off {
+            b = b.dpop(a.dpop.into()).dpop_url(resource);
         }
         if let Some(url) = metadata_url {
             b = b.resource_metadata(url);
@@ -200,7 +286,7 @@ impl AuthPlan {
         let metadata = match self.metadata.clone() {
             Some(m) => Some(m),
             // The endpoint's own document, for bearer challenges to name.
-            None if (self.args.bearer_secret.is_some() || self.args.scope_fixture) && loopback => {
+            None if (self.args.bearer_wanted() || self.args.scope_fixture) && loopback => {
                 Some(metadata(endpoint, &self.args)?)
             }
             None => None,
@@ -210,7 +296,7 @@ impl AuthPlan {
         if let Some(m) = &metadata {
             config = config.with_resource_metadata(Value::Object(m.document().clone()));
         }
-        let provider: Arc<dyn AuthProvider> = match (self.bearer(url.as_deref())?, self.provider) {
+        let provider: Arc<dyn AuthProvider> = match (self.bearer(endpoint, url.as_deref())?, self.provider) {
             // The bearer provider checks its own required scopes (named in its 401s too).
             (Some(bearer), _) => Arc::new(bearer),
             (None, Some(p)) if !self.args.require_scope.is_empty() => {
