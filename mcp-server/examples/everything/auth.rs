@@ -67,6 +67,9 @@ pub(super) struct AuthArgs {
     /// This server's client secret at the introspection endpoint.
     #[arg(long, value_name = "SECRET")]
     client_secret: Option<String>,
+    /// The tolerance for a bearer token's `exp` and `nbf`, in seconds (default 60).
+    #[arg(long, value_name = "SECONDS")]
+    clock_skew: Option<u64>,
     /// DPoP-bound tokens (RFC 9449): refused (`off`, the default), accepted beside bearer
     /// tokens, or required.
     #[arg(long, value_enum, default_value_t = Dpop::Off)]
@@ -103,6 +106,7 @@ impl fmt::Debug for AuthArgs {
             .field("client_id", &self.client_id)
             .field("client_secret", &set(&self.client_secret))
             .field("dpop", &self.dpop)
+            .field("clock_skew", &self.clock_skew)
             .field("api_key", &set(&self.api_key))
             .field("basic", &set(&self.basic))
             .field("require_scope", &self.require_scope)
@@ -270,6 +274,9 @@ impl AuthPlan {
         b = b.audience(a.audience.clone().unwrap_or_else(|| resource.clone()));
         if let Some(iss) = &a.issuer {
             b = b.issuer(iss.clone());
+        }
+        if let Some(secs) = a.clock_skew {
+            b = b.clock_skew(std::time::Duration::from_secs(secs));
         }
         if a.dpop != Dpop::Off {
             b = b.dpop(a.dpop.into()).dpop_url(resource);
