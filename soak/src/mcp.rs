@@ -16,6 +16,8 @@ pub(crate) const MODERN: &str = "2026-07-28";
 pub(crate) const LEGACY: &str = "2025-11-25";
 /// JSON-RPC "Internal error": the declared overload refusals.
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
+/// The rate-limit refusal's code (HTTP 429 beside it).
+pub(crate) const RATE_LIMITED: i64 = 429;
 /// JSON-RPC "Parse error".
 pub(crate) const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC "Invalid Request".
@@ -121,7 +123,8 @@ pub(crate) enum Expect {
 pub(crate) enum Verdict {
     /// The expected answer.
     Answered,
-    /// A declared refusal over a bound: 503 or 429 with -32603.
+    /// A declared refusal over a bound: 503 or 429 with -32603, or 429 with the rate-limit
+    /// error (a server run with a rate limit).
     Overload,
     /// A 5xx that is not a declared overload.
     Unexpected5xx(String),
@@ -133,7 +136,11 @@ pub(crate) enum Verdict {
 pub(crate) fn judge(reply: &Reply, expect: Expect) -> Verdict {
     let status = reply.status;
     let refusal = status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS;
-    if refusal && error_code(&reply.body) == Some(INTERNAL_ERROR) {
+    let code = error_code(&reply.body);
+    if refusal && code == Some(INTERNAL_ERROR) {
+        return Verdict::Overload;
+    }
+    if status == StatusCode::TOO_MANY_REQUESTS && code == Some(RATE_LIMITED) {
         return Verdict::Overload;
     }
     if status.is_server_error() {

@@ -28,6 +28,10 @@
 //! counted one by one) and divides by the requests the generator sent; after the rounds, a
 //! separate short run with a `MONITOR` tap counts the requests the instances sent Redis (a script
 //! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]).
+//! `--rate-limited RATE[:BURST]` adds the target `limited`: `ours` with the built-in rate limiter
+//! on `tools/call` under that quota (pick one no run reaches: what it measures is the limiter's
+//! bookkeeping, not its refusals), in the same rounds, its ratio to `ours` in a table of its own.
+//!
 //! `--baseline REV` adds a fourth target, `baseline`: this repository's `ours` as it was at
 //! commit REV (checked out in a worktree under `target/bench-baseline/src`, built into
 //! `target/bench-baseline/build`), measured in the same interleaved rounds as the others, W and
@@ -64,6 +68,9 @@ pub(crate) struct Options {
     pub(crate) only: Vec<String>,
     /// A commit whose `ours` is measured too, as the target `baseline`.
     pub(crate) baseline: Option<String>,
+    /// A rate limit (`RATE[:BURST]`) under which `ours` is measured too, as the target
+    /// `limited`: with a quota no run reaches, its ratio to `ours` is the limiter's cost.
+    pub(crate) rate_limited: Option<String>,
 }
 
 impl Options {
@@ -145,11 +152,13 @@ const COUNT_RUN_MS: u64 = 1_000;
 
 /// The target that is `ours` at the `--baseline` commit.
 const BASELINE: &str = "baseline";
+/// The target that is `ours` under the `--rate-limited` quota.
+const LIMITED: &str = "limited";
 
 /// The binary of a target.
 fn binary_name(target: &str) -> &'static str {
     match target {
-        "ours" | BASELINE => "ours",
+        "ours" | BASELINE | LIMITED => "ours",
         "rmcp" => "rmcp-peer",
         _ => "floor",
     }
@@ -160,6 +169,8 @@ struct Bench {
     bin: PathBuf,
     /// The release directory of the `--baseline` build, if any.
     baseline: Option<PathBuf>,
+    /// The `--rate-limited` quota, if any.
+    rate_limited: Option<String>,
     /// `taskset -c N` prefixes for the server and the generator (empty when not pinning).
     server_pin: Vec<String>,
     loadgen_pin: Vec<String>,
@@ -210,6 +221,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     let bench = Bench {
         bin,
         baseline,
+        rate_limited: opts.rate_limited.clone(),
         server_pin,
         loadgen_pin,
         plan,
@@ -437,6 +449,9 @@ impl Bench {
         if self.baseline.is_some() {
             targets.push(BASELINE);
         }
+        if self.rate_limited.is_some() {
+            targets.push(LIMITED);
+        }
         targets
     }
 
@@ -471,6 +486,9 @@ impl Bench {
             }
         } else if tools {
             args.extend(["--tools".to_owned(), self.plan.tools.to_string()]);
+        }
+        if let (LIMITED, Some(rate)) = (target, &self.rate_limited) {
+            args.extend(["--rate-limit".to_owned(), rate.clone()]);
         }
         args
     }

@@ -203,7 +203,7 @@ pub(crate) fn run() -> Result {
     let opts = soak::Options {
         minutes: 1,
         listeners: soak::CI_LISTENERS,
-        skip_build: false,
+        ..Default::default()
     };
     let soaked = soak::run(&opts).map_err(|e| format!("ci: soak failed: {e}"));
     drop(idp);

@@ -27,15 +27,19 @@
 //!   `mcp-tests` crate, switching instance on every HTTP request), driven through the proxy by
 //!   the Python SDK client in its three HTTP modes and by every conformance leg; prints the
 //!   requests each instance served (both must be > 0).
-//! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV]`: our server against rmcp and a
+//! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited Q]`: our
+//!   server against rmcp and a
 //!   bare HTTP floor (the bench workspace under `bench/`, built into `target/bench-build`), every
 //!   workload in one run; prints a table and writes `target/bench/report.json` (`--readme`:
 //!   prints the Markdown tables of the saved report, measuring nothing; `--only W5a`: only that
 //!   row, into `target/bench/report-only.json`; `--baseline REV`: `ours` as it was at commit REV
-//!   too, interleaved with the others).
-//! - `soak [--minutes N] [--listeners N] [--skip-build]`: a bounded load-and-fault soak of the
-//!   `everything` example (the `soak` driver crate), checked for lost replies, unexpected 5xx,
-//!   flat memory and descriptors back to baseline; writes `target/soak/report.json`.
+//!   too, interleaved with the others; `--rate-limited RATE[:BURST]`: `ours` under that rate limit
+//!   too, as the target `limited`).
+//! - `soak [--minutes N] [--listeners N] [--rate-limit Q] [--skip-build]`: a bounded load-and-fault
+//!   soak of the `everything` example (the `soak` driver crate), checked for lost replies,
+//!   unexpected 5xx, flat memory and descriptors back to baseline; writes
+//!   `target/soak/report.json` (`--rate-limit RATE[:BURST]`: the server limits `tools/call`, and
+//!   its 429 refusals count as declared).
 //! - `fuzz [--seconds N] [--target NAME]…`: the cargo-fuzz targets of `fuzz/` (nightly; cargo-fuzz
 //!   installed when missing), each for N seconds, one job; prints executions and exec/s per target.
 //!
@@ -88,13 +92,14 @@ commands:
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
-  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV]
+  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited RATE[:BURST]]
                           load test against rmcp and a bare HTTP floor; writes target/bench/report.json
                           (--quick: short runs, under two minutes once built; --readme: print the
                           Markdown tables of the saved report.json, measuring nothing; --only W5a:
                           only that row (W1..W4, W5a, W5b, M1), into target/bench/report-only.json;
-                          --baseline REV: ours at commit REV as a fourth target, in the same rounds)
-  soak [--minutes N] [--listeners N] [--skip-build]
+                          --baseline REV: ours at commit REV as a fourth target, in the same rounds;
+                          --rate-limited Q: ours under rate-limit quota Q too, as the target limited)
+  soak [--minutes N] [--listeners N] [--rate-limit RATE[:BURST]] [--skip-build]
                           N minutes (default 1) of load and faults against the everything example:
                           2000 listen streams (ci runs 1 minute with 500), callers of both eras,
                           disconnects, a panicking and a hanging tool, oversize and malformed
@@ -223,6 +228,7 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
             "--readme" if inline.is_none() => opts.readme = true,
             "--only" => opts.only.push(flags.value(flag, inline)?),
             "--baseline" => opts.baseline = Some(flags.value(flag, inline)?),
+            "--rate-limited" => opts.rate_limited = Some(flags.value(flag, inline)?),
             other => return Err(flags.unexpected(other)),
         }
     }
@@ -236,6 +242,7 @@ fn parse_soak(rest: &[String]) -> Result<soak::Options, String> {
         match flag {
             "--minutes" => opts.minutes = flags.positive(flag, inline)?,
             "--listeners" => opts.listeners = flags.positive(flag, inline)? as usize,
+            "--rate-limit" => opts.rate_limit = Some(flags.value(flag, inline)?),
             "--skip-build" if inline.is_none() => opts.skip_build = true,
             other => return Err(flags.unexpected(other)),
         }

@@ -47,6 +47,9 @@ pub(crate) struct Options {
     pub(crate) listeners: usize,
     /// Use the binaries already built.
     pub(crate) skip_build: bool,
+    /// A rate limit on `tools/call` (`everything --rate-limit RATE[:BURST]`): its refusals
+    /// (429, the rate-limit error) count as declared, every other check stays.
+    pub(crate) rate_limit: Option<String>,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             minutes: 1,
             listeners: LISTENERS,
             skip_build: false,
+            rate_limit: None,
         }
     }
 }
@@ -95,7 +99,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         opts.listeners
     ));
     let log = dir.join("server.log");
-    let (mut server, url) = start_server(&everything, opts.listeners, &log)?;
+    let (mut server, url) = start_server(&everything, opts, &log)?;
 
     let report = dir.join("report.json");
     let mut cmd = Command::new(&driver);
@@ -136,7 +140,8 @@ pub(crate) fn run(opts: &Options) -> Result {
 
 /// Starts `everything --soak` on a free loopback port, its stderr into `log`; returns it with
 /// the endpoint it printed. Retries on another port if it exits before printing.
-fn start_server(binary: &Path, listeners: usize, log: &Path) -> Result<(ChildGuard, String)> {
+fn start_server(binary: &Path, opts: &Options, log: &Path) -> Result<(ChildGuard, String)> {
+    let listeners = opts.listeners;
     let mut last = String::new();
     for _ in 0..3 {
         let port = util::free_port()?;
@@ -150,6 +155,7 @@ fn start_server(binary: &Path, listeners: usize, log: &Path) -> Result<(ChildGua
             .args(["--max-listeners-per-peer", &bound])
             .args(["--max-listeners-per-principal", &bound])
             .args(["--max-body-bytes", &MAX_BODY_BYTES.to_string()])
+            .args(opts.rate_limit.iter().flat_map(|q| ["--rate-limit", q.as_str()]))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

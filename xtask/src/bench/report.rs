@@ -64,6 +64,10 @@ pub(super) fn row(id: &str, title: &str, results: Map<String, Value>) -> Value {
         ratios["ours_baseline"] = ratio(rps("ours"), rps("baseline"));
         ratios["p99_ours_baseline"] = ratio(p99("ours"), p99("baseline"));
     }
+    if results.contains_key("limited") {
+        ratios["limited_ours"] = ratio(rps("limited"), rps("ours"));
+        ratios["p99_limited_ours"] = ratio(p99("limited"), p99("ours"));
+    }
     json!({
         "id": id,
         "title": title,
@@ -363,7 +367,8 @@ pub(super) fn markdown(report: &Value) -> String {
     t.push_str(&shared_table(
         report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
     ));
-    t.push_str(&baseline_table(report));
+    t.push_str(&versus_table(report, "baseline", "against the baseline"));
+    t.push_str(&versus_table(report, "limited", "with the rate limiter (limited)"));
     // `--only` without M1 measured no memory.
     if report["memory"].as_object().is_some_and(|m| !m.is_empty()) {
         t.push_str(&memory_table(&report["memory"], plan));
@@ -400,18 +405,19 @@ pub(super) fn markdown(report: &Value) -> String {
     t
 }
 
-/// `ours` against the `--baseline` commit's `ours`, W and S cells (empty without a baseline).
-fn baseline_table(report: &Value) -> String {
+/// `ours` against another build or setting of itself, W and S cells (empty when `other` was
+/// not measured): the `--baseline` commit's `ours` (`baseline`), `ours` under the
+/// `--rate-limited` quota (`limited`).
+fn versus_table(report: &Value, other: &str, title: &str) -> String {
     let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
     let shared = report["scaleout"].as_array().map_or(&[][..], Vec::as_slice);
-    if !rows.iter().any(|r| r["targets"].get("baseline").is_some()) {
+    if !rows.iter().any(|r| r["targets"].get(other).is_some()) {
         return String::new();
     }
-    let mut t = String::from(concat!(
-        "\n| against the baseline | ours ops/s | baseline ops/s | ours/baseline ",
-        "| p99 ms ours / baseline | rounds ops/s ours | rounds ops/s baseline |\n",
-        "|---|---:|---:|---:|---:|---|---|\n"
-    ));
+    let mut t = format!(
+        "\n| {title} | ours ops/s | {other} ops/s | ours/{other} | p99 ms ours / {other} \
+         | rounds ops/s ours | rounds ops/s {other} |\n|---|---:|---:|---:|---:|---|---|\n"
+    );
     let num =
         |v: &Value, key: &str, digits: usize| v[key].as_f64().map_or("–".to_owned(), |x| format!("{x:.digits$}"));
     let rounds = |v: &Value| {
@@ -443,13 +449,13 @@ fn baseline_table(report: &Value) -> String {
         );
     };
     for row in rows {
-        if let Some(base) = row["targets"].get("baseline") {
+        if let Some(base) = row["targets"].get(other) {
             line(row["id"].as_str().unwrap_or_default(), &row["targets"]["ours"], base);
         }
     }
     for row in shared {
-        if row["baseline"].is_object() {
-            line(row["id"].as_str().unwrap_or_default(), &row["shared"], &row["baseline"]);
+        if row[other].is_object() {
+            line(row["id"].as_str().unwrap_or_default(), &row["shared"], &row[other]);
         }
     }
     t
