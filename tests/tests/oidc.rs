@@ -257,3 +257,99 @@ fn kid(jwt: &str) -> String {
         .kid
         .expect("a kid")
 }
+
+/// The SEP-2350 scenario's operations and the scopes each needs, as its fixture contract says.
+const SCENARIO: [(&str, &str, &str, &str); 4] = [
+    (
+        "tools/call",
+        "name",
+        "test_simple_text",
+        "mcp:conformance:tools:call mcp:conformance:tools:test_simple_text",
+    ),
+    (
+        "resources/read",
+        "uri",
+        "test://static-text",
+        "mcp:conformance:resources:read mcp:conformance:resources:static",
+    ),
+    (
+        "resources/read",
+        "uri",
+        "test://template/123/data",
+        "mcp:conformance:resources:read mcp:conformance:resources:template:123",
+    ),
+    (
+        "prompts/get",
+        "name",
+        "test_simple_prompt",
+        "mcp:conformance:prompts:get mcp:conformance:prompts:test_simple_prompt",
+    ),
+];
+
+/// A modern request of the scenario (no provider needed: `--scope-fixture` alone).
+async fn scenario_request(
+    server: &Everything,
+    (method, key, name, _): (&str, &str, &str, &str),
+    token: Option<&str>,
+) -> net::Answer {
+    let mut params = serde_json::json!({
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }
+    });
+    params[key] = serde_json::json!(name);
+    if method == "tools/call" {
+        params["arguments"] = serde_json::json!({});
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", method.to_owned()),
+        ("mcp-name", name.to_owned()),
+    ];
+    if let Some(t) = token {
+        headers.extend(bearer(t));
+    }
+    server.post(&body, &headers).await
+}
+
+#[tokio::test]
+async fn the_scope_fixture_alone_follows_the_scenario_contract() {
+    let server = Everything::start(&["--scope-fixture"]).await;
+    for op in SCENARIO {
+        let low = scenario_request(&server, op, Some("mcp-conformance-scope-low")).await;
+        assert_eq!(
+            low.status,
+            StatusCode::FORBIDDEN,
+            "{}: {}",
+            op.2,
+            String::from_utf8_lossy(&low.body)
+        );
+        let challenge = low.header("www-authenticate").expect("a challenge").to_owned();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+        assert!(challenge.contains(r#"error="insufficient_scope""#), "{challenge}");
+        assert!(challenge.contains(&format!(r#"scope="{}""#, op.3)), "{challenge}");
+        assert!(
+            challenge.contains("resource_metadata=\"http://127.0.0.1:"),
+            "{challenge}"
+        );
+        for token in [Some("mcp-conformance-scope-full"), None] {
+            let served = scenario_request(&server, op, token).await;
+            assert_eq!(
+                served.status,
+                StatusCode::OK,
+                "{}: {}",
+                op.2,
+                String::from_utf8_lossy(&served.body)
+            );
+            assert!(
+                served.json()["result"].is_object(),
+                "{}",
+                String::from_utf8_lossy(&served.body)
+            );
+        }
+    }
+    let unknown = scenario_request(&server, SCENARIO[0], Some("another-token")).await;
+    assert_challenged(&unknown, "Bearer", Some("invalid_token"));
+}

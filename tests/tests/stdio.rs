@@ -917,3 +917,30 @@ async fn a_rate_limited_call_is_the_json_rpc_error_with_the_wait_in_data() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_short_of_a_scope_is_the_json_rpc_error_naming_every_scope() {
+    bounded(async {
+        let f = Fixture::new();
+        let mut config = ServerConfig::default();
+        config.method_scopes = mcp_runtime::scopes::MethodScopes::default()
+            .require("tools/call", ["notes:call"])
+            .expect("a scope token");
+        let runtime = Arc::new(Runtime::new(config, f.registry.clone()));
+        // Over stdio the caller is anonymous: it holds no scope.
+        let mut c = Client::start(runtime, StdioConfig::default());
+        initialize(&mut c, "2025-11-25").await;
+        let refused = c.call(1, "tools/call", call_tool("echo", json!({"text": "hi"}))).await;
+        assert_eq!(
+            error_code(&refused),
+            i64::from(mcp_protocol::codes::INSUFFICIENT_SCOPE),
+            "{refused}"
+        );
+        assert_eq!(refused["error"]["data"]["requiredScopes"], json!(["notes:call"]));
+        // A method that needs no scope is served.
+        assert!(c.call(2, "tools/list", json!({})).await["result"]["tools"].is_array());
+        let (result, rest) = c.finish().await;
+        assert_clean_finish(result, &rest);
+    })
+    .await;
+}
