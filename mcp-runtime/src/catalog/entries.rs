@@ -67,6 +67,14 @@ pub enum RegistryError {
     Apps(#[from] AppsError),
 }
 
+/// The refusal of an item's scope that is not a scope token.
+fn invalid_scope(kind: &str, name: &str, source: ScopeError) -> RegistryError {
+    RegistryError::InvalidScope {
+        item: format!("{kind} {name}"),
+        source,
+    }
+}
+
 /// A registered tool.
 pub struct ToolEntry {
     /// The definition, as listed.
@@ -140,10 +148,7 @@ impl ToolEntry {
     /// (`ServerConfig::method_scopes`): a caller short of one is refused before the handler
     /// runs, with every needed scope named. Fails on a string that is not a scope token.
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
-        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
-            item: format!("tool {}", self.def.name),
-            source,
-        })?;
+        self.scopes = Scopes::fixed(scopes).map_err(|e| invalid_scope("tool", &self.def.name, e))?;
         Ok(self)
     }
 
@@ -182,10 +187,7 @@ impl ResourceEntry {
     /// Sets the OAuth scopes a read of this resource needs, besides those of `resources/read`.
     /// Fails on a string that is not a scope token.
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
-        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
-            item: format!("resource {}", self.def.uri),
-            source,
-        })?;
+        self.scopes = Scopes::fixed(scopes).map_err(|e| invalid_scope("resource", &self.def.uri, e))?;
         Ok(self)
     }
 }
@@ -223,10 +225,8 @@ impl TemplateEntry {
     /// URI being read (`files:read:{owner}` for `file://{owner}/{+path}`); other text is
     /// literal. Fails on a scope that is not a scope token.
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
-        self.scopes = Scopes::templated(scopes, &self.template).map_err(|source| RegistryError::InvalidScope {
-            item: format!("resource template {}", self.def.uri_template),
-            source,
-        })?;
+        self.scopes = Scopes::templated(scopes, &self.template)
+            .map_err(|e| invalid_scope("resource template", &self.def.uri_template, e))?;
         Ok(self)
     }
 }
@@ -253,10 +253,7 @@ impl PromptEntry {
     /// Sets the OAuth scopes getting this prompt needs, besides those of `prompts/get`. Fails
     /// on a string that is not a scope token.
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Result<Self, RegistryError> {
-        self.scopes = Scopes::fixed(scopes).map_err(|source| RegistryError::InvalidScope {
-            item: format!("prompt {}", self.def.name),
-            source,
-        })?;
+        self.scopes = Scopes::fixed(scopes).map_err(|e| invalid_scope("prompt", &self.def.name, e))?;
         Ok(self)
     }
 }
