@@ -790,7 +790,7 @@ async fn server(
     shared: &shared::SharedArgs,
     rate_limit: &ratelimit::RateLimitArgs,
     scopes: ScopeFixture,
-) -> Result<McpServer, Box<dyn std::error::Error>> {
+) -> Result<(McpServer, Option<mcp_store_redis::RedisReplayCache>), Box<dyn std::error::Error>> {
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -802,7 +802,7 @@ async fn server(
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
     let b = soak.apply(b);
-    let b = shared.apply(b).await?;
+    let (b, replay) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
     let b = resources(b, scopes);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
@@ -811,7 +811,7 @@ async fn server(
     let b = apps::app_tools(b)?;
     let server = prompts(b, scopes).build()?;
     add_triggers(&server)?;
-    Ok(server)
+    Ok((server, replay))
 }
 
 #[tokio::main]
@@ -824,7 +824,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let scopes = args.auth.scope_fixture();
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
-    let server = server(&args.soak, &args.shared, &args.rate_limit, scopes).await?;
+    let (server, replay) = server(&args.soak, &args.shared, &args.rate_limit, scopes).await?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());
@@ -845,7 +845,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .poll_tools(["test_reconnection"]);
     let config = args.soak.http(config);
     let config = auth
-        .apply(config, &endpoint, local.ip().is_loopback())
+        .apply(config, &endpoint, local.ip().is_loopback(), replay)
         .unwrap_or_else(|e| auth::exit(&e));
     // The first stdout line tells the harness (`cargo xtask conformance`) where to connect.
     println!("listening on {endpoint}");

@@ -353,3 +353,48 @@ async fn the_scope_fixture_alone_follows_the_scenario_contract() {
     let unknown = scenario_request(&server, SCENARIO[0], Some("another-token")).await;
     assert_challenged(&unknown, "Bearer", Some("invalid_token"));
 }
+
+#[tokio::test]
+async fn a_dpop_proof_is_good_once_across_instances_sharing_a_store() {
+    let redis = mcp_store_redis::testing::TestRedis::new();
+    let prefix = mcp_store_redis::testing::unique_prefix("dpop");
+    let p = provider();
+    // Two instances of one server behind a balancer: the URL clients know is the balancer's.
+    let public = "http://127.0.0.1:1/mcp";
+    let flags = [
+        "--oidc-issuer",
+        p.issuer.as_str(),
+        "--dpop",
+        "required",
+        "--resource-url",
+        public,
+        "--redis",
+        redis.url(),
+        "--redis-prefix",
+        prefix.as_str(),
+        "--state-key",
+        "5d2b9c47a1e0f3868b7c2d14e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e",
+    ];
+    let (first, second) = (Everything::start(&flags).await, Everything::start(&flags).await);
+    let key = DpopKey::generate();
+    let answer = token_answer(&TokenRequest {
+        issuer: &p.issuer,
+        client: "jwt",
+        resource: public,
+        scope: "mcp:tools",
+        dpop: Some(key.proof("POST", &token_endpoint(&p.issuer), None)),
+    })
+    .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let bound = answer.json()["access_token"].as_str().expect("a token").to_owned();
+    let once = dpop(&key, public, &bound);
+    assert_served(&first.modern_call(&once).await);
+    // The same proof at the other instance: a replay all the same.
+    assert_challenged(&second.modern_call(&once).await, "DPoP", Some("invalid_dpop_proof"));
+    assert_served(&second.modern_call(&dpop(&key, public, &bound)).await);
+}

@@ -31,8 +31,9 @@ use std::sync::Arc;
 use mcp_server::HttpConfig;
 use mcp_server::auth::{
     ApiKey, ApiKeyAuth, AuthProvider, AuthProviderExt, AuthSetupError, BasicAuth, BasicUser, BearerAuth, DpopMode,
-    Introspection, ResourceMetadata,
+    DpopOptions, Introspection, ResourceMetadata,
 };
+use mcp_store_redis::RedisReplayCache;
 use serde_json::Value;
 
 use super::scope_fixture::{FixtureTokens, ScopeFixture};
@@ -221,6 +222,7 @@ impl AuthArgs {
             plan.bearer(
                 "http://127.0.0.1/mcp",
                 Some("http://127.0.0.1/.well-known/oauth-protected-resource/mcp"),
+                None,
             )?;
         }
         Ok(plan)
@@ -249,8 +251,14 @@ fn metadata(resource: &str, args: &AuthArgs) -> Result<ResourceMetadata, AuthSet
 }
 
 impl AuthPlan {
-    /// The bearer provider the flags ask for (`None`: none), for the server at `endpoint`.
-    fn bearer(&self, endpoint: &str, metadata_url: Option<&str>) -> Result<Option<BearerAuth>, AuthSetupError> {
+    /// The bearer provider the flags ask for (`None`: none), for the server at `endpoint`; its
+    /// DPoP proofs are remembered in `replay` when given (the store every instance shares).
+    fn bearer(
+        &self,
+        endpoint: &str,
+        metadata_url: Option<&str>,
+        replay: Option<RedisReplayCache>,
+    ) -> Result<Option<BearerAuth>, AuthSetupError> {
         let a = &self.args;
         let mut b = BearerAuth::builder().required_scopes(a.require_scope.iter().cloned());
         b = match (&a.bearer_secret, &a.introspection_url, &a.oidc_issuer) {
@@ -280,6 +288,9 @@ impl AuthPlan {
         }
         if a.dpop != Dpop::Off {
             b = b.dpop(a.dpop.into()).dpop_url(resource);
+            if let Some(cache) = replay {
+                b = b.dpop_options(DpopOptions::new().replay_cache(cache));
+            }
         }
         if let Some(url) = metadata_url {
             b = b.resource_metadata(url);
@@ -289,7 +300,14 @@ impl AuthPlan {
 
     /// The HTTP configuration for the endpoint `endpoint` (`http://host:port/mcp`): the provider,
     /// the metadata document, and the scope requirement.
-    pub(super) fn apply(self, config: HttpConfig, endpoint: &str, loopback: bool) -> Result<HttpConfig, AuthError> {
+    /// With `replay` (the shared store's), DPoP proofs are remembered by every instance.
+    pub(super) fn apply(
+        self,
+        config: HttpConfig,
+        endpoint: &str,
+        loopback: bool,
+        replay: Option<RedisReplayCache>,
+    ) -> Result<HttpConfig, AuthError> {
         let metadata = match self.metadata.clone() {
             Some(m) => Some(m),
             // The endpoint's own document, for bearer challenges to name.
@@ -303,7 +321,7 @@ impl AuthPlan {
         if let Some(m) = &metadata {
             config = config.with_resource_metadata(Value::Object(m.document().clone()));
         }
-        let provider: Arc<dyn AuthProvider> = match (self.bearer(endpoint, url.as_deref())?, self.provider) {
+        let provider: Arc<dyn AuthProvider> = match (self.bearer(endpoint, url.as_deref(), replay)?, self.provider) {
             // The bearer provider checks its own required scopes (named in its 401s too).
             (Some(bearer), _) => Arc::new(bearer),
             (None, Some(p)) if !self.args.require_scope.is_empty() => {

@@ -9,7 +9,7 @@
 
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
-use mcp_store_redis::{RedisOptions, RedisStore};
+use mcp_store_redis::{RedisOptions, RedisReplayCache, RedisStore};
 
 /// Sharing state between instances.
 #[derive(clap::Args, Debug, Default)]
@@ -29,7 +29,11 @@ pub(crate) struct SharedArgs {
 
 impl SharedArgs {
     /// Applies the flags: connects to Redis (a bad URL or an unreachable Redis is an error).
-    pub(crate) async fn apply(&self, mut b: McpServerBuilder) -> Result<McpServerBuilder, Box<dyn std::error::Error>> {
+    /// Returns the builder and, with Redis, the DPoP replay cache every instance shares.
+    pub(crate) async fn apply(
+        &self,
+        mut b: McpServerBuilder,
+    ) -> Result<(McpServerBuilder, Option<RedisReplayCache>), Box<dyn std::error::Error>> {
         if let Some(hex) = &self.state_key {
             let key = StateKey::from_hex(hex).map_err(|e| format!("--state-key: {e} (64 hexadecimal digits)"))?;
             b = b.request_state_key(key);
@@ -42,8 +46,9 @@ impl SharedArgs {
             let store = RedisStore::connect_with(url, options)
                 .await
                 .map_err(|e| format!("--redis {url}: {e}"))?;
-            b = b.store(store);
+            let replay = store.replay_cache();
+            return Ok((b.store(store), Some(replay)));
         }
-        Ok(b)
+        Ok((b, None))
     }
 }
