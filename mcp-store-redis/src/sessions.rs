@@ -82,15 +82,17 @@ fn level_name(level: LoggingLevel) -> Result<String, StoreError> {
     }
 }
 
-fn parse_level(bytes: &[u8]) -> Result<LoggingLevel, StoreError> {
-    let s = std::str::from_utf8(bytes).map_err(|_| bad_reply("session logLevel"))?;
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| bad_reply("session logLevel"))
+fn parse_level(bytes: &[u8]) -> Result<LoggingLevel, String> {
+    let s = std::str::from_utf8(bytes).map_err(|_| "its logLevel is not text".to_owned())?;
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| format!("its logLevel {s:?} is unknown"))
 }
 
-/// Rebuilds a record from the flat `HGETALL` reply.
-fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
+/// Rebuilds a record from the flat `HGETALL` reply; why it cannot be, if it cannot (a record
+/// written by something else, or damaged: the session is then answered as gone).
+fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
     if !fields.len().is_multiple_of(2) {
-        return Err(bad_reply("session fields"));
+        return Err("its fields are not name and value pairs".into());
     }
     let mut record: Option<SessionRecord> = None;
     let mut level = None;
@@ -101,26 +103,24 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, StoreError> {
     while let (Some(name), Some(value)) = (it.next(), it.next()) {
         match name.as_slice() {
             b"record" => {
-                record = Some(
-                    serde_json::from_slice(&value)
-                        .map_err(|e| StoreError::Backend(format!("a stored session does not decode: {e}")))?,
-                );
+                record = Some(serde_json::from_slice(&value).map_err(|e| format!("its record does not decode: {e}"))?);
             }
             b"logLevel" => level = Some(parse_level(&value)?),
             b"initialized" => initialized = value == b"1",
             n if n.starts_with(SUBSCRIPTION.as_bytes()) => {
-                let uri =
-                    std::str::from_utf8(&n[SUBSCRIPTION.len()..]).map_err(|_| bad_reply("session subscription"))?;
+                let uri = std::str::from_utf8(&n[SUBSCRIPTION.len()..])
+                    .map_err(|_| "a subscription is not text".to_owned())?;
                 subscriptions.insert(uri.to_owned());
             }
             n if n.starts_with(HOLDER.as_bytes()) => {
-                let instance = std::str::from_utf8(&n[HOLDER.len()..]).map_err(|_| bad_reply("session holder"))?;
+                let instance =
+                    std::str::from_utf8(&n[HOLDER.len()..]).map_err(|_| "a holder is not text".to_owned())?;
                 holders.insert(instance.to_owned());
             }
             _ => {}
         }
     }
-    let mut record = record.ok_or_else(|| bad_reply("session without its record"))?;
+    let mut record = record.ok_or_else(|| "it has no record".to_owned())?;
     if let Some(level) = level {
         record.log_level = level;
     }
@@ -181,7 +181,15 @@ impl SessionRecords for RedisSessionRecords {
                             _ => Err(bad_reply("session field")),
                         })
                         .collect::<Result<Vec<_>, _>>()?;
-                    decode(fields).map(Some)
+                    match decode(fields) {
+                        Ok(record) => Ok(Some(record)),
+                        // Not an outage: answering 503 would have the client retry for the
+                        // session's whole life. Gone, the client starts a new one.
+                        Err(why) => {
+                            tracing::warn!(session = %id, reason = %why, "a stored session cannot be read; answered as gone");
+                            Ok(None)
+                        }
+                    }
                 }
                 _ => Err(bad_reply("session load")),
             }
