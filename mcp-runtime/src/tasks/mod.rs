@@ -50,6 +50,9 @@ pub(crate) use sharing::Sharing;
 
 /// The status message (and error message) of a task interrupted by a restart.
 pub const INTERRUPTED: &str = "Task interrupted by a restart";
+/// The status message (and error message) of a task whose instance stopped (its heartbeat
+/// lapsed) while running it, with a shared store.
+pub const INSTANCE_STOPPED: &str = "Task interrupted: the server instance running it stopped";
 
 /// The task settings taken from the configuration.
 #[derive(Debug, Clone)]
@@ -232,7 +235,6 @@ impl Tasks {
     /// Fails the unfinished tasks whose worker is gone: all of them for a store of one process
     /// (a previous run left them), those of dead instances for a shared store.
     async fn recover(&self) -> Result<(), TaskStoreError> {
-        let now = self.now_ms();
         for mut rec in self.store.recover().await? {
             if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
                 continue;
@@ -242,17 +244,43 @@ impl Tasks {
                     continue;
                 }
                 tracing::info!(task = %rec.task_id, instance, "task of an instance that is gone: failed");
+                self.interrupt(&mut rec, INSTANCE_STOPPED).await?;
             } else {
                 tracing::info!(task = %rec.task_id, "task interrupted by a restart: failed");
+                self.interrupt(&mut rec, INTERRUPTED).await?;
             }
-            rec.status = TaskStatus::Failed;
-            rec.status_message = Some(INTERRUPTED.into());
-            rec.outcome = Some(TaskOutcome::Error(RpcError::internal_with(INTERRUPTED)));
-            rec.input_requests.clear();
-            rec.updated_at_ms = now;
-            self.store.put(rec).await?;
         }
         Ok(())
+    }
+
+    /// Fails an unfinished task whose worker is gone, with `why` as its message, and stores it.
+    async fn interrupt(&self, rec: &mut TaskRecord, why: &str) -> Result<(), TaskStoreError> {
+        rec.status = TaskStatus::Failed;
+        rec.status_message = Some(why.into());
+        rec.outcome = Some(TaskOutcome::Error(RpcError::internal_with(why)));
+        rec.input_requests.clear();
+        rec.updated_at_ms = self.now_ms();
+        self.store.put(rec.clone()).await
+    }
+
+    /// A record read for its owner, failed first when it is unfinished and the instance
+    /// running it stopped (its heartbeat lapsed): a reader learns it at once, not at the next
+    /// sweep. A liveness question the store cannot answer leaves the record as it is.
+    async fn checked(&self, mut rec: TaskRecord) -> TaskRecord {
+        if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
+            return rec;
+        }
+        let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.clone()) else {
+            return rec;
+        };
+        if instance == sharing.instance() || !matches!(sharing.is_alive(&instance).await, Ok(false)) {
+            return rec;
+        }
+        tracing::info!(task = %rec.task_id, instance, "task of an instance that stopped: failed as it is read");
+        if let Err(e) = self.interrupt(&mut rec, INSTANCE_STOPPED).await {
+            tracing::warn!(task = %rec.task_id, error = %e, "the failed task could not be stored");
+        }
+        rec
     }
 
     /// Creates a working task for `owner` (store first, then the live part):
@@ -396,7 +424,7 @@ impl Tasks {
             RpcError::internal()
         })?;
         match (rec, owner) {
-            (Some(r), Some(o)) if r.owner == *o && !self.is_expired(&r) => Ok(r),
+            (Some(r), Some(o)) if r.owner == *o && !self.is_expired(&r) => Ok(self.checked(r).await),
             _ => Err(RpcError::invalid_params("Task not found")),
         }
     }

@@ -1,5 +1,6 @@
 //! Faults: an instance dying mid-call (its streams end, its sessions go on on the other
-//! instance, its tasks are failed by recovery once its heartbeat lapses), and Redis going away
+//! instance, its tasks are failed as they are next read once its heartbeat lapses, saying its
+//! instance stopped), and Redis going away
 //! and coming back (503 "Store unavailable", never a false 404, then serving resumes).
 
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 use super::redis_server::RedisServer;
 use super::{Cluster, LEGACY, assert_ends, bounded_for, eventually, init, next_message, request, tool_call, within};
 
-const INTERRUPTED: &str = "Task interrupted by a restart";
+const STOPPED: &str = mcp_runtime::tasks::INSTANCE_STOPPED;
 const URI: &str = "test://doc";
 
 /// Polls `tasks/get` of session `sid` until the task is no longer `working` (`within`).
@@ -111,21 +112,22 @@ async fn an_instance_dies(mut c: Cluster) {
 both_stores!(an_instance_dies, 30);
 
 /// Scenario 10, the tasks of the dead instance: a task running on A when it dies is failed by
-/// the recovery of B (which never created a task itself) once A's heartbeat (6 s) lapsed.
+/// B (which never created a task itself) when it is next read once A's heartbeat (6 s) lapsed,
+/// with a message that says its instance stopped.
 async fn a_dead_instances_task_is_failed(mut c: Cluster) {
     let sid = c.initialize_on(0, LEGACY).await;
     let task = task_on(&c, 0, &sid, "dies").await;
     c.proxy.set_down(0, true);
     c.a.kill().await;
-    let failed = until_ended(&c, &sid, &task, Duration::from_secs(15)).await;
+    let failed = until_ended(&c, &sid, &task, Duration::from_secs(10)).await;
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["statusMessage"], INTERRUPTED, "{failed}");
+    assert_eq!(failed["statusMessage"], STOPPED, "{failed}");
     let (resp, at) = c
         .send(c.legacy(&sid, LEGACY, request(20, "tasks/result", json!({"taskId": task}))))
         .await;
     assert_eq!(at, 1);
     let body = resp.json().await;
-    assert_eq!(body["error"], json!({"code": -32603, "message": INTERRUPTED}), "{body}");
+    assert_eq!(body["error"], json!({"code": -32603, "message": STOPPED}), "{body}");
 }
 both_stores!(a_dead_instances_task_is_failed, 30);
 
@@ -136,14 +138,14 @@ async fn a_dead_instances_task_is_failed_by_a_sweeping_instance(mut c: Cluster) 
     task_on(&c, 1, &sid, "lives").await;
     c.proxy.set_down(0, true);
     c.a.kill().await;
-    let failed = until_ended(&c, &sid, &task, Duration::from_secs(15)).await;
+    let failed = until_ended(&c, &sid, &task, Duration::from_secs(10)).await;
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["statusMessage"], INTERRUPTED, "{failed}");
+    assert_eq!(failed["statusMessage"], STOPPED, "{failed}");
     let (resp, _) = c
         .send(c.legacy(&sid, LEGACY, request(20, "tasks/result", json!({"taskId": task}))))
         .await;
     let body = resp.json().await;
-    assert_eq!(body["error"], json!({"code": -32603, "message": INTERRUPTED}), "{body}");
+    assert_eq!(body["error"], json!({"code": -32603, "message": STOPPED}), "{body}");
 }
 both_stores!(a_dead_instances_task_is_failed_by_a_sweeping_instance, 30);
 
