@@ -132,6 +132,12 @@ pub struct ServerConfig {
     /// Which tools, prompts, resources and templates each principal sees
     /// (default `None`: everyone sees everything). See [`Visibility`].
     pub visibility: Option<Visibility>,
+    /// With a shared store, how stale a session held by this instance may be: a request after
+    /// this long checks the record is still stored (one store round trip, which also pushes its
+    /// expiry back) and answers 404 when it is not (default 2 s). What the store loses (a
+    /// flush, a restart without persistence, a DELETE through another instance that found no
+    /// record) is lost to every instance within this bound.
+    pub session_check_interval: Duration,
     /// The OAuth scopes each method needs of every caller, whatever it names (default none);
     /// tools, resources, templates and prompts add their own (`ToolEntry::with_scopes`…). A
     /// caller short of one is refused before anything runs, with every needed scope named
@@ -190,6 +196,7 @@ impl Default for ServerConfig {
             elicitation_ttl: Duration::from_secs(15 * 60),
             max_elicitations_per_principal: 20,
             visibility: None,
+            session_check_interval: Duration::from_secs(2),
             method_scopes: MethodScopes::default(),
             lists_in_scope: false,
             extensions: Extensions::default(),

@@ -136,6 +136,12 @@ impl Runtime {
     /// answers 503: the session may well exist).
     pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
         if let Some(s) = self.sessions.get(id, principal) {
+            if let Some(cluster) = &self.cluster
+                && s.check_due(self.config.session_check_interval)
+                && !self.still_stored(cluster, &s).await
+            {
+                return Ok(None);
+            }
             return Ok(Some(s));
         }
         let Some(cluster) = &self.cluster else {
@@ -152,6 +158,27 @@ impl Runtime {
         self.sessions.insert(session.clone());
         // A concurrent load may have inserted first: keep whichever the store now holds.
         Ok(self.sessions.get(id, principal))
+    }
+
+    /// Whether the store still has the record of a session held here (its expiry pushed back as
+    /// it is asked). A record the store lost (expired, deleted elsewhere, flushed) ends the
+    /// session here too: what the store forgot is forgotten by every instance. A store that
+    /// cannot answer leaves the copy serving; the outage is answered where the store is needed.
+    async fn still_stored(&self, cluster: &Cluster, session: &Arc<Session>) -> bool {
+        let id = session.id();
+        match cluster.store().sessions.touch(id, cluster.session_ttl()).await {
+            Ok(true) => true,
+            Ok(false) => {
+                tracing::info!(session = %id, "the store no longer has this session: ended here too");
+                self.sessions.drop_replica(id);
+                self.tasks.release_session(session.principal(), id).await;
+                false
+            }
+            Err(e) => {
+                tracing::debug!(session = %id, error = %e, "session not checked against the store");
+                true
+            }
+        }
     }
 
     /// Stores a session `initialize` minted, within the session bounds (counted per instance;

@@ -36,13 +36,14 @@ return fields
     )
 });
 
-/// `touch`: slides the expiry of a live record and of its event counters.
-/// KEYS: session, seq. ARGV: ttl ms.
+/// `touch`: slides the expiry of a live record and of its event counters; 1 when the record
+/// exists, 0 when it does not. KEYS: session, seq. ARGV: ttl ms.
 static TOUCH: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
-return 1
+local live = redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if live == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+return live
 ",
     )
 });
@@ -196,13 +197,13 @@ impl SessionRecords for RedisSessionRecords {
         })
     }
 
-    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let keys = &self.conn.keys;
             let mut call = TOUCH.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
-            Ok(())
+            let live: i64 = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            Ok(live == 1)
         })
     }
 

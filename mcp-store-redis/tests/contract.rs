@@ -149,7 +149,10 @@ async fn sessions(a: &Store, b: &Store, _: Backend) {
         .await
         .unwrap();
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
-    a.sessions.touch("mcp_absent", LONG).await.unwrap();
+    assert!(
+        !a.sessions.touch("mcp_absent", LONG).await.unwrap(),
+        "touch says a record is absent"
+    );
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
 
     // Deletion.
@@ -170,7 +173,10 @@ async fn session_expiry(a: &Store, b: &Store, _: Backend) {
     a.sessions.create(&record("mcp_e3"), ttl).await.unwrap();
     sleep(Duration::from_millis(600)).await;
     // Touched and loaded records slide; the third does not.
-    b.sessions.touch("mcp_e1", ttl).await.unwrap();
+    assert!(
+        b.sessions.touch("mcp_e1", ttl).await.unwrap(),
+        "touch says a record is live"
+    );
     assert!(b.sessions.load("mcp_e2", ttl).await.unwrap().is_some());
     sleep(Duration::from_millis(600)).await;
     assert!(

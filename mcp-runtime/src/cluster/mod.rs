@@ -124,6 +124,11 @@ impl Cluster {
     }
 
     /// The shared store.
+    /// How long a session record lives without activity.
+    pub(crate) fn session_ttl(&self) -> Duration {
+        self.session_ttl
+    }
+
     pub(crate) fn store(&self) -> &Store {
         &self.store
     }

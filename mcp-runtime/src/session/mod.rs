@@ -73,6 +73,8 @@ pub struct Session {
     replication: OnceLock<Arc<dyn Replication>>,
     /// When the shared record's expiry was last pushed back (ms of `epoch`).
     stored_touch_ms: AtomicU64,
+    /// When this copy was last checked against the shared record (ms of `epoch`).
+    checked_ms: AtomicU64,
     /// The newest event id of the session's GET stream log known here (shared store only).
     /// This and the next two are created on first use ([`lazy`]): most sessions never need
     /// them, and each is a few hundred bytes.
@@ -115,6 +117,7 @@ impl Session {
             outlet: OutletSlot::default(),
             replication: OnceLock::new(),
             stored_touch_ms: AtomicU64::new(0),
+            checked_ms: AtomicU64::new(0),
             log_head: OnceLock::new(),
             takeovers: OnceLock::new(),
             stream_logs: OnceLock::new(),
@@ -293,6 +296,19 @@ impl Session {
                 c.touched(&self.id);
             }
         }
+    }
+
+    /// Whether this copy of a shared session is due to be checked against the store (its last
+    /// check, or its creation here, is `every` old); claims the check when it is, so that one
+    /// request of many does it.
+    pub(crate) fn check_due(&self, every: Duration) -> bool {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        let last = self.checked_ms.load(Ordering::Relaxed);
+        ms.saturating_sub(last) >= every.as_millis() as u64
+            && self
+                .checked_ms
+                .compare_exchange(last, ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Time since the last activity.

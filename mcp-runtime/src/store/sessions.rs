@@ -122,8 +122,9 @@ pub trait SessionRecords: Send + Sync + 'static {
     /// The record of a live session (its expiry is pushed back by `ttl`).
     fn load<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>>;
 
-    /// Pushes a live session's expiry back by `ttl`.
-    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()>;
+    /// Pushes a live session's expiry back by `ttl`; `false` when there is no such record (it
+    /// expired, was deleted, or the store lost it).
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
 
     /// Applies one change to a live record.
     fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()>;
@@ -197,9 +198,9 @@ impl SessionRecords for MemorySessionRecords {
         Box::pin(async move { Ok(r) })
     }
 
-    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
-        let _ = self.live(id, Some(ttl));
-        Box::pin(async { Ok(()) })
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        let live = self.live(id, Some(ttl)).is_some();
+        Box::pin(async move { Ok(live) })
     }
 
     fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()> {

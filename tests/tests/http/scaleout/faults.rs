@@ -280,3 +280,28 @@ async fn redis_goes_away_and_comes_back() {
     })
     .await;
 }
+
+/// What the store forgets is forgotten by every instance: a session record deleted behind the
+/// instances' backs (as a flush or a restart without persistence would) is answered 404 by
+/// both, the one that created it included, within the check interval; nothing serves the copy.
+async fn a_session_the_store_lost_is_gone_everywhere(c: Cluster) {
+    let sid = c.initialize_on(0, LEGACY).await;
+    // Both instances hold the session: A made it, B loaded it.
+    for at in [0, 1] {
+        let resp = c
+            .send_to(at, c.legacy(&sid, LEGACY, request(1, "ping", json!({}))))
+            .await;
+        assert_eq!(resp.status, StatusCode::OK, "instance {at} serves the session");
+    }
+    assert!(c.store.sessions.delete(&sid).await.expect("the store answers"));
+    // Past the check interval (2 s by default), each instance asks the store again.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    for at in [0, 1] {
+        let resp = c
+            .send_to(at, c.legacy(&sid, LEGACY, request(2, "ping", json!({}))))
+            .await;
+        assert_eq!(resp.status, StatusCode::NOT_FOUND, "instance {at} forgot the session");
+    }
+    assert!(c.instance(0).replica(&sid).is_none() && c.instance(1).replica(&sid).is_none());
+}
+both_stores!(a_session_the_store_lost_is_gone_everywhere, 30);
