@@ -99,8 +99,11 @@
 //!   [`BusEvent::Gap`](mcp_runtime::store::BusEvent::Gap), so the runtime re-announces lists
 //!   and re-reads stream logs. A subscriber connection that stops answering pings (every 5 s)
 //!   is treated as dropped.
-//! - What Redis lost (a restart without persistence) is lost to every instance alike: sessions
-//!   are unknown (clients re-initialize), event cursors replay as truncated, tasks are gone.
+//! - What Redis lost (a restart without persistence, a flush) is lost to every instance alike:
+//!   sessions are unknown (clients re-initialize; an instance holding one checks its record
+//!   again within `ServerConfig::session_check_interval`, 2 s by default, and ends it too), event
+//!   cursors replay as truncated, tasks are gone. A session record that does not decode is
+//!   treated as gone (logged), not as an outage.
 
 mod buckets;
 mod bus;
