@@ -155,23 +155,14 @@ async fn a_token_short_of_a_scope_gets_one_challenge_naming_every_scope() {
     assert_challenged(&fixture, "Bearer", Some("invalid_token"));
 }
 
-/// `Authorization: DPoP <token>` and a fresh proof of a POST to `url` by `key`.
-fn dpop(key: &DpopKey, url: &str, token: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("authorization", format!("DPoP {token}")),
-        ("dpop", key.proof("POST", url, Some(token))),
-    ]
-}
-
-#[tokio::test]
-async fn dpop_bound_tokens_need_fresh_proofs_of_this_url_by_their_key() {
-    let server = with_issuer(&["--dpop", "required"]).await;
+/// A DPoP-bound token of the shared issuer for `resource`, bound to `key` (the token request
+/// carries a proof of it).
+async fn bound_token(key: &DpopKey, resource: &str) -> String {
     let p = provider();
-    let key = DpopKey::generate();
     let answer = token_answer(&TokenRequest {
         issuer: &p.issuer,
         client: "jwt",
-        resource: &server.endpoint,
+        resource,
         scope: "mcp:tools",
         dpop: Some(key.proof("POST", &token_endpoint(&p.issuer), None)),
     })
@@ -184,7 +175,22 @@ async fn dpop_bound_tokens_need_fresh_proofs_of_this_url_by_their_key() {
     );
     let body = answer.json();
     assert_eq!(body["token_type"], "DPoP", "{body}");
-    let bound = body["access_token"].as_str().expect("a token").to_owned();
+    body["access_token"].as_str().expect("a token").to_owned()
+}
+
+/// `Authorization: DPoP <token>` and a fresh proof of a POST to `url` by `key`.
+fn dpop(key: &DpopKey, url: &str, token: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("authorization", format!("DPoP {token}")),
+        ("dpop", key.proof("POST", url, Some(token))),
+    ]
+}
+
+#[tokio::test]
+async fn dpop_bound_tokens_need_fresh_proofs_of_this_url_by_their_key() {
+    let server = with_issuer(&["--dpop", "required"]).await;
+    let key = DpopKey::generate();
+    let bound = bound_token(&key, &server.endpoint).await;
     let url = server.endpoint.clone();
 
     assert_served(&server.modern_call(&dpop(&key, &url, &bound)).await);
@@ -377,21 +383,7 @@ async fn a_dpop_proof_is_good_once_across_instances_sharing_a_store() {
     ];
     let (first, second) = (Everything::start(&flags).await, Everything::start(&flags).await);
     let key = DpopKey::generate();
-    let answer = token_answer(&TokenRequest {
-        issuer: &p.issuer,
-        client: "jwt",
-        resource: public,
-        scope: "mcp:tools",
-        dpop: Some(key.proof("POST", &token_endpoint(&p.issuer), None)),
-    })
-    .await;
-    assert_eq!(
-        answer.status,
-        StatusCode::OK,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
-    let bound = answer.json()["access_token"].as_str().expect("a token").to_owned();
+    let bound = bound_token(&key, public).await;
     let once = dpop(&key, public, &bound);
     assert_served(&first.modern_call(&once).await);
     // The same proof at the other instance: a replay all the same.
