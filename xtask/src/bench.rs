@@ -11,7 +11,8 @@
 //! to different cores when the machine has two or more (`taskset`). The full run measures each
 //! (workload, target) cell in three rounds of 5 s, interleaved across the targets, and keeps the
 //! median round, so that a burst of load from elsewhere on a shared machine skews one round
-//! rather than one target; `--quick` measures one round of 2 s. It prints a table and writes
+//! rather than one target; `--quick` measures one round of 2 s, and `--rounds N` sets the number
+//! of rounds (an odd number keeps the median a measured round). It prints a table and writes
 //! `target/bench/report.json` (see [`report`]).
 //!
 //! Workloads: W1 modern stateless `tools/call`, W2 legacy session `tools/call`, W3 session
@@ -60,6 +61,10 @@ use crate::util::{self, ChildGuard, Result};
 pub(crate) struct Options {
     /// Short durations and fewer sessions: under two minutes once built.
     pub(crate) quick: bool,
+    /// `--rounds N`: measure each cell in N interleaved rounds (the median is kept) instead of
+    /// the plan's 3 (1 with `--quick`), for a cell whose rounds spread more than the change
+    /// being judged.
+    pub(crate) rounds: Option<usize>,
     /// Use the binaries already in `target/bench-build/release`.
     pub(crate) skip_build: bool,
     /// Measure nothing: print the Markdown tables of the saved `target/bench/report.json`.
@@ -194,7 +199,10 @@ pub(crate) fn run(opts: &Options) -> Result {
         println!("{}", report::markdown(&report));
         return Ok(());
     }
-    let plan = Plan::new(opts.quick);
+    let mut plan = Plan::new(opts.quick);
+    if let Some(rounds) = opts.rounds {
+        plan.rounds = rounds.max(1);
+    }
     let build_dir = util::target_dir().join("bench-build");
     if !opts.skip_build {
         util::banner("build the bench workspace (release)");

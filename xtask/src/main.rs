@@ -92,13 +92,14 @@ commands:
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
-  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited RATE[:BURST]]
+  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited RATE[:BURST]] [--rounds N]
                           load test against rmcp and a bare HTTP floor; writes target/bench/report.json
                           (--quick: short runs, under two minutes once built; --readme: print the
                           Markdown tables of the saved report.json, measuring nothing; --only W5a:
                           only that row (W1..W4, W5a, W5b, M1), into target/bench/report-only.json;
                           --baseline REV: ours at commit REV as a fourth target, in the same rounds;
-                          --rate-limited Q: ours under rate-limit quota Q too, as the target limited)
+                          --rate-limited Q: ours under rate-limit quota Q too, as the target limited;
+                          --rounds N: N interleaved rounds per cell instead of 3)
   soak [--minutes N] [--listeners N] [--rate-limit RATE[:BURST]] [--skip-build]
                           N minutes (default 1) of load and faults against the everything example:
                           2000 listen streams (ci runs 1 minute with 500), callers of both eras,
@@ -229,6 +230,15 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
             "--only" => opts.only.push(flags.value(flag, inline)?),
             "--baseline" => opts.baseline = Some(flags.value(flag, inline)?),
             "--rate-limited" => opts.rate_limited = Some(flags.value(flag, inline)?),
+            "--rounds" => {
+                let value = flags.value(flag, inline)?;
+                let rounds = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("bench: --rounds takes a positive count, not `{value}`"))?;
+                opts.rounds = Some(rounds);
+            }
             other => return Err(flags.unexpected(other)),
         }
     }
