@@ -73,7 +73,7 @@ impl RedisBus {
         let (queue, rx) = mpsc::channel(max_pending.max(1));
         let (stop, stopped) = oneshot::channel();
         let subscribers = Arc::new(Fanout::new());
-        tokio::spawn(publisher(conn, channel.clone(), rx));
+        tokio::spawn(publisher(conn, channel.clone(), rx, subscribers.clone()));
         tokio::spawn(listener(client, channel, pubsub, subscribers.clone(), stopped));
         RedisBus {
             queue,
@@ -98,8 +98,15 @@ impl Bus for RedisBus {
     }
 }
 
-/// Sends what is queued, a batch per round trip, in queue order.
-async fn publisher(mut conn: ConnectionManager, channel: String, mut rx: mpsc::Receiver<Vec<u8>>) {
+/// Sends what is queued, a batch per round trip, in queue order. A batch Redis would not take
+/// is a gap for this process's subscribers at once (the others see it from the numbers the
+/// runtime puts in its messages).
+async fn publisher(
+    mut conn: ConnectionManager,
+    channel: String,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    subscribers: Arc<Fanout>,
+) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut pipe = redis::pipe();
@@ -118,8 +125,9 @@ async fn publisher(mut conn: ConnectionManager, channel: String, mut rx: mpsc::R
                     tracing::warn!(
                         error = %e,
                         messages = batch.len(),
-                        "bus messages dropped: PUBLISH to Redis failed; subscribers will not see a gap"
+                        "bus messages dropped: PUBLISH to Redis failed; a gap for every subscriber"
                     );
+                    subscribers.gap();
                     break;
                 }
             }

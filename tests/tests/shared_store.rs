@@ -252,3 +252,107 @@ async fn broadcasts_reach_the_other_instances_only() {
     let single = Runtime::new(ServerConfig::default(), Arc::new(Registry::new()));
     assert!(single.broadcast("t", json!({})).is_ok());
 }
+
+/// A bus that holds what is published until the test lets it through (or loses it), in front of
+/// a memory bus.
+#[derive(Default)]
+struct GatedBus {
+    inner: mcp_runtime::store::MemoryBus,
+    held: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl GatedBus {
+    /// Lets the held messages through, except those `lose` picks (by their JSON text).
+    fn release(&self, lose: impl Fn(&str) -> bool) {
+        let held = std::mem::take(&mut *self.held.lock().unwrap());
+        for m in held {
+            if !lose(std::str::from_utf8(&m).unwrap()) {
+                self.inner.publish(m).unwrap();
+            }
+        }
+    }
+}
+
+impl mcp_runtime::store::Bus for GatedBus {
+    fn publish(&self, message: Vec<u8>) -> Result<(), mcp_runtime::StoreError> {
+        self.held.lock().unwrap().push(message);
+        Ok(())
+    }
+
+    fn subscribe(&self) -> tokio::sync::mpsc::Receiver<mcp_runtime::store::BusEvent> {
+        self.inner.subscribe()
+    }
+}
+
+use mcp_runtime::store::Bus as _;
+
+/// Whether `feed` hears something within `wait`.
+async fn hears(
+    feed: &mut mcp_runtime::registry::ChangeFeed,
+    wait: Duration,
+) -> Option<Vec<mcp_runtime::registry::Change>> {
+    tokio::time::timeout(wait, feed.next()).await.ok().flatten()
+}
+
+#[tokio::test]
+async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
+    use mcp_runtime::registry::Change;
+    let bus = Arc::new(GatedBus::default());
+    let store = Store {
+        bus: bus.clone(),
+        ..Store::memory()
+    };
+    let ((a, registry_a), (b, _)) = (instance(&store), instance(&store));
+    a.runtime().ensure_started();
+    b.runtime().ensure_started();
+    let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
+    let extra = ToolDef::new("extra").with_input_schema(json!({"type": "object"}));
+    let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("x")) };
+    registry_a.add_tool(ToolEntry::new(extra, Arc::new(f), true, true).expect("valid tool"));
+    // Made on A, but A's streams are not told before the bus carries it to every instance.
+    assert_eq!(hears(&mut on_a, Duration::from_millis(300)).await, None);
+    assert_eq!(hears(&mut on_b, Duration::from_millis(10)).await, None);
+    bus.release(|_| false);
+    assert_eq!(
+        hears(&mut on_a, Duration::from_secs(5)).await,
+        Some(vec![Change::Tools])
+    );
+    assert_eq!(
+        hears(&mut on_b, Duration::from_secs(5)).await,
+        Some(vec![Change::Tools])
+    );
+}
+
+#[tokio::test]
+async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
+    use mcp_runtime::registry::Change;
+    let bus = Arc::new(GatedBus::default());
+    let store = Store {
+        bus: bus.clone(),
+        ..Store::memory()
+    };
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    a.runtime().ensure_started();
+    b.runtime().ensure_started();
+    let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
+    for n in 1..=3 {
+        a.runtime().broadcast("t", json!({ "n": n })).unwrap();
+    }
+    // The second never arrives: both instances hear of the loss from the third's number, and
+    // announce every list (a GET stream re-reads its log the same way).
+    bus.release(|m| m.contains(r#""n":2"#));
+    for feed in [&mut on_a, &mut on_b] {
+        let mut heard = Vec::new();
+        while let Some(changes) = hears(feed, Duration::from_secs(2)).await {
+            heard.extend(changes);
+            if heard.len() >= Change::EVERY_LIST.len() {
+                break;
+            }
+        }
+        assert_eq!(heard, Change::EVERY_LIST.to_vec());
+    }
+    // Nothing lost, nothing announced.
+    a.runtime().broadcast("t", json!({ "n": 4 })).unwrap();
+    bus.release(|_| false);
+    assert_eq!(hears(&mut on_b, Duration::from_millis(300)).await, None);
+}

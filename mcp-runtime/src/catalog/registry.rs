@@ -3,7 +3,14 @@
 //! announce the change, so that list-changed notifications reach sessions and listeners. An edit
 //! that repeats a change another instance already announced is made through
 //! [`Registry::unannounced`]: explicitly, never by a mode set elsewhere.
+//!
+//! With a shared store, this instance's own changes reach its streams only once the bus has
+//! carried them ([`Registry::announce_when_heard`], called by the cluster when it starts): the
+//! bus delivers in publish order to every instance alike, so a client that hears of a change
+//! from one instance finds it applied on the others too (an application that replicates the
+//! change itself broadcasts it before making it, see `Runtime::on_broadcast`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
@@ -41,6 +48,9 @@ pub struct Registry {
     changes: broadcast::Sender<Change>,
     /// The changes made here (not those heard from other instances), for a shared store.
     local: broadcast::Sender<Change>,
+    /// Whether this instance's own changes are announced when the bus brings them back (with a
+    /// shared store), rather than at once.
+    heard: AtomicBool,
 }
 
 /// Whether an edit is announced to the registry's subscribers (and, with a shared store, to
@@ -124,6 +134,23 @@ impl Registry {
             writer: Mutex::new(()),
             changes,
             local: broadcast::channel(256).0,
+            heard: AtomicBool::new(false),
+        }
+    }
+
+    /// From now on, this registry's own changes are announced to its subscribers only when
+    /// [`announce`](Registry::announce)d: the cluster does it when the bus brings the change back
+    /// (or at once when the bus cannot take it).
+    pub(crate) fn announce_when_heard(&self) {
+        self.heard.store(true, Ordering::Release);
+    }
+
+    /// Sends a change made here: to the other instances (through the cluster, if any) and, unless
+    /// the bus is to bring it back first, to this registry's subscribers.
+    fn changed(&self, change: Change) {
+        let _ = self.local.send(change.clone());
+        if !self.heard.load(Ordering::Acquire) {
+            let _ = self.changes.send(change);
         }
     }
 
@@ -146,8 +173,7 @@ impl Registry {
         next.reindex();
         self.current.store(Arc::new(next));
         if announce == Announce::Yes {
-            let _ = self.local.send(change.clone());
-            let _ = self.changes.send(change);
+            self.changed(change);
         }
         true
     }
@@ -288,9 +314,7 @@ impl Registry {
 
     /// Announces that a resource's contents changed.
     pub fn notify_resource_updated(&self, uri: &str) {
-        let change = Change::ResourceUpdated(Arc::from(uri));
-        let _ = self.local.send(change.clone());
-        let _ = self.changes.send(change);
+        self.changed(Change::ResourceUpdated(Arc::from(uri)));
     }
 }
 

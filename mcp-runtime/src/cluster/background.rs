@@ -19,6 +19,7 @@ pub(super) async fn listen(
     sessions: Weak<SessionStore>,
     registry: Weak<Registry>,
 ) {
+    let mut heard = Senders::default();
     while let Some(event) = bus.recv().await {
         let (Some(cluster), Some(sessions), Some(registry)) =
             (cluster.upgrade(), sessions.upgrade(), registry.upgrade())
@@ -28,11 +29,7 @@ pub(super) async fn listen(
         let bytes = match event {
             BusEvent::Message(bytes) => bytes,
             BusEvent::Gap => {
-                tracing::warn!("bus gap: messages may have been lost; every list is re-announced");
-                for change in Change::EVERY_LIST {
-                    registry.announce(change);
-                }
-                cluster.gaps.send_modify(|n| *n += 1);
+                gap(&cluster, &registry, "bus gap: messages may have been lost");
                 continue;
             }
         };
@@ -43,7 +40,14 @@ pub(super) async fn listen(
                 continue;
             }
         };
+        if !heard.in_order(&envelope.from, envelope.seq) {
+            gap(&cluster, &registry, "bus gap: a message of another instance was lost");
+        }
         if *envelope.from == *cluster.instance {
+            // Our own change, back from the bus: every instance has it by now.
+            if let Note::Change { change } = envelope.note {
+                registry.announce(change.into());
+            }
             continue;
         }
         match &envelope.note {
@@ -66,6 +70,40 @@ pub(super) async fn listen(
         }
         let tasks = cluster.tasks.get().and_then(Weak::upgrade);
         apply(envelope.note, &sessions, &registry, tasks);
+    }
+}
+
+/// Answers a loss like a lag: every list re-announced, every GET stream re-reading its log.
+fn gap(cluster: &Cluster, registry: &Registry, why: &str) {
+    tracing::warn!("{why}; every list is re-announced and every stream re-reads its log");
+    for change in Change::EVERY_LIST {
+        registry.announce(change);
+    }
+    cluster.gaps.send_modify(|n| *n += 1);
+}
+
+/// The last message number heard from each sender.
+#[derive(Debug, Default)]
+struct Senders(std::collections::HashMap<String, u64>);
+
+impl Senders {
+    /// At most this many senders are remembered (instances come and go): past it, the memory
+    /// starts afresh, which only forgoes one comparison per sender.
+    const MAX: usize = 1024;
+
+    /// Records `seq` from `from`; `false` when numbers were skipped since its last message
+    /// (its first message heard, and a sender that does not count, are in order).
+    fn in_order(&mut self, from: &str, seq: u64) -> bool {
+        if seq == 0 {
+            return true;
+        }
+        if self.0.len() >= Self::MAX && !self.0.contains_key(from) {
+            self.0.clear();
+        }
+        match self.0.insert(from.to_owned(), seq) {
+            Some(last) => seq == last + 1,
+            None => true,
+        }
     }
 }
 
@@ -123,28 +161,33 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
     }
 }
 
-/// Publishes this instance's registry changes.
-pub(super) async fn forward_changes(cluster: Weak<Cluster>, mut changes: tokio::sync::broadcast::Receiver<Change>) {
+/// Publishes this instance's registry changes; one the bus cannot take is announced here at
+/// once (the bus would never bring it back).
+pub(super) async fn forward_changes(
+    cluster: Weak<Cluster>,
+    mut changes: tokio::sync::broadcast::Receiver<Change>,
+    registry: Weak<Registry>,
+) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
-        let change = match changes.recv().await {
-            Ok(c) => c,
-            Err(RecvError::Lagged(_)) => {
-                // Changes were missed: tell every instance that every list may have changed.
-                let Some(c) = cluster.upgrade() else { return };
-                for change in Change::EVERY_LIST {
-                    let _ = c.publish(Note::Change {
-                        change: (&change).into(),
-                    });
-                }
-                continue;
-            }
+        let missed = match changes.recv().await {
+            Ok(c) => vec![c],
+            // Changes were missed: tell every instance that every list may have changed.
+            Err(RecvError::Lagged(_)) => Change::EVERY_LIST.to_vec(),
             Err(RecvError::Closed) => return,
         };
-        let Some(c) = cluster.upgrade() else { return };
-        let _ = c.publish(Note::Change {
-            change: (&change).into(),
-        });
+        let (Some(c), Some(registry)) = (cluster.upgrade(), registry.upgrade()) else {
+            return;
+        };
+        for change in missed {
+            if c.publish(Note::Change {
+                change: (&change).into(),
+            })
+            .is_err()
+            {
+                registry.announce(change);
+            }
+        }
     }
 }
 
@@ -190,5 +233,33 @@ impl Cluster {
         {
             s.event_appended(stream, id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Senders;
+
+    #[test]
+    fn a_skipped_number_is_a_gap() {
+        let mut heard = Senders::default();
+        assert!(heard.in_order("a", 7), "the first message heard is in order");
+        assert!(heard.in_order("a", 8));
+        assert!(heard.in_order("b", 1), "senders are counted apart");
+        assert!(!heard.in_order("a", 10), "9 was lost");
+        assert!(heard.in_order("a", 11));
+        assert!(
+            heard.in_order("c", 0) && heard.in_order("c", 0),
+            "a sender that does not count"
+        );
+    }
+
+    #[test]
+    fn the_memory_of_senders_is_bounded() {
+        let mut heard = Senders::default();
+        for n in 0..Senders::MAX + 10 {
+            assert!(heard.in_order(&format!("i{n}"), 1));
+        }
+        assert!(heard.0.len() <= Senders::MAX);
     }
 }

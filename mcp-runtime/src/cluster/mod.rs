@@ -14,13 +14,17 @@
 //!   instance not holding the waiting request is published on the bus; the holder delivers it.
 //! - **Changes.** A local registry change is published; a change heard on the bus is announced
 //!   to this instance's streams (legacy GET streams and listen streams) without touching the
-//!   local catalog (catalogs are code: every instance registers the same one).
+//!   local catalog (catalogs are code: every instance registers the same one). This instance's
+//!   own change is announced here when the bus brings it back too (at once if the bus cannot
+//!   take it): what an application broadcast before the change has then reached every instance,
+//!   so a client told of the change by one instance lists it on any other.
 //! - **Stream events.** Session-targeted notifications are appended to the session's log in the
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
 //!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
 //!   ends the session's older GET stream on another (one GET stream per session).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership).
-//! - **Loss.** A bus gap (a backlog overflow, a lost connection) is answered like a lag: every
+//! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
+//!   a number skipped in another instance's numbered messages) is answered like a lag: every
 //!   list is re-announced and every GET stream re-reads its log.
 
 mod background;
@@ -83,6 +87,9 @@ pub(crate) struct Cluster {
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
     /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
     acks: std::sync::Mutex<std::collections::HashMap<String, Acks>>,
+    /// The number of the last message published (held while publishing, so that numbers go out
+    /// in order).
+    seq: std::sync::Mutex<u64>,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -113,6 +120,7 @@ impl Cluster {
             tasks: OnceLock::new(),
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
+            seq: std::sync::Mutex::new(0),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
@@ -156,7 +164,14 @@ impl Cluster {
             Arc::downgrade(sessions),
             Arc::downgrade(registry),
         ));
-        tokio::spawn(forward_changes(Arc::downgrade(&me), registry.local_changes()));
+        tokio::spawn(forward_changes(
+            Arc::downgrade(&me),
+            registry.local_changes(),
+            Arc::downgrade(registry),
+        ));
+        // Subscribed to the bus and to the local changes: from now on a local change reaches
+        // this instance's streams when the bus brings it back, as it reaches the others'.
+        registry.announce_when_heard();
         tokio::spawn(heartbeat(Arc::downgrade(&me)));
         let rx = self
             .appends_rx
@@ -195,11 +210,15 @@ impl Cluster {
 
     /// Publishes a note to every instance.
     pub(crate) fn publish(&self, note: Note) -> Result<(), StoreError> {
+        let mut seq = self.seq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let envelope = Envelope {
             from: self.instance.to_string(),
+            seq: *seq + 1,
             note,
         };
         let bytes = serde_json::to_vec(&envelope).map_err(|e| StoreError::Backend(e.to_string()))?;
+        // Counted even when the bus cannot take it: the others see the number skipped (a gap).
+        *seq += 1;
         self.store.bus.publish(bytes).inspect_err(|e| {
             tracing::warn!(error = %e, "bus publish failed");
         })

@@ -81,10 +81,14 @@ pub(crate) enum Note {
     User { topic: String, payload: Value },
 }
 
-/// A bus message: who sent it, and what it says.
+/// A bus message: who sent it, its place among the sender's messages, and what it says.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Envelope {
     pub(super) from: String,
+    /// Counts the sender's messages from 1, those it could not send included: a receiver that
+    /// sees a number skipped knows a message was lost (0: a sender that does not count).
+    #[serde(default)]
+    pub(super) seq: u64,
     #[serde(flatten)]
     pub(super) note: Note,
 }
