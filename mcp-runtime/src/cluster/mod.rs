@@ -278,7 +278,14 @@ impl Cluster {
     pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
         let holders = match self.store.sessions.load(session, self.session_ttl).await? {
             Some(r) => r.holders,
-            None => return Ok(false),
+            None => {
+                // The store forgot it already (a flush, a restart without persistence), but
+                // replicas may remain: the end reaches them now, not at their next check.
+                let _ = self.publish(Note::SessionEnded {
+                    session: session.to_owned(),
+                });
+                return Ok(false);
+            }
         };
         let existed = self.store.sessions.delete(session).await?;
         if !existed {

@@ -305,3 +305,28 @@ async fn a_session_the_store_lost_is_gone_everywhere(c: Cluster) {
     assert!(c.instance(0).replica(&sid).is_none() && c.instance(1).replica(&sid).is_none());
 }
 both_stores!(a_session_the_store_lost_is_gone_everywhere, 30);
+
+/// DELETE ends a session everywhere even when the store has already forgotten it: the other
+/// instance drops its copy at once, not at its next check of the record.
+async fn a_delete_after_the_store_forgot_ends_every_copy(c: Cluster) {
+    let sid = c.initialize_on(0, LEGACY).await;
+    for at in [0, 1] {
+        let resp = c
+            .send_to(at, c.legacy(&sid, LEGACY, request(1, "ping", json!({}))))
+            .await;
+        assert_eq!(resp.status, StatusCode::OK, "instance {at} serves the session");
+    }
+    assert!(c.store.sessions.delete(&sid).await.expect("the store answers"));
+    let del = c
+        .send_to(0, c.client.req(Method::DELETE).header("mcp-session-id", &sid))
+        .await;
+    assert_eq!(del.status, StatusCode::NOT_FOUND, "the store has no such session");
+    // Well inside the check interval (2 s): only the bus can have told B.
+    eventually("B drops its copy", || c.instance(1).replica(&sid).is_none()).await;
+    let resp = c
+        .send_to(1, c.legacy(&sid, LEGACY, request(2, "ping", json!({}))))
+        .await;
+    assert_eq!(resp.status, StatusCode::NOT_FOUND, "B forgot the session");
+    assert!(c.instance(0).replica(&sid).is_none());
+}
+both_stores!(a_delete_after_the_store_forgot_ends_every_copy);
