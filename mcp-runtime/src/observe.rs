@@ -86,7 +86,6 @@
 //!
 //! [`AuthInfo::principal`]: mcp_protocol::auth::AuthInfo::principal
 
-use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -97,6 +96,7 @@ use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::FastMap;
 use crate::reply::Reply;
 
 /// Reads one HTTP request header by (lowercase) name.
@@ -319,8 +319,8 @@ static METADATA: metrics::Metadata<'static> =
 /// and a request's metrics cost a lookup instead of a label vector and a key hash each.
 #[derive(Default)]
 struct Keys {
-    counters: HashMap<(&'static str, &'static str, &'static str), metrics::Key>,
-    histograms: HashMap<(&'static str, &'static str), metrics::Key>,
+    counters: FastMap<(&'static str, &'static str, &'static str), metrics::Key>,
+    histograms: FastMap<(&'static str, &'static str), metrics::Key>,
 }
 
 static KEYS: LazyLock<RwLock<Keys>> = LazyLock::new(RwLock::default);

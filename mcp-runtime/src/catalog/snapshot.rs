@@ -8,6 +8,8 @@ use mcp_protocol::{Era, Revision};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::FastMap;
+
 use super::entries::{CompletionKey, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 use crate::api::handler::CompletionHandler;
 
@@ -15,12 +17,12 @@ use crate::api::handler::CompletionHandler;
 #[derive(Default, Clone)]
 pub struct Catalog {
     pub(super) tools: Vec<Arc<ToolEntry>>,
-    pub(super) tool_index: HashMap<String, usize>,
+    pub(super) tool_index: FastMap<String, usize>,
     pub(super) resources: Vec<Arc<ResourceEntry>>,
-    pub(super) resource_index: HashMap<String, usize>,
+    pub(super) resource_index: FastMap<String, usize>,
     pub(super) templates: Vec<Arc<TemplateEntry>>,
     pub(super) prompts: Vec<Arc<PromptEntry>>,
-    pub(super) prompt_index: HashMap<String, usize>,
+    pub(super) prompt_index: FastMap<String, usize>,
     pub(super) completions: HashMap<CompletionKey, Arc<dyn CompletionHandler>>,
     pages: Arc<PageCache>,
     /// Whether some tool, resource, template or prompt needs scopes.

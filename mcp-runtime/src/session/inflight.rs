@@ -1,16 +1,18 @@
 //! Requests in flight, by id: cancellation (`notifications/cancelled`, a
 //! closed stream, a deleted session) and the duplicate-id check.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::RequestId;
 use tokio_util::sync::CancellationToken;
 
+use crate::FastMap;
+
 /// A set of requests in flight, each with its cancellation token.
 #[derive(Debug, Default, Clone)]
 pub struct InFlight {
-    map: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+    map: Arc<Mutex<FastMap<RequestId, CancellationToken>>>,
 }
 
 /// The id is already in flight.
@@ -24,17 +26,18 @@ impl InFlight {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FastMap<RequestId, CancellationToken>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a request; the guard removes it when dropped.
     pub fn begin(&self, id: RequestId, token: CancellationToken) -> Result<InFlightGuard, DuplicateId> {
-        let mut map = self.lock();
-        if map.contains_key(&id) {
-            return Err(DuplicateId(id));
+        match self.lock().entry(id.clone()) {
+            Entry::Occupied(_) => return Err(DuplicateId(id)),
+            Entry::Vacant(slot) => {
+                slot.insert(token.clone());
+            }
         }
-        map.insert(id.clone(), token.clone());
         Ok(InFlightGuard {
             set: self.clone(),
             id,
