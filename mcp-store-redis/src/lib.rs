@@ -155,6 +155,32 @@ pub struct RedisOptions {
     /// How many bus messages may wait to be published (10 000 by default); past that,
     /// `publish` answers `Unavailable`.
     pub max_pending_publishes: usize,
+    /// For a `rediss://` URL (feature `tls`): the certificate authority to trust instead of the
+    /// platform's and the webpki roots, and a client certificate for Redis's
+    /// `tls-auth-clients yes`. `None`: the roots, and no client certificate.
+    #[cfg(feature = "tls")]
+    pub tls: Option<RedisTls>,
+}
+
+/// TLS settings of a `rediss://` connection (feature `tls`), as PEM.
+#[cfg(feature = "tls")]
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RedisTls {
+    /// The CA certificate(s) that signed the server's certificate (a private CA); `None`: the
+    /// platform's and the webpki roots.
+    pub root_ca: Option<Vec<u8>>,
+    /// The client's certificate chain and private key, when Redis asks for one.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+#[cfg(feature = "tls")]
+impl std::fmt::Debug for RedisTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTls")
+            .field("root_ca", &self.root_ca.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
 }
 
 impl Default for RedisOptions {
@@ -163,6 +189,8 @@ impl Default for RedisOptions {
             prefix: "mcp".to_owned(),
             bus_channel: None,
             max_pending_publishes: 10_000,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -225,6 +253,30 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// The client for `url`: with the TLS settings of `options` when it has some (a `rediss://`
+/// URL without them trusts the platform's and the webpki roots).
+fn open(url: &str, options: &RedisOptions) -> redis::RedisResult<Client> {
+    #[cfg(feature = "tls")]
+    if url.starts_with("rediss:") {
+        // rustls needs a process-wide provider: ring, unless the application installed one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &options.tls {
+        let client_tls = tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+            client_cert: cert.clone(),
+            client_key: key.clone(),
+        });
+        let certificates = redis::TlsCertificates {
+            client_tls,
+            root_cert: tls.root_ca.clone(),
+        };
+        return Client::build_with_tls(url, certificates);
+    }
+    let _ = options;
+    Client::open(url)
+}
+
 impl RedisStore {
     /// Connects with the default [`RedisOptions`].
     pub async fn connect(url: &str) -> Result<RedisStore, RedisStoreError> {
@@ -242,7 +294,7 @@ impl RedisStore {
             )));
         }
         let shown = redact(url);
-        let client = Client::open(url).map_err(|e| RedisStoreError::InvalidUrl {
+        let client = open(url, &options).map_err(|e| RedisStoreError::InvalidUrl {
             url: shown.clone(),
             reason: e.to_string(),
         })?;

@@ -9,15 +9,20 @@
 
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
-use mcp_store_redis::{RedisOptions, RedisReplayCache, RedisStore};
+use mcp_store_redis::{RedisOptions, RedisReplayCache, RedisStore, RedisTls};
 
 /// Sharing state between instances.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct SharedArgs {
     /// Share legacy sessions, stream events, tasks and notifications with every instance
-    /// started with the same Redis URL (redis://host:port).
+    /// started with the same Redis URL (redis://host:port; rediss://:password@host:port for
+    /// TLS with a password).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// With a rediss:// URL: the PEM file of the CA that signed Redis's certificate (default:
+    /// the platform's and the webpki roots).
+    #[arg(long, value_name = "PEM", requires = "redis")]
+    redis_ca: Option<std::path::PathBuf>,
     /// The key prefix in Redis: instances of one logical server use the same one.
     #[arg(long, value_name = "PREFIX", default_value = "mcp")]
     redis_prefix: String,
@@ -39,13 +44,22 @@ impl SharedArgs {
             b = b.request_state_key(key);
         }
         if let Some(url) = &self.redis {
+            let root_ca = match &self.redis_ca {
+                Some(path) => Some(std::fs::read(path).map_err(|e| format!("--redis-ca {}: {e}", path.display()))?),
+                None => None,
+            };
             let options = RedisOptions {
                 prefix: self.redis_prefix.clone(),
+                tls: root_ca.map(|ca| RedisTls {
+                    root_ca: Some(ca),
+                    client: None,
+                }),
                 ..RedisOptions::default()
             };
+            // The error names the URL without its password.
             let store = RedisStore::connect_with(url, options)
                 .await
-                .map_err(|e| format!("--redis {url}: {e}"))?;
+                .map_err(|e| format!("--redis: {e}"))?;
             let replay = store.replay_cache();
             return Ok((b.store(store), Some(replay)));
         }
