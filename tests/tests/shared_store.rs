@@ -286,6 +286,19 @@ impl mcp_runtime::store::Bus for GatedBus {
 
 use mcp_runtime::store::Bus as _;
 
+/// Two started instances on a memory store whose bus the test gates.
+fn gated_pair() -> (Arc<GatedBus>, (Engine, Arc<Registry>), Engine) {
+    let bus = Arc::new(GatedBus::default());
+    let store = Store {
+        bus: bus.clone(),
+        ..Store::memory()
+    };
+    let (a, (b, _)) = (instance(&store), instance(&store));
+    a.0.runtime().ensure_started();
+    b.runtime().ensure_started();
+    (bus, a, b)
+}
+
 /// Whether `feed` hears something within `wait`.
 async fn hears(
     feed: &mut mcp_runtime::registry::ChangeFeed,
@@ -297,14 +310,7 @@ async fn hears(
 #[tokio::test]
 async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
     use mcp_runtime::registry::Change;
-    let bus = Arc::new(GatedBus::default());
-    let store = Store {
-        bus: bus.clone(),
-        ..Store::memory()
-    };
-    let ((a, registry_a), (b, _)) = (instance(&store), instance(&store));
-    a.runtime().ensure_started();
-    b.runtime().ensure_started();
+    let (bus, (a, registry_a), b) = gated_pair();
     let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
     let extra = ToolDef::new("extra").with_input_schema(json!({"type": "object"}));
     let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("x")) };
@@ -326,14 +332,7 @@ async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
 #[tokio::test]
 async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
     use mcp_runtime::registry::Change;
-    let bus = Arc::new(GatedBus::default());
-    let store = Store {
-        bus: bus.clone(),
-        ..Store::memory()
-    };
-    let ((a, _), (b, _)) = (instance(&store), instance(&store));
-    a.runtime().ensure_started();
-    b.runtime().ensure_started();
+    let (bus, (a, _), b) = gated_pair();
     let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
     for n in 1..=3 {
         a.runtime().broadcast("t", json!({ "n": n })).unwrap();

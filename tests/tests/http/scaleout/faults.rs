@@ -281,12 +281,10 @@ async fn redis_goes_away_and_comes_back() {
     .await;
 }
 
-/// What the store forgets is forgotten by every instance: a session record deleted behind the
-/// instances' backs (as a flush or a restart without persistence would) is answered 404 by
-/// both, the one that created it included, within the check interval; nothing serves the copy.
-async fn a_session_the_store_lost_is_gone_everywhere(c: Cluster) {
+/// A session both instances hold (A made it, B loaded it), whose record is then deleted behind
+/// their backs, as a flush or a restart without persistence would.
+async fn held_by_both_then_forgotten(c: &Cluster) -> String {
     let sid = c.initialize_on(0, LEGACY).await;
-    // Both instances hold the session: A made it, B loaded it.
     for at in [0, 1] {
         let resp = c
             .send_to(at, c.legacy(&sid, LEGACY, request(1, "ping", json!({}))))
@@ -294,6 +292,14 @@ async fn a_session_the_store_lost_is_gone_everywhere(c: Cluster) {
         assert_eq!(resp.status, StatusCode::OK, "instance {at} serves the session");
     }
     assert!(c.store.sessions.delete(&sid).await.expect("the store answers"));
+    sid
+}
+
+/// What the store forgets is forgotten by every instance: a session record deleted behind the
+/// instances' backs (as a flush or a restart without persistence would) is answered 404 by
+/// both, the one that created it included, within the check interval; nothing serves the copy.
+async fn a_session_the_store_lost_is_gone_everywhere(c: Cluster) {
+    let sid = held_by_both_then_forgotten(&c).await;
     // Past the check interval (2 s by default), each instance asks the store again.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     for at in [0, 1] {
@@ -309,14 +315,7 @@ both_stores!(a_session_the_store_lost_is_gone_everywhere, 30);
 /// DELETE ends a session everywhere even when the store has already forgotten it: the other
 /// instance drops its copy at once, not at its next check of the record.
 async fn a_delete_after_the_store_forgot_ends_every_copy(c: Cluster) {
-    let sid = c.initialize_on(0, LEGACY).await;
-    for at in [0, 1] {
-        let resp = c
-            .send_to(at, c.legacy(&sid, LEGACY, request(1, "ping", json!({}))))
-            .await;
-        assert_eq!(resp.status, StatusCode::OK, "instance {at} serves the session");
-    }
-    assert!(c.store.sessions.delete(&sid).await.expect("the store answers"));
+    let sid = held_by_both_then_forgotten(&c).await;
     let del = c
         .send_to(0, c.client.req(Method::DELETE).header("mcp-session-id", &sid))
         .await;
