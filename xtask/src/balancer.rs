@@ -468,27 +468,53 @@ fn haproxy_counts(csv: &str, backends: usize) -> Result<Vec<u64>> {
         .collect()
 }
 
-/// `GET path` on `127.0.0.1:port` (HTTP/1.0, so the server closes): the body of a 200 answer.
+/// `GET path` on `127.0.0.1:port` with `Connection: close`: the body of a 200 answer (HAProxy
+/// sends its statistics chunked).
 fn http_get(port: u16, path: &str) -> Result<String> {
+    let what = format!("GET http://127.0.0.1:{port}{path}");
     let timeout = Duration::from_secs(5);
     let mut stream = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), timeout)
         .map_err(|e| format!("cannot connect to 127.0.0.1:{port}: {e}"))?;
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n")
-        .map_err(|e| format!("GET http://127.0.0.1:{port}{path}: {e}"))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| format!("{what}: {e}"))?;
     let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .map_err(|e| format!("GET http://127.0.0.1:{port}{path}: {e}"))?;
+    stream.read_to_string(&mut answer).map_err(|e| format!("{what}: {e}"))?;
     let (head, body) = answer
         .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("GET http://127.0.0.1:{port}{path}: no complete answer"))?;
+        .ok_or_else(|| format!("{what}: no complete answer"))?;
     let status = head.lines().next().unwrap_or("");
-    if status.split_whitespace().nth(1) == Some("200") {
-        Ok(body.to_owned())
+    if status.split_whitespace().nth(1) != Some("200") {
+        return Err(format!("{what}: `{status}`"));
+    }
+    let chunked = head.lines().skip(1).any(|line| {
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("transfer-encoding") && value.to_ascii_lowercase().contains("chunked")
+        })
+    });
+    if chunked {
+        dechunk(body).ok_or_else(|| format!("{what}: a malformed chunked body"))
     } else {
-        Err(format!("GET http://127.0.0.1:{port}{path}: `{status}`"))
+        Ok(body.to_owned())
+    }
+}
+
+/// A complete `Transfer-Encoding: chunked` body, decoded (`None` if it is not one).
+fn dechunk(mut body: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size_line, rest) = body.split_once("\r\n")?;
+        let size_hex = size_line.split(';').next()?.trim();
+        let size = usize::from_str_radix(size_hex, 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(rest.get(..size)?);
+        body = rest.get(size..)?.strip_prefix("\r\n")?;
     }
 }
 
@@ -636,6 +662,16 @@ stats,FRONTEND,,,1,1,4096,1,0
         let guide = include_str!("../../docs/DEPLOYMENT.md");
         assert!(guide.contains(&format!("```nginx\n{NGINX_TEMPLATE}```")));
         assert!(guide.contains(&format!("```haproxy\n{HAPROXY_TEMPLATE}```")));
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded() {
+        assert_eq!(
+            dechunk("5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n").as_deref(),
+            Some("hello, world")
+        );
+        assert_eq!(dechunk("5\r\nhel"), None);
+        assert_eq!(dechunk("zz\r\n"), None);
     }
 
     #[test]
