@@ -4,7 +4,7 @@
 //!
 //! Each pass starts a fresh `redis-server` ([`RedisServer`]), N (default 2) `everything --host
 //! 127.0.0.1 --port 0 --redis <url> --redis-prefix <random> --state-key <64 random hex digits>`
-//! instances and a balancer in front of them ([`balancer`]): `rr-proxy` of the `mcp-tests`
+//! instances and a balancer in front of them ([`crate::balancer`]): `rr-proxy` of the `mcp-tests`
 //! crate (switching instance on every HTTP request; debug build: `cargo build -p mcp-tests --bin
 //! rr-proxy`), nginx or HAProxy (from the distribution, installed with apt-get when missing, run
 //! in the foreground from the templates `xtask/balancers/nginx.conf` and
