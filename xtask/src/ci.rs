@@ -1,9 +1,26 @@
 //! `cargo xtask ci`: the whole gate, in order, stopping at the first failing step.
 
+use crate::balancer::Balancer;
 use crate::oidc::{self, OidcProvider};
 use crate::redis::RedisServer;
 use crate::util::{self, Result};
 use crate::{conformance, fuzz, interop, scaleout, soak};
+
+/// The scale-out passes of the gate: every balancer, and more instances than two once.
+const SCALEOUT_PASSES: &[scaleout::Pass] = &[
+    scaleout::Pass {
+        balancer: Balancer::Rr,
+        instances: 4,
+    },
+    scaleout::Pass {
+        balancer: Balancer::Nginx,
+        instances: 2,
+    },
+    scaleout::Pass {
+        balancer: Balancer::Haproxy,
+        instances: 2,
+    },
+];
 
 /// Seconds each fuzz target runs in the CI smoke (the first build of `fuzz/` takes minutes).
 const FUZZ_SMOKE_SECONDS: u64 = 5;
@@ -81,7 +98,7 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
 /// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), tests (with a
 /// Redis of their own, `MCP_TEST_REDIS_URL`, and an OpenID provider of their own once its smoke
 /// passed, `MCP_TEST_OIDC_*`: see [`oidc`]), the `extension` and `middleware` examples, a fuzz
-/// smoke, interop, conformance, the scale-out legs and the one-minute soak.
+/// smoke, interop, conformance, the scale-out legs ([`SCALEOUT_PASSES`]) and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -189,12 +206,16 @@ pub(crate) fn run() -> Result {
     conformance::run(&opts).map_err(|e| format!("ci: conformance failed: {e}"))?;
 
     util::banner(&format!(
-        "ci [{}/{total}] scale-out (two instances sharing a Redis, behind rr-proxy)",
+        "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 2 behind nginx, 2 behind HAProxy)",
         total - 1
     ));
     // The release example is built; the debug rr-proxy was built by `cargo test` (a no-op
-    // build then), and this scale-out has a Redis of its own.
-    scaleout::run(&scaleout::Options { skip_build: false }).map_err(|e| format!("ci: scale-out failed: {e}"))?;
+    // build then); each pass has a Redis of its own.
+    let opts = scaleout::Options {
+        skip_build: false,
+        passes: SCALEOUT_PASSES.to_vec(),
+    };
+    scaleout::run(&opts).map_err(|e| format!("ci: scale-out failed: {e}"))?;
 
     util::banner(&format!(
         "ci [{total}/{total}] soak (1 min, {} listen streams)",

@@ -4,8 +4,9 @@
 //!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`, and an OpenID
 //!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
 //!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
-//!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` and the one-minute `soak`, stopping
-//!   at the first failure.
+//!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` (behind `rr-proxy` with 4
+//!   instances, behind nginx and HAProxy with 2) and the one-minute `soak`, stopping at the first
+//!   failure.
 //! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests
 //!   (`interop/oidc/provider.mjs`: panva's `oidc-provider`, pinned, installed under
 //!   `target/oidc`, on Node 22) on free loopback ports; prints the three `MCP_TEST_OIDC_*` lines
@@ -22,11 +23,13 @@
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
-//! - `scaleout [--skip-build]`: two `everything --redis` instances sharing one `redis-server`
-//!   (started for the run on a free port) behind `rr-proxy` (the round-robin proxy of the
-//!   `mcp-tests` crate, switching instance on every HTTP request), driven through the proxy by
-//!   the Python SDK client in its three HTTP modes and by every conformance leg; prints the
-//!   requests each instance served (both must be > 0).
+//! - `scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]`: N (default 2)
+//!   `everything --redis` instances sharing one `redis-server` (started for the run on a free
+//!   port) behind a round-robin load balancer with no stickiness: `rr-proxy` (the default; the
+//!   proxy of the `mcp-tests` crate, switching instance on every HTTP request), nginx or HAProxy
+//!   (run in the foreground from the templates under `xtask/balancers/`), or each in turn
+//!   (`all`); driven through it by the Python SDK client in its three HTTP modes and by every
+//!   conformance leg; prints the requests each instance served (each must be > 0).
 //! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited Q]`: our
 //!   server against rmcp and a
 //!   bare HTTP floor (the bench workspace under `bench/`, built into `target/bench-build`), every
@@ -45,13 +48,15 @@
 //!
 //! The only requirements on the machine are the Rust toolchain, `python3` and `npm`: everything
 //! else is installed under `target/` (Node 22 and the pinned npm packages among it), except
-//! `redis-server` (`ci`, `scaleout`), installed from the distribution with `apt-get install
-//! redis-server` when it is not on the machine (as root, else with `sudo -n`); Redis is always
-//! run as a child of xtask, never as a system service. Subprocesses inherit stdout and stderr;
+//! `redis-server` (`ci`, `scaleout`), `nginx` and `haproxy` (`ci`, `scaleout --balancer`),
+//! installed from the distribution with `apt-get install` when they are not on the machine (as
+//! root, else with `sudo -n`); they are always run as children of xtask, never as system
+//! services. Subprocesses inherit stdout and stderr;
 //! servers started here are killed on every way out. A failure exits non-zero with a one-line
 //! reason.
 
 mod apps;
+mod balancer;
 mod bench;
 mod ci;
 mod conformance;
@@ -71,7 +76,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci                      fmt, clippy, doc, test, fuzz smoke, interop, conformance, scaleout, soak
-                          (in order, fail fast; installs redis-server with apt-get when missing;
+                          (in order, fail fast; installs redis-server, nginx and haproxy with
+                          apt-get when missing;
                           the tests get a Redis and an OpenID provider: MCP_TEST_REDIS_URL,
                           MCP_TEST_OIDC_ISSUER, MCP_TEST_OIDC_ADMIN, MCP_TEST_OIDC_CLIENTS)
   oidc [--smoke] [--ttl N] [--short-ttl N]
@@ -85,10 +91,13 @@ commands:
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
-  scaleout [--skip-build] two everything --redis instances behind a round-robin proxy (rr-proxy,
-                          a new instance on every request): the Python SDK client (3 HTTP modes)
-                          and every conformance leg through it; results in
-                          target/conformance/out-scaleout
+  scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]
+                          N everything --redis instances (default 2) behind a round-robin load
+                          balancer, no stickiness: rr-proxy (default; a new instance on every
+                          request), nginx or HAProxy (installed with apt-get when missing, run
+                          from xtask/balancers/), or each in turn (all): the Python SDK client
+                          (3 HTTP modes) and every conformance leg through it; results in
+                          target/conformance/out-scaleout/<balancer>
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
@@ -209,14 +218,31 @@ fn parse_interop(rest: &[String]) -> Result<interop::Options, String> {
 }
 
 fn parse_scaleout(rest: &[String]) -> Result<scaleout::Options, String> {
-    let mut opts = scaleout::Options { skip_build: false };
-    for arg in rest {
-        match arg.as_str() {
-            "--skip-build" => opts.skip_build = true,
-            other => return Err(format!("scaleout: unexpected argument `{other}`")),
+    let mut skip_build = false;
+    let mut balancers = vec![balancer::Balancer::Rr];
+    let mut instances = 2;
+    let mut flags = util::Flags::new("scaleout", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
+        match flag {
+            "--skip-build" if inline.is_none() => skip_build = true,
+            "--balancer" => {
+                let value = flags.value(flag, inline)?;
+                balancers = match value.as_str() {
+                    "all" => balancer::Balancer::ALL.to_vec(),
+                    name => vec![balancer::Balancer::parse(name).ok_or_else(|| {
+                        format!("scaleout: --balancer takes rr, nginx, haproxy or all, not `{name}`")
+                    })?],
+                };
+            }
+            "--instances" => instances = flags.positive(flag, inline)? as usize,
+            other => return Err(flags.unexpected(other)),
         }
     }
-    Ok(opts)
+    let passes = balancers
+        .into_iter()
+        .map(|balancer| scaleout::Pass { balancer, instances })
+        .collect();
+    Ok(scaleout::Options { skip_build, passes })
 }
 
 fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {

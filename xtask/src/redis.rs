@@ -17,63 +17,10 @@ use crate::util::{self, ChildGuard, Result};
 /// How long a fresh `redis-server` may take to answer `PING`.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Where `redis-server` is looked for after `PATH`.
-const SYSTEM_DIRS: &[&str] = &["/usr/bin", "/usr/sbin", "/usr/local/bin"];
-
-/// The `redis-server` binary: from `PATH`, `/usr/bin`, `/usr/sbin` or `/usr/local/bin`; else
-/// installed with `apt-get update` and `apt-get install -y redis-server` (non-interactive; as
-/// root, else through `sudo -n`).
+/// The `redis-server` binary: found, or installed from the distribution's `redis-server` package
+/// ([`util::ensure_system_binary`]).
 pub(crate) fn ensure_redis_server() -> Result<PathBuf> {
-    if let Some(found) = find_redis_server() {
-        return Ok(found);
-    }
-    util::banner("redis-server is missing: installing it (apt-get install redis-server)");
-    if !Path::new("/usr/bin/apt-get").is_file() {
-        return Err(
-            "redis-server is not installed and there is no apt-get to install it: install Redis (redis-server on PATH)"
-                .to_owned(),
-        );
-    }
-    let root = is_root();
-    let apt = |args: &[&str]| {
-        let mut cmd = if root {
-            Command::new("apt-get")
-        } else {
-            let mut sudo = Command::new("sudo");
-            sudo.args(["-n", "apt-get"]);
-            sudo
-        };
-        cmd.args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(Stdio::null());
-        cmd
-    };
-    let hint = if root {
-        ""
-    } else {
-        " (not root: `sudo -n` needs password-less sudo; or install redis-server yourself)"
-    };
-    util::run(&mut apt(&["update"])).map_err(|e| format!("{e}{hint}"))?;
-    util::run(&mut apt(&["install", "-y", "--no-install-recommends", "redis-server"]))
-        .map_err(|e| format!("{e}{hint}"))?;
-    find_redis_server()
-        .ok_or_else(|| "`apt-get install redis-server` succeeded but no redis-server is found".to_owned())
-}
-
-fn find_redis_server() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(SYSTEM_DIRS.iter().map(PathBuf::from))
-        .map(|dir| dir.join("redis-server"))
-        .find(|candidate| candidate.is_file())
-}
-
-/// `id -u` says 0.
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "0")
+    util::ensure_system_binary("redis-server", "redis-server")
 }
 
 /// A `redis-server` child on a loopback port: no persistence, its log in

@@ -1,53 +1,113 @@
-//! `cargo xtask scaleout [--skip-build]`: one logical server made of two `everything`
-//! processes sharing state through Redis, behind a round-robin proxy that switches backend on
-//! every HTTP request, driven by the real peers.
+//! `cargo xtask scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]`: one
+//! logical server made of N `everything` processes sharing state through Redis, behind a
+//! round-robin load balancer with no stickiness, driven by the real peers.
 //!
-//! It starts a fresh `redis-server` ([`RedisServer`]), two `everything --host 127.0.0.1 --port 0
-//! --redis <url> --redis-prefix <random> --state-key <64 random hex digits>` instances and the
-//! `rr-proxy` binary of the `mcp-tests` crate in front of them (debug build: `cargo build -p
-//! mcp-tests --bin rr-proxy`), then runs through the proxy:
+//! Each pass starts a fresh `redis-server` ([`RedisServer`]), N (default 2) `everything --host
+//! 127.0.0.1 --port 0 --redis <url> --redis-prefix <random> --state-key <64 random hex digits>`
+//! instances and a balancer in front of them ([`crate::balancer`]): `rr-proxy` of the `mcp-tests`
+//! crate (switching instance on every HTTP request; debug build: `cargo build -p mcp-tests --bin
+//! rr-proxy`), nginx or HAProxy (from the distribution, installed with apt-get when missing, run
+//! in the foreground from the templates `xtask/balancers/nginx.conf` and
+//! `xtask/balancers/haproxy.cfg`). Then, through the balancer:
 //!
 //! - the Python SDK client (`interop/client.py`) in each mode of the HTTP legs of `cargo xtask
 //!   interop` without credentials (`legacy`, `auto`, `2026-07-28`), at `http://127.0.0.1:P/mcp`;
 //! - every enabled leg of `cargo xtask conformance`, failing on any `FAILURE` or `WARNING`
 //!   check exactly as there, at `http://localhost:P/mcp` (the dns-rebinding scenario needs a
-//!   `localhost` URL), with results under `target/conformance/out-scaleout/<leg>`.
+//!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`.
 //!
-//! Every leg runs even after a failure. At the end it prints the requests the proxy sent to each
-//! instance, and fails if one got none, if an instance, Redis or the proxy exited, or if a leg
-//! failed.
+//! `--balancer all` runs a whole pass behind each balancer in turn (`rr`, `nginx`, `haproxy`);
+//! `cargo xtask ci` runs three passes: `rr-proxy` with 4 instances, nginx and HAProxy with 2.
+//! Every leg and every pass runs even after a failure. At the end of a pass it prints the
+//! requests the balancer sent to each instance, and the pass fails if one got none, if an
+//! instance, Redis or the balancer exited, or if a leg failed; a summary gives each pass's
+//! outcome and time.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::balancer::{Balancer, RunningBalancer};
 use crate::redis::RedisServer;
-use crate::util::{self, HttpServer, Listening, Result};
+use crate::util::{self, HttpServer, Result};
 use crate::{conformance, interop, tools};
 
-/// How long `rr-proxy` may take to print its `listening on …` line.
-const PROXY_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// One run of every leg behind one balancer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub(crate) balancer: Balancer,
+    /// How many `everything` instances share the Redis (at least 1).
+    pub(crate) instances: usize,
+}
 
 /// Options of `cargo xtask scaleout`.
 pub(crate) struct Options {
     /// Use the existing release `everything` and debug `rr-proxy` builds.
     pub(crate) skip_build: bool,
+    /// The passes, in order.
+    pub(crate) passes: Vec<Pass>,
 }
 
-/// Runs every leg through the proxy and fails if any failed (see the module docs).
+/// Runs every pass (see the module docs) and fails if any failed.
 pub(crate) fn run(opts: &Options) -> Result {
     let begin = Instant::now();
-    let (everything, proxy_binary) = if opts.skip_build {
-        (util::existing_everything()?, existing_proxy()?)
+    let everything = if opts.skip_build {
+        util::existing_everything()?
     } else {
-        (util::build_everything()?, build_proxy()?)
+        util::build_everything()?
     };
-    // Selected first: an unknown leg fails before anything starts.
+    // Every balancer is built or installed, and the legs selected, before anything starts.
+    let mut binaries: Vec<(Balancer, PathBuf)> = Vec::new();
+    for pass in &opts.passes {
+        if !binaries.iter().any(|(balancer, _)| *balancer == pass.balancer) {
+            binaries.push((pass.balancer, pass.balancer.prepare(opts.skip_build)?));
+        }
+    }
     let legs = conformance::select(&[])?;
 
-    util::banner("scaleout: redis, two everything instances, rr-proxy");
+    let mut summary = Vec::new();
+    let mut failed = Vec::new();
+    for pass in &opts.passes {
+        let name = pass_name(pass);
+        let binary = binaries
+            .iter()
+            .find(|(balancer, _)| *balancer == pass.balancer)
+            .map(|(_, binary)| binary.as_path())
+            .ok_or("every balancer is prepared")?;
+        let started = Instant::now();
+        let outcome = run_pass(pass, &everything, binary, &legs);
+        let seconds = started.elapsed().as_secs();
+        match outcome {
+            Ok(()) => summary.push(format!("scaleout: {name}: passed in {seconds} s")),
+            Err(why) => {
+                eprintln!("scaleout: {name}: FAILED: {why}");
+                summary.push(format!("scaleout: {name}: FAILED in {seconds} s: {why}"));
+                failed.push(name);
+            }
+        }
+    }
+    util::banner("scaleout: summary");
+    for line in &summary {
+        println!("{line}");
+    }
+    let seconds = begin.elapsed().as_secs();
+    if failed.is_empty() {
+        println!("scaleout: every pass passed in {seconds} s");
+        Ok(())
+    } else {
+        Err(format!("scaleout failed (after {seconds} s): {}", failed.join("; ")))
+    }
+}
+
+/// `nginx, 2 instances`.
+fn pass_name(pass: &Pass) -> String {
+    let plural = if pass.instances == 1 { "" } else { "s" };
+    format!("{}, {} instance{plural}", pass.balancer.title(), pass.instances)
+}
+
+/// One pass: Redis, the instances and the balancer, every leg through it, then the counts.
+fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&conformance::Leg]) -> Result {
+    let name = pass_name(pass);
+    util::banner(&format!("scaleout: {name}: redis, the instances, the balancer"));
     // Every process below is killed on every way out of this function.
     let mut redis = RedisServer::start()?;
     let redis_url = redis.url();
@@ -61,19 +121,17 @@ pub(crate) fn run(opts: &Options) -> Result {
         "--state-key",
         state_key.as_str(),
     ];
-    let mut instances = [
-        HttpServer::start(&everything, &flags)?,
-        HttpServer::start(&everything, &flags)?,
-    ];
-    let backends: Vec<String> = instances
-        .iter()
-        .map(|server| format!("http://127.0.0.1:{}", server.port))
-        .collect();
-    let mut proxy = ProxyProcess::start(&proxy_binary, &backends)?;
-    let url = format!("http://127.0.0.1:{}/mcp", proxy.port);
-    let localhost_url = format!("http://localhost:{}/mcp", proxy.port);
+    let mut instances = Vec::with_capacity(pass.instances);
+    for _ in 0..pass.instances {
+        instances.push(HttpServer::start(everything, &flags)?);
+    }
+    let ports: Vec<u16> = instances.iter().map(|server| server.port).collect();
+    let mut balancer = RunningBalancer::start(pass.balancer, balancer_binary, &ports)?;
+    let url = format!("{}/mcp", balancer.base_url());
+    let localhost_url = format!("http://localhost:{}/mcp", balancer.port);
+    let backends: Vec<String> = instances.iter().map(|server| server.url.clone()).collect();
     println!(
-        "scaleout: {url} -> {} (redis {redis_url}, prefix {prefix})",
+        "scaleout: {name}: {url} -> {} (redis {redis_url}, prefix {prefix})",
         backends.join(", ")
     );
 
@@ -82,125 +140,36 @@ pub(crate) fn run(opts: &Options) -> Result {
         for server in &mut instances {
             server.ensure_running()?;
         }
-        proxy.ensure_running()
+        balancer.ensure_running()
     };
-    let mut failed = interop::run_python_http(&url, "scaleout: python ", &mut check)?;
-    let out_root = tools::conformance_dir().join("out-scaleout");
-    if let Err(why) = conformance::run_legs(&legs, &localhost_url, &out_root, "scaleout: conformance", &mut check) {
+    let label = format!("scaleout {}: ", pass.balancer.name());
+    let mut failed = interop::run_python_http(&url, &format!("{label}python "), &mut check)?;
+    let out_root = tools::conformance_dir().join("out-scaleout").join(pass.balancer.name());
+    if let Err(why) = conformance::run_legs(
+        legs,
+        &localhost_url,
+        &out_root,
+        &format!("{label}conformance"),
+        &mut check,
+    ) {
         failed.push(why);
     }
     check()?;
 
-    let counts = proxy.counts()?;
-    util::banner("scaleout: requests per instance");
-    for ((backend, count), server) in backends.iter().zip(&counts).zip(&instances) {
-        println!("scaleout: {backend} ({}): {count} requests", server.url);
+    let counts = balancer.counts()?;
+    util::banner(&format!("scaleout: {name}: requests per instance"));
+    for (backend, count) in backends.iter().zip(&counts) {
+        println!("scaleout: {backend}: {count} requests");
     }
     if counts.len() != backends.len() || counts.contains(&0) {
         failed.push(format!(
-            "every instance should have served requests, the proxy counted {counts:?}"
+            "every instance should have served requests, {} counted {counts:?}",
+            pass.balancer.title()
         ));
     }
-    let seconds = begin.elapsed().as_secs();
     if failed.is_empty() {
-        println!("scaleout: every leg passed through the proxy in {seconds} s");
         Ok(())
     } else {
-        Err(format!("scaleout failed (after {seconds} s): {}", failed.join("; ")))
-    }
-}
-
-/// The debug `rr-proxy`, built: `cargo build -p mcp-tests --bin rr-proxy` (`cargo test` builds
-/// the same binary, so after it this is a no-op).
-fn build_proxy() -> Result<PathBuf> {
-    util::run(util::cargo().args(["build", "-p", "mcp-tests", "--bin", "rr-proxy"]))?;
-    existing_proxy()
-}
-
-/// The debug `rr-proxy`, which must have been built already.
-fn existing_proxy() -> Result<PathBuf> {
-    let binary = util::target_dir().join("debug/rr-proxy");
-    if binary.is_file() {
-        Ok(binary)
-    } else {
-        Err(format!(
-            "{} does not exist: build it with `cargo build -p mcp-tests --bin rr-proxy`",
-            binary.display()
-        ))
-    }
-}
-
-/// The `rr-proxy` binary in front of the instances; killed when dropped.
-struct ProxyProcess {
-    process: Listening,
-    /// Its commands (`counts`).
-    stdin: ChildStdin,
-    port: u16,
-}
-
-impl ProxyProcess {
-    /// Starts `rr-proxy --listen 127.0.0.1:0 --backend B…` and reads its `listening on
-    /// http://127.0.0.1:P` line.
-    fn start(binary: &Path, backends: &[String]) -> Result<Self> {
-        let mut cmd = Command::new(binary);
-        cmd.args(["--listen", "127.0.0.1:0"]).current_dir(util::root());
-        for backend in backends {
-            cmd.args(["--backend", backend]);
-        }
-        cmd.stdin(Stdio::piped()).stderr(Stdio::inherit());
-        let mut process = util::spawn_listening(&mut cmd, PROXY_START_TIMEOUT)?;
-        let port = process
-            .url
-            .strip_prefix("http://127.0.0.1:")
-            .and_then(|port| port.parse::<u16>().ok())
-            .ok_or_else(|| {
-                format!(
-                    "rr-proxy: expected `listening on http://127.0.0.1:P`, got `{}`",
-                    process.url
-                )
-            })?;
-        let stdin = process.child.take_stdin().ok_or("rr-proxy: stdin is piped")?;
-        Ok(Self { process, stdin, port })
-    }
-
-    /// The requests it sent to each backend: `counts` on its stdin, `counts N0 N1 …` back.
-    fn counts(&mut self) -> Result<Vec<u64>> {
-        // Drop the lines nobody asked for.
-        while self.process.lines.try_recv().is_ok() {}
-        writeln!(self.stdin, "counts")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| format!("rr-proxy: cannot write its stdin: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.process.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(numbers) = line.trim().strip_prefix("counts ") {
-                        return numbers
-                            .split_whitespace()
-                            .map(|n| n.parse::<u64>().map_err(|e| format!("rr-proxy: bad count `{n}`: {e}")))
-                            .collect();
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err("rr-proxy did not answer `counts` within 10 s".to_owned());
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err("rr-proxy closed its stdout before answering `counts`".to_owned());
-                }
-            }
-        }
-    }
-
-    /// Fails if the proxy has exited.
-    fn ensure_running(&mut self) -> Result {
-        match self.process.child.try_wait()? {
-            None => Ok(()),
-            Some(status) => Err(format!(
-                "rr-proxy on port {} exited ({})",
-                self.port,
-                util::describe(status)
-            )),
-        }
+        Err(failed.join("; "))
     }
 }

@@ -194,6 +194,67 @@ pub(crate) fn free_port() -> Result<u16> {
         .map_err(|e| format!("cannot find a free port: {e}"))
 }
 
+/// Where system binaries are looked for after `PATH` (daemons live in `sbin`, often not on a
+/// user's `PATH`).
+const SYSTEM_DIRS: &[&str] = &["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"];
+
+/// `binary` from `PATH` or [`SYSTEM_DIRS`], else the distribution's `package` installed with
+/// `apt-get update` and `apt-get install -y --no-install-recommends <package>`
+/// (non-interactive; as root, else through `sudo -n`), and `binary` found then. Only the
+/// binary is used: a system service the package may set up is left alone.
+pub(crate) fn ensure_system_binary(binary: &str, package: &str) -> Result<PathBuf> {
+    if let Some(found) = find_system_binary(binary) {
+        return Ok(found);
+    }
+    banner(&format!(
+        "{binary} is missing: installing it (apt-get install {package})"
+    ));
+    if !Path::new("/usr/bin/apt-get").is_file() {
+        return Err(format!(
+            "{binary} is not installed and there is no apt-get to install it: install {package} ({binary} on PATH)"
+        ));
+    }
+    let root = is_root();
+    let apt = |args: &[&str]| {
+        let mut cmd = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        cmd.args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null());
+        cmd
+    };
+    let hint = if root {
+        String::new()
+    } else {
+        format!(" (not root: `sudo -n` needs password-less sudo; or install {package} yourself)")
+    };
+    run(&mut apt(&["update"])).map_err(|e| format!("{e}{hint}"))?;
+    run(&mut apt(&["install", "-y", "--no-install-recommends", package])).map_err(|e| format!("{e}{hint}"))?;
+    find_system_binary(binary).ok_or_else(|| format!("`apt-get install {package}` succeeded but no {binary} is found"))
+}
+
+/// `binary` in a directory of `PATH` or of [`SYSTEM_DIRS`].
+fn find_system_binary(binary: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(SYSTEM_DIRS.iter().map(PathBuf::from))
+        .map(|dir| dir.join(binary))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `id -u` says 0.
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
 /// The release build of the `everything` example.
 pub(crate) fn everything_binary() -> PathBuf {
     target_dir().join("release/examples/everything")
