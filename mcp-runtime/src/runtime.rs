@@ -65,7 +65,7 @@ impl Runtime {
     /// balancer). `Store::memory()` shares between runtimes of one process; a backend crate
     /// (`mcp-store-redis`) between processes.
     pub fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
-        let cluster = Cluster::new(store.clone(), config.session_ttl, config.max_stream_events);
+        let cluster = Cluster::new(store.clone(), &config);
         let runtime = Self::build(config, registry, store.tasks.clone(), Some(cluster.clone()));
         runtime.tasks.share(cluster);
         runtime
@@ -191,11 +191,17 @@ impl Runtime {
     ) -> Result<(), StartError> {
         let config = &self.config;
         let client = crate::quota::ClientKey::of(session.principal(), remote);
+        let elsewhere = self
+            .cluster
+            .as_ref()
+            .map(|c| c.started_elsewhere(&client))
+            .unwrap_or_default();
         self.sessions.admit(
             session.clone(),
             client,
             config.max_sessions,
             config.max_sessions_per_principal,
+            elsewhere,
         )?;
         if let Some(cluster) = &self.cluster {
             if let Err(e) = cluster.create(session).await {

@@ -16,6 +16,11 @@ use serde_json::{Map, Value, json};
 
 /// One instance: a runtime over its own registry (the same tools everywhere) and the store.
 fn instance(store: &Store) -> (Engine, Arc<Registry>) {
+    instance_with(store, ServerConfig::default())
+}
+
+/// [`instance`] with a configuration of its own.
+fn instance_with(store: &Store, config: ServerConfig) -> (Engine, Arc<Registry>) {
     let registry = Arc::new(Registry::new());
     let echo = ToolDef::new("echo").with_input_schema(json!({"type": "object"}));
     let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("hi")) };
@@ -37,7 +42,7 @@ fn instance(store: &Store) -> (Engine, Arc<Registry>) {
         }
     };
     registry.add_tool(ToolEntry::new(slow, Arc::new(f), true, true).expect("valid tool"));
-    let runtime = Runtime::with_store(ServerConfig::default(), registry.clone(), store.clone());
+    let runtime = Runtime::with_store(config, registry.clone(), store.clone());
     (Engine::new(Arc::new(runtime)), registry)
 }
 
@@ -354,4 +359,77 @@ async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
     a.runtime().broadcast("t", json!({ "n": 4 })).unwrap();
     bus.release(|_| false);
     assert_eq!(hears(&mut on_b, Duration::from_millis(300)).await, None);
+}
+
+/// The answer to an `initialize` as `principal`.
+async fn initialize_as(engine: &Engine, principal: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let Message::Request(req) = message(body) else {
+        unreachable!()
+    };
+    let auth = Arc::new(AuthInfo::new(principal));
+    let Step::Answer(a) = engine.request(&Peer::new(auth, Sessions::Store(None)), req).await else {
+        panic!("initialize is answered at once")
+    };
+    serde_json::from_slice(&a.frame).unwrap()
+}
+
+#[tokio::test]
+async fn session_bounds_count_the_sessions_other_instances_started() {
+    let store = Store::memory();
+    let config = || {
+        let mut c = ServerConfig::default();
+        c.max_sessions = 4;
+        // Clients are reported from 16 / 16 = 1 session on.
+        c.max_sessions_per_principal = 16;
+        c
+    };
+    let ((a, _), (b, _)) = (instance_with(&store, config()), instance_with(&store, config()));
+    a.runtime().ensure_started();
+    b.runtime().ensure_started();
+    for n in 0..3 {
+        let r = initialize_as(&a, if n == 0 { "alice" } else { "bob" }).await;
+        assert!(r.get("result").is_some(), "A admits session {n}: {r}");
+    }
+    // B hears A's report with A's next heartbeat (every 2 s).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let r = initialize_as(&b, "carol").await;
+    assert!(r.get("result").is_some(), "the fourth session fits: {r}");
+    let r = initialize_as(&b, "dave").await;
+    assert_eq!(
+        r["error"]["message"], "Too many sessions",
+        "the fifth is over the bound across both: {r}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_bound_counts_its_sessions_on_other_instances() {
+    let store = Store::memory();
+    let config = || {
+        let mut c = ServerConfig::default();
+        c.max_sessions_per_principal = 3;
+        c
+    };
+    let ((a, _), (b, _)) = (instance_with(&store, config()), instance_with(&store, config()));
+    a.runtime().ensure_started();
+    b.runtime().ensure_started();
+    for _ in 0..2 {
+        assert!(initialize_as(&a, "alice").await.get("result").is_some());
+    }
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(
+        initialize_as(&b, "alice").await.get("result").is_some(),
+        "alice's third"
+    );
+    let r = initialize_as(&b, "alice").await;
+    assert!(
+        r.get("error").is_some(),
+        "alice's fourth is over her bound across both: {r}"
+    );
+    assert!(
+        initialize_as(&b, "bob").await.get("result").is_some(),
+        "others are not affected"
+    );
 }

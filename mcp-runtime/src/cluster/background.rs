@@ -6,9 +6,10 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::mpsc;
 
+use super::load::REPORT_MOST;
 use super::{Append, Cluster, Envelope, HEARTBEAT_EVERY, HEARTBEAT_TTL, Note};
 use crate::catalog::{Change, Registry};
-use crate::session::SessionStore;
+use crate::session::{SessionStore, StartedHere};
 use crate::store::BusEvent;
 use crate::tasks::Tasks;
 
@@ -68,6 +69,11 @@ pub(super) async fn listen(
             cluster.user(topic, payload);
             continue;
         }
+        if let Note::Load { sessions, heavy } = envelope.note {
+            let report = StartedHere { total: sessions, heavy };
+            cluster.loads.record(&envelope.from, report);
+            continue;
+        }
         let tasks = cluster.tasks.get().and_then(Weak::upgrade);
         apply(envelope.note, &sessions, &registry, tasks);
     }
@@ -123,7 +129,7 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
-        Note::User { .. } | Note::Ended { .. } => {}
+        Note::User { .. } | Note::Ended { .. } | Note::Load { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);
@@ -191,7 +197,8 @@ pub(super) async fn forward_changes(
     }
 }
 
-/// Renews the instance's heartbeat until the cluster is dropped.
+/// Renews the instance's heartbeat, and reports the sessions it started, until the cluster is
+/// dropped.
 pub(super) async fn heartbeat(cluster: Weak<Cluster>) {
     let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
@@ -199,6 +206,10 @@ pub(super) async fn heartbeat(cluster: Weak<Cluster>) {
         let Some(c) = cluster.upgrade() else { return };
         if let Err(e) = c.store.members.heartbeat(&c.instance, HEARTBEAT_TTL).await {
             tracing::warn!(error = %e, "heartbeat not renewed");
+        }
+        if let Some(sessions) = c.sessions.get().and_then(Weak::upgrade) {
+            let StartedHere { total, heavy } = sessions.started_here(c.report_from, REPORT_MOST);
+            let _ = c.publish(Note::Load { sessions: total, heavy });
         }
     }
 }

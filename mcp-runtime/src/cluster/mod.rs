@@ -22,12 +22,15 @@
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
 //!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
 //!   ends the session's older GET stream on another (one GET stream per session).
-//! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership).
+//! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
+//!   and reports on the bus how many sessions it started (and which clients hold many): the
+//!   session bounds count every instance's, approximately (`load`).
 //! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
 //!   a number skipped in another instance's numbered messages) is answered like a lag: every
 //!   list is re-announced and every GET stream re-reads its log.
 
 mod background;
+mod load;
 mod note;
 mod ports;
 
@@ -43,6 +46,9 @@ use tokio::sync::{mpsc, watch};
 pub(crate) use note::Note;
 
 use crate::catalog::Registry;
+use crate::config::ServerConfig;
+use crate::quota::ClientKey;
+use crate::session::Elsewhere;
 use crate::session::{Session, SessionStore};
 use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
@@ -90,6 +96,10 @@ pub(crate) struct Cluster {
     /// The number of the last message published (held while publishing, so that numbers go out
     /// in order).
     seq: std::sync::Mutex<u64>,
+    /// The sessions the other instances report they started.
+    loads: load::Loads,
+    /// A client is named in this instance's reports from this many sessions on.
+    report_from: usize,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -104,13 +114,13 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    pub(crate) fn new(store: Store, session_ttl: Duration, event_capacity: usize) -> Arc<Self> {
+    pub(crate) fn new(store: Store, config: &ServerConfig) -> Arc<Self> {
         let (appends, rx) = mpsc::channel(APPEND_QUEUE);
         let c = Arc::new(Cluster {
             instance: mint_instance(),
             store,
-            session_ttl,
-            event_capacity: event_capacity.max(1),
+            session_ttl: config.session_ttl,
+            event_capacity: config.max_stream_events.max(1),
             appends,
             appends_rx: std::sync::Mutex::new(Some(rx)),
             gaps: watch::Sender::new(0),
@@ -121,6 +131,8 @@ impl Cluster {
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
             seq: std::sync::Mutex::new(0),
+            loads: load::Loads::default(),
+            report_from: (config.max_sessions_per_principal / 16).max(1),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
@@ -139,6 +151,12 @@ impl Cluster {
 
     pub(crate) fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The sessions the other instances started, in all and `client`'s, as they last reported
+    /// (see `load`).
+    pub(crate) fn started_elsewhere(&self, client: &ClientKey) -> Elsewhere {
+        self.loads.elsewhere(&client.to_string(), HEARTBEAT_TTL)
     }
 
     /// A receiver woken by every bus gap.

@@ -79,6 +79,11 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
+    /// The sessions the sender started, and the clients holding many of them (by store key).
+    Load {
+        sessions: usize,
+        heavy: Vec<(String, usize)>,
+    },
 }
 
 /// A bus message: who sent it, its place among the sender's messages, and what it says.

@@ -26,6 +26,7 @@ mod store;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub(crate) use replication::Replication;
 pub use slot::SessionSlot;
+pub(crate) use store::{Elsewhere, StartedHere};
 pub use store::{SessionLimit, SessionStore, StartError};
 
 use crate::sink::Frame;

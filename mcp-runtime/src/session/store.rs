@@ -21,11 +21,32 @@ pub struct SessionStore {
 }
 
 /// How many sessions each client holds, and the client of each session counted apart from
-/// its principal (an anonymous caller's address).
+/// its principal (an anonymous caller's address); and, apart from the replicas of sessions other
+/// instances started, those started here (what this instance reports to the others).
 #[derive(Debug, Default)]
 struct Counts {
     held: HashMap<ClientKey, usize>,
     client_of: HashMap<Arc<str>, ClientKey>,
+    started: HashMap<Arc<str>, ClientKey>,
+    started_by: HashMap<ClientKey, usize>,
+}
+
+/// The sessions other instances started, as they last reported them: in all, and for the
+/// client being admitted (`crate::cluster` keeps the reports).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Elsewhere {
+    /// Sessions started on the other instances.
+    pub(crate) total: usize,
+    /// Of those, the client's.
+    pub(crate) client: usize,
+}
+
+/// What this instance reports of the sessions it started: how many, and the clients holding
+/// at least a given number of them (by their store key, `ClientKey`'s display).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StartedHere {
+    pub(crate) total: usize,
+    pub(crate) heavy: Vec<(String, usize)>,
 }
 
 /// Why a session was not stored.
@@ -62,30 +83,70 @@ impl SessionStore {
         Arc::from(s)
     }
 
-    /// Stores a session, with no bound.
+    /// Stores a session, with no bound (a replica of a session another instance started).
     pub fn insert(&self, session: Arc<Session>) {
         let client = ClientKey::Principal(session.principal().clone());
-        let _ = self.admit(session, client, usize::MAX, usize::MAX);
+        let _ = self.hold(session, client, usize::MAX, usize::MAX, None);
+    }
+
+    /// The sessions started here: how many, and the clients holding at least `from` of them
+    /// (the `most` largest).
+    pub(crate) fn started_here(&self, from: usize, most: usize) -> StartedHere {
+        let counts = lock(&self.per_client);
+        let mut heavy: Vec<(String, usize)> = counts
+            .started_by
+            .iter()
+            .filter(|(_, n)| **n >= from.max(1))
+            .map(|(c, n)| (c.to_string(), *n))
+            .collect();
+        heavy.sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        heavy.truncate(most);
+        StartedHere {
+            total: counts.started.len(),
+            heavy,
+        }
     }
 
     /// Stores a session if the store holds fewer than `max_total` and its client fewer than
     /// `max_per_client`; otherwise nothing is stored.
+    /// Sessions other instances started count too (`elsewhere`, as they reported them): the
+    /// bounds hold across the cluster, approximately (see `crate::cluster`).
     pub(crate) fn admit(
         &self,
         session: Arc<Session>,
         client: ClientKey,
         max_total: usize,
         max_per_client: usize,
+        elsewhere: Elsewhere,
+    ) -> Result<(), SessionLimit> {
+        self.hold(session, client, max_total, max_per_client, Some(elsewhere))
+    }
+
+    /// Stores a session within the bounds; `started`: it was started here, and the sessions
+    /// other instances started count against the bounds.
+    fn hold(
+        &self,
+        session: Arc<Session>,
+        client: ClientKey,
+        max_total: usize,
+        max_per_client: usize,
+        started: Option<Elsewhere>,
     ) -> Result<(), SessionLimit> {
         let mut counts = lock(&self.per_client);
-        if self.sessions.len() >= max_total {
+        let elsewhere = started.unwrap_or_default();
+        if self.sessions.len() >= max_total || counts.started.len() + elsewhere.total >= max_total {
             return Err(SessionLimit::Full);
         }
-        let held = counts.held.entry(client.clone()).or_insert(0);
-        if *held >= max_per_client {
+        let started_by = counts.started_by.get(&client).copied().unwrap_or(0);
+        let held = counts.held.get(&client).copied().unwrap_or(0);
+        if held >= max_per_client || started_by + elsewhere.client >= max_per_client {
             return Err(SessionLimit::PrincipalFull);
         }
-        *held += 1;
+        *counts.held.entry(client.clone()).or_insert(0) += 1;
+        if started.is_some() {
+            *counts.started_by.entry(client.clone()).or_insert(0) += 1;
+            counts.started.insert(session.id().clone(), client.clone());
+        }
         if !matches!(&client, ClientKey::Principal(p) if p == session.principal()) {
             counts.client_of.insert(session.id().clone(), client);
         }
@@ -105,6 +166,14 @@ impl SessionStore {
             *n -= 1;
             if *n == 0 {
                 counts.held.remove(&client);
+            }
+        }
+        if let Some(starter) = counts.started.remove(session.id())
+            && let Some(n) = counts.started_by.get_mut(&starter)
+        {
+            *n -= 1;
+            if *n == 0 {
+                counts.started_by.remove(&starter);
             }
         }
         drop(counts);
@@ -222,35 +291,77 @@ mod tests {
         let store = SessionStore::new();
         let a1 = test_session("alice");
         assert_eq!(
-            store.admit(a1.clone(), ClientKey::Principal("alice".into()), 3, 2),
+            store.admit(
+                a1.clone(),
+                ClientKey::Principal("alice".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Ok(())
         );
         assert_eq!(
-            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            store.admit(
+                test_session("alice"),
+                ClientKey::Principal("alice".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Ok(())
         );
         assert_eq!(
-            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            store.admit(
+                test_session("alice"),
+                ClientKey::Principal("alice".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Err(SessionLimit::PrincipalFull)
         );
         assert_eq!(
-            store.admit(test_session("bob"), ClientKey::Principal("bob".into()), 3, 2),
+            store.admit(
+                test_session("bob"),
+                ClientKey::Principal("bob".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Ok(())
         );
         assert_eq!(
-            store.admit(test_session("carol"), ClientKey::Principal("carol".into()), 3, 2),
+            store.admit(
+                test_session("carol"),
+                ClientKey::Principal("carol".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Err(SessionLimit::Full)
         );
         assert_eq!(store.len(), 3, "refusals store nothing");
         assert!(store.remove(a1.id(), "alice"));
         assert_eq!(
-            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            store.admit(
+                test_session("alice"),
+                ClientKey::Principal("alice".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Ok(()),
             "a removal frees both counts"
         );
         store.clear();
         assert_eq!(
-            store.admit(test_session("alice"), ClientKey::Principal("alice".into()), 3, 2),
+            store.admit(
+                test_session("alice"),
+                ClientKey::Principal("alice".into()),
+                3,
+                2,
+                Elsewhere::default()
+            ),
             Ok(())
         );
     }
