@@ -99,7 +99,7 @@ impl SessionStore {
             .filter(|(_, n)| **n >= from.max(1))
             .map(|(c, n)| (c.to_string(), *n))
             .collect();
-        heavy.sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        heavy.sort_unstable_by_key(|(_, n)| std::cmp::Reverse(*n));
         heavy.truncate(most);
         StartedHere {
             total: counts.started.len(),
