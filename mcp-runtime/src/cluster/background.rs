@@ -103,13 +103,16 @@ impl Senders {
         if seq == 0 {
             return true;
         }
-        if self.0.len() >= Self::MAX && !self.0.contains_key(from) {
+        if let Some(last) = self.0.get_mut(from) {
+            let next = *last + 1;
+            *last = seq;
+            return seq == next;
+        }
+        if self.0.len() >= Self::MAX {
             self.0.clear();
         }
-        match self.0.insert(from.to_owned(), seq) {
-            Some(last) => seq == last + 1,
-            None => true,
-        }
+        self.0.insert(from.to_owned(), seq);
+        true
     }
 }
 
