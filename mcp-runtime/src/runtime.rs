@@ -114,6 +114,32 @@ impl Runtime {
         }
     }
 
+    /// [`broadcast`](Runtime::broadcast), then waits (at most `wait`) until the bus has handed the
+    /// message to every instance: a change replicated this way, then answered to the client, is
+    /// found by the client's next request whichever instance serves it. `Err` when the store
+    /// cannot take the message or the bus did not carry it in time; without a store, `Ok` at once.
+    pub async fn broadcast_everywhere(
+        &self,
+        topic: &str,
+        payload: serde_json::Value,
+        wait: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        self.ensure_started();
+        match &self.cluster {
+            Some(c) => {
+                c.publish_everywhere(
+                    Note::User {
+                        topic: topic.to_owned(),
+                        payload,
+                    },
+                    wait,
+                )
+                .await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Runs `handler` for every message another instance [`broadcast`](Runtime::broadcast)s on
     /// `topic` (never for this instance's own; never without a store). It runs on the bus
     /// listener: keep it short and non-blocking (spawn for anything longer). Make the registry

@@ -660,6 +660,8 @@ fn complete_from(
 /// store (`--redis`): the catalog is code, so each instance applies the change itself.
 const DYNAMIC_TOOL_TOPIC: &str = "everything/test_dynamic_tool";
 const DYNAMIC_PROMPT_TOPIC: &str = "everything/test_dynamic_prompt";
+/// How long a trigger waits for its broadcast to reach every instance.
+const BROADCAST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Adds or removes `test_dynamic_tool` (nothing when it already is as asked).
 fn set_dynamic_tool(registry: &Registry, present: bool, announce: bool) -> Result<(), HandlerError> {
@@ -713,8 +715,9 @@ fn set_dynamic_prompt(registry: &Registry, present: bool, announce: bool) {
 
 /// `test_trigger_tool_change` and `test_trigger_prompt_change`: each call adds or removes a
 /// dynamic tool (prompt), so that list-changed notifications reach `subscriptions/listen` streams
-/// and legacy sessions. With a shared store the change is broadcast first, so that every
-/// instance lists the same catalog by the time a client hears of the change.
+/// and legacy sessions. With a shared store the change is broadcast first, and the call answers
+/// once the bus has handed it to every instance, so that every instance lists the same catalog
+/// by the time a client hears of the change or of the call's result.
 fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     let registry = Arc::downgrade(server.registry());
     server.on_broadcast(DYNAMIC_TOOL_TOPIC, move |v| {
@@ -742,8 +745,10 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
                         return Err(HandlerError::internal("the server is gone"));
                     };
                     let present = registry.snapshot().tool("test_dynamic_tool").is_none();
+                    // Every instance has the change before the caller hears of it.
                     runtime
-                        .broadcast(DYNAMIC_TOOL_TOPIC, json!({ "present": present }))
+                        .broadcast_everywhere(DYNAMIC_TOOL_TOPIC, json!({ "present": present }), BROADCAST_WAIT)
+                        .await
                         .map_err(|e| HandlerError::internal(e.to_string()))?;
                     set_dynamic_tool(&registry, present, true)?;
                     Ok(if present {
@@ -768,8 +773,10 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
                         return Err(HandlerError::internal("the server is gone"));
                     };
                     let present = registry.snapshot().prompt("test_dynamic_prompt").is_none();
+                    // Every instance has the change before the caller hears of it.
                     runtime
-                        .broadcast(DYNAMIC_PROMPT_TOPIC, json!({ "present": present }))
+                        .broadcast_everywhere(DYNAMIC_PROMPT_TOPIC, json!({ "present": present }), BROADCAST_WAIT)
+                        .await
                         .map_err(|e| HandlerError::internal(e.to_string()))?;
                     set_dynamic_prompt(&registry, present, true);
                     Ok(if present {

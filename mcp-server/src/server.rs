@@ -128,6 +128,18 @@ impl McpServer {
         self.runtime.broadcast(topic, payload)
     }
 
+    /// [`broadcast`](McpServer::broadcast), then waits (at most `wait`) until every instance has
+    /// been handed the message, so that a change replicated this way is found by the client's
+    /// next request wherever it lands (see `Runtime::broadcast_everywhere`).
+    pub async fn broadcast_everywhere(
+        &self,
+        topic: &str,
+        payload: serde_json::Value,
+        wait: std::time::Duration,
+    ) -> Result<(), mcp_runtime::StoreError> {
+        self.runtime.broadcast_everywhere(topic, payload, wait).await
+    }
+
     /// Runs `handler` for every message another instance broadcasts on `topic`.
     pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
         self.runtime.on_broadcast(topic, handler);

@@ -433,3 +433,27 @@ async fn a_client_bound_counts_its_sessions_on_other_instances() {
         "others are not affected"
     );
 }
+
+#[tokio::test]
+async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
+    let (bus, (a, _), _b) = gated_pair();
+    let runtime = a.runtime().clone();
+    let waiting = tokio::spawn(async move {
+        runtime
+            .broadcast_everywhere("t", json!({"n": 1}), Duration::from_secs(5))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "the bus holds the message: still waiting");
+    bus.release(|_| false);
+    let done = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("returns");
+    assert!(done.expect("joined").is_ok());
+    // A bus that never carries it: an error after the wait, not a hang.
+    let lost = a
+        .runtime()
+        .broadcast_everywhere("t", json!({"n": 2}), Duration::from_millis(200))
+        .await;
+    assert!(lost.is_err(), "{lost:?}");
+}

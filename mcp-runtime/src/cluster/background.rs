@@ -45,6 +45,7 @@ pub(super) async fn listen(
             gap(&cluster, &registry, "bus gap: a message of another instance was lost");
         }
         if *envelope.from == *cluster.instance {
+            cluster.heard_own(envelope.seq);
             // Our own change, back from the bus: every instance has it by now.
             if let Note::Change { change } = envelope.note {
                 registry.announce(change.into());

@@ -83,6 +83,9 @@ pub(crate) struct Cluster {
     appends_rx: std::sync::Mutex<Option<mpsc::Receiver<Append>>>,
     /// Bumped by every bus gap: GET streams re-read their logs.
     gaps: watch::Sender<u64>,
+    /// The number of this instance's last message the bus brought back to it (see
+    /// [`Cluster::published_everywhere`]).
+    heard_own: watch::Sender<u64>,
     started: AtomicBool,
     me: OnceLock<Weak<Cluster>>,
     /// This instance's sessions (set when started).
@@ -124,6 +127,7 @@ impl Cluster {
             appends,
             appends_rx: std::sync::Mutex::new(Some(rx)),
             gaps: watch::Sender::new(0),
+            heard_own: watch::Sender::new(0),
             started: AtomicBool::new(false),
             me: OnceLock::new(),
             sessions: OnceLock::new(),
@@ -227,7 +231,37 @@ impl Cluster {
     }
 
     /// Publishes a note to every instance.
+    /// Publishes `note` and waits until the bus has brought it back here: by then the bus has
+    /// handed it to every instance (each applies it as it reads its bus, in order). Bounded by
+    /// `wait`: past it (a slow or lost bus) the message may still arrive, or be a gap.
+    pub(crate) async fn publish_everywhere(&self, note: Note, wait: Duration) -> Result<(), StoreError> {
+        let seq = self.publish_numbered(note)?;
+        let mut heard = self.heard_own.subscribe();
+        match tokio::time::timeout(wait, heard.wait_for(|n| *n >= seq)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(StoreError::Unavailable(format!(
+                "the bus did not carry the message within {wait:?}"
+            ))),
+        }
+    }
+
+    /// Records that the bus brought back this instance's message `seq`.
+    pub(super) fn heard_own(&self, seq: u64) {
+        self.heard_own.send_if_modified(|n| {
+            let newer = seq > *n;
+            if newer {
+                *n = seq;
+            }
+            newer
+        });
+    }
+
     pub(crate) fn publish(&self, note: Note) -> Result<(), StoreError> {
+        self.publish_numbered(note).map(|_| ())
+    }
+
+    /// Publishes `note`; its number among this instance's messages.
+    fn publish_numbered(&self, note: Note) -> Result<u64, StoreError> {
         let mut seq = self.seq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let envelope = Envelope {
             from: self.instance.to_string(),
@@ -237,9 +271,11 @@ impl Cluster {
         let bytes = serde_json::to_vec(&envelope).map_err(|e| StoreError::Backend(e.to_string()))?;
         // Counted even when the bus cannot take it: the others see the number skipped (a gap).
         *seq += 1;
+        let number = *seq;
         self.store.bus.publish(bytes).inspect_err(|e| {
             tracing::warn!(error = %e, "bus publish failed");
-        })
+        })?;
+        Ok(number)
     }
 
     /// The record of a new session, written before `initialize` is answered.
