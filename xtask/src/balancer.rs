@@ -556,33 +556,24 @@ mod tests {
             &servers(&["        server 127.0.0.1:3001;", "        server 127.0.0.1:3002;"]),
         )
         .unwrap();
-        let code: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.starts_with('#'))
-            .collect();
-        for needed in [
-            "listen 127.0.0.1:8080;",
-            "server 127.0.0.1:3001;",
-            "server 127.0.0.1:3002;",
-            "keepalive 32;",
-            "proxy_http_version 1.1;",
-            "proxy_set_header Connection \"\";",
-            "proxy_set_header Host $http_host;",
-            "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
-            "proxy_buffering off;",
-            "proxy_request_buffering off;",
-            "proxy_cache off;",
-            "proxy_read_timeout 1h;",
-            "proxy_send_timeout 1h;",
-        ] {
-            assert!(code.contains(&needed), "nginx.conf lacks `{needed}`");
-        }
-        assert!(!code.iter().any(|line| line.contains('@')));
-        assert!(
-            !code
-                .iter()
-                .any(|line| line.starts_with("ip_hash") || line.starts_with("hash "))
+        assert_settings(
+            &text,
+            &[
+                "listen 127.0.0.1:8080;",
+                "server 127.0.0.1:3001;",
+                "server 127.0.0.1:3002;",
+                "keepalive 32;",
+                "proxy_http_version 1.1;",
+                "proxy_set_header Connection \"\";",
+                "proxy_set_header Host $http_host;",
+                "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+                "proxy_buffering off;",
+                "proxy_request_buffering off;",
+                "proxy_cache off;",
+                "proxy_read_timeout 1h;",
+                "proxy_send_timeout 1h;",
+            ],
+            &["ip_hash", "hash "],
         );
     }
 
@@ -594,34 +585,45 @@ mod tests {
             &servers(&["    server mcp1 127.0.0.1:3001 check"]),
         )
         .unwrap();
+        assert_settings(
+            &text,
+            &[
+                "bind 127.0.0.1:8080",
+                "bind 127.0.0.1:8081",
+                "server mcp1 127.0.0.1:3001 check",
+                "mode http",
+                "balance roundrobin",
+                "option http-no-delay",
+                "option forwardfor",
+                "timeout connect 5s",
+                "timeout client 1h",
+                "timeout server 1h",
+                "timeout tunnel 1h",
+                "http-reuse safe",
+                "backend instances",
+            ],
+            &["option http-server-close", "stick"],
+        );
+    }
+
+    /// Every `needed` line is in the rendered configuration's code (comments aside), no
+    /// placeholder is left, and no line starts with a `forbidden` directive.
+    fn assert_settings(text: &str, needed: &[&str], forbidden: &[&str]) {
         let code: Vec<&str> = text
             .lines()
             .map(str::trim)
             .filter(|line| !line.starts_with('#'))
             .collect();
-        for needed in [
-            "bind 127.0.0.1:8080",
-            "bind 127.0.0.1:8081",
-            "server mcp1 127.0.0.1:3001 check",
-            "mode http",
-            "balance roundrobin",
-            "option http-no-delay",
-            "option forwardfor",
-            "timeout connect 5s",
-            "timeout client 1h",
-            "timeout server 1h",
-            "timeout tunnel 1h",
-            "http-reuse safe",
-            "backend instances",
-        ] {
-            assert!(code.contains(&needed), "haproxy.cfg lacks `{needed}`");
+        for line in needed {
+            assert!(code.contains(line), "the configuration lacks `{line}`");
         }
-        assert!(!code.iter().any(|line| line.contains('@')));
-        assert!(
-            !code
-                .iter()
-                .any(|line| line.contains("http-server-close") || line.contains("stick"))
-        );
+        assert!(!code.iter().any(|line| line.contains('@')), "a placeholder is left");
+        for directive in forbidden {
+            assert!(
+                !code.iter().any(|line| line.starts_with(directive)),
+                "the configuration sets `{directive}`"
+            );
+        }
     }
 
     #[test]
