@@ -206,10 +206,10 @@ fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {
 
 async fn events(a: &Store, b: &Store, _: Backend) {
     let key = StreamKey::get_stream("mcp_ev1");
-    // An unknown stream: cursor 0 replays nothing, any other cursor is unknown.
+    // An unknown stream: cursor 0 replays nothing, any other cursor is ahead.
     assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Truncated);
-    assert_eq!(a.events.after(&key, u64::MAX).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Ahead);
+    assert_eq!(a.events.after(&key, u64::MAX).await.unwrap(), Replay::Ahead);
 
     assert_eq!(a.events.append(&key, b"a", 3).await.unwrap(), 1);
     assert_eq!(
@@ -234,7 +234,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     assert_eq!(a.events.after(&key, 4).await.unwrap(), Replay::From(vec![]));
     assert_eq!(
         a.events.after(&key, 5).await.unwrap(),
-        Replay::Truncated,
+        Replay::Ahead,
         "newer than the newest id"
     );
 
@@ -267,7 +267,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     assert_eq!(a.events.allocate(&key).await.unwrap(), 9);
     assert_eq!(a.events.after(&key, 9).await.unwrap(), Replay::From(vec![]));
     assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 10).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 10).await.unwrap(), Replay::Ahead);
 
     // Frames are bytes; streams of a session, and sessions, are separate.
     let post = StreamKey {
@@ -287,8 +287,8 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     // Deletion drops every stream of the session, and only those.
     b.events.delete_session("mcp_ev1").await.unwrap();
     assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::Truncated);
-    assert_eq!(a.events.after(&post, 1).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::Ahead);
+    assert_eq!(a.events.after(&post, 1).await.unwrap(), Replay::Ahead);
     assert_eq!(a.events.after(&other, 0).await.unwrap(), Replay::From(vec![ev(1, "x")]));
     assert_eq!(a.events.append(&key, b"again", 3).await.unwrap(), 1, "ids start over");
     b.events.delete_session("mcp_never").await.unwrap();
