@@ -86,7 +86,7 @@ impl Runtime {
     /// runtime.
     pub fn ensure_started(&self) {
         if let Some(c) = &self.cluster {
-            c.ensure_started(&self.sessions, &self.registry, &self.tasks);
+            c.ensure_started(&self.sessions, &self.registry, &self.tasks, &self.elicitations);
             // The periodic sweep also fails the tasks of instances that are gone, whether or
             // not this instance ever ran a task.
             self.tasks.start_sweeper();
@@ -503,8 +503,22 @@ impl Runtime {
     /// that elicited, and only to it. `principal` is the identity the server
     /// acts for; an unknown, expired, already completed or another
     /// principal's id is [`ElicitationError::NotFound`].
-    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
-        self.elicitations.complete(elicitation_id, principal)
+    ///
+    /// With a shared store, any instance may be asked: an id this instance does not hold is
+    /// completed by the instance that does (the one whose handler elicited), through the bus,
+    /// and answered once it did; no answer within a second is [`ElicitationError::NotFound`].
+    pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        match (self.elicitations.complete(elicitation_id, principal), &self.cluster) {
+            (Err(ElicitationError::NotFound), Some(cluster)) => {
+                self.ensure_started();
+                if cluster.complete_elicitation(elicitation_id, principal).await {
+                    Ok(())
+                } else {
+                    Err(ElicitationError::NotFound)
+                }
+            }
+            (done, _) => done,
+        }
     }
 
     /// How many URL-mode elicitations `principal` has pending (live ids).

@@ -66,6 +66,10 @@ pub(super) async fn listen(
             }
             _ => {}
         }
+        let Some(note) = super::remote::apply(&cluster, &envelope.from, envelope.note) else {
+            continue;
+        };
+        let envelope = Envelope { note, ..envelope };
         if let Note::User { topic, payload } = &envelope.note {
             cluster.user(topic, payload);
             continue;
@@ -133,7 +137,14 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
-        Note::User { .. } | Note::Ended { .. } | Note::Load { .. } => {}
+        Note::User { .. }
+        | Note::Ended { .. }
+        | Note::Load { .. }
+        | Note::CompleteElicitation { .. }
+        | Note::Answer { .. }
+        | Note::TaskFollow { .. }
+        | Note::TaskFrame { .. }
+        | Note::TaskUnfollow { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);

@@ -22,6 +22,9 @@
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
 //!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
 //!   ends the session's older GET stream on another (one GET stream per session).
+//! - **Requests served elsewhere.** A URL-mode elicitation is completed by the instance holding
+//!   its record, wherever `complete_elicitation` is called; a 2025-11-25 `tasks/result` on one
+//!   instance carries the messages of a task another instance runs (`remote`).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
@@ -33,6 +36,7 @@ mod background;
 mod load;
 mod note;
 mod ports;
+mod remote;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -47,6 +51,7 @@ pub(crate) use note::Note;
 
 use crate::catalog::Registry;
 use crate::config::ServerConfig;
+use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::session::Elsewhere;
 use crate::session::{Session, SessionStore};
@@ -92,6 +97,10 @@ pub(crate) struct Cluster {
     sessions: OnceLock<Weak<SessionStore>>,
     /// This instance's tasks (set when started).
     tasks: OnceLock<Weak<Tasks>>,
+    /// This instance's URL-mode elicitation records (set when started).
+    elicitations: OnceLock<Weak<Elicitations>>,
+    /// Requests served across instances (see `remote`).
+    remote: remote::Remote,
     /// The application's broadcast handlers, by topic.
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
     /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
@@ -132,6 +141,8 @@ impl Cluster {
             me: OnceLock::new(),
             sessions: OnceLock::new(),
             tasks: OnceLock::new(),
+            elicitations: OnceLock::new(),
+            remote: remote::Remote::default(),
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
             seq: std::sync::Mutex::new(0),
@@ -170,7 +181,13 @@ impl Cluster {
 
     /// Starts the bus listener, the change forwarder, the appender and the heartbeat (once;
     /// needs a Tokio runtime).
-    pub(crate) fn ensure_started(&self, sessions: &Arc<SessionStore>, registry: &Arc<Registry>, tasks: &Arc<Tasks>) {
+    pub(crate) fn ensure_started(
+        &self,
+        sessions: &Arc<SessionStore>,
+        registry: &Arc<Registry>,
+        tasks: &Arc<Tasks>,
+        elicitations: &Arc<Elicitations>,
+    ) {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -179,6 +196,7 @@ impl Cluster {
         };
         let _ = self.sessions.set(Arc::downgrade(sessions));
         let _ = self.tasks.set(Arc::downgrade(tasks));
+        let _ = self.elicitations.set(Arc::downgrade(elicitations));
         let bus = self.store.bus.subscribe();
         tokio::spawn(listen(
             Arc::downgrade(&me),

@@ -84,6 +84,17 @@ pub(crate) enum Note {
         sessions: usize,
         heavy: Vec<(String, usize)>,
     },
+    /// Completes a URL-mode elicitation the sender does not hold; the holder answers `ask`.
+    CompleteElicitation { id: String, principal: String, ask: u64 },
+    /// `to`'s question `ask` was done.
+    Answer { to: String, ask: u64 },
+    /// A 2025-11-25 `tasks/result` on the sender waits for a task another instance runs: its
+    /// messages (server-to-client requests, progress) go to the sender from now on.
+    TaskFollow { task: String },
+    /// One message of a task, for the instance `to` whose `tasks/result` follows it.
+    TaskFrame { task: String, to: String, frame: String },
+    /// The sender's `tasks/result` stopped following the task.
+    TaskUnfollow { task: String },
 }
 
 /// A bus message: who sent it, its place among the sender's messages, and what it says.

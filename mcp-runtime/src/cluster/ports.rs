@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::{Append, Cluster, Note};
 use crate::session::Replication;
+use crate::sink::Sink;
 use crate::store::{SessionField, StoreError, StoreFuture, StreamKey};
-use crate::tasks::Sharing;
+use crate::tasks::{Following, Sharing};
 
 impl Replication for Cluster {
     fn instance(&self) -> &str {
@@ -124,5 +125,9 @@ impl Sharing for Cluster {
             task: task.to_owned(),
             params: params.clone(),
         });
+    }
+
+    fn follow(&self, task: &str, sink: Sink) -> Following {
+        Cluster::follow(self, task, sink)
     }
 }

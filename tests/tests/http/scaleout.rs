@@ -453,11 +453,11 @@ fn landed(before: &[u64], after: &[u64]) -> usize {
     moved[0]
 }
 
-/// A legacy `initialize` at `revision` declaring sampling and elicitation.
+/// A legacy `initialize` at `revision` declaring sampling and elicitation (form and URL).
 pub(crate) fn init(revision: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": revision,
-        "capabilities": {"sampling": {}, "elicitation": {}},
+        "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}},
         "clientInfo": {"name": "scaleout", "version": "1"}
     }})
 }
