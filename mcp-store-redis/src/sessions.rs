@@ -36,6 +36,38 @@ return fields
     )
 });
 
+/// `hold`: `load`, naming an instance among the record's holders first.
+/// KEYS: session, seq. ARGV: ttl ms, holder field.
+static HOLD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HSET', KEYS[1], ARGV[2], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return redis.call('HGETALL', KEYS[1])
+",
+    )
+});
+
+/// `delete`: the record's fields (or nil), the record deleted, and every stream of the session
+/// named in its event counters deleted with the counters (as `EventLog::delete_session` does).
+/// KEYS: session, seq. ARGV: what stream keys start with.
+static DELETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local fields = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1])
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if string.find(f, '^%d') then redis.call('DEL', ARGV[1] .. f) end
+end
+redis.call('DEL', KEYS[2])
+if #fields == 0 then return false end
+return fields
+",
+    )
+});
+
 /// `touch`: slides the expiry of a live record and of its event counters; 1 when the record
 /// exists, 0 when it does not. KEYS: session, seq. ARGV: ttl ms.
 static TOUCH: LazyLock<Script> = LazyLock::new(|| {
@@ -172,28 +204,19 @@ impl SessionRecords for RedisSessionRecords {
             let mut call = LOAD.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
             let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
-            match reply {
-                Value::Nil | Value::Boolean(false) => Ok(None),
-                Value::Array(items) => {
-                    let fields = items
-                        .into_iter()
-                        .map(|v| match v {
-                            Value::BulkString(b) => Ok(b),
-                            _ => Err(bad_reply("session field")),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    match decode(fields) {
-                        Ok(record) => Ok(Some(record)),
-                        // Not an outage: answering 503 would have the client retry for the
-                        // session's whole life. Gone, the client starts a new one.
-                        Err(why) => {
-                            tracing::warn!(session = %id, reason = %why, "a stored session cannot be read; answered as gone");
-                            Ok(None)
-                        }
-                    }
-                }
-                _ => Err(bad_reply("session load")),
-            }
+            record_of(id, reply)
+        })
+    }
+
+    fn hold<'a>(&'a self, id: &'a str, instance: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+        Box::pin(async move {
+            let keys = &self.conn.keys;
+            let mut call = HOLD.key(keys.session(id));
+            call.key(keys.seq(id))
+                .arg(millis(ttl))
+                .arg(format!("{HOLDER}{instance}"));
+            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            record_of(id, reply)
         })
     }
 
@@ -223,14 +246,39 @@ impl SessionRecords for RedisSessionRecords {
         })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
-            let n: i64 = redis::cmd("DEL")
-                .arg(self.conn.keys.session(id))
-                .query_async(&mut self.conn.manager())
-                .await
-                .map_err(store_error)?;
-            Ok(n > 0)
+            let keys = &self.conn.keys;
+            let mut call = DELETE.key(keys.session(id));
+            call.key(keys.seq(id)).arg(keys.stream_prefix(id));
+            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            record_of(id, reply)
         })
+    }
+}
+
+/// The record in a script's reply: its `HGETALL` fields, or nil when there was none. A record
+/// that does not decode is answered as absent (and logged), not as an outage: answering 503
+/// would have the client retry for the session's whole life; gone, it starts a new one.
+fn record_of(id: &str, reply: Value) -> Result<Option<SessionRecord>, StoreError> {
+    match reply {
+        Value::Nil | Value::Boolean(false) => Ok(None),
+        Value::Array(items) => {
+            let fields = items
+                .into_iter()
+                .map(|v| match v {
+                    Value::BulkString(b) => Ok(b),
+                    _ => Err(bad_reply("session field")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            match decode(fields) {
+                Ok(record) => Ok(Some(record)),
+                Err(why) => {
+                    tracing::warn!(session = %id, reason = %why, "a stored session cannot be read; answered as gone");
+                    Ok(None)
+                }
+            }
+        }
+        _ => Err(bad_reply("session record")),
     }
 }

@@ -155,11 +155,35 @@ async fn sessions(a: &Store, b: &Store, _: Backend) {
     );
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
 
-    // Deletion.
-    assert!(b.sessions.delete("mcp_s1").await.unwrap());
+    // Holding: the instance is named among the holders, in the record answered and stored.
+    let mut held = expected.clone();
+    held.holders = BTreeSet::from(["i1".to_owned()]);
+    assert_eq!(b.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(
+        a.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(),
+        Some(held.clone()),
+        "once"
+    );
+    held.holders.insert("i2".to_owned());
+    assert_eq!(a.sessions.hold("mcp_s1", "i2", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(b.sessions.load("mcp_s1", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(a.sessions.hold("mcp_absent", "i1", LONG).await.unwrap(), None);
+    assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None, "not created");
+
+    // Deletion answers the record as it was, and takes the session's stream events with it.
+    let events = StreamKey::get_stream("mcp_s1");
+    a.events.append(&events, b"x", 10).await.unwrap();
+    assert_eq!(b.sessions.delete("mcp_s1").await.unwrap(), Some(held));
     assert_eq!(a.sessions.load("mcp_s1", LONG).await.unwrap(), None);
-    assert!(!a.sessions.delete("mcp_s1").await.unwrap());
-    assert!(!a.sessions.delete("mcp_never").await.unwrap());
+    assert_eq!(a.events.after(&events, 0).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.append(&events, b"y", 10).await.unwrap(), 1, "ids start over");
+    assert_eq!(a.sessions.delete("mcp_s1").await.unwrap(), None);
+    assert_eq!(
+        a.events.after(&events, 0).await.unwrap(),
+        Replay::From(vec![]),
+        "an absent record's events go too"
+    );
+    assert_eq!(a.sessions.delete("mcp_never").await.unwrap(), None);
     assert_eq!(
         a.sessions.load("mcp_s2", LONG).await.unwrap().map(|r| r.id),
         Some("mcp_s2".into())
@@ -191,13 +215,13 @@ async fn session_expiry(a: &Store, b: &Store, _: Backend) {
     // An expired record takes no change and was not there to delete.
     a.sessions.update("mcp_e3", &SessionField::Initialized).await.unwrap();
     assert_eq!(a.sessions.load("mcp_e3", ttl).await.unwrap(), None);
-    assert!(!a.sessions.delete("mcp_e3").await.unwrap());
+    assert_eq!(a.sessions.delete("mcp_e3").await.unwrap(), None);
     // Updates do not slide the expiry.
     sleep(Duration::from_millis(500)).await;
     a.sessions.update("mcp_e1", &SessionField::Initialized).await.unwrap();
     sleep(Duration::from_millis(700)).await;
     assert_eq!(b.sessions.load("mcp_e1", ttl).await.unwrap(), None);
-    assert!(!b.sessions.delete("mcp_e2").await.unwrap());
+    assert_eq!(b.sessions.delete("mcp_e2").await.unwrap(), None);
 }
 
 fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {

@@ -48,6 +48,13 @@ impl Loads {
         );
     }
 
+    /// Whether `from` reported within `stale` (`None`: never heard from, or not for so long
+    /// that its report was dropped).
+    pub(super) fn heard(&self, from: &str, stale: Duration) -> Option<bool> {
+        let reports = self.reports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        reports.get(from).map(|r| r.at.elapsed() < stale)
+    }
+
     /// The sessions the other instances started, in all and `client`'s (its store key), from
     /// reports younger than `stale` (older ones are dropped).
     pub(super) fn elsewhere(&self, client: &str, stale: Duration) -> Elsewhere {

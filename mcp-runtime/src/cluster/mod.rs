@@ -55,7 +55,7 @@ use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::session::Elsewhere;
 use crate::session::{Session, SessionStore};
-use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
+use crate::store::{SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
 use background::{append, forward_changes, heartbeat, listen};
 use note::Envelope;
@@ -312,16 +312,14 @@ impl Cluster {
     /// A replica of a session this instance does not hold, from its record; `None` when the
     /// record is absent, expired or another principal's.
     pub(crate) async fn load(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
-        let Some(record) = self.store.sessions.load(id, self.session_ttl).await? else {
+        // Named in the record before serving: a DELETE anywhere waits for this replica. (The
+        // record of another principal's session names this instance too, harmlessly: a DELETE
+        // then waits for an instance that holds nothing and acknowledges at once.)
+        let Some(record) = self.store.sessions.hold(id, &self.instance, self.session_ttl).await? else {
             return Ok(None);
         };
         if record.principal != principal {
             return Ok(None);
-        }
-        if !record.holders.contains(&*self.instance) {
-            // Named in the record before serving: a DELETE anywhere waits for this replica.
-            let holder = SessionField::Holder(self.instance.to_string());
-            self.store.sessions.update(id, &holder).await?;
         }
         let Some(revision) = Revision::parse(&record.revision) else {
             tracing::warn!(session = id, revision = %record.revision, "stored session has an unknown revision");
@@ -348,27 +346,17 @@ impl Cluster {
     /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
     /// that a request right after the DELETE is 404 wherever it lands.
     pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
-        let holders = match self.store.sessions.load(session, self.session_ttl).await? {
-            Some(r) => r.holders,
-            None => {
-                // The store forgot it already (a flush, a restart without persistence), but
-                // replicas may remain: the end reaches them now, not at their next check.
-                let _ = self.publish(Note::SessionEnded {
-                    session: session.to_owned(),
-                });
-                return Ok(false);
-            }
-        };
-        let existed = self.store.sessions.delete(session).await?;
-        if !existed {
+        let Some(record) = self.store.sessions.delete(session).await? else {
+            // The store forgot it already (a flush, a restart without persistence), but
+            // replicas may remain: the end reaches them now, not at their next check.
+            let _ = self.publish(Note::SessionEnded {
+                session: session.to_owned(),
+            });
             return Ok(false);
-        }
-        if let Err(e) = self.store.events.delete_session(session).await {
-            tracing::warn!(session, error = %e, "stream events of a deleted session not dropped");
-        }
+        };
         let mut waiting = std::collections::BTreeSet::new();
-        for h in holders {
-            if h != *self.instance && self.store.members.alive(&h).await.unwrap_or(false) {
+        for h in record.holders {
+            if h != *self.instance && self.is_alive(&h).await {
                 waiting.insert(h);
             }
         }
@@ -393,6 +381,17 @@ impl Cluster {
                 .remove(session);
         }
         Ok(true)
+    }
+
+    /// Whether `instance` is alive: from its latest report on the bus (one every heartbeat),
+    /// or from the store when none was heard yet (this instance just started). A store that
+    /// cannot tell counts it alive: waiting for a dead instance costs a bounded wait, never a
+    /// stale replica.
+    async fn is_alive(&self, instance: &str) -> bool {
+        match self.loads.heard(instance, HEARTBEAT_TTL) {
+            Some(alive) => alive,
+            None => self.store.members.alive(instance).await.unwrap_or(true),
+        }
     }
 
     /// Another instance ended its replica of a session this instance is deleting.

@@ -18,7 +18,9 @@ impl Replication for Cluster {
         &self.instance
     }
 
-    /// A change to a session's record: written through, then announced.
+    /// A change to a session's record: written through, and announced when it changes what
+    /// the other replicas do (`notifications/initialized` changes nothing they do: they read it
+    /// from the record when they load or check it).
     fn changed(&self, session: &str, field: SessionField) {
         let Some(me) = self.me.get().and_then(Weak::upgrade) else {
             return;
@@ -26,10 +28,12 @@ impl Replication for Cluster {
         // Announced at once, before the request that made the change is answered: a change
         // this instance raises next (a resource update after `resources/subscribe`) is published
         // after it, and the bus keeps one publisher's order. The record follows.
-        let _ = self.publish(Note::SessionChanged {
-            session: session.to_owned(),
-            field: field.clone(),
-        });
+        if field != SessionField::Initialized {
+            let _ = self.publish(Note::SessionChanged {
+                session: session.to_owned(),
+                field: field.clone(),
+            });
+        }
         let session = session.to_owned();
         tokio::spawn(async move {
             if let Err(e) = me.store.sessions.update(&session, &field).await {

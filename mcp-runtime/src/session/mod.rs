@@ -254,7 +254,9 @@ impl Session {
         self.changed(SessionField::LogLevel(level));
     }
 
-    /// Whether `notifications/initialized` arrived.
+    /// Whether `notifications/initialized` arrived. With a shared store, on a replica: whether
+    /// it arrived at this instance or was in the record when this instance loaded the session
+    /// (it is written through but not announced: nothing a replica does depends on it).
     pub fn is_initialized(&self) -> bool {
         self.initialized.load(Ordering::Relaxed)
     }

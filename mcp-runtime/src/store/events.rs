@@ -115,6 +115,11 @@ impl MemoryEventLog {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Drops every stream of a session.
+    pub(crate) fn drop_session(&self, session: &str) {
+        self.rings.retain(|k, _| k.session != session);
+    }
 }
 
 impl EventLog for MemoryEventLog {
@@ -145,7 +150,7 @@ impl EventLog for MemoryEventLog {
     }
 
     fn delete_session<'a>(&'a self, session: &'a str) -> StoreFuture<'a, ()> {
-        self.rings.retain(|k, _| k.session != session);
+        self.drop_session(session);
         Box::pin(async { Ok(()) })
     }
 }

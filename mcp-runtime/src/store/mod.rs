@@ -102,9 +102,10 @@ impl Store {
     /// A store in this process's memory. Runtimes given clones of it share it as separate
     /// instances would share a backend (one bus, one set of records).
     pub fn memory() -> Store {
+        let events = Arc::new(MemoryEventLog::new());
         Store {
-            sessions: Arc::new(MemorySessionRecords::new()),
-            events: Arc::new(MemoryEventLog::new()),
+            sessions: Arc::new(MemorySessionRecords::with_events(events.clone())),
+            events,
             tasks: Arc::new(InMemoryTaskStore::new()),
             bus: Arc::new(MemoryBus::new()),
             members: Arc::new(MemoryMembership::new()),
