@@ -250,13 +250,16 @@ impl Runtime {
             }
             return Ok(removed);
         };
-        if self.find_session(id, principal).await?.is_none() {
+        let Some(session) = self.find_session(id, principal).await? else {
             return Ok(false);
-        }
-        let existed = cluster.end(id).await?;
+        };
+        let ended = cluster.end(id).await?;
         self.sessions.remove(id, principal);
-        self.tasks.release_session(principal, id).await;
-        Ok(existed)
+        // Only a session that had tasks asks the task store (one round trip saved per session).
+        if session.has_tasks() || ended.as_ref().is_some_and(|r| r.tasks) {
+            self.tasks.release_session(principal, id).await;
+        }
+        Ok(ended.is_some())
     }
 
     fn build(

@@ -29,7 +29,7 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `s:<uri>` per resource subscription; `PEXPIRE` = the sliding ttl |
+//! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `tasks`, `s:<uri>` per resource subscription, `h:<instance>` per instance holding a replica; `PEXPIRE` = the sliding ttl |
 //! | `P:{<sid>}:seq` | hash | per stream `n` of the session: `<n>` = newest id handed out, `l<n>` = id of the newest event stored, `e<n>` = highest id lost (evicted by the bound, or expired with the stream key) |
 //! | `P:{<sid>}:ev:<n>` | stream | the kept events of stream `n`: entry id `0-<event id>`, field `f` = the frame |
 //! | `P:{tasks}:task:<id>` | string | a task record (JSON); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
@@ -61,9 +61,10 @@
 //! | --- | --- | --- |
 //! | session create | `MULTI` `DEL` `HSET` `PEXPIRE` `EXEC` | 1 |
 //! | session load | script: `HGETALL`, `PEXPIRE` the record and the event counters | 1 |
+//! | session hold (load, naming the instance a holder) | script: `EXISTS`, `HSET h:<instance>`, `PEXPIRE` both, `HGETALL` | 1 |
 //! | session touch | script: `PEXPIRE` the record and the event counters | 1 |
 //! | session update | script: `EXISTS`, then `HSET` or `HDEL` one field | 1 |
-//! | session delete | `DEL` | 1 |
+//! | session delete (with its stream events) | script: `HGETALL`, `DEL` the record, `HKEYS` the counters, `DEL` each stream and the counters | 1 |
 //! | event append | script: `EXISTS`, `HINCRBY`, `XADD 0-<id>`, `HSET l<n>`, `XLEN`, trim (`XRANGE … COUNT`, `XTRIM MAXLEN`, `HSET e<n>`) when over capacity, `PTTL` the record, `PEXPIRE` | 1 |
 //! | event allocate | script: `HINCRBY`, `PTTL`/`PEXPIRE` | 1 |
 //! | replay read (`after`) | script: `HMGET` the counters, `EXISTS`, `XRANGE (0-<cursor> +` | 1 |

@@ -2,8 +2,8 @@
 //!
 //! The hash holds the record as created (field `record`, JSON) and the fields later requests
 //! change, each on its own so that two instances changing one session never overwrite each
-//! other: `logLevel`, `initialized`, one field `s:<uri>` per resource subscription and one field
-//! `h:<instance>` per instance holding a replica.
+//! other: `logLevel`, `initialized`, `tasks`, one field `s:<uri>` per resource subscription and
+//! one field `h:<instance>` per instance holding a replica.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -130,6 +130,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
     let mut record: Option<SessionRecord> = None;
     let mut level = None;
     let mut initialized = false;
+    let mut tasks = false;
     let mut subscriptions = BTreeSet::new();
     let mut holders = BTreeSet::new();
     let mut it = fields.into_iter();
@@ -140,6 +141,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
             }
             b"logLevel" => level = Some(parse_level(&value)?),
             b"initialized" => initialized = value == b"1",
+            b"tasks" => tasks = value == b"1",
             n if n.starts_with(SUBSCRIPTION.as_bytes()) => {
                 let uri = std::str::from_utf8(&n[SUBSCRIPTION.len()..])
                     .map_err(|_| "a subscription is not text".to_owned())?;
@@ -160,6 +162,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
     record.initialized = initialized;
     record.subscriptions = subscriptions;
     record.holders = holders;
+    record.tasks = tasks;
     Ok(record)
 }
 
@@ -176,7 +179,9 @@ impl SessionRecords for RedisSessionRecords {
                 .arg("logLevel")
                 .arg(level_name(record.log_level)?)
                 .arg("initialized")
-                .arg(if record.initialized { "1" } else { "0" });
+                .arg(if record.initialized { "1" } else { "0" })
+                .arg("tasks")
+                .arg(if record.tasks { "1" } else { "0" });
             for uri in &record.subscriptions {
                 hset.arg(format!("{SUBSCRIPTION}{uri}")).arg("1");
             }
@@ -238,6 +243,7 @@ impl SessionRecords for RedisSessionRecords {
                 SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
                 SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
                 SessionField::Holder(instance) => ("set", format!("{HOLDER}{instance}"), "1".to_owned()),
+                SessionField::Tasks => ("set", "tasks".to_owned(), "1".to_owned()),
             };
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);

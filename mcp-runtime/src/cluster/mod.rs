@@ -55,7 +55,7 @@ use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::session::Elsewhere;
 use crate::session::{Session, SessionStore};
-use crate::store::{SessionRecord, Store, StoreError, StreamKey};
+use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
 use background::{append, forward_changes, heartbeat, listen};
 use note::Envelope;
@@ -334,7 +334,10 @@ impl Cluster {
         );
         session.set_log_level(record.log_level);
         if record.initialized {
-            session.mark_initialized();
+            session.apply_remote(&SessionField::Initialized);
+        }
+        if record.tasks {
+            session.apply_remote(&SessionField::Tasks);
         }
         for uri in &record.subscriptions {
             session.subscribe(uri);
@@ -344,20 +347,21 @@ impl Cluster {
 
     /// Deletes a session everywhere: its record, its stream logs, and every replica. Answers
     /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
-    /// that a request right after the DELETE is 404 wherever it lands.
-    pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
+    /// that a request right after the DELETE is 404 wherever it lands; the record as it was, if
+    /// the store still had it.
+    pub(crate) async fn end(&self, session: &str) -> Result<Option<SessionRecord>, StoreError> {
         let Some(record) = self.store.sessions.delete(session).await? else {
             // The store forgot it already (a flush, a restart without persistence), but
             // replicas may remain: the end reaches them now, not at their next check.
             let _ = self.publish(Note::SessionEnded {
                 session: session.to_owned(),
             });
-            return Ok(false);
+            return Ok(None);
         };
         let mut waiting = std::collections::BTreeSet::new();
-        for h in record.holders {
-            if h != *self.instance && self.is_alive(&h).await {
-                waiting.insert(h);
+        for h in &record.holders {
+            if *h != *self.instance && self.is_alive(h).await {
+                waiting.insert(h.clone());
             }
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -380,7 +384,7 @@ impl Cluster {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .remove(session);
         }
-        Ok(true)
+        Ok(Some(record))
     }
 
     /// Whether `instance` is alive: from its latest report on the bus (one every heartbeat),
@@ -390,7 +394,13 @@ impl Cluster {
     async fn is_alive(&self, instance: &str) -> bool {
         match self.loads.heard(instance, HEARTBEAT_TTL) {
             Some(alive) => alive,
-            None => self.store.members.alive(instance).await.unwrap_or(true),
+            None => {
+                let alive = self.store.members.alive(instance).await.unwrap_or(true);
+                if alive {
+                    self.loads.confirm(instance);
+                }
+                alive
+            }
         }
     }
 

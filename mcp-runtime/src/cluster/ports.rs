@@ -42,6 +42,10 @@ impl Replication for Cluster {
         });
     }
 
+    fn write<'a>(&'a self, session: &'a str, field: SessionField) -> StoreFuture<'a, ()> {
+        Box::pin(async move { self.store.sessions.update(session, &field).await })
+    }
+
     /// Pushes a session's record expiry back.
     fn touched(&self, session: &str) {
         let Some(me) = self.me.get().and_then(Weak::upgrade) else {

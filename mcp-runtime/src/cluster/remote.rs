@@ -125,14 +125,22 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
             if *to != *cluster.instance {
                 return None;
             }
-            let sink = lock(&cluster.remote.following).get(&task).map(|(_, s)| s.clone());
+            let mut following = lock(&cluster.remote.following);
+            let sink = following.get(&task).map(|(_, s)| s.clone());
             match sink {
-                Some(sink) => {
+                Some(sink) if sink.can_stream() => {
                     if !sink.try_send(frame.into_bytes()) {
                         tracing::debug!(task, "a followed task's message found no room; dropped");
                     }
                 }
+                // The waiting request's client left: the runner waits for the next one.
+                Some(_) => {
+                    following.remove(&task);
+                    drop(following);
+                    let _ = cluster.publish(Note::TaskUnfollow { task });
+                }
                 None => {
+                    drop(following);
                     let _ = cluster.publish(Note::TaskUnfollow { task });
                 }
             }

@@ -45,6 +45,10 @@ pub struct SessionRecord {
     /// has ended its replica).
     #[serde(default)]
     pub holders: BTreeSet<String>,
+    /// Whether a 2025-11-25 task was created in the session (its end then deletes the
+    /// session's tasks; a session without any is ended without asking the task store).
+    #[serde(default)]
+    pub tasks: bool,
 }
 
 impl SessionRecord {
@@ -66,6 +70,7 @@ impl SessionRecord {
             initialized: false,
             subscriptions: BTreeSet::new(),
             holders: BTreeSet::new(),
+            tasks: false,
         }
     }
 
@@ -83,6 +88,7 @@ impl SessionRecord {
             SessionField::Holder(instance) => {
                 self.holders.insert(instance.clone());
             }
+            SessionField::Tasks => self.tasks = true,
         }
     }
 }
@@ -101,6 +107,8 @@ pub enum SessionField {
     Unsubscribe(String),
     /// An instance holds a replica of the session.
     Holder(String),
+    /// A 2025-11-25 task was created in the session.
+    Tasks,
 }
 
 /// Where legacy session records live.

@@ -269,3 +269,38 @@ async fn legacy_task_result_relays_the_task_requests(c: Cluster) {
     }
 }
 both_stores!(legacy_task_result_relays_the_task_requests);
+
+/// 2025-11-25: a session deleted on one instance takes the tasks another instance created in it
+/// (their records deleted, their workers cancelled), as in one process.
+async fn a_deleted_session_takes_its_tasks_everywhere(c: Cluster) {
+    for runner in [0, 1] {
+        let other = 1 - runner;
+        let sid = c.initialize_on(runner, LEGACY).await;
+        let tag = format!("D{runner}");
+        let call = request(
+            1,
+            "tools/call",
+            json!({"name": "work", "arguments": {"tag": tag}, "task": {"ttl": 60000}}),
+        );
+        let created = result_of(c.send_to(runner, c.legacy(&sid, LEGACY, call)).await, "create").await;
+        let id = created["task"]["taskId"].as_str().expect("a task id").to_owned();
+        eventually("the worker runs", || {
+            c.instance(runner).probe.saw(&format!("work:start:{tag}"))
+        })
+        .await;
+        let del = c
+            .send_to(other, c.client.req(http::Method::DELETE).header("mcp-session-id", &sid))
+            .await;
+        assert_eq!(del.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            c.store.tasks.get(&id).await.expect("the store answers"),
+            None,
+            "the record is gone"
+        );
+        eventually("the worker observes its token", || {
+            c.instance(runner).probe.cancelled(&format!("work:{tag}"))
+        })
+        .await;
+    }
+}
+both_stores!(a_deleted_session_takes_its_tasks_everywhere);
