@@ -34,7 +34,7 @@ pub(super) async fn listen(
                 continue;
             }
         };
-        let envelope: Envelope = match serde_json::from_slice(&bytes) {
+        let mut envelope: Envelope = match serde_json::from_slice(&bytes) {
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable bus message ignored");
@@ -65,6 +65,29 @@ pub(super) async fn listen(
                 continue;
             }
             _ => {}
+        }
+        match envelope.note {
+            Note::PairMessage {
+                to,
+                n,
+                pair,
+                principal,
+                scopes,
+                claims,
+                body,
+            } => {
+                if *to == *cluster.instance {
+                    cluster.pair_message(&envelope.from, n, &pair, principal, scopes, claims, body);
+                }
+                continue;
+            }
+            Note::PairReceipt { to, n, outcome } => {
+                if *to == *cluster.instance {
+                    cluster.pair_receipt(n, outcome);
+                }
+                continue;
+            }
+            note => envelope.note = note,
         }
         if let Note::User { topic, payload } = &envelope.note {
             cluster.user(topic, payload);
@@ -133,7 +156,11 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
-        Note::User { .. } | Note::Ended { .. } | Note::Load { .. } => {}
+        Note::User { .. }
+        | Note::Ended { .. }
+        | Note::Load { .. }
+        | Note::PairMessage { .. }
+        | Note::PairReceipt { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);

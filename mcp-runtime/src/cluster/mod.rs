@@ -22,6 +22,10 @@
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
 //!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
 //!   ends the session's older GET stream on another (one GET stream per session).
+//! - **HTTP+SSE pairs.** The instance holding a 2024-11-05 pair's stream keeps its record in
+//!   [`PairRecords`](crate::store::PairRecords); a POST of the pair reaching another instance is
+//!   published to the holder, which hands it to the transport and publishes what became of it
+//!   (see [`crate::relay`]).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
@@ -33,6 +37,7 @@ mod background;
 mod load;
 mod note;
 mod ports;
+mod relay;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -44,6 +49,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 pub(crate) use note::Note;
+pub(crate) use relay::PairReply;
 
 use crate::catalog::Registry;
 use crate::config::ServerConfig;
@@ -103,6 +109,8 @@ pub(crate) struct Cluster {
     loads: load::Loads,
     /// A client is named in this instance's reports from this many sessions on.
     report_from: usize,
+    /// The HTTP+SSE pairs held here, and the messages forwarded from here awaiting an outcome.
+    relay: relay::Relay,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -137,6 +145,7 @@ impl Cluster {
             seq: std::sync::Mutex::new(0),
             loads: load::Loads::default(),
             report_from: (config.max_sessions_per_principal / 16).max(1),
+            relay: relay::Relay::default(),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
