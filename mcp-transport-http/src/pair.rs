@@ -26,4 +26,5 @@
 //! open pairs is part of the endpoint's state ([`Pairs`](crate::state::Pairs)).
 
 pub(crate) mod message;
+mod relay;
 pub(crate) mod stream;
