@@ -14,7 +14,8 @@
 //! - [`TaskStore`]: task records;
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
-//!   request, session ends and changes, new stream events, task control;
+//!   request, session ends and changes, new stream events, task control, the messages of an
+//!   HTTP+SSE pair for the instance holding its stream (and what it made of them);
 //! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery);
 //! - [`PairRecords`]: which instance holds each open 2024-11-05 HTTP+SSE pair's stream, and for
 //!   which principal, so that a POST of the pair reaching any instance is forwarded there;

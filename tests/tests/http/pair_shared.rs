@@ -75,8 +75,9 @@ async fn messages_posted_to_another_instance_are_answered_on_the_holders_stream(
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(message(&b, &url, initialized).send().await.status, StatusCode::ACCEPTED);
 
-        // Alternating instances, each POST answered before the next is sent: the holder handles
-        // them in that order (these requests are answered at once, not spawned).
+        // Alternating instances, each POST answered before the next is sent: the holder hands
+        // them to its engine in that order. (Both instances run on the test's single-threaded
+        // runtime, which runs the spawned calls in the order they were handed over.)
         for id in 1..=6 {
             let at = if id % 2 == 0 { &a } else { &b };
             assert_eq!(message(at, &url, list(id)).send().await.status, StatusCode::ACCEPTED);
