@@ -32,9 +32,9 @@ use crate::cluster::PairReply;
 use crate::runtime::Runtime;
 use crate::store::{PairRecord, StoreError};
 
-/// How long a pair's record lives without a refresh: the longest a dead holder's pair still
-/// looks open (its POSTs are then answered `404` at once, the holder being known dead, or
-/// after [`FORWARD_WAIT`]).
+/// How long a pair's record lives without a refresh (its holder refreshes it every third of
+/// this while the stream is open): the longest a dead holder's pair can still be found. A
+/// forwarding instance that finds the holder dead removes the record sooner.
 pub const PAIR_TTL: Duration = Duration::from_secs(30);
 
 /// How long a forwarding instance waits for the holder's [`PairOutcome`].

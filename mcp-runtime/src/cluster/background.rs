@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Weak};
 
+use mcp_protocol::auth::AuthInfo;
 use tokio::sync::mpsc;
 
 use super::load::REPORT_MOST;
@@ -77,7 +78,8 @@ pub(super) async fn listen(
                 body,
             } => {
                 if *to == *cluster.instance {
-                    cluster.pair_message(&envelope.from, n, &pair, principal, scopes, claims, body);
+                    let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
+                    cluster.pair_message(&envelope.from, n, &pair, auth, body);
                 }
                 continue;
             }

@@ -8,7 +8,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
-use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -143,25 +142,16 @@ impl Cluster {
         )))
     }
 
-    /// A message forwarded to this instance, from the bus (in the bus listener: in bus order).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn pair_message(
-        &self,
-        from: &str,
-        n: u64,
-        pair: &str,
-        principal: String,
-        scopes: Vec<String>,
-        claims: Map<String, Value>,
-        body: String,
-    ) {
+    /// A message forwarded to this instance by `from`, its `n`th, posted as `auth` (in the bus
+    /// listener: in bus order).
+    pub(super) fn pair_message(&self, from: &str, n: u64, pair: &str, auth: AuthInfo, body: String) {
         let reply = PairReply::Bus {
             cluster: self.me.get().cloned().unwrap_or_default(),
             to: from.to_owned(),
             n,
         };
         let message = PairMessage {
-            auth: AuthInfo::new(principal).with_scopes(scopes).with_claims(claims),
+            auth,
             body,
             receipt: PairReceipt::new(reply),
         };
