@@ -151,6 +151,11 @@ impl Runtime {
         }
     }
 
+    /// This instance's part of the cluster, with a shared store.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
     /// The shared store, if any.
     pub fn store(&self) -> Option<&Store> {
         self.cluster.as_deref().map(Cluster::store)

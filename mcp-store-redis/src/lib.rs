@@ -1,6 +1,6 @@
 //! Redis implementation of every store seam of [`mcp_runtime::store`]: session records, stream
-//! events, task records, the bus and membership, so that several instances of one MCP server
-//! share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
+//! events, task records, the bus, membership, rate-limit buckets and HTTP+SSE pair records, so
+//! that several instances of one MCP server share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
 //! ([`RedisStore::replay_cache`]), so that a DPoP proof is single-use across them.
 //!
 //! ```no_run
@@ -40,6 +40,7 @@
 //! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
 //! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
+//! | `P:pair:<id>` | string | an open 2024-11-05 HTTP+SSE pair's record (JSON: id, principal, the instance holding its stream); `PX` = the pair ttl, refreshed by the holder, deleted when the stream ends |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
@@ -74,6 +75,7 @@
 //! | task list / recover | script: `SMEMBERS`, `GET` each | 1 |
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
+//! | pair open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
 //! | DPoP replay check | `SET NX PX` | 1 |
 //!
@@ -111,6 +113,7 @@ mod bus;
 mod conn;
 mod events;
 mod members;
+mod pairs;
 mod replay;
 mod sessions;
 mod tasks;
@@ -129,6 +132,7 @@ use crate::bus::RedisBus;
 use crate::conn::{Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
+use crate::pairs::RedisPairRecords;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
@@ -232,6 +236,7 @@ pub struct RedisStore {
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
     buckets: Arc<RedisBuckets>,
+    pairs: Arc<RedisPairRecords>,
     replay: RedisReplayCache,
 }
 
@@ -335,6 +340,7 @@ impl RedisStore {
             bus: Arc::new(bus),
             members: Arc::new(RedisMembership::new(conn.clone())),
             buckets: Arc::new(RedisBuckets::new(conn.clone())),
+            pairs: Arc::new(RedisPairRecords::new(conn.clone())),
             replay: RedisReplayCache::new(conn),
         })
     }
@@ -354,6 +360,7 @@ impl RedisStore {
             bus: self.bus,
             members: self.members,
             buckets: self.buckets,
+            pairs: self.pairs,
         }
     }
 }
@@ -385,6 +392,7 @@ mod tests {
         assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
         assert_eq!(k.instance("i"), "mcp:instance:i");
         assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
+        assert_eq!(k.pair("mcp_abc"), "mcp:pair:mcp_abc");
         assert_eq!(k.replay("h4sh"), "mcp:dpop:h4sh");
         assert_eq!(k.bus_channel(), "mcp:bus");
     }

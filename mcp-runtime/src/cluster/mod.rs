@@ -25,6 +25,10 @@
 //! - **Requests served elsewhere.** A URL-mode elicitation is completed by the instance holding
 //!   its record, wherever `complete_elicitation` is called; a 2025-11-25 `tasks/result` on one
 //!   instance carries the messages of a task another instance runs (`remote`).
+//! - **HTTP+SSE pairs.** The instance holding a 2024-11-05 pair's stream keeps its record in
+//!   [`PairRecords`](crate::store::PairRecords); a POST of the pair reaching another instance is
+//!   published to the holder, which hands it to the transport and publishes what became of it
+//!   (see [`crate::relay`]).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
@@ -37,6 +41,7 @@ mod load;
 mod note;
 mod ports;
 mod remote;
+mod relay;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -48,6 +53,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 pub(crate) use note::Note;
+pub(crate) use relay::PairReply;
 
 use crate::catalog::Registry;
 use crate::config::ServerConfig;
@@ -112,6 +118,8 @@ pub(crate) struct Cluster {
     loads: load::Loads,
     /// A client is named in this instance's reports from this many sessions on.
     report_from: usize,
+    /// The HTTP+SSE pairs held here, and the messages forwarded from here awaiting an outcome.
+    relay: relay::Relay,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -148,6 +156,7 @@ impl Cluster {
             seq: std::sync::Mutex::new(0),
             loads: load::Loads::default(),
             report_from: (config.max_sessions_per_principal / 16).max(1),
+            relay: relay::Relay::default(),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Change;
+use crate::relay::PairOutcome;
 use crate::store::SessionField;
 
 /// A change as it travels on the bus.
@@ -79,6 +80,19 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
+    /// A message POSTed to the sender for a 2024-11-05 pair that instance `to` holds, the
+    /// sender's `n`th forwarded, with the identity it authenticated as.
+    PairMessage {
+        to: String,
+        n: u64,
+        pair: String,
+        principal: String,
+        scopes: Vec<String>,
+        claims: serde_json::Map<String, Value>,
+        body: String,
+    },
+    /// What the holder of a pair made of instance `to`'s `n`th forwarded message.
+    PairReceipt { to: String, n: u64, outcome: PairOutcome },
     /// The sessions the sender started, and the clients holding many of them (by store key).
     Load {
         sessions: usize,
