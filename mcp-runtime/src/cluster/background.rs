@@ -59,6 +59,11 @@ pub(super) async fn listen(
                 continue;
             }
             Note::SessionEnded { session } => {
+                // Its tasks first: their workers stop as the replica closes, and must not write
+                // back the records the ending instance deletes.
+                if let Some(tasks) = cluster.tasks.get().and_then(Weak::upgrade) {
+                    tasks.forget_session(session);
+                }
                 sessions.drop_replica(session);
                 let _ = cluster.publish(Note::Ended {
                     session: session.clone(),

@@ -40,8 +40,8 @@ mod background;
 mod load;
 mod note;
 mod ports;
-mod remote;
 mod relay;
+mod remote;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};

@@ -167,6 +167,12 @@ impl Tasks {
         outcome: Option<TaskOutcome>,
         message: Option<&str>,
     ) -> bool {
+        if self.live(&live.id).is_none() {
+            // Released with its session (here or on another instance): its record is deleted,
+            // and writing the outcome would bring it back.
+            tracing::debug!(task = %live.id, ?status, "outcome of a released task not stored");
+            return false;
+        }
         let mut won = false;
         let r = self
             .update(&live.id, |r| {

@@ -406,6 +406,13 @@ impl Tasks {
         n
     }
 
+    /// A session ended on another instance, which deletes its tasks' records: this instance's
+    /// workers of those tasks (cancelled as the session closes here) store nothing more.
+    pub(crate) fn forget_session(&self, session: &str) {
+        self.live
+            .retain(|_, l| !matches!(&l.owner, TaskOwner::Session { session: s, .. } if s == session));
+    }
+
     /// Forgets a task whose id was never handed out (the outcome arrived
     /// while escalating).
     pub(crate) async fn discard(&self, live: &Live) {
