@@ -120,12 +120,13 @@ use std::time::Duration;
 
 use mcp_runtime::Store;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
 use redis::{Client, Value};
 use tokio::time::timeout;
 
 use crate::buckets::RedisBuckets;
-use crate::bus::RedisBus;
-use crate::conn::{Conn, Keys};
+use crate::bus::{Nodes, RedisBus};
+use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
 pub use crate::replay::RedisReplayCache;
@@ -240,6 +241,24 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// Refuses options the key layout cannot take.
+fn check(options: &RedisOptions) -> Result<(), RedisStoreError> {
+    if options.prefix.contains(['{', '}']) {
+        return Err(RedisStoreError::InvalidOptions(format!(
+            "the key prefix {:?} holds a brace, which would break the hash tags",
+            options.prefix
+        )));
+    }
+    Ok(())
+}
+
+fn connect_error(shown: &str, reason: String) -> RedisStoreError {
+    RedisStoreError::Connect {
+        url: shown.to_owned(),
+        reason,
+    }
+}
+
 /// The URL without the password, for errors and logs.
 fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
@@ -253,28 +272,57 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// The TLS certificates of `options`, when it has some.
+#[cfg(feature = "tls")]
+fn certificates(options: &RedisOptions) -> Option<redis::TlsCertificates> {
+    let tls = options.tls.as_ref()?;
+    let client_tls = tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+        client_cert: cert.clone(),
+        client_key: key.clone(),
+    });
+    Some(redis::TlsCertificates {
+        client_tls,
+        root_cert: tls.root_ca.clone(),
+    })
+}
+
+/// rustls needs a process-wide provider for a `rediss://` URL: ring, unless the application
+/// installed one.
+fn provide_tls(url: &str) {
+    #[cfg(feature = "tls")]
+    if url.starts_with("rediss:") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let _ = url;
+}
+
 /// The client for `url`: with the TLS settings of `options` when it has some (a `rediss://`
 /// URL without them trusts the platform's and the webpki roots).
 fn open(url: &str, options: &RedisOptions) -> redis::RedisResult<Client> {
+    provide_tls(url);
     #[cfg(feature = "tls")]
-    if url.starts_with("rediss:") {
-        // rustls needs a process-wide provider: ring, unless the application installed one.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-    #[cfg(feature = "tls")]
-    if let Some(tls) = &options.tls {
-        let client_tls = tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
-            client_cert: cert.clone(),
-            client_key: key.clone(),
-        });
-        let certificates = redis::TlsCertificates {
-            client_tls,
-            root_cert: tls.root_ca.clone(),
-        };
+    if let Some(certificates) = certificates(options) {
         return Client::build_with_tls(url, certificates);
     }
     let _ = options;
     Client::open(url)
+}
+
+/// The client of a cluster whose nodes include `urls`, with the TLS settings of `options`.
+fn open_cluster(urls: &[String], options: &RedisOptions) -> redis::RedisResult<ClusterClient> {
+    for url in urls {
+        provide_tls(url);
+    }
+    let builder = ClusterClient::builder(urls.iter().map(String::as_str))
+        .connection_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT);
+    #[cfg(feature = "tls")]
+    let builder = match certificates(options) {
+        Some(certificates) => builder.certs(certificates),
+        None => builder,
+    };
+    let _ = options;
+    builder.build()
 }
 
 impl RedisStore {
@@ -287,45 +335,90 @@ impl RedisStore {
     /// connection, and starts the bus's background tasks (so it must be called within a Tokio
     /// runtime). Fails within a few seconds when Redis cannot be reached.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, RedisStoreError> {
-        if options.prefix.contains(['{', '}']) {
-            return Err(RedisStoreError::InvalidOptions(format!(
-                "the key prefix {:?} holds a brace, which would break the hash tags",
-                options.prefix
-            )));
-        }
+        check(&options)?;
         let shown = redact(url);
         let client = open(url, &options).map_err(|e| RedisStoreError::InvalidUrl {
             url: shown.clone(),
             reason: e.to_string(),
         })?;
-        let connect_error = |reason: String| RedisStoreError::Connect {
-            url: shown.clone(),
-            reason,
-        };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(RECONNECT_RETRIES)
             .set_max_delay(RECONNECT_MAX_DELAY);
-        let mut manager = timeout(
+        let manager = timeout(
             CONNECT_DEADLINE,
             ConnectionManager::new_with_config(client.clone(), config),
         )
         .await
-        .map_err(|_| connect_error("timed out".into()))?
-        .map_err(|e| connect_error(e.to_string()))?;
-        let _: Value = timeout(RESPONSE_TIMEOUT, redis::cmd("PING").query_async(&mut manager))
+        .map_err(|_| connect_error(&shown, "timed out".into()))?
+        .map_err(|e| connect_error(&shown, e.to_string()))?;
+        Self::start(Commands::Single(manager), Nodes::new(vec![client]), options, shown).await
+    }
+
+    /// Connects to a Redis Cluster with the default [`RedisOptions`]; see
+    /// [`RedisStore::connect_cluster_with`].
+    pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<RedisStore, RedisStoreError> {
+        Self::connect_cluster_with(nodes, RedisOptions::default()).await
+    }
+
+    /// Connects to a Redis Cluster through some of its nodes (`redis://` or `rediss://` URLs,
+    /// all with the same password, if any): the command connection is a cluster connection
+    /// (it learns the slot map from the first node that answers, routes each command to the
+    /// primary of its keys' slot and follows the cluster when slots move or a replica is
+    /// promoted; checked with `PING` to every primary), and the bus's subscriber connection is
+    /// to one of `nodes` (the first that takes it; the next ones when it goes away, so name
+    /// several). Fails within a few seconds when the cluster cannot be reached.
+    pub async fn connect_cluster_with<S: AsRef<str>>(
+        nodes: &[S],
+        options: RedisOptions,
+    ) -> Result<RedisStore, RedisStoreError> {
+        check(&options)?;
+        let urls: Vec<String> = nodes.iter().map(|n| n.as_ref().to_owned()).collect();
+        let shown = urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",");
+        if urls.is_empty() {
+            return Err(RedisStoreError::InvalidUrl {
+                url: shown,
+                reason: "a cluster needs at least one node URL".into(),
+            });
+        }
+        let invalid = |e: redis::RedisError| RedisStoreError::InvalidUrl {
+            url: shown.clone(),
+            reason: e.to_string(),
+        };
+        let cluster = open_cluster(&urls, &options).map_err(invalid)?;
+        let clients = urls
+            .iter()
+            .map(|u| open(u, &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        let connection = timeout(CONNECT_DEADLINE, cluster.get_async_connection())
             .await
-            .map_err(|_| connect_error("PING timed out".into()))?
-            .map_err(|e| connect_error(format!("PING failed: {e}")))?;
+            .map_err(|_| connect_error(&shown, "timed out".into()))?
+            .map_err(|e| connect_error(&shown, e.to_string()))?;
+        Self::start(Commands::Cluster(connection), Nodes::new(clients), options, shown).await
+    }
+
+    /// Checks the command connection with `PING`, subscribes the bus and builds the seams.
+    async fn start(
+        mut commands: Commands,
+        mut nodes: Nodes,
+        options: RedisOptions,
+        shown: String,
+    ) -> Result<RedisStore, RedisStoreError> {
+        let _: Value = timeout(RESPONSE_TIMEOUT, redis::cmd("PING").query_async(&mut commands))
+            .await
+            .map_err(|_| connect_error(&shown, "PING timed out".into()))?
+            .map_err(|e| connect_error(&shown, format!("PING failed: {e}")))?;
 
         let keys = Keys::new(&options.prefix);
         let channel = options.bus_channel.clone().unwrap_or_else(|| keys.bus_channel());
-        let pubsub = bus::subscribe(&client, &channel)
+        let pubsub = nodes
+            .subscribe(&channel)
             .await
-            .map_err(|e| connect_error(format!("subscribing to {channel}: {e}")))?;
-        let bus = RedisBus::start(manager.clone(), client, pubsub, channel, options.max_pending_publishes);
-        let conn = Conn::new(manager, keys);
+            .map_err(|e| connect_error(&shown, format!("subscribing to {channel}: {e}")))?;
+        let bus = RedisBus::start(commands.clone(), nodes, pubsub, channel, options.max_pending_publishes);
+        let conn = Conn::new(commands, keys);
         tracing::debug!(url = %shown, prefix = %options.prefix, "connected to Redis");
         Ok(RedisStore {
             sessions: Arc::new(RedisSessionRecords::new(conn.clone())),

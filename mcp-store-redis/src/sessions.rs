@@ -162,7 +162,7 @@ impl SessionRecords for RedisSessionRecords {
                 .arg(&key)
                 .arg(millis(ttl))
                 .ignore();
-            pipe.exec_async(&mut self.conn.manager()).await.map_err(store_error)
+            pipe.exec_async(&mut self.conn.commands()).await.map_err(store_error)
         })
     }
 
@@ -171,7 +171,10 @@ impl SessionRecords for RedisSessionRecords {
             let keys = &self.conn.keys;
             let mut call = LOAD.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             match reply {
                 Value::Nil | Value::Boolean(false) => Ok(None),
                 Value::Array(items) => {
@@ -202,7 +205,10 @@ impl SessionRecords for RedisSessionRecords {
             let keys = &self.conn.keys;
             let mut call = TOUCH.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
-            let live: i64 = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let live: i64 = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(live == 1)
         })
     }
@@ -218,7 +224,10 @@ impl SessionRecords for RedisSessionRecords {
             };
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(())
         })
     }
@@ -227,7 +236,7 @@ impl SessionRecords for RedisSessionRecords {
         Box::pin(async move {
             let n: i64 = redis::cmd("DEL")
                 .arg(self.conn.keys.session(id))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(n > 0)
