@@ -216,6 +216,18 @@ impl RedisCluster {
         Err(format!("no live primary serves slot {slot}"))
     }
 
+    /// The port of a replica of the primary on `port`.
+    pub fn replica_of(&self, port: u16) -> Result<u16, String> {
+        let id = self.cli(port, &["CLUSTER", "MYID"])?;
+        let nodes = self.cli(port, &["CLUSTER", "NODES"])?;
+        nodes
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 3 && f[2].contains("slave") && f[3] == id)
+            .and_then(|f| f[1].split('@').next()?.rsplit(':').next()?.parse().ok())
+            .ok_or_else(|| format!("the primary on {port} has no replica"))
+    }
+
     /// Kills the node on `port` (SIGKILL) and waits for it to be gone.
     pub fn kill(&mut self, port: u16) {
         for node in &mut self.nodes {
@@ -224,6 +236,32 @@ impl RedisCluster {
             {
                 let _ = c.kill();
                 let _ = c.wait();
+            }
+        }
+    }
+
+    /// Waits until the replicas of the primary on `port` have every write it took (their
+    /// replication offset has reached its own).
+    pub fn wait_replicated(&self, port: u16, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let info = self.cli(port, &["INFO", "replication"])?;
+            let field = |name: &str| -> Option<String> {
+                info.lines()
+                    .find_map(|l| l.trim().strip_prefix(name).map(str::to_owned))
+            };
+            let own: Option<u64> = field("master_repl_offset:").and_then(|v| v.parse().ok());
+            let replica: Option<u64> = field("slave0:").and_then(|v| {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix("offset="))
+                    .and_then(|o| o.parse().ok())
+            });
+            match (own, replica) {
+                (Some(own), Some(replica)) if replica >= own => return Ok(()),
+                _ if Instant::now() > deadline => {
+                    return Err(format!("the replicas of {port} are behind: {info}"));
+                }
+                _ => std::thread::sleep(Duration::from_millis(50)),
             }
         }
     }
