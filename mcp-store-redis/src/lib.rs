@@ -19,6 +19,29 @@
 //!
 //! [conn-manager]: https://docs.rs/redis/latest/redis/aio/struct.ConnectionManager.html
 //!
+//! # Redis Cluster
+//!
+//! [`RedisStore::connect_cluster`] (or [`RedisStore::connect_cluster_with`], with options) takes
+//! some of a cluster's nodes instead of one URL; every seam then works the same way:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
+//! let nodes = ["redis://10.0.0.5:7000/", "redis://10.0.0.6:7000/", "redis://10.0.0.7:7000/"];
+//! let store: mcp_runtime::Store = mcp_store_redis::RedisStore::connect_cluster(&nodes).await?.into();
+//! # let _ = store;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command connection is then a [cluster connection][cluster-conn] (it learns the slot map
+//! from the first node that answers, sends each command to the primary of its keys' slot, and
+//! follows the cluster when slots move or a replica is promoted); the bus subscribes on one of
+//! the nodes given (see [the bus](#when-redis-goes-away) below). Passwords and `rediss://` go in
+//! the URLs as for one Redis (every node with the same password), and [`RedisOptions::tls`]
+//! applies to every node. [`testing::RedisCluster`] starts a real six-node cluster for tests.
+//!
+//! [cluster-conn]: https://docs.rs/redis/latest/redis/cluster_async/struct.ClusterConnection.html
+//!
 //! # Key layout
 //!
 //! Every key starts with [`RedisOptions::prefix`] (`mcp` by default, written `P` below). Every
@@ -43,6 +66,12 @@
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
+//!
+//! In a Redis Cluster every operation stays on one slot: a session's scripts and pipelines touch
+//! its `{<sid>}` keys only, a task's its `{tasks}` keys only, and the untagged keys
+//! (`P:instance:<id>`, `P:rate:<bucket>`, `P:dpop:<hash>`) are each read and written alone, by
+//! a single command or a script of that one key. The bus channel is a classic one (`PUBLISH`
+//! reaches every node's subscribers), not a sharded one.
 //!
 //! The event keys of a session follow its record's expiry: an append gives the counters and the
 //! stream key the record's remaining lifetime, and the record's `load` and `touch` push the
@@ -86,7 +115,7 @@
 //!   waiting: the runtime answers the request that needed the store with a clear error. Any
 //!   other Redis error (a script error, a reply of the wrong shape) is
 //!   [`StoreError::Backend`](mcp_runtime::StoreError::Backend). Nothing panics on a reply.
-//! - **Reconnection** is the connection manager's: a command that finds the connection dropped
+//! - **Reconnection** is the connection manager's (a cluster connection's: per node, likewise): a command that finds the connection dropped
 //!   starts a reconnection in the background (a couple of attempts with backoff); commands
 //!   issued meanwhile wait for it (well under the timeouts) and fail if it fails; the next
 //!   command after Redis is back reconnects, and everything works again.
@@ -98,7 +127,14 @@
 //!   doubling to 3 s) and, once subscribed again, sends every subscriber a
 //!   [`BusEvent::Gap`](mcp_runtime::store::BusEvent::Gap), so the runtime re-announces lists
 //!   and re-reads stream logs. A subscriber connection that stops answering pings (every 5 s)
-//!   is treated as dropped.
+//!   is treated as dropped. On a cluster the reconnection tries the next node given first,
+//!   then the others in turn (the node it was on may be gone for good).
+//! - **A cluster primary dies**: until the cluster promotes its replica, commands for its slots
+//!   (and, with `cluster-require-full-coverage yes`, every command) fail; the cluster connection
+//!   retries them within the 3 s reply bound, then they fail with
+//!   [`StoreError::Unavailable`](mcp_runtime::StoreError::Unavailable) as above. Once a replica
+//!   is primary, the connection learns the new slot map and the moved keys are served again
+//!   (what the old primary had not yet replicated is lost with it).
 //! - What Redis lost (a restart without persistence, a flush) is lost to every instance alike:
 //!   sessions are unknown (clients re-initialize; an instance holding one checks its record
 //!   again within `ServerConfig::session_check_interval`, 2 s by default, and ends it too), event

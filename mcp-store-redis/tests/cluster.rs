@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::{RedisCluster, cluster_store_on, unique_prefix};
 use mcp_runtime::store::{BusEvent, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, StoreError};
+use mcp_store_redis::{RedisStore, RedisStoreError};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -187,4 +188,36 @@ async fn a_primary_dies_and_its_replica_takes_over() {
     wait_for(&mut sub_a, &BusEvent::Gap, Duration::from_secs(15)).await;
     heard(&b, &mut sub_a, Duration::from_secs(10)).await;
     heard(&a, &mut sub_b, Duration::from_secs(10)).await;
+}
+
+/// A cluster whose nodes require a password: the password in the node URLs connects (a record
+/// and the bus work across two stores); none, or a wrong one, is a clear connection error that
+/// does not show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_a_password() {
+    const PASSWORD: &str = "cl0ster-Pa55";
+    let cluster = RedisCluster::with_password(PASSWORD);
+    let urls = cluster.urls();
+    assert!(urls.iter().all(|u| u.contains(PASSWORD)));
+    let prefix = unique_prefix("cluster-auth");
+    let a = cluster_store_on(&urls, &prefix).await.into_store();
+    let b = cluster_store_on(&urls[3..], &prefix).await.into_store();
+    let rec = record("mcp_auth");
+    a.sessions.create(&rec, LONG).await.unwrap();
+    assert_eq!(b.sessions.load("mcp_auth", LONG).await.unwrap(), Some(rec));
+    let mut sub = b.bus.subscribe();
+    heard(&a, &mut sub, QUICK).await;
+
+    let wrong: Vec<String> = urls.iter().map(|u| u.replace(PASSWORD, "wrong")).collect();
+    let none: Vec<String> = urls.iter().map(|u| u.replace(&format!(":{PASSWORD}@"), "")).collect();
+    for (nodes, what) in [(wrong, "a wrong password"), (none, "no password")] {
+        match RedisStore::connect_cluster(&nodes).await {
+            Err(RedisStoreError::Connect { url, reason }) => {
+                assert!(!url.contains(PASSWORD) && !url.contains("wrong"), "{what}: {url}");
+                assert!(!reason.is_empty(), "{what}: a reason");
+            }
+            Err(e) => panic!("{what}: {e}"),
+            Ok(_) => panic!("{what}: connected"),
+        }
+    }
 }
