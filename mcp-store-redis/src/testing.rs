@@ -5,7 +5,7 @@
 
 mod cluster;
 
-pub use cluster::{NODE_TIMEOUT_MS, RedisCluster};
+pub use cluster::{ClusterTls, NODE_TIMEOUT_MS, RedisCluster};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

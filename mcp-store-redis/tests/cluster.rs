@@ -7,16 +7,16 @@
 //! another error, never a hang); once the cluster is ok again,
 //! the sessions whose slots moved keep their records and event numbering on both instances,
 //! and the bus subscriber that was on the dead node has moved to another one (a gap, then
-//! messages again).
+//! messages again). Then: clusters with a password, and on TLS only.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{RedisCluster, cluster_store_on, unique_prefix};
+use common::{ClusterTls, RedisCluster, certificates, cluster_store_on, unique_prefix};
 use mcp_runtime::store::{BusEvent, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, StoreError};
-use mcp_store_redis::{RedisStore, RedisStoreError};
+use mcp_store_redis::{RedisOptions, RedisStore, RedisStoreError, RedisTls};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -220,4 +220,66 @@ async fn a_cluster_with_a_password() {
             Ok(_) => panic!("{what}: connected"),
         }
     }
+}
+
+/// A cluster on TLS only (clients, cluster bus, replication), with a password: `rediss://` node
+/// URLs and the private CA in `RedisOptions::tls` connect to every node (a record and the bus
+/// work); without the CA, connecting is a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_on_tls_with_a_password() {
+    const PASSWORD: &str = "tls-cl0ster";
+    let dir = std::env::temp_dir().join(unique_prefix("cluster-tls").replace(':', "-"));
+    std::fs::create_dir_all(&dir).expect("a directory for the certificates");
+    let (ca, cert, key) = certificates();
+    for (name, pem) in [("ca.pem", &ca), ("redis.pem", &cert), ("redis.key", &key)] {
+        std::fs::write(dir.join(name), pem).expect("writing a PEM file");
+    }
+    let cluster = RedisCluster::with_tls(
+        ClusterTls {
+            cert: dir.join("redis.pem"),
+            key: dir.join("redis.key"),
+            ca: dir.join("ca.pem"),
+        },
+        Some(PASSWORD),
+    );
+    let urls = cluster.urls();
+    assert!(urls.iter().all(|u| u.starts_with("rediss://")));
+    let prefix = unique_prefix("cluster-tls");
+    let options = |ca: Option<Vec<u8>>| RedisOptions {
+        prefix: prefix.clone(),
+        tls: Some(RedisTls {
+            root_ca: ca,
+            client: None,
+        }),
+        ..RedisOptions::default()
+    };
+    let connect = |nodes: &[String], ca: Option<Vec<u8>>| {
+        let nodes = nodes.to_vec();
+        let options = options(ca);
+        async move { RedisStore::connect_cluster_with(&nodes, options).await }
+    };
+    let a = connect(&urls, Some(ca.clone().into_bytes()))
+        .await
+        .expect("TLS with the CA")
+        .into_store();
+    let b = connect(&urls[3..], Some(ca.clone().into_bytes()))
+        .await
+        .expect("TLS with the CA")
+        .into_store();
+    let rec = record("mcp_tls");
+    a.sessions.create(&rec, LONG).await.unwrap();
+    assert_eq!(b.sessions.load("mcp_tls", LONG).await.unwrap(), Some(rec));
+    let mut sub = b.bus.subscribe();
+    heard(&a, &mut sub, QUICK).await;
+
+    match connect(&urls, None).await {
+        Err(RedisStoreError::Connect { url, reason }) => {
+            assert!(!url.contains(PASSWORD), "{url}");
+            assert!(!reason.is_empty());
+        }
+        Err(e) => panic!("without the CA: {e}"),
+        Ok(_) => panic!("without the CA: connected"),
+    }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
 }

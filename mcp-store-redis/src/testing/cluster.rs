@@ -24,7 +24,19 @@ const MISSING: &str = "redis-server or redis-cli not found: install the Debian p
 pub struct RedisCluster {
     nodes: Vec<Node>,
     password: Option<String>,
+    tls: Option<ClusterTls>,
     dir: PathBuf,
+}
+
+/// The PEM files of a cluster on TLS only ([`RedisCluster::with_tls`]).
+#[derive(Debug, Clone)]
+pub struct ClusterTls {
+    /// Every node's certificate (it must name `127.0.0.1`).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// The CA that signed it.
+    pub ca: PathBuf,
 }
 
 #[derive(Debug)]
@@ -37,19 +49,25 @@ impl RedisCluster {
     /// Starts a cluster without a password. Panics when it cannot (`redis-server` missing, or
     /// the cluster never reaches `cluster_state:ok`).
     pub fn start() -> RedisCluster {
-        Self::start_with(None)
+        Self::start_with(None, None)
     }
 
     /// Starts a cluster whose nodes require `password` (`requirepass`, and `masterauth` for
     /// the replicas).
     pub fn with_password(password: &str) -> RedisCluster {
-        Self::start_with(Some(password))
+        Self::start_with(Some(password), None)
     }
 
-    fn start_with(password: Option<&str>) -> RedisCluster {
+    /// Starts a cluster on TLS only (clients, the cluster bus and replication; no plain port),
+    /// whose nodes require `password` when given; its [`RedisCluster::urls`] are `rediss://`.
+    pub fn with_tls(tls: ClusterTls, password: Option<&str>) -> RedisCluster {
+        Self::start_with(password, Some(tls))
+    }
+
+    fn start_with(password: Option<&str>, tls: Option<ClusterTls>) -> RedisCluster {
         let mut last = String::new();
         for _ in 0..3 {
-            match Self::try_start(password) {
+            match Self::try_start(password, tls.clone()) {
                 Ok(cluster) => return cluster,
                 Err(e) => last = e,
             }
@@ -57,12 +75,13 @@ impl RedisCluster {
         panic!("cannot start a Redis Cluster: {last}");
     }
 
-    fn try_start(password: Option<&str>) -> Result<RedisCluster, String> {
+    fn try_start(password: Option<&str>, tls: Option<ClusterTls>) -> Result<RedisCluster, String> {
         let dir = std::env::temp_dir().join(format!("mcp-redis-{}", unique_prefix("cluster").replace(':', "-")));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut cluster = RedisCluster {
             nodes: Vec::new(),
             password: password.map(str::to_owned),
+            tls,
             dir,
         };
         let mut taken = Vec::new();
@@ -110,7 +129,26 @@ impl RedisCluster {
     fn spawn(&self, port: u16, bus: u16) -> Result<Child, String> {
         let conf = self.dir.join(format!("nodes-{port}.conf"));
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--cluster-port", &bus.to_string()])
+        match &self.tls {
+            None => cmd.args(["--port", &port.to_string()]),
+            Some(tls) => cmd
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args([
+                    "--tls-cluster",
+                    "yes",
+                    "--tls-replication",
+                    "yes",
+                    "--tls-auth-clients",
+                    "no",
+                ])
+                .arg("--tls-cert-file")
+                .arg(&tls.cert)
+                .arg("--tls-key-file")
+                .arg(&tls.key)
+                .arg("--tls-ca-cert-file")
+                .arg(&tls.ca),
+        };
+        cmd.args(["--cluster-port", &bus.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--cluster-enabled", "yes", "--cluster-config-file"])
             .arg(&conf)
@@ -134,6 +172,9 @@ impl RedisCluster {
         let mut cmd = Command::new("redis-cli");
         if let Some(p) = &self.password {
             cmd.args(["-a", p, "--no-auth-warning"]);
+        }
+        if let Some(tls) = &self.tls {
+            cmd.arg("--tls").arg("--cacert").arg(&tls.ca);
         }
         cmd.stdin(Stdio::null());
         cmd
@@ -160,12 +201,14 @@ impl RedisCluster {
         }
     }
 
-    /// The nodes' URLs (`redis://[:password@]127.0.0.1:<port>/`), the live ones and the killed.
+    /// The nodes' URLs (`redis://[:password@]127.0.0.1:<port>/`, `rediss://` on TLS), the live
+    /// ones and the killed.
     pub fn urls(&self) -> Vec<String> {
         let auth = self.password.as_ref().map(|p| format!(":{p}@")).unwrap_or_default();
+        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
         self.ports()
             .into_iter()
-            .map(|p| format!("redis://{auth}127.0.0.1:{p}/"))
+            .map(|p| format!("{scheme}://{auth}127.0.0.1:{p}/"))
             .collect()
     }
 
