@@ -220,8 +220,6 @@ pub use mcp_protocol as protocol;
 #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 #[doc(inline)]
 pub use mcp_skills as skills;
-/// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
-/// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
 /// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`, or
 /// `redis::RedisStore::connect_cluster(&nodes)` on a Redis Cluster.
 #[cfg(feature = "redis")]
