@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{MissedTickBehavior, sleep, timeout};
 
 use crate::conn::{Commands, is_unavailable};
+use crate::nodes::Nodes;
 
 /// How many queued messages go in one pipeline.
 const BATCH: usize = 256;
@@ -48,47 +49,8 @@ pub(crate) struct RedisBus {
     _stop: oneshot::Sender<()>,
 }
 
-/// The nodes the subscriber connection may be opened to: the one Redis, or the nodes of a
-/// cluster named in the options (classic `PUBLISH` in a cluster reaches the subscribers of
-/// every node, replicas included, so any one will do).
-pub(crate) struct Nodes {
-    clients: Vec<Client>,
-    /// The node to try first next time.
-    next: usize,
-}
-
-impl Nodes {
-    pub(crate) fn new(clients: Vec<Client>) -> Self {
-        Nodes { clients, next: 0 }
-    }
-
-    /// Connects a subscriber connection to the first node that takes it, trying them in turn
-    /// from the one after the node last used, and subscribes it to the channel. The last
-    /// node's error when none does.
-    pub(crate) async fn subscribe(&mut self, channel: &str) -> Result<PubSub, RedisError> {
-        let mut last = None;
-        for _ in 0..self.clients.len() {
-            let i = self.next % self.clients.len();
-            self.next = i + 1;
-            match subscribe(&self.clients[i], channel).await {
-                Ok(p) => return Ok(p),
-                Err(e) => {
-                    tracing::debug!(node = i, error = %e, "bus subscriber cannot use this Redis node");
-                    last = Some(e);
-                }
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no Redis node to subscribe on",
-            ))
-        }))
-    }
-}
-
 /// Connects a subscriber connection to one node and subscribes it to the channel.
-async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
+pub(crate) async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
     let attempt = async {
         let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(channel).await?;

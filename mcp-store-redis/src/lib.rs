@@ -35,8 +35,8 @@
 //!
 //! The command connection is then a [cluster connection][cluster-conn] (it learns the slot map
 //! from the first node that answers, sends each command to the primary of its keys' slot, and
-//! follows the cluster when slots move or a replica is promoted); the bus subscribes on one of
-//! the nodes given (see [the bus](#when-redis-goes-away) below). Passwords and `rediss://` go in
+//! follows the cluster when slots move or a replica is promoted); the bus subscribes on one
+//! node, given or reported by the cluster (see [the bus](#when-redis-goes-away) below). Passwords and `rediss://` go in
 //! the URLs as for one Redis (every node with the same password), and [`RedisOptions::tls`]
 //! applies to every node. [`testing::RedisCluster`] starts a real six-node cluster for tests.
 //!
@@ -127,8 +127,9 @@
 //!   doubling to 3 s) and, once subscribed again, sends every subscriber a
 //!   [`BusEvent::Gap`](mcp_runtime::store::BusEvent::Gap), so the runtime re-announces lists
 //!   and re-reads stream logs. A subscriber connection that stops answering pings (every 5 s)
-//!   is treated as dropped. On a cluster the reconnection tries the next node given first,
-//!   then the others in turn (the node it was on may be gone for good).
+//!   is treated as dropped. On a cluster the reconnection tries the next node first, then the
+//!   others in turn (the node it was on may be gone for good): the nodes given, and those the
+//!   cluster reports (`CLUSTER NODES`, asked before each attempt), so one seed node is enough.
 //! - **A cluster primary dies**: until the cluster promotes its replica, commands for its slots
 //!   (and, with `cluster-require-full-coverage yes`, every command) fail; the cluster connection
 //!   retries them within the 3 s reply bound, then they fail with
@@ -146,6 +147,7 @@ mod bus;
 mod conn;
 mod events;
 mod members;
+mod nodes;
 mod replay;
 mod sessions;
 mod tasks;
@@ -161,10 +163,11 @@ use redis::{Client, Value};
 use tokio::time::timeout;
 
 use crate::buckets::RedisBuckets;
-use crate::bus::{Nodes, RedisBus};
+use crate::bus::RedisBus;
 use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
+use crate::nodes::{Discovery, Nodes};
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
@@ -389,7 +392,13 @@ impl RedisStore {
         .await
         .map_err(|_| connect_error(&shown, "timed out".into()))?
         .map_err(|e| connect_error(&shown, e.to_string()))?;
-        Self::start(Commands::Single(manager), Nodes::new(vec![client]), options, shown).await
+        Self::start(
+            Commands::Single(manager),
+            Nodes::new(vec![client], None),
+            options,
+            shown,
+        )
+        .await
     }
 
     /// Connects to a Redis Cluster with the default [`RedisOptions`]; see
@@ -403,8 +412,9 @@ impl RedisStore {
     /// (it learns the slot map from the first node that answers, routes each command to the
     /// primary of its keys' slot and follows the cluster when slots move or a replica is
     /// promoted; checked with `PING` to every primary), and the bus's subscriber connection is
-    /// to one of `nodes` (the first that takes it; the next ones when it goes away, so name
-    /// several). Fails within a few seconds when the cluster cannot be reached.
+    /// to one node: one of `nodes` or another the cluster reports (`CLUSTER NODES`), moving to
+    /// the next when it goes away. Nodes the cluster reports are reached with the first URL's
+    /// scheme and credentials. Fails within a few seconds when the cluster cannot be reached.
     pub async fn connect_cluster_with<S: AsRef<str>>(
         nodes: &[S],
         options: RedisOptions,
@@ -432,7 +442,14 @@ impl RedisStore {
             .await
             .map_err(|_| connect_error(&shown, "timed out".into()))?
             .map_err(|e| connect_error(&shown, e.to_string()))?;
-        Self::start(Commands::Cluster(connection), Nodes::new(clients), options, shown).await
+        let commands = Commands::Cluster(connection);
+        let discovery = Discovery {
+            commands: commands.clone(),
+            base: nodes::base(&urls[0]),
+            options: options.clone(),
+            open,
+        };
+        Self::start(commands, Nodes::new(clients, Some(discovery)), options, shown).await
     }
 
     /// Checks the command connection with `PING`, subscribes the bus and builds the seams.
