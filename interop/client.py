@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Interop client: checks the `everything` fixture of an MCP server with the Python SDK.
 
-Drives a server with `mcp==2.3.0` (the Python SDK's `mcp.Client`) over stdio or Streamable HTTP
-in one negotiation mode and checks, at value level, every fixture item of
+Drives a server with `mcp==2.3.0` (the Python SDK's `mcp.Client`) over stdio, Streamable HTTP or
+the 2024-11-05 HTTP+SSE transport (`mcp.client.sse.sse_client`) in one negotiation mode and checks, at value level, every fixture item of
 `reference/conformance.md` §5.2-§5.4: tools, resources, the resource template, prompts and
 completions, plus the negotiated protocol version, progress and log notifications,
 sampling/elicitation answered by client callbacks, and the list-changed notifications of the
 fixture's trigger tools (on a `subscriptions/listen` stream in the modern modes, as session
 notifications in legacy mode).
 
-    client.py (--stdio "CMD ARGS" | --url URL) --mode legacy|auto|2026-07-28
+    client.py (--stdio "CMD ARGS" | --url URL | --sse URL) --mode legacy|auto|2026-07-28
               [--bearer TOKEN | --api-key KEY | --mint-hs256 SECRET --audience AUD [--issuer ISS]]
 
-Over HTTP the client can authenticate: `--bearer TOKEN` sends `Authorization: Bearer TOKEN`,
+`--sse URL` names the SSE path of an HTTP+SSE server (e.g. `everything --sse-pair`: `/sse`); the
+transport serves the handshake era only, so run it with `--mode legacy`.
+
+Over Streamable HTTP the client can authenticate: `--bearer TOKEN` sends `Authorization: Bearer TOKEN`,
 `--api-key KEY` sends `X-API-Key: KEY`, and `--mint-hs256 SECRET --audience AUD` mints a
 short-lived HS256 JWT itself (stdlib `hmac`) and sends it as a bearer token. The headers go on
 every request of the Streamable HTTP transport (an httpx2 client with default headers), and an
@@ -46,6 +49,7 @@ from typing import Any
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters, types
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import PromptsListChanged, Subscription, SubscriptionLost, ToolsListChanged
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -876,6 +880,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", metavar="CMD", help="server command line (split like a shell)")
     target.add_argument("--url", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:PORT/mcp")
+    target.add_argument("--sse", metavar="URL", help="HTTP+SSE (2024-11-05) stream, e.g. http://127.0.0.1:PORT/sse")
     p.add_argument("--mode", choices=MODES, required=True, help="version negotiation of mcp.Client")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per check (default 30)")
     p.add_argument("--total-timeout", type=float, default=300.0, help="seconds for the whole run (default 300)")
@@ -888,7 +893,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.mint_hs256 and not args.audience:
         p.error("--mint-hs256 needs --audience")
-    if args.stdio and (args.bearer or args.api_key or args.mint_hs256):
+    if (args.stdio or args.sse) and (args.bearer or args.api_key or args.mint_hs256):
         p.error("credentials apply to --url only")
     return args
 
@@ -903,6 +908,9 @@ def main(argv: list[str]) -> int:
         # Pass the whole environment (the SDK's default keeps only a few variables): RUST_LOG etc.
         target: Any = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         where = f"stdio {args.stdio}"
+    elif args.sse:
+        target = sse_client(args.sse)
+        where = f"HTTP+SSE {args.sse}"
     else:
         target = args.url
         where = args.url

@@ -46,6 +46,7 @@ pub mod listen;
 pub mod middleware;
 pub mod observe;
 mod quota;
+pub mod relay;
 mod reply;
 mod runtime;
 mod session;

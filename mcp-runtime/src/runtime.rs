@@ -86,7 +86,7 @@ impl Runtime {
     /// runtime.
     pub fn ensure_started(&self) {
         if let Some(c) = &self.cluster {
-            c.ensure_started(&self.sessions, &self.registry, &self.tasks);
+            c.ensure_started(&self.sessions, &self.registry, &self.tasks, &self.elicitations);
             // The periodic sweep also fails the tasks of instances that are gone, whether or
             // not this instance ever ran a task.
             self.tasks.start_sweeper();
@@ -149,6 +149,11 @@ impl Runtime {
         if let Some(c) = &self.cluster {
             c.on_user(topic.into(), Arc::new(handler));
         }
+    }
+
+    /// This instance's part of the cluster, with a shared store.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
     }
 
     /// The shared store, if any.
@@ -250,13 +255,16 @@ impl Runtime {
             }
             return Ok(removed);
         };
-        if self.find_session(id, principal).await?.is_none() {
+        let Some(session) = self.find_session(id, principal).await? else {
             return Ok(false);
-        }
-        let existed = cluster.end(id).await?;
+        };
+        let ended = cluster.end(id).await?;
         self.sessions.remove(id, principal);
-        self.tasks.release_session(principal, id).await;
-        Ok(existed)
+        // Only a session that had tasks asks the task store (one round trip saved per session).
+        if session.has_tasks() || ended.as_ref().is_some_and(|r| r.tasks) {
+            self.tasks.release_session(principal, id).await;
+        }
+        Ok(ended.is_some())
     }
 
     fn build(
@@ -503,8 +511,22 @@ impl Runtime {
     /// that elicited, and only to it. `principal` is the identity the server
     /// acts for; an unknown, expired, already completed or another
     /// principal's id is [`ElicitationError::NotFound`].
-    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
-        self.elicitations.complete(elicitation_id, principal)
+    ///
+    /// With a shared store, any instance may be asked: an id this instance does not hold is
+    /// completed by the instance that does (the one whose handler elicited), through the bus,
+    /// and answered once it did; no answer within a second is [`ElicitationError::NotFound`].
+    pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        match (self.elicitations.complete(elicitation_id, principal), &self.cluster) {
+            (Err(ElicitationError::NotFound), Some(cluster)) => {
+                self.ensure_started();
+                if cluster.complete_elicitation(elicitation_id, principal).await {
+                    Ok(())
+                } else {
+                    Err(ElicitationError::NotFound)
+                }
+            }
+            (done, _) => done,
+        }
     }
 
     /// How many URL-mode elicitations `principal` has pending (live ids).

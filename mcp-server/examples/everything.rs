@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release --example everything -- --stdio
 //! cargo run --release --example everything -- --host 127.0.0.1 --port 3000   # http://127.0.0.1:3000/mcp
+//! cargo run --release --example everything -- --port 3000 --sse-pair   # also GET /sse, POST /messages
 //! cargo run --release --example everything -- --bearer-secret <32+ bytes> --audience mcp-test
 //! ```
 //!
@@ -62,6 +63,10 @@ struct Args {
     /// Port to serve Streamable HTTP on; 0 picks a free port.
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Also serve the 2024-11-05 HTTP+SSE transport: `GET /sse` opens the stream, whose
+    /// `endpoint` event names `/messages?sessionId=<id>`, where the messages are POSTed.
+    #[arg(long)]
+    sse_pair: bool,
     #[command(flatten)]
     auth: auth::AuthArgs,
     #[command(flatten)]
@@ -850,6 +855,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = HttpConfig::default()
         .poll_after(Duration::ZERO)
         .poll_tools(["test_reconnection"]);
+    let config = if args.sse_pair {
+        config.sse_pair("/sse", "/messages")
+    } else {
+        config
+    };
     let config = args.soak.http(config);
     let config = auth
         .apply(config, &endpoint, local.ip().is_loopback(), replay)

@@ -161,8 +161,8 @@ impl McpServer {
     /// elicited, and only to it. `principal` is the identity the server acts
     /// for; an unknown, expired, already completed or another principal's id
     /// is [`ElicitationError::NotFound`].
-    pub fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
-        self.runtime.complete_elicitation(elicitation_id, principal)
+    pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.runtime.complete_elicitation(elicitation_id, principal).await
     }
 }
 

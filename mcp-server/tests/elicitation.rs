@@ -543,8 +543,8 @@ async fn url_elicitation_completes_on_the_session_that_elicited() {
     assert_eq!(action, "accept");
     assert_eq!(call.server_requests[0].params["elicitationId"], id);
     // Only the owner may complete it; the notification reaches the eliciting session only.
-    assert!(server.complete_elicitation(id, "mallory").is_err());
-    server.complete_elicitation(id, "carol").unwrap();
+    assert!(server.complete_elicitation(id, "mallory").await.is_err());
+    server.complete_elicitation(id, "carol").await.unwrap();
     let note = c
         .wait_for_notification("notifications/elicitation/complete", Duration::from_secs(5))
         .await
@@ -554,7 +554,10 @@ async fn url_elicitation_completes_on_the_session_that_elicited() {
         .wait_for_notification("notifications/elicitation/complete", Duration::from_millis(100))
         .await;
     assert_eq!(none, None);
-    assert!(server.complete_elicitation(id, "carol").is_err(), "completed once");
+    assert!(
+        server.complete_elicitation(id, "carol").await.is_err(),
+        "completed once"
+    );
 }
 
 #[tokio::test]

@@ -121,6 +121,11 @@ impl Keys {
         format!("{}:instance:{id}", self.prefix)
     }
 
+    /// `<prefix>:pair:<id>`: an open HTTP+SSE pair's record.
+    pub(crate) fn pair(&self, id: &str) -> String {
+        format!("{}:pair:{id}", self.prefix)
+    }
+
     /// `<prefix>:rate:<bucket>`: a rate-limit bucket's GCRA state (its theoretical arrival
     /// time in microseconds, a string).
     pub(crate) fn bucket(&self, bucket: &str) -> String {

@@ -158,7 +158,7 @@ impl EventLog for RedisEventLog {
         Box::pin(async move {
             if cursor == u64::MAX {
                 // Newer than any id a stream can hand out (and no exclusive range starts there).
-                return Ok(Replay::Truncated);
+                return Ok(Replay::Ahead);
             }
             let keys = &self.conn.keys;
             let mut call = AFTER.key(keys.seq(&key.session));
@@ -187,9 +187,12 @@ impl EventLog for RedisEventLog {
                 lost = lost.max(last);
             }
             // The in-memory ring's rule; an unknown stream has newest = lost = 0, so cursor 0
-            // replays nothing and any other cursor is truncated, as there.
-            if cursor < lost || cursor > newest {
+            // replays nothing and any other cursor is ahead, as there.
+            if cursor < lost {
                 return Ok(Replay::Truncated);
+            }
+            if cursor > newest {
+                return Ok(Replay::Ahead);
             }
             let mut events = Vec::with_capacity(it.len() / 2);
             while let (Some(id), Some(frame)) = (it.next(), it.next()) {

@@ -1,6 +1,6 @@
 //! Redis implementation of every store seam of [`mcp_runtime::store`]: session records, stream
-//! events, task records, the bus and membership, so that several instances of one MCP server
-//! share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
+//! events, task records, the bus, membership, rate-limit buckets and HTTP+SSE pair records, so
+//! that several instances of one MCP server share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
 //! ([`RedisStore::replay_cache`]), so that a DPoP proof is single-use across them.
 //!
 //! ```no_run
@@ -52,7 +52,7 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `s:<uri>` per resource subscription; `PEXPIRE` = the sliding ttl |
+//! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `tasks`, `s:<uri>` per resource subscription, `h:<instance>` per instance holding a replica; `PEXPIRE` = the sliding ttl |
 //! | `P:{<sid>}:seq` | hash | per stream `n` of the session: `<n>` = newest id handed out, `l<n>` = id of the newest event stored, `e<n>` = highest id lost (evicted by the bound, or expired with the stream key) |
 //! | `P:{<sid>}:ev:<n>` | stream | the kept events of stream `n`: entry id `0-<event id>`, field `f` = the frame |
 //! | `P:{tasks}:task:<id>` | string | a task record (JSON); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
@@ -63,6 +63,7 @@
 //! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
 //! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
+//! | `P:pair:<id>` | string | an open 2024-11-05 HTTP+SSE pair's record (JSON: id, principal, the instance holding its stream); `PX` = the pair ttl, refreshed by the holder, deleted when the stream ends |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
@@ -90,9 +91,10 @@
 //! | --- | --- | --- |
 //! | session create | `MULTI` `DEL` `HSET` `PEXPIRE` `EXEC` | 1 |
 //! | session load | script: `HGETALL`, `PEXPIRE` the record and the event counters | 1 |
+//! | session hold (load, naming the instance a holder) | script: `EXISTS`, `HSET h:<instance>`, `PEXPIRE` both, `HGETALL` | 1 |
 //! | session touch | script: `PEXPIRE` the record and the event counters | 1 |
 //! | session update | script: `EXISTS`, then `HSET` or `HDEL` one field | 1 |
-//! | session delete | `DEL` | 1 |
+//! | session delete (with its stream events) | script: `HGETALL`, `DEL` the record, `HKEYS` the counters, `DEL` each stream and the counters | 1 |
 //! | event append | script: `EXISTS`, `HINCRBY`, `XADD 0-<id>`, `HSET l<n>`, `XLEN`, trim (`XRANGE … COUNT`, `XTRIM MAXLEN`, `HSET e<n>`) when over capacity, `PTTL` the record, `PEXPIRE` | 1 |
 //! | event allocate | script: `HINCRBY`, `PTTL`/`PEXPIRE` | 1 |
 //! | replay read (`after`) | script: `HMGET` the counters, `EXISTS`, `XRANGE (0-<cursor> +` | 1 |
@@ -102,6 +104,7 @@
 //! | task list / recover | script: `SMEMBERS`, `GET` each | 1 |
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
+//! | pair open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
 //! | DPoP replay check | `SET NX PX` | 1 |
 //!
@@ -148,6 +151,7 @@ mod conn;
 mod events;
 mod members;
 mod nodes;
+mod pairs;
 mod replay;
 mod sessions;
 mod tasks;
@@ -168,6 +172,7 @@ use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
 use crate::nodes::{Discovery, Nodes};
+use crate::pairs::RedisPairRecords;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
@@ -271,6 +276,7 @@ pub struct RedisStore {
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
     buckets: Arc<RedisBuckets>,
+    pairs: Arc<RedisPairRecords>,
     replay: RedisReplayCache,
 }
 
@@ -480,6 +486,7 @@ impl RedisStore {
             bus: Arc::new(bus),
             members: Arc::new(RedisMembership::new(conn.clone())),
             buckets: Arc::new(RedisBuckets::new(conn.clone())),
+            pairs: Arc::new(RedisPairRecords::new(conn.clone())),
             replay: RedisReplayCache::new(conn),
         })
     }
@@ -499,6 +506,7 @@ impl RedisStore {
             bus: self.bus,
             members: self.members,
             buckets: self.buckets,
+            pairs: self.pairs,
         }
     }
 }
@@ -530,6 +538,7 @@ mod tests {
         assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
         assert_eq!(k.instance("i"), "mcp:instance:i");
         assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
+        assert_eq!(k.pair("mcp_abc"), "mcp:pair:mcp_abc");
         assert_eq!(k.replay("h4sh"), "mcp:dpop:h4sh");
         assert_eq!(k.bus_channel(), "mcp:bus");
     }

@@ -2,8 +2,8 @@
 //!
 //! The hash holds the record as created (field `record`, JSON) and the fields later requests
 //! change, each on its own so that two instances changing one session never overwrite each
-//! other: `logLevel`, `initialized`, one field `s:<uri>` per resource subscription and one field
-//! `h:<instance>` per instance holding a replica.
+//! other: `logLevel`, `initialized`, `tasks`, one field `s:<uri>` per resource subscription and
+//! one field `h:<instance>` per instance holding a replica.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -31,6 +31,38 @@ local fields = redis.call('HGETALL', KEYS[1])
 if #fields == 0 then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return fields
+",
+    )
+});
+
+/// `hold`: `load`, naming an instance among the record's holders first.
+/// KEYS: session, seq. ARGV: ttl ms, holder field.
+static HOLD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HSET', KEYS[1], ARGV[2], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return redis.call('HGETALL', KEYS[1])
+",
+    )
+});
+
+/// `delete`: the record's fields (or nil), the record deleted, and every stream of the session
+/// named in its event counters deleted with the counters (as `EventLog::delete_session` does).
+/// KEYS: session, seq. ARGV: what stream keys start with.
+static DELETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local fields = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1])
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if string.find(f, '^%d') then redis.call('DEL', ARGV[1] .. f) end
+end
+redis.call('DEL', KEYS[2])
+if #fields == 0 then return false end
 return fields
 ",
     )
@@ -98,6 +130,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
     let mut record: Option<SessionRecord> = None;
     let mut level = None;
     let mut initialized = false;
+    let mut tasks = false;
     let mut subscriptions = BTreeSet::new();
     let mut holders = BTreeSet::new();
     let mut it = fields.into_iter();
@@ -108,6 +141,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
             }
             b"logLevel" => level = Some(parse_level(&value)?),
             b"initialized" => initialized = value == b"1",
+            b"tasks" => tasks = value == b"1",
             n if n.starts_with(SUBSCRIPTION.as_bytes()) => {
                 let uri = std::str::from_utf8(&n[SUBSCRIPTION.len()..])
                     .map_err(|_| "a subscription is not text".to_owned())?;
@@ -128,6 +162,7 @@ fn decode(fields: Vec<Vec<u8>>) -> Result<SessionRecord, String> {
     record.initialized = initialized;
     record.subscriptions = subscriptions;
     record.holders = holders;
+    record.tasks = tasks;
     Ok(record)
 }
 
@@ -144,7 +179,9 @@ impl SessionRecords for RedisSessionRecords {
                 .arg("logLevel")
                 .arg(level_name(record.log_level)?)
                 .arg("initialized")
-                .arg(if record.initialized { "1" } else { "0" });
+                .arg(if record.initialized { "1" } else { "0" })
+                .arg("tasks")
+                .arg(if record.tasks { "1" } else { "0" });
             for uri in &record.subscriptions {
                 hset.arg(format!("{SUBSCRIPTION}{uri}")).arg("1");
             }
@@ -175,28 +212,22 @@ impl SessionRecords for RedisSessionRecords {
                 .invoke_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
-            match reply {
-                Value::Nil | Value::Boolean(false) => Ok(None),
-                Value::Array(items) => {
-                    let fields = items
-                        .into_iter()
-                        .map(|v| match v {
-                            Value::BulkString(b) => Ok(b),
-                            _ => Err(bad_reply("session field")),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    match decode(fields) {
-                        Ok(record) => Ok(Some(record)),
-                        // Not an outage: answering 503 would have the client retry for the
-                        // session's whole life. Gone, the client starts a new one.
-                        Err(why) => {
-                            tracing::warn!(session = %id, reason = %why, "a stored session cannot be read; answered as gone");
-                            Ok(None)
-                        }
-                    }
-                }
-                _ => Err(bad_reply("session load")),
-            }
+            record_of(id, reply)
+        })
+    }
+
+    fn hold<'a>(&'a self, id: &'a str, instance: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+        Box::pin(async move {
+            let keys = &self.conn.keys;
+            let mut call = HOLD.key(keys.session(id));
+            call.key(keys.seq(id))
+                .arg(millis(ttl))
+                .arg(format!("{HOLDER}{instance}"));
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
+            record_of(id, reply)
         })
     }
 
@@ -221,6 +252,7 @@ impl SessionRecords for RedisSessionRecords {
                 SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
                 SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
                 SessionField::Holder(instance) => ("set", format!("{HOLDER}{instance}"), "1".to_owned()),
+                SessionField::Tasks => ("set", "tasks".to_owned(), "1".to_owned()),
             };
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);
@@ -232,14 +264,42 @@ impl SessionRecords for RedisSessionRecords {
         })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
-            let n: i64 = redis::cmd("DEL")
-                .arg(self.conn.keys.session(id))
-                .query_async(&mut self.conn.commands())
+            let keys = &self.conn.keys;
+            let mut call = DELETE.key(keys.session(id));
+            call.key(keys.seq(id)).arg(keys.stream_prefix(id));
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
-            Ok(n > 0)
+            record_of(id, reply)
         })
+    }
+}
+
+/// The record in a script's reply: its `HGETALL` fields, or nil when there was none. A record
+/// that does not decode is answered as absent (and logged), not as an outage: answering 503
+/// would have the client retry for the session's whole life; gone, it starts a new one.
+fn record_of(id: &str, reply: Value) -> Result<Option<SessionRecord>, StoreError> {
+    match reply {
+        Value::Nil | Value::Boolean(false) => Ok(None),
+        Value::Array(items) => {
+            let fields = items
+                .into_iter()
+                .map(|v| match v {
+                    Value::BulkString(b) => Ok(b),
+                    _ => Err(bad_reply("session field")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            match decode(fields) {
+                Ok(record) => Ok(Some(record)),
+                Err(why) => {
+                    tracing::warn!(session = %id, reason = %why, "a stored session cannot be read; answered as gone");
+                    Ok(None)
+                }
+            }
+        }
+        _ => Err(bad_reply("session record")),
     }
 }

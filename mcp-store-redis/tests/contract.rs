@@ -11,7 +11,7 @@ use common::{RedisCluster, TestRedis, cluster_store_on, store_on, unique_prefix}
 use mcp_auth::{MemoryReplayCache, ReplayCache};
 use mcp_protocol::RpcError;
 use mcp_protocol::model::{LoggingLevel, TaskStatus};
-use mcp_runtime::store::{Admission, BusEvent, Quota, Replay, SessionField, SessionRecord, StreamKey};
+use mcp_runtime::store::{Admission, BusEvent, PairRecord, Quota, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, TaskOutcome, TaskOwner, TaskRecord};
 use serde_json::{Map, json};
 use tokio::time::{sleep, timeout};
@@ -52,6 +52,7 @@ contract!(bus, bus_memory, bus_redis);
 contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
 contract!(buckets, buckets_memory, buckets_redis);
+contract!(pairs, pairs_memory, pairs_redis);
 
 // The DPoP replay cache is `mcp-auth`'s seam, not the runtime's: the same check against
 // `MemoryReplayCache` and `RedisReplayCache`, two handles on one state each.
@@ -187,11 +188,35 @@ async fn sessions(a: &Store, b: &Store, _: Backend) {
     );
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None);
 
-    // Deletion.
-    assert!(b.sessions.delete("mcp_s1").await.unwrap());
+    // Holding: the instance is named among the holders, in the record answered and stored.
+    let mut held = expected.clone();
+    held.holders = BTreeSet::from(["i1".to_owned()]);
+    assert_eq!(b.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(
+        a.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(),
+        Some(held.clone()),
+        "once"
+    );
+    held.holders.insert("i2".to_owned());
+    assert_eq!(a.sessions.hold("mcp_s1", "i2", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(b.sessions.load("mcp_s1", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(a.sessions.hold("mcp_absent", "i1", LONG).await.unwrap(), None);
+    assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None, "not created");
+
+    // Deletion answers the record as it was, and takes the session's stream events with it.
+    let events = StreamKey::get_stream("mcp_s1");
+    a.events.append(&events, b"x", 10).await.unwrap();
+    assert_eq!(b.sessions.delete("mcp_s1").await.unwrap(), Some(held));
     assert_eq!(a.sessions.load("mcp_s1", LONG).await.unwrap(), None);
-    assert!(!a.sessions.delete("mcp_s1").await.unwrap());
-    assert!(!a.sessions.delete("mcp_never").await.unwrap());
+    assert_eq!(a.events.after(&events, 0).await.unwrap(), Replay::From(vec![]));
+    assert_eq!(a.events.append(&events, b"y", 10).await.unwrap(), 1, "ids start over");
+    assert_eq!(a.sessions.delete("mcp_s1").await.unwrap(), None);
+    assert_eq!(
+        a.events.after(&events, 0).await.unwrap(),
+        Replay::From(vec![]),
+        "an absent record's events go too"
+    );
+    assert_eq!(a.sessions.delete("mcp_never").await.unwrap(), None);
     assert_eq!(
         a.sessions.load("mcp_s2", LONG).await.unwrap().map(|r| r.id),
         Some("mcp_s2".into())
@@ -223,13 +248,13 @@ async fn session_expiry(a: &Store, b: &Store, _: Backend) {
     // An expired record takes no change and was not there to delete.
     a.sessions.update("mcp_e3", &SessionField::Initialized).await.unwrap();
     assert_eq!(a.sessions.load("mcp_e3", ttl).await.unwrap(), None);
-    assert!(!a.sessions.delete("mcp_e3").await.unwrap());
+    assert_eq!(a.sessions.delete("mcp_e3").await.unwrap(), None);
     // Updates do not slide the expiry.
     sleep(Duration::from_millis(500)).await;
     a.sessions.update("mcp_e1", &SessionField::Initialized).await.unwrap();
     sleep(Duration::from_millis(700)).await;
     assert_eq!(b.sessions.load("mcp_e1", ttl).await.unwrap(), None);
-    assert!(!b.sessions.delete("mcp_e2").await.unwrap());
+    assert_eq!(b.sessions.delete("mcp_e2").await.unwrap(), None);
 }
 
 fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {
@@ -238,10 +263,10 @@ fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {
 
 async fn events(a: &Store, b: &Store, _: Backend) {
     let key = StreamKey::get_stream("mcp_ev1");
-    // An unknown stream: cursor 0 replays nothing, any other cursor is unknown.
+    // An unknown stream: cursor 0 replays nothing, any other cursor is ahead.
     assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Truncated);
-    assert_eq!(a.events.after(&key, u64::MAX).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Ahead);
+    assert_eq!(a.events.after(&key, u64::MAX).await.unwrap(), Replay::Ahead);
 
     assert_eq!(a.events.append(&key, b"a", 3).await.unwrap(), 1);
     assert_eq!(
@@ -266,7 +291,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     assert_eq!(a.events.after(&key, 4).await.unwrap(), Replay::From(vec![]));
     assert_eq!(
         a.events.after(&key, 5).await.unwrap(),
-        Replay::Truncated,
+        Replay::Ahead,
         "newer than the newest id"
     );
 
@@ -299,7 +324,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     assert_eq!(a.events.allocate(&key).await.unwrap(), 9);
     assert_eq!(a.events.after(&key, 9).await.unwrap(), Replay::From(vec![]));
     assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 10).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 10).await.unwrap(), Replay::Ahead);
 
     // Frames are bytes; streams of a session, and sessions, are separate.
     let post = StreamKey {
@@ -319,8 +344,8 @@ async fn events(a: &Store, b: &Store, _: Backend) {
     // Deletion drops every stream of the session, and only those.
     b.events.delete_session("mcp_ev1").await.unwrap();
     assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::Truncated);
-    assert_eq!(a.events.after(&post, 1).await.unwrap(), Replay::Truncated);
+    assert_eq!(a.events.after(&key, 8).await.unwrap(), Replay::Ahead);
+    assert_eq!(a.events.after(&post, 1).await.unwrap(), Replay::Ahead);
     assert_eq!(a.events.after(&other, 0).await.unwrap(), Replay::From(vec![ev(1, "x")]));
     assert_eq!(a.events.append(&key, b"again", 3).await.unwrap(), 1, "ids start over");
     b.events.delete_session("mcp_never").await.unwrap();
@@ -535,6 +560,27 @@ async fn membership(a: &Store, b: &Store, _: Backend) {
     b.members.leave("never").await.unwrap();
     a.members.heartbeat("i2", Duration::ZERO).await.unwrap();
     assert!(!b.members.alive("i2").await.unwrap(), "a zero ttl is gone at once");
+}
+
+/// HTTP+SSE pair records: written by one instance, read by the other; a refresh pushes the
+/// expiry back, a record not refreshed expires, a closed one is gone.
+async fn pairs(a: &Store, b: &Store, _: Backend) {
+    let short = Duration::from_millis(400);
+    assert_eq!(b.pairs.load("p1").await.unwrap(), None, "never opened");
+    let p1 = PairRecord::new("p1", "alice", "i1");
+    a.pairs.open(&p1, short).await.unwrap();
+    a.pairs.open(&PairRecord::new("p2", "bob", "i1"), LONG).await.unwrap();
+    assert_eq!(b.pairs.load("p1").await.unwrap(), Some(p1.clone()));
+    sleep(Duration::from_millis(250)).await;
+    assert!(a.pairs.refresh("p1", short).await.unwrap());
+    sleep(Duration::from_millis(250)).await;
+    assert_eq!(b.pairs.load("p1").await.unwrap(), Some(p1), "refreshed");
+    sleep(Duration::from_millis(400)).await;
+    assert_eq!(b.pairs.load("p1").await.unwrap(), None, "expired");
+    assert!(!a.pairs.refresh("p1", short).await.unwrap(), "nothing to refresh");
+    b.pairs.close("p2").await.unwrap();
+    assert_eq!(a.pairs.load("p2").await.unwrap(), None, "closed");
+    b.pairs.close("p2").await.unwrap();
 }
 
 /// Rate-limit buckets: a bucket allows its burst, then refuses with the wait until the next

@@ -26,7 +26,7 @@ async fn events_go_with_an_expired_session() {
     assert_eq!(store.sessions.load("mcp_x", ttl).await.unwrap(), None);
     // Everything of the session is gone, as after `delete_session`.
     assert_eq!(store.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
-    assert_eq!(store.events.after(&key, 1).await.unwrap(), Replay::Truncated);
+    assert_eq!(store.events.after(&key, 1).await.unwrap(), Replay::Ahead);
 
     // Without a record, events do not expire.
     let free = StreamKey::get_stream("mcp_no_record");

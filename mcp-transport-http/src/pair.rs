@@ -22,8 +22,24 @@
 //! `initialize` negotiates the session's revision as on the Streamable endpoint. The session
 //! receives list-changed and subscribed resource-updated notifications on its stream.
 //!
-//! The GET on the SSE path is [`stream`], the POSTs on the message path [`message`]; the table of
-//! open pairs is part of the endpoint's state ([`Pairs`](crate::state::Pairs)).
+//! **Across instances.** With a shared store (`Runtime::with_store`), the POSTs of a pair may reach
+//! any instance: no sticky routing is needed. The instance answering the GET holds the pair
+//! ([`Runtime::hold_pair`](mcp_runtime::Runtime::hold_pair)): the pair's record (id, principal,
+//! holder) is written before the `endpoint` event, refreshed while the stream is open and deleted
+//! when it ends. A POST reaching another instance is checked there as here (media type,
+//! authentication, `sessionId`, the pair's record: an unknown pair and another principal's are the
+//! same `404`; then the body: `413`, `408`, `400`), forwarded to the holder through the runtime's
+//! relay ([`mcp_runtime::relay`]), and answered as the holder says: `202` once the holder handed it
+//! to its engine, exactly as for a POST it received itself (same principal check, same session
+//! slot; [`relay`] feeds the pair's forwarded messages to [`message::handle`] one by one, in the
+//! order the bus brought them). So a message posted after the previous POST was answered is
+//! handled after it, whichever instances they reached. A holder whose stream ended answers `404`;
+//! one that died is `503` until its heartbeat lapsed, then `404` (the record is removed).
+//!
+//! The GET on the SSE path is [`stream`], the POSTs on the message path [`message`], the messages
+//! forwarded from other instances [`relay`]; the table of open pairs is part of the endpoint's
+//! state ([`Pairs`](crate::state::Pairs)).
 
 pub(crate) mod message;
+mod relay;
 pub(crate) mod stream;

@@ -5,7 +5,7 @@
 //! This file holds the session and call tests; `http/checks.rs` the checks before any handler
 //! (both eras); `http/limits.rs` every limit; `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
-//! HTTP+SSE pair; `http/ratelimit.rs` the built-in rate limits; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
+//! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
 //! `http/scaleout.rs` several instances behind a round-robin proxy (both
 //! stores); `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
 //! challenges; `http/support.rs` the server, client and SSE reader.
@@ -22,6 +22,8 @@ mod limits;
 mod ownership;
 #[path = "http/pair.rs"]
 mod pair;
+#[path = "http/pair_shared.rs"]
+mod pair_shared;
 #[path = "http/protocols.rs"]
 mod protocols;
 #[path = "http/ratelimit.rs"]

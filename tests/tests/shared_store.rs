@@ -1,8 +1,8 @@
 //! Two runtimes sharing one `Store::memory()`, driven through their engines as the Streamable
 //! HTTP transport drives them (invariant 34): a session minted on one is served by the other,
 //! record changes travel, a client's response and a cancellation reach the instance holding the
-//! waiting request, DELETE on one ends the other's replica, and a list change on one is heard on
-//! the other. The HTTP-level suite (a round-robin proxy, Redis) is `tests/tests/http/scaleout.rs`.
+//! waiting request, DELETE on one ends the other's replica, a list change on one is heard on
+//! the other, and a message of an HTTP+SSE pair one holds is forwarded to it by the other. The HTTP-level suite (a round-robin proxy, Redis) is `tests/tests/http/scaleout.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -456,4 +456,82 @@ async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
         .broadcast_everywhere("t", json!({"n": 2}), Duration::from_millis(200))
         .await;
     assert!(lost.is_err(), "{lost:?}");
+}
+
+/// The HTTP+SSE pair relay, through the runtime's entry points: a pair held by A is found by B
+/// (for its principal only), a message B forwards reaches A's inbox with the identity it was
+/// posted with and B gets A's outcome; another principal's message, and one A drops unanswered,
+/// are `Gone`; once the pair ends its record is gone and a message is `Gone` too.
+#[tokio::test]
+async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
+    use mcp_runtime::relay::PairOutcome;
+    let store = Store::memory();
+    let ((a, _), (b, _)) = (instance(&store), instance(&store));
+    let (a, b) = (a.runtime().clone(), b.runtime().clone());
+    a.ensure_started();
+    b.ensure_started();
+    let ended = tokio_util::sync::CancellationToken::new();
+    let mut inbox = a
+        .hold_pair("p1", "alice", ended.clone())
+        .await
+        .unwrap()
+        .expect("an inbox with a store");
+    let record = b.find_pair("p1", "alice").await.unwrap().expect("the record");
+    assert_eq!(Some(record.holder.as_str()), a.instance_id());
+    assert_eq!(b.find_pair("p1", "bob").await.unwrap(), None, "another principal's");
+    assert_eq!(b.find_pair("p2", "alice").await.unwrap(), None, "unknown");
+
+    let alice = AuthInfo::new("alice").with_scopes(vec!["s1".into()]);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let forwarded = tokio::spawn({
+        let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
+        async move { b.forward_pair_message(&record, &alice, body).await }
+    });
+    let m = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+        .await
+        .expect("forwarded within 5 s")
+        .expect("a message");
+    assert_eq!((m.auth.clone(), m.body.as_str()), (alice.clone(), body));
+    m.receipt.answer(PairOutcome::Answered {
+        status: 200,
+        body: "[]".into(),
+    });
+    assert_eq!(
+        forwarded.await.unwrap(),
+        Ok(PairOutcome::Answered {
+            status: 200,
+            body: "[]".into()
+        })
+    );
+
+    let bob = AuthInfo::new("bob");
+    assert_eq!(
+        b.forward_pair_message(&record, &bob, body).await,
+        Ok(PairOutcome::Gone),
+        "not alice's: refused by the holder"
+    );
+    let dropped = tokio::spawn({
+        let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
+        async move { b.forward_pair_message(&record, &alice, body).await }
+    });
+    drop(inbox.recv().await.expect("a message"));
+    assert_eq!(dropped.await.unwrap(), Ok(PairOutcome::Gone), "dropped unanswered");
+
+    ended.cancel();
+    for _ in 0..100 {
+        if b.find_pair("p1", "alice").await.unwrap().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        b.find_pair("p1", "alice").await.unwrap(),
+        None,
+        "the record went with the pair"
+    );
+    assert_eq!(
+        b.forward_pair_message(&record, &alice, body).await,
+        Ok(PairOutcome::Gone),
+        "the holder no longer holds it"
+    );
 }

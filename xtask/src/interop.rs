@@ -226,6 +226,26 @@ pub(crate) fn run_python_http(url: &str, label: &str, check: &mut dyn FnMut() ->
     Ok(failed)
 }
 
+/// Runs the Python SDK client over the 2024-11-05 HTTP+SSE transport (`mcp.client.sse`) at
+/// `url`, the SSE path of a server started with `--sse-pair`, in `legacy` mode (the pair serves
+/// the handshake era only), calling `check` first. Returns the name of the leg when it failed,
+/// prefixed with `label`.
+pub(crate) fn run_python_sse(url: &str, label: &str, check: &mut dyn FnMut() -> Result) -> Result<Vec<String>> {
+    let python = tools::ensure_venv()?;
+    let name = format!("{label}sse legacy");
+    check()?;
+    util::banner(&name);
+    let mut cmd = python_command(&python, &client_script());
+    cmd.arg("--sse").arg(url).args(["--mode", "legacy"]);
+    Ok(match run_leg(&mut cmd) {
+        Ok(()) => Vec::new(),
+        Err(why) => {
+            eprintln!("{name}: FAILED: {why}");
+            vec![name]
+        }
+    })
+}
+
 /// `<venv python> interop/client.py`, from the workspace root.
 fn python_command(python: &Path, client: &Path) -> Command {
     let mut cmd = Command::new(python);

@@ -4,15 +4,17 @@
 //! round-robin load balancer with no stickiness, driven by the real peers.
 //!
 //! Each pass starts a fresh `redis-server` ([`RedisServer`]), N (default 2) `everything --host
-//! 127.0.0.1 --port 0 --redis <url> --redis-prefix <random> --state-key <64 random hex digits>`
-//! instances and a balancer in front of them ([`crate::balancer`]): `rr-proxy` of the `mcp-tests`
+//! 127.0.0.1 --port 0 --redis <url> --redis-prefix <random> --state-key <64 random hex digits>
+//! --sse-pair` instances and a balancer in front of them ([`crate::balancer`]): `rr-proxy` of the `mcp-tests`
 //! crate (switching instance on every HTTP request; debug build: `cargo build -p mcp-tests --bin
 //! rr-proxy`), nginx or HAProxy (from the distribution, installed with apt-get when missing, run
 //! in the foreground from the templates `xtask/balancers/nginx.conf` and
 //! `xtask/balancers/haproxy.cfg`). Then, through the balancer:
 //!
 //! - the Python SDK client (`interop/client.py`) in each mode of the HTTP legs of `cargo xtask
-//!   interop` without credentials (`legacy`, `auto`, `2026-07-28`), at `http://127.0.0.1:P/mcp`;
+//!   interop` without credentials (`legacy`, `auto`, `2026-07-28`), at `http://127.0.0.1:P/mcp`,
+//!   and over the 2024-11-05 HTTP+SSE pair (`--sse http://127.0.0.1:P/sse --mode legacy`): its
+//!   stream on one instance, its POSTs on any;
 //! - every enabled leg of `cargo xtask conformance`, failing on any `FAILURE` or `WARNING`
 //!   check exactly as there, at `http://localhost:P/mcp` (the dns-rebinding scenario needs a
 //!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`.
@@ -166,6 +168,7 @@ fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&con
         prefix.as_str(),
         "--state-key",
         state_key.as_str(),
+        "--sse-pair",
     ];
     let mut instances = Vec::with_capacity(pass.instances);
     for _ in 0..pass.instances {
@@ -175,6 +178,7 @@ fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&con
     let mut balancer = RunningBalancer::start(pass.balancer, balancer_binary, &ports)?;
     let url = format!("{}/mcp", balancer.base_url());
     let localhost_url = format!("http://localhost:{}/mcp", balancer.port);
+    let sse_url = format!("{}/sse", balancer.base_url());
     let backends: Vec<String> = instances.iter().map(|server| server.url.clone()).collect();
     println!(
         "scaleout: {name}: {url} -> {} (redis {redis_url}, prefix {prefix})",
@@ -190,6 +194,11 @@ fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&con
     };
     let label = format!("scaleout {}: ", pass.balancer.name());
     let mut failed = interop::run_python_http(&url, &format!("{label}python "), &mut check)?;
+    failed.extend(interop::run_python_sse(
+        &sse_url,
+        &format!("{label}python "),
+        &mut check,
+    )?);
     let out_root = tools::conformance_dir().join("out-scaleout").join(pass.balancer.name());
     if let Err(why) = conformance::run_legs(
         legs,

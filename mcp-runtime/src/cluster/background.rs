@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Weak};
 
+use mcp_protocol::auth::AuthInfo;
 use tokio::sync::mpsc;
 
 use super::load::REPORT_MOST;
@@ -34,7 +35,7 @@ pub(super) async fn listen(
                 continue;
             }
         };
-        let envelope: Envelope = match serde_json::from_slice(&bytes) {
+        let mut envelope: Envelope = match serde_json::from_slice(&bytes) {
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable bus message ignored");
@@ -66,6 +67,34 @@ pub(super) async fn listen(
             }
             _ => {}
         }
+        match envelope.note {
+            Note::PairMessage {
+                to,
+                n,
+                pair,
+                principal,
+                scopes,
+                claims,
+                body,
+            } => {
+                if *to == *cluster.instance {
+                    let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
+                    cluster.pair_message(&envelope.from, n, &pair, auth, body);
+                }
+                continue;
+            }
+            Note::PairReceipt { to, n, outcome } => {
+                if *to == *cluster.instance {
+                    cluster.pair_receipt(n, outcome);
+                }
+                continue;
+            }
+            note => envelope.note = note,
+        }
+        let Some(note) = super::remote::apply(&cluster, &envelope.from, envelope.note) else {
+            continue;
+        };
+        envelope.note = note;
         if let Note::User { topic, payload } = &envelope.note {
             cluster.user(topic, payload);
             continue;
@@ -133,7 +162,16 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
                 });
             }
         }
-        Note::User { .. } | Note::Ended { .. } | Note::Load { .. } => {}
+        Note::User { .. }
+        | Note::Ended { .. }
+        | Note::Load { .. }
+        | Note::CompleteElicitation { .. }
+        | Note::Answer { .. }
+        | Note::TaskFollow { .. }
+        | Note::TaskFrame { .. }
+        | Note::TaskUnfollow { .. }
+        | Note::PairMessage { .. }
+        | Note::PairReceipt { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);

@@ -32,6 +32,8 @@ struct Report {
 #[derive(Debug, Default)]
 pub(super) struct Loads {
     reports: Mutex<HashMap<String, Report>>,
+    /// Instances the store said were alive, and when (until their first report is heard).
+    confirmed: Mutex<HashMap<String, Instant>>,
 }
 
 impl Loads {
@@ -46,6 +48,29 @@ impl Loads {
                 heavy: report.heavy.into_iter().collect(),
             },
         );
+    }
+
+    /// Whether `from` reported (or was [`Loads::confirm`]ed) within `stale` (`None`: never
+    /// heard from, or not for so long that its report was dropped).
+    pub(super) fn heard(&self, from: &str, stale: Duration) -> Option<bool> {
+        let reported = {
+            let reports = self.reports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            reports.get(from).map(|r| r.at)
+        };
+        let confirmed = {
+            let mut confirmed = self.confirmed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            confirmed.retain(|_, at| at.elapsed() < stale);
+            confirmed.get(from).copied()
+        };
+        reported.max(confirmed).map(|at| at.elapsed() < stale)
+    }
+
+    /// Records that the store said `from` is alive (an instance not heard from yet).
+    pub(super) fn confirm(&self, from: &str) {
+        let mut confirmed = self.confirmed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if confirmed.len() < 1024 {
+            confirmed.insert(from.to_owned(), Instant::now());
+        }
     }
 
     /// The sessions the other instances started, in all and `client`'s (its store key), from

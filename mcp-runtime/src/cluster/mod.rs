@@ -22,6 +22,13 @@
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
 //!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
 //!   ends the session's older GET stream on another (one GET stream per session).
+//! - **Requests served elsewhere.** A URL-mode elicitation is completed by the instance holding
+//!   its record, wherever `complete_elicitation` is called; a 2025-11-25 `tasks/result` on one
+//!   instance carries the messages of a task another instance runs (`remote`).
+//! - **HTTP+SSE pairs.** The instance holding a 2024-11-05 pair's stream keeps its record in
+//!   [`PairRecords`](crate::store::PairRecords); a POST of the pair reaching another instance is
+//!   published to the holder, which hands it to the transport and publishes what became of it
+//!   (see [`crate::relay`]).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
@@ -33,6 +40,8 @@ mod background;
 mod load;
 mod note;
 mod ports;
+mod relay;
+mod remote;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -44,9 +53,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 pub(crate) use note::Note;
+pub(crate) use relay::PairReply;
 
 use crate::catalog::Registry;
 use crate::config::ServerConfig;
+use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::session::Elsewhere;
 use crate::session::{Session, SessionStore};
@@ -92,6 +103,10 @@ pub(crate) struct Cluster {
     sessions: OnceLock<Weak<SessionStore>>,
     /// This instance's tasks (set when started).
     tasks: OnceLock<Weak<Tasks>>,
+    /// This instance's URL-mode elicitation records (set when started).
+    elicitations: OnceLock<Weak<Elicitations>>,
+    /// Requests served across instances (see `remote`).
+    remote: remote::Remote,
     /// The application's broadcast handlers, by topic.
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
     /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
@@ -103,6 +118,8 @@ pub(crate) struct Cluster {
     loads: load::Loads,
     /// A client is named in this instance's reports from this many sessions on.
     report_from: usize,
+    /// The HTTP+SSE pairs held here, and the messages forwarded from here awaiting an outcome.
+    relay: relay::Relay,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -132,11 +149,14 @@ impl Cluster {
             me: OnceLock::new(),
             sessions: OnceLock::new(),
             tasks: OnceLock::new(),
+            elicitations: OnceLock::new(),
+            remote: remote::Remote::default(),
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
             seq: std::sync::Mutex::new(0),
             loads: load::Loads::default(),
             report_from: (config.max_sessions_per_principal / 16).max(1),
+            relay: relay::Relay::default(),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c
@@ -170,7 +190,13 @@ impl Cluster {
 
     /// Starts the bus listener, the change forwarder, the appender and the heartbeat (once;
     /// needs a Tokio runtime).
-    pub(crate) fn ensure_started(&self, sessions: &Arc<SessionStore>, registry: &Arc<Registry>, tasks: &Arc<Tasks>) {
+    pub(crate) fn ensure_started(
+        &self,
+        sessions: &Arc<SessionStore>,
+        registry: &Arc<Registry>,
+        tasks: &Arc<Tasks>,
+        elicitations: &Arc<Elicitations>,
+    ) {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -179,6 +205,7 @@ impl Cluster {
         };
         let _ = self.sessions.set(Arc::downgrade(sessions));
         let _ = self.tasks.set(Arc::downgrade(tasks));
+        let _ = self.elicitations.set(Arc::downgrade(elicitations));
         let bus = self.store.bus.subscribe();
         tokio::spawn(listen(
             Arc::downgrade(&me),
@@ -294,16 +321,14 @@ impl Cluster {
     /// A replica of a session this instance does not hold, from its record; `None` when the
     /// record is absent, expired or another principal's.
     pub(crate) async fn load(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
-        let Some(record) = self.store.sessions.load(id, self.session_ttl).await? else {
+        // Named in the record before serving: a DELETE anywhere waits for this replica. (The
+        // record of another principal's session names this instance too, harmlessly: a DELETE
+        // then waits for an instance that holds nothing and acknowledges at once.)
+        let Some(record) = self.store.sessions.hold(id, &self.instance, self.session_ttl).await? else {
             return Ok(None);
         };
         if record.principal != principal {
             return Ok(None);
-        }
-        if !record.holders.contains(&*self.instance) {
-            // Named in the record before serving: a DELETE anywhere waits for this replica.
-            let holder = SessionField::Holder(self.instance.to_string());
-            self.store.sessions.update(id, &holder).await?;
         }
         let Some(revision) = Revision::parse(&record.revision) else {
             tracing::warn!(session = id, revision = %record.revision, "stored session has an unknown revision");
@@ -318,7 +343,10 @@ impl Cluster {
         );
         session.set_log_level(record.log_level);
         if record.initialized {
-            session.mark_initialized();
+            session.apply_remote(&SessionField::Initialized);
+        }
+        if record.tasks {
+            session.apply_remote(&SessionField::Tasks);
         }
         for uri in &record.subscriptions {
             session.subscribe(uri);
@@ -328,30 +356,21 @@ impl Cluster {
 
     /// Deletes a session everywhere: its record, its stream logs, and every replica. Answers
     /// once every live instance holding a replica has ended it (bounded by [`ACK_WAIT`]), so
-    /// that a request right after the DELETE is 404 wherever it lands.
-    pub(crate) async fn end(&self, session: &str) -> Result<bool, StoreError> {
-        let holders = match self.store.sessions.load(session, self.session_ttl).await? {
-            Some(r) => r.holders,
-            None => {
-                // The store forgot it already (a flush, a restart without persistence), but
-                // replicas may remain: the end reaches them now, not at their next check.
-                let _ = self.publish(Note::SessionEnded {
-                    session: session.to_owned(),
-                });
-                return Ok(false);
-            }
+    /// that a request right after the DELETE is 404 wherever it lands; the record as it was, if
+    /// the store still had it.
+    pub(crate) async fn end(&self, session: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let Some(record) = self.store.sessions.delete(session).await? else {
+            // The store forgot it already (a flush, a restart without persistence), but
+            // replicas may remain: the end reaches them now, not at their next check.
+            let _ = self.publish(Note::SessionEnded {
+                session: session.to_owned(),
+            });
+            return Ok(None);
         };
-        let existed = self.store.sessions.delete(session).await?;
-        if !existed {
-            return Ok(false);
-        }
-        if let Err(e) = self.store.events.delete_session(session).await {
-            tracing::warn!(session, error = %e, "stream events of a deleted session not dropped");
-        }
         let mut waiting = std::collections::BTreeSet::new();
-        for h in holders {
-            if h != *self.instance && self.store.members.alive(&h).await.unwrap_or(false) {
-                waiting.insert(h);
+        for h in &record.holders {
+            if *h != *self.instance && self.is_alive(h).await {
+                waiting.insert(h.clone());
             }
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -374,7 +393,24 @@ impl Cluster {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .remove(session);
         }
-        Ok(true)
+        Ok(Some(record))
+    }
+
+    /// Whether `instance` is alive: from its latest report on the bus (one every heartbeat),
+    /// or from the store when none was heard yet (this instance just started). A store that
+    /// cannot tell counts it alive: waiting for a dead instance costs a bounded wait, never a
+    /// stale replica.
+    async fn is_alive(&self, instance: &str) -> bool {
+        match self.loads.heard(instance, HEARTBEAT_TTL) {
+            Some(alive) => alive,
+            None => {
+                let alive = self.store.members.alive(instance).await.unwrap_or(true);
+                if alive {
+                    self.loads.confirm(instance);
+                }
+                alive
+            }
+        }
     }
 
     /// Another instance ended its replica of a session this instance is deleting.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Change;
+use crate::relay::PairOutcome;
 use crate::store::SessionField;
 
 /// A change as it travels on the bus.
@@ -79,11 +80,35 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
+    /// A message POSTed to the sender for a 2024-11-05 pair that instance `to` holds, the
+    /// sender's `n`th forwarded, with the identity it authenticated as.
+    PairMessage {
+        to: String,
+        n: u64,
+        pair: String,
+        principal: String,
+        scopes: Vec<String>,
+        claims: serde_json::Map<String, Value>,
+        body: String,
+    },
+    /// What the holder of a pair made of instance `to`'s `n`th forwarded message.
+    PairReceipt { to: String, n: u64, outcome: PairOutcome },
     /// The sessions the sender started, and the clients holding many of them (by store key).
     Load {
         sessions: usize,
         heavy: Vec<(String, usize)>,
     },
+    /// Completes a URL-mode elicitation the sender does not hold; the holder answers `ask`.
+    CompleteElicitation { id: String, principal: String, ask: u64 },
+    /// `to`'s question `ask` was done.
+    Answer { to: String, ask: u64 },
+    /// A 2025-11-25 `tasks/result` on the sender waits for a task another instance runs: its
+    /// messages (server-to-client requests, progress) go to the sender from now on.
+    TaskFollow { task: String },
+    /// One message of a task, for the instance `to` whose `tasks/result` follows it.
+    TaskFrame { task: String, to: String, frame: String },
+    /// The sender's `tasks/result` stopped following the task.
+    TaskUnfollow { task: String },
 }
 
 /// A bus message: who sent it, its place among the sender's messages, and what it says.

@@ -9,15 +9,18 @@ use serde_json::Value;
 
 use super::{Append, Cluster, Note};
 use crate::session::Replication;
+use crate::sink::Sink;
 use crate::store::{SessionField, StoreError, StoreFuture, StreamKey};
-use crate::tasks::Sharing;
+use crate::tasks::{Following, Sharing};
 
 impl Replication for Cluster {
     fn instance(&self) -> &str {
         &self.instance
     }
 
-    /// A change to a session's record: written through, then announced.
+    /// A change to a session's record: written through, and announced when it changes what
+    /// the other replicas do (`notifications/initialized` changes nothing they do: they read it
+    /// from the record when they load or check it).
     fn changed(&self, session: &str, field: SessionField) {
         let Some(me) = self.me.get().and_then(Weak::upgrade) else {
             return;
@@ -25,16 +28,22 @@ impl Replication for Cluster {
         // Announced at once, before the request that made the change is answered: a change
         // this instance raises next (a resource update after `resources/subscribe`) is published
         // after it, and the bus keeps one publisher's order. The record follows.
-        let _ = self.publish(Note::SessionChanged {
-            session: session.to_owned(),
-            field: field.clone(),
-        });
+        if field != SessionField::Initialized {
+            let _ = self.publish(Note::SessionChanged {
+                session: session.to_owned(),
+                field: field.clone(),
+            });
+        }
         let session = session.to_owned();
         tokio::spawn(async move {
             if let Err(e) = me.store.sessions.update(&session, &field).await {
                 tracing::warn!(session, error = %e, "session change not stored");
             }
         });
+    }
+
+    fn write<'a>(&'a self, session: &'a str, field: SessionField) -> StoreFuture<'a, ()> {
+        Box::pin(async move { self.store.sessions.update(session, &field).await })
     }
 
     /// Pushes a session's record expiry back.
@@ -124,5 +133,9 @@ impl Sharing for Cluster {
             task: task.to_owned(),
             params: params.clone(),
         });
+    }
+
+    fn follow(&self, task: &str, sink: Sink) -> Following {
+        Cluster::follow(self, task, sink)
     }
 }

@@ -30,7 +30,7 @@ pub(crate) use store::{Elsewhere, StartedHere};
 pub use store::{SessionLimit, SessionStore, StartError};
 
 use crate::sink::Frame;
-use crate::store::SessionField;
+use crate::store::{SessionField, StoreError};
 
 type Pending = oneshot::Sender<Result<Value, RpcError>>;
 
@@ -61,6 +61,8 @@ pub struct Session {
     client_info: Value,
     log_level: AtomicU8,
     initialized: AtomicBool,
+    /// Whether a 2025-11-25 task was created in the session (here, or in the record loaded).
+    tasks: AtomicBool,
     next_request: AtomicU64,
     pending: Mutex<HashMap<RequestId, Pending>>,
     subscriptions: Mutex<HashSet<String>>,
@@ -108,6 +110,7 @@ impl Session {
             client_info,
             log_level: AtomicU8::new(level_index(LoggingLevel::Info)),
             initialized: AtomicBool::new(false),
+            tasks: AtomicBool::new(false),
             next_request: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashSet::new()),
@@ -147,6 +150,7 @@ impl Session {
         match field {
             SessionField::LogLevel(l) => self.log_level.store(level_index(*l), Ordering::Relaxed),
             SessionField::Initialized => self.initialized.store(true, Ordering::Relaxed),
+            SessionField::Tasks => self.tasks.store(true, Ordering::Relaxed),
             SessionField::Subscribe(uri) => {
                 lock(&self.subscriptions).insert(uri.clone());
             }
@@ -254,7 +258,9 @@ impl Session {
         self.changed(SessionField::LogLevel(level));
     }
 
-    /// Whether `notifications/initialized` arrived.
+    /// Whether `notifications/initialized` arrived. With a shared store, on a replica: whether
+    /// it arrived at this instance or was in the record when this instance loaded the session
+    /// (it is written through but not announced: nothing a replica does depends on it).
     pub fn is_initialized(&self) -> bool {
         self.initialized.load(Ordering::Relaxed)
     }
@@ -263,6 +269,26 @@ impl Session {
     pub fn mark_initialized(&self) {
         if !self.initialized.swap(true, Ordering::Relaxed) {
             self.changed(SessionField::Initialized);
+        }
+    }
+
+    /// Whether a 2025-11-25 task was created in the session (with a shared store: on this
+    /// instance, or before it loaded the session).
+    pub(crate) fn has_tasks(&self) -> bool {
+        self.tasks.load(Ordering::Relaxed)
+    }
+
+    /// Records that a 2025-11-25 task is created in the session: in the shared record before
+    /// this returns, so that the session's end, wherever it happens, deletes its tasks.
+    pub(crate) async fn mark_tasks(&self) -> Result<(), StoreError> {
+        if self.tasks.swap(true, Ordering::Relaxed) {
+            return Ok(());
+        }
+        match self.replication.get() {
+            Some(c) => c.write(&self.id, SessionField::Tasks).await.inspect_err(|_| {
+                self.tasks.store(false, Ordering::Relaxed);
+            }),
+            None => Ok(()),
         }
     }
 

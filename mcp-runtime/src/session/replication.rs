@@ -8,7 +8,7 @@ use mcp_protocol::{RequestId, RpcError};
 use serde_json::Value;
 
 use crate::sink::Frame;
-use crate::store::SessionField;
+use crate::store::{SessionField, StoreFuture};
 
 /// The instance side of a shared session record.
 pub(crate) trait Replication: Send + Sync + std::fmt::Debug {
@@ -17,6 +17,9 @@ pub(crate) trait Replication: Send + Sync + std::fmt::Debug {
 
     /// A change to the session's record: written through, and announced to the replicas.
     fn changed(&self, session: &str, field: SessionField);
+
+    /// A change to the session's record, written before this returns (not announced).
+    fn write<'a>(&'a self, session: &'a str, field: SessionField) -> StoreFuture<'a, ()>;
 
     /// How often a replica pushes its record's expiry back.
     fn touch_every(&self) -> Duration;

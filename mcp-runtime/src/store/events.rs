@@ -38,8 +38,13 @@ impl StreamKey {
 pub enum Replay {
     /// The events after the cursor, oldest first (possibly none).
     From(Vec<(u64, Vec<u8>)>),
-    /// Events after the cursor were lost, or the cursor is unknown.
+    /// Events after the cursor were lost.
     Truncated,
+    /// The cursor is past every id the stream handed out (or the stream is unknown): what it
+    /// names is not stored yet. A stream whose ids are stored before they are sent never sees
+    /// it from an honest client; a stream mirrored after writing (a POST stream of a shared
+    /// session) does, until the mirror catches up.
+    Ahead,
 }
 
 /// Where stream events live.
@@ -54,8 +59,9 @@ pub enum Replay {
 ///   `append` returned its id.
 /// - **Bounds.** After an append the stream keeps its newest `capacity` events.
 /// - **Replay.** `after(key, cursor)` returns every kept event whose id is greater than
-///   `cursor`, or `Truncated` when an event after `cursor` was dropped or `cursor` is greater
-///   than the newest id handed out.
+///   `cursor`, `Truncated` when an event after `cursor` was dropped, or `Ahead` when `cursor`
+///   is greater than the newest id handed out (an unknown stream has handed out none: cursor 0
+///   replays nothing, any other is ahead).
 /// - **Deletion.** `delete_session` drops every stream of a session.
 pub trait EventLog: Send + Sync + 'static {
     /// Stores an event; returns its id.
@@ -88,8 +94,11 @@ impl Ring {
     }
 
     fn after(&self, cursor: u64) -> Replay {
-        if cursor < self.evicted || cursor > self.newest {
+        if cursor < self.evicted {
             return Replay::Truncated;
+        }
+        if cursor > self.newest {
+            return Replay::Ahead;
         }
         Replay::From(self.events.iter().filter(|(id, _)| *id > cursor).cloned().collect())
     }
@@ -105,6 +114,11 @@ impl MemoryEventLog {
     /// An empty log.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Drops every stream of a session.
+    pub(crate) fn drop_session(&self, session: &str) {
+        self.rings.retain(|k, _| k.session != session);
     }
 }
 
@@ -130,13 +144,13 @@ impl EventLog for MemoryEventLog {
         let r = match self.rings.get(key) {
             Some(ring) => ring.after(cursor),
             None if cursor == 0 => Replay::From(Vec::new()),
-            None => Replay::Truncated,
+            None => Replay::Ahead,
         };
         Box::pin(async move { Ok(r) })
     }
 
     fn delete_session<'a>(&'a self, session: &'a str) -> StoreFuture<'a, ()> {
-        self.rings.retain(|k, _| k.session != session);
+        self.drop_session(session);
         Box::pin(async { Ok(()) })
     }
 }

@@ -14,8 +14,11 @@
 //! - [`TaskStore`]: task records;
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
-//!   request, session ends and changes, new stream events, task control;
+//!   request, session ends and changes, new stream events, task control, the messages of an
+//!   HTTP+SSE pair for the instance holding its stream (and what it made of them);
 //! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery);
+//! - [`PairRecords`]: which instance holds each open 2024-11-05 HTTP+SSE pair's stream, and for
+//!   which principal, so that a POST of the pair reaching any instance is forwarded there;
 //! - [`RateBuckets`]: the rate-limit buckets of the `RateLimit` middleware, so that a client
 //!   gets its rate once across every instance, not once per instance.
 //!
@@ -31,6 +34,7 @@ mod buckets;
 mod bus;
 mod events;
 mod members;
+mod pairs;
 mod quota;
 mod sessions;
 mod tasks;
@@ -43,6 +47,7 @@ pub use buckets::{Admission, MemoryBuckets, RateBuckets};
 pub use bus::{Bus, BusEvent, Fanout, MemoryBus};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
 pub use members::{Membership, MemoryMembership};
+pub use pairs::{MemoryPairRecords, PairRecord, PairRecords};
 pub use quota::{Quota, QuotaError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
@@ -90,6 +95,8 @@ pub struct Store {
     pub members: Arc<dyn Membership>,
     /// Rate-limit buckets (used by the `RateLimit` middleware a server is built with).
     pub buckets: Arc<dyn RateBuckets>,
+    /// The open 2024-11-05 HTTP+SSE pairs and the instances holding their streams.
+    pub pairs: Arc<dyn PairRecords>,
 }
 
 impl std::fmt::Debug for Store {
@@ -102,13 +109,15 @@ impl Store {
     /// A store in this process's memory. Runtimes given clones of it share it as separate
     /// instances would share a backend (one bus, one set of records).
     pub fn memory() -> Store {
+        let events = Arc::new(MemoryEventLog::new());
         Store {
-            sessions: Arc::new(MemorySessionRecords::new()),
-            events: Arc::new(MemoryEventLog::new()),
+            sessions: Arc::new(MemorySessionRecords::with_events(events.clone())),
+            events,
             tasks: Arc::new(InMemoryTaskStore::new()),
             bus: Arc::new(MemoryBus::new()),
             members: Arc::new(MemoryMembership::new()),
             buckets: Arc::new(MemoryBuckets::new()),
+            pairs: Arc::new(MemoryPairRecords::new()),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! the rest.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::StoreFuture;
+use super::events::MemoryEventLog;
 
 /// One legacy session as stored: plain, serializable data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +45,10 @@ pub struct SessionRecord {
     /// has ended its replica).
     #[serde(default)]
     pub holders: BTreeSet<String>,
+    /// Whether a 2025-11-25 task was created in the session (its end then deletes the
+    /// session's tasks; a session without any is ended without asking the task store).
+    #[serde(default)]
+    pub tasks: bool,
 }
 
 impl SessionRecord {
@@ -65,6 +70,7 @@ impl SessionRecord {
             initialized: false,
             subscriptions: BTreeSet::new(),
             holders: BTreeSet::new(),
+            tasks: false,
         }
     }
 
@@ -82,6 +88,7 @@ impl SessionRecord {
             SessionField::Holder(instance) => {
                 self.holders.insert(instance.clone());
             }
+            SessionField::Tasks => self.tasks = true,
         }
     }
 }
@@ -100,6 +107,8 @@ pub enum SessionField {
     Unsubscribe(String),
     /// An instance holds a replica of the session.
     Holder(String),
+    /// A 2025-11-25 task was created in the session.
+    Tasks,
 }
 
 /// Where legacy session records live.
@@ -113,8 +122,11 @@ pub enum SessionField {
 ///   an expired record loads as `None`.
 /// - **Changes.** `update` applies one [`SessionField`] to a live record (nothing happens when
 ///   it is absent).
-/// - **Deletion.** `delete` removes the record and answers whether it existed; what else belongs
-///   to the session (its stream events) is deleted by the runtime through the other seams.
+/// - **Holders.** `hold` is `load` plus an `update` naming an instance among the holders, in
+///   one step where the backend can (the default runs the two).
+/// - **Deletion.** `delete` removes the record and the session's stream events (those of the
+///   [`EventLog`](super::EventLog) bundled with it in the [`Store`](super::Store)), and answers
+///   the record as it was (`None` when it was absent: the events go either way).
 pub trait SessionRecords: Send + Sync + 'static {
     /// Stores a new record.
     fn create<'a>(&'a self, record: &'a SessionRecord, ttl: Duration) -> StoreFuture<'a, ()>;
@@ -129,8 +141,24 @@ pub trait SessionRecords: Send + Sync + 'static {
     /// Applies one change to a live record.
     fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()>;
 
-    /// Removes a record; `true` when it existed.
-    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool>;
+    /// The record of a live session, with `instance` named among its holders (its expiry pushed
+    /// back by `ttl`): what an instance loads before it serves a replica.
+    fn hold<'a>(&'a self, id: &'a str, instance: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+        Box::pin(async move {
+            let Some(mut record) = self.load(id, ttl).await? else {
+                return Ok(None);
+            };
+            if !record.holders.contains(instance) {
+                let holder = SessionField::Holder(instance.to_owned());
+                self.update(id, &holder).await?;
+                record.apply(&holder);
+            }
+            Ok(Some(record))
+        })
+    }
+
+    /// Removes a record and the session's stream events; the record as it was, if it existed.
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>>;
 }
 
 /// The default: records in this process's memory, expiring on the Tokio clock.
@@ -138,6 +166,8 @@ pub trait SessionRecords: Send + Sync + 'static {
 pub struct MemorySessionRecords {
     records: DashMap<String, Entry>,
     sweep: Mutex<Option<Instant>>,
+    /// The log whose streams a deleted session's go from ([`MemorySessionRecords::with_events`]).
+    events: Option<Arc<MemoryEventLog>>,
 }
 
 #[derive(Debug, Clone)]
@@ -147,9 +177,17 @@ struct Entry {
 }
 
 impl MemorySessionRecords {
-    /// An empty store.
+    /// An empty store (deleting a record touches no event log).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose deleted sessions' streams go from `events` too.
+    pub fn with_events(events: Arc<MemoryEventLog>) -> Self {
+        MemorySessionRecords {
+            events: Some(events),
+            ..Self::default()
+        }
     }
 
     /// Drops expired records, at most once a second.
@@ -212,8 +250,14 @@ impl SessionRecords for MemorySessionRecords {
         Box::pin(async { Ok(()) })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
-        let existed = self.live(id, None).is_some() && self.records.remove(id).is_some();
-        Box::pin(async move { Ok(existed) })
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
+        let record = self
+            .live(id, None)
+            .and_then(|_| self.records.remove(id))
+            .map(|(_, e)| e.record);
+        if let Some(events) = &self.events {
+            events.drop_session(id);
+        }
+        Box::pin(async move { Ok(record) })
     }
 }

@@ -194,6 +194,10 @@ impl Tasks {
             principal: ctx.principal().to_owned(),
             session: session.id().to_string(),
         };
+        // The session's end deletes its tasks, wherever it ends.
+        if let Err(e) = session.mark_tasks().await {
+            return Reply::Error(e.unavailable());
+        }
         // The task outlives the request; it ends with its session.
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));

@@ -88,15 +88,21 @@ impl Tasks {
     }
 
     /// 2025-11-25 `tasks/result`: waits for the end (the request's stream
-    /// carries the task's server-to-client requests meanwhile), then answers
+    /// carries the task's server-to-client requests meanwhile, wherever the
+    /// task runs), then answers
     /// exactly what the call would have, with the `related-task` `_meta`.
     async fn task_result(&self, ctx: &Ctx, id: &str, owner: Option<&TaskOwner>) -> Result<Value, RpcError> {
         self.lookup(id, owner).await?;
-        if let Some(live) = self.live(id)
-            && ctx.sink().can_stream()
-        {
-            live.relay.attach(ctx.sink().clone());
-        }
+        // The task's messages come on this request's stream while it waits: from the relay of
+        // a task run here, through the bus from one run elsewhere.
+        let _following = match (ctx.sink().can_stream(), self.live(id)) {
+            (true, Some(live)) => {
+                live.relay.attach(ctx.sink().clone());
+                None
+            }
+            (true, None) => self.sharing().map(|s| s.follow(id, ctx.sink().clone())),
+            (false, _) => None,
+        };
         let timeout = self.limits.result_timeout;
         let rec = self.wait_terminal(id, owner, timeout, ctx.cancellation()).await?;
         match rec.outcome {

@@ -46,7 +46,7 @@ use crate::sink::Relay;
 
 pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
-pub(crate) use sharing::Sharing;
+pub(crate) use sharing::{Following, Sharing};
 
 /// The status message (and error message) of a task interrupted by a restart.
 pub const INTERRUPTED: &str = "Task interrupted by a restart";

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::sink::Sink;
 use crate::store::{StoreError, StoreFuture};
 
 /// The other instances, as tasks need them.
@@ -21,4 +22,27 @@ pub(crate) trait Sharing: Send + Sync + std::fmt::Debug {
 
     /// A modern task's status changed here: listen streams on other instances hear it.
     fn task_changed(&self, task: &str, params: &Map<String, Value>);
+
+    /// Sends the messages of a task another instance runs (its server-to-client requests, its
+    /// progress) to `sink`, a waiting 2025-11-25 `tasks/result` here, until the guard is dropped.
+    fn follow(&self, task: &str, sink: Sink) -> Following;
+}
+
+/// While held, a task run elsewhere sends its messages here ([`Sharing::follow`]); dropping it
+/// stops that.
+pub(crate) struct Following(Option<Box<dyn FnOnce() + Send>>);
+
+impl Following {
+    /// A guard that runs `stop` when dropped.
+    pub(crate) fn new(stop: impl FnOnce() + Send + 'static) -> Self {
+        Following(Some(Box::new(stop)))
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        if let Some(stop) = self.0.take() {
+            stop();
+        }
+    }
 }

@@ -1,25 +1,29 @@
 //! The message path of the 2024-11-05 pair: each POST names its pair (`sessionId`), is
-//! answered `202` once its message is handed to the engine, and the answer travels on the
-//! pair's stream.
+//! answered `202` once its message is handed to the engine (this instance's, or the one holding
+//! the pair's stream, through the runtime's relay), and the answer travels on the pair's stream.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::response::Response;
 use http::Method;
+use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
-use mcp_runtime::{Peer, Session, Sessions, Sink, Step};
+use mcp_runtime::relay::PairOutcome;
+use mcp_runtime::store::PairRecord;
+use mcp_runtime::{Answer, Peer, Session, Sessions, Sink, Step};
 
 use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
 use crate::guard;
 use crate::response::{
-    answer, challenge, empty, not_allowed, overloaded, refused, session_not_found, unsupported_media_type,
+    answer, challenge, empty, json, not_allowed, overloaded, refused, session_not_found, store_unavailable,
+    unsupported_media_type,
 };
-use crate::state::{Pair, Shared};
+use crate::state::{Pair, Permit, Shared};
 use crate::status;
 
 /// Every verb on the message path: Origin and Host first, then POST delivers a message.
@@ -44,7 +48,32 @@ fn session_param(query: Option<&str>) -> Option<&str> {
         .filter(|v| !v.is_empty())
 }
 
-/// Hands a POSTed message of a pair to the engine; its answer goes to the pair's stream.
+/// Where the pair a POST names is held.
+enum Holder {
+    /// Here: the message goes to the engine.
+    Here(Arc<Pair>),
+    /// On another instance (known from the shared store): the message is forwarded there.
+    Elsewhere(PairRecord),
+}
+
+/// Finds the pair `id` of `principal`: held here, or (with a shared store) on another instance.
+/// An unknown pair and another principal's are the same `404`.
+async fn locate(shared: &Shared, id: &str, principal: &str) -> Result<Holder, Response> {
+    if let Some(pair) = shared.pairs.get(id, principal) {
+        return Ok(Holder::Here(pair));
+    }
+    match shared.runtime.find_pair(id, principal).await {
+        Ok(Some(record)) => Ok(Holder::Elsewhere(record)),
+        Ok(None) => Err(session_not_found()),
+        Err(e) => {
+            tracing::warn!(error = %e, "HTTP+SSE pair not looked up: shared store unavailable");
+            Err(store_unavailable())
+        }
+    }
+}
+
+/// Hands a POSTed message of a pair to the engine, or to the instance holding the pair; its
+/// answer goes to the pair's stream.
 async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     if !guard::is_json_body(req.headers()) {
         return unsupported_media_type();
@@ -61,8 +90,9 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
             &RpcError::invalid_request("sessionId query parameter required"),
         );
     };
-    let Some(pair) = shared.pairs.get(id, &auth.principal) else {
-        return session_not_found();
+    let holder = match locate(shared, id, &auth.principal).await {
+        Ok(h) => h,
+        Err(r) => return r,
     };
     let Some(permit) = shared.permit() else {
         tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
@@ -77,22 +107,61 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
         Err(e) if !e.wants_reply() => return empty(status::NOTHING_TO_ANSWER),
         Err(e) => return refused(Stage::Envelope, e.id(), &e.to_rpc_error()),
     };
+    let pair = match holder {
+        Holder::Here(pair) => pair,
+        Holder::Elsewhere(record) => return forward(shared, &record, &auth, &bytes).await,
+    };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
     let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_extensions(parts.extensions);
     peer.legacy_only = true;
+    match handle(shared, &pair, &peer, inbound, permit).await {
+        Some(a) => answer(&shared.config, a),
+        None => empty(status::NOTHING_TO_ANSWER),
+    }
+}
+
+/// Forwards a message to the instance holding its pair, and answers as it says: `202` once
+/// the holder handed it to its engine, as a local POST.
+async fn forward(shared: &Shared, record: &PairRecord, auth: &AuthInfo, bytes: &[u8]) -> Response {
+    // It decoded: it is UTF-8.
+    let Ok(body) = std::str::from_utf8(bytes) else {
+        return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));
+    };
+    match shared.runtime.forward_pair_message(record, auth, body).await {
+        Ok(PairOutcome::Accepted) => empty(status::NOTHING_TO_ANSWER),
+        Ok(PairOutcome::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
+        Ok(PairOutcome::Busy) => overloaded(),
+        Ok(_) => session_not_found(),
+        Err(e) => {
+            tracing::warn!(pair = %record.id, error = %e, "HTTP+SSE message not forwarded");
+            store_unavailable()
+        }
+    }
+}
+
+/// Hands a pair's message to the engine (a local POST's, or one another instance forwarded):
+/// replies and call frames go to the pair's stream; `Some` when it is answered on the POST
+/// itself (a refused batch).
+pub(crate) async fn handle(
+    shared: &Arc<Shared>,
+    pair: &Arc<Pair>,
+    peer: &Peer<'_>,
+    inbound: Inbound,
+    permit: Arc<Permit>,
+) -> Option<Answer> {
     let engine = &shared.engine;
     match inbound {
-        Inbound::Single(Message::Response(r)) => engine.deliver(&peer, r).await,
+        Inbound::Single(Message::Response(r)) => engine.deliver(peer, r).await,
         Inbound::Single(Message::Notification(n)) => {
-            engine.notification(&peer, &n).await;
+            engine.notification(peer, &n).await;
         }
-        Inbound::Single(Message::Request(r)) => match engine.request(&peer, r).await {
+        Inbound::Single(Message::Request(r)) => match engine.request(peer, r).await {
             // Written before the 202, so that a session `initialize` minted exists when the
             // client sends its next message.
             Step::Answer(a) => {
                 if let Some(session) = &a.session {
-                    joined(shared, &pair, session);
+                    joined(shared, pair, session);
                 }
                 pair.push(a.frame).await;
             }
@@ -108,8 +177,8 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
             }
             Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
         },
-        Inbound::Batch(items) => match engine.batch(&peer, items).await {
-            BatchStep::Answer(a) => return answer(&shared.config, a),
+        Inbound::Batch(items) => match engine.batch(peer, items).await {
+            BatchStep::Answer(a) => return Some(a),
             BatchStep::Run(batch) => {
                 let out = pair.clone();
                 shared.tracker.spawn(async move {
@@ -122,7 +191,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
             }
         },
     }
-    empty(status::NOTHING_TO_ANSWER)
+    None
 }
 
 /// The pair's session exists: its events reach the stream from now on.

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{admit, with_cors};
 use crate::guard;
-use crate::response::{challenge, empty, not_allowed};
+use crate::response::{challenge, empty, not_allowed, store_unavailable};
 use crate::state::{Pair, Shared};
 use crate::status;
 use crate::streams::hub::Channel;
@@ -77,10 +77,31 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
         joined: watch::Sender::new(None),
     });
     shared.pairs.insert(id.clone(), pair.clone());
+    // With a shared store, the pair's record is written before the stream names the message
+    // path: the client's first POST may reach any instance.
+    match shared
+        .runtime
+        .hold_pair(&id, &auth.principal, pair.ended().clone())
+        .await
+    {
+        Ok(Some(inbox)) => {
+            shared
+                .tracker
+                .spawn(super::relay::inbox(shared.clone(), pair.clone(), inbox));
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "HTTP+SSE pair not opened: shared store unavailable");
+            shared.pairs.remove(&id);
+            pair.ended().cancel();
+            return store_unavailable();
+        }
+    }
     let (tx, rx) = sse::channel(capacity);
     let endpoint = format!("{message_path}?sessionId={id}");
     if tx.try_send(sse::named("endpoint", endpoint.as_bytes())).is_err() {
         shared.pairs.remove(&id);
+        pair.ended().cancel();
         return empty(status::STREAM_NOT_OPENED);
     }
     tracing::debug!(pair = %id, "HTTP+SSE session opened");

@@ -140,7 +140,9 @@ impl Feed for SharedLive {
         let mut out = Vec::new();
         match read {
             Replay::From(events) => self.cursor = push_events(&mut out, self.cursor, events),
-            Replay::Truncated => {
+            // This stream's ids are stored before they are sent: a log behind its cursor lost
+            // what it held (the store forgot it).
+            Replay::Truncated | Replay::Ahead => {
                 out.push(sse::truncated(&seq_id(self.cursor)));
                 match self.log.allocate(&self.key).await {
                     Ok(id) => self.cursor = id,
@@ -158,16 +160,31 @@ impl Feed for SharedLive {
     }
 }
 
+/// How long a resumed POST stream waits, without progress, for the events its cursor names
+/// to be stored: the instance running the call writes an event to its client before it
+/// mirrors it to the log, so a client that resumes at once on another instance may be ahead of
+/// the log for a moment (milliseconds while the store answers). When the instance running the
+/// call died before mirroring, nothing ever comes: the stream then says what was lost
+/// (`notifications/replay_truncated`) and ends.
+pub(crate) const AHEAD_WAIT: Duration = Duration::from_secs(30);
+
 /// A POST stream of a shared session resumed on an instance that does not run its call: its
 /// events are read from the session's log of that stream (the instance running the call
 /// mirrors its tape there, ending with an empty marker), woken by every append to the session's
-/// POST stream logs.
+/// POST stream logs. A cursor ahead of the log waits for the log (see [`AHEAD_WAIT`]).
 pub(crate) struct SharedTape {
     session: Arc<Session>,
     log: Arc<dyn EventLog>,
     key: StreamKey,
     wake: watch::Receiver<u64>,
     cursor: u64,
+    /// When the log last made progress (or the stream opened): the bound of [`AHEAD_WAIT`].
+    progress: tokio::time::Instant,
+    /// The end marker was read: the stream is over once what was read is written.
+    over: bool,
+    /// The last read found the cursor ahead of the log.
+    ahead: bool,
+    /// Woken, not yet read: the next `next` reads the log before waiting again (cancel safety).
     dirty: bool,
     opening: Vec<Bytes>,
 }
@@ -178,6 +195,16 @@ pub(crate) enum Resumed {
     Follow(SharedTape),
     /// Nothing left to send (or a stream nobody knows): 204, the client stops reconnecting.
     Nothing,
+}
+
+/// What one read of the log found.
+enum Read {
+    /// The events after the cursor as SSE chunks, and whether the end marker was among them.
+    Events(Vec<Bytes>, bool),
+    /// The cursor is past what the log holds yet.
+    Ahead,
+    /// Events after the cursor are gone.
+    Lost,
 }
 
 impl SharedTape {
@@ -201,44 +228,47 @@ impl SharedTape {
             key,
             wake,
             cursor,
+            progress: tokio::time::Instant::now(),
+            over: false,
+            ahead: false,
             dirty: false,
             opening: vec![sse::retry(retry)],
         };
-        // The instance running the call may not have stored the client's last event yet (it
-        // appends right after writing): give the log a moment before giving up on the cursor.
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-        let mut read = feed.read().await?;
-        while read.is_none() && tokio::time::Instant::now() < deadline {
-            let _ = tokio::time::timeout_at(deadline, feed.wake.changed()).await;
-            read = feed.read().await?;
-        }
-        match read {
-            None => Ok(Resumed::Nothing),
-            Some((_, true)) if feed.opening.len() == 1 => Ok(Resumed::Nothing),
-            Some((chunks, _)) => {
+        match feed.read().await? {
+            Read::Lost => Ok(Resumed::Nothing),
+            Read::Events(chunks, true) if chunks.is_empty() => Ok(Resumed::Nothing),
+            Read::Events(chunks, done) => {
                 feed.opening.extend(chunks);
+                feed.over = done;
+                Ok(Resumed::Follow(feed))
+            }
+            // The events are on their way to the log: the stream opens and waits for them.
+            Read::Ahead => {
+                feed.ahead = true;
                 Ok(Resumed::Follow(feed))
             }
         }
     }
 
-    /// The events after the cursor as SSE chunks, and whether the end marker was among them;
-    /// `None` when the log does not hold the stream from the cursor.
-    async fn read(&mut self) -> Result<Option<(Vec<Bytes>, bool)>, StoreError> {
-        let Replay::From(events) = self.log.after(&self.key, self.cursor).await? else {
-            return Ok(None);
+    /// Reads the log after the cursor.
+    async fn read(&mut self) -> Result<Read, StoreError> {
+        let events = match self.log.after(&self.key, self.cursor).await? {
+            Replay::From(events) => events,
+            Replay::Ahead => return Ok(Read::Ahead),
+            Replay::Truncated => return Ok(Read::Lost),
         };
         let mut out = Vec::new();
         let mut done = false;
         for (id, frame) in events {
             self.cursor = id;
+            self.progress = tokio::time::Instant::now();
             if frame.is_empty() {
                 done = true;
                 break;
             }
             out.push(sse::event(Some(&stream_id(self.key.stream, id)), &frame));
         }
-        Ok(Some((out, done)))
+        Ok(Read::Events(out, done))
     }
 }
 
@@ -248,29 +278,51 @@ impl Feed for SharedTape {
     }
 
     async fn next(&mut self) -> Next {
-        if !self.dirty {
-            tokio::select! {
-                biased;
-                () = self.session.closed().cancelled() => return Next::Stop,
-                r = self.wake.changed() => {
-                    if r.is_err() {
-                        return Next::Stop;
+        if self.over {
+            return Next::End(Vec::new());
+        }
+        loop {
+            if !self.dirty {
+                let ahead_until = self.ahead.then_some(self.progress + AHEAD_WAIT);
+                tokio::select! {
+                    biased;
+                    () = self.session.closed().cancelled() => return Next::Stop,
+                    r = self.wake.changed() => {
+                        if r.is_err() {
+                            return Next::Stop;
+                        }
+                        self.wake.mark_unchanged();
                     }
-                    self.wake.mark_unchanged();
+                    // A cursor left ahead is read once more when the bound passes.
+                    () = until(ahead_until) => {}
+                }
+                self.dirty = true;
+            }
+            let read = self.read().await;
+            self.dirty = false;
+            self.ahead = matches!(read, Ok(Read::Ahead));
+            match read {
+                Ok(Read::Events(chunks, true)) => return Next::End(chunks),
+                Ok(Read::Events(chunks, false)) if !chunks.is_empty() => return Next::Write(chunks),
+                Ok(Read::Events(..)) => {}
+                Ok(Read::Ahead) if self.progress.elapsed() < AHEAD_WAIT => {}
+                Ok(Read::Ahead | Read::Lost) => {
+                    tracing::info!(session = %self.session.id(), stream = self.key.stream, "resumed stream lost its events");
+                    return Next::End(vec![sse::truncated(&stream_id(self.key.stream, self.cursor))]);
+                }
+                Err(e) => {
+                    tracing::warn!(session = %self.session.id(), error = %e, "stream log unreadable; stream ends");
+                    return Next::Stop;
                 }
             }
-            self.dirty = true;
         }
-        let read = self.read().await;
-        self.dirty = false;
-        match read {
-            Ok(Some((chunks, true))) => Next::End(chunks),
-            Ok(Some((chunks, false))) => Next::Write(chunks),
-            Ok(None) => Next::Stop,
-            Err(e) => {
-                tracing::warn!(session = %self.session.id(), error = %e, "stream log unreadable; stream ends");
-                Next::Stop
-            }
-        }
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }

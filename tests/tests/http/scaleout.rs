@@ -17,9 +17,10 @@
 //! `scaleout/redis_server.rs` the `redis-server` helper; the scenarios are in `scaleout/legacy.rs`
 //! (sessions, GET streams, server-to-client requests, cancellation, DELETE),
 //! `scaleout/resume.rs` (`Last-Event-ID` on the other instance), `scaleout/modern.rs` (MRTR,
-//! `subscriptions/listen`), `scaleout/tasks.rs` (both eras' tasks), `scaleout/ratelimit.rs` (one
-//! rate across instances) and `scaleout/faults.rs` (an instance dying, Redis going away, a Redis
-//! Cluster primary dying). A scenario marked `#[ignore]` shows a server bug (its
+//! `subscriptions/listen`), `scaleout/pair.rs` (the 2024-11-05 HTTP+SSE pair), `scaleout/tasks.rs`
+//! (both eras' tasks), `scaleout/ratelimit.rs` (one rate across instances) and `scaleout/faults.rs`
+//! (an instance dying, Redis going away, a Redis Cluster primary dying). A scenario marked
+//! `#[ignore]` shows a server bug (its
 //! reason says which); run them with `-- --ignored`. `SCALEOUT_LOG=<filter>` (a `tracing`
 //! env filter, e.g. `mcp_runtime=debug`) prints the instances' logs.
 
@@ -86,6 +87,8 @@ mod faults;
 mod legacy;
 #[path = "scaleout/modern.rs"]
 mod modern;
+#[path = "scaleout/pair.rs"]
+mod pair;
 #[path = "scaleout/ratelimit.rs"]
 mod ratelimit;
 #[path = "scaleout/redis_server.rs"]
@@ -196,7 +199,7 @@ impl Instance {
                     runtime.ensure_started();
                     tokio::spawn(serve(
                         runtime.clone(),
-                        HttpConfig::default(),
+                        HttpConfig::default().sse_pair("/sse", "/messages"),
                         listener,
                         shutdown.clone(),
                     ));
@@ -482,11 +485,11 @@ fn landed(before: &[u64], after: &[u64]) -> usize {
     moved[0]
 }
 
-/// A legacy `initialize` at `revision` declaring sampling and elicitation.
+/// A legacy `initialize` at `revision` declaring sampling and elicitation (form and URL).
 pub(crate) fn init(revision: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": revision,
-        "capabilities": {"sampling": {}, "elicitation": {}},
+        "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}},
         "clientInfo": {"name": "scaleout", "version": "1"}
     }})
 }

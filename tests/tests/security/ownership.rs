@@ -199,18 +199,18 @@ async fn url_elicitations_complete_on_the_initiating_session_of_the_owner_only()
         let bobs = connect(&s, "bob", &bob).await.expect("bob elicits");
 
         assert_eq!(
-            s.runtime.complete_elicitation(&id, "bob"),
+            s.runtime.complete_elicitation(&id, "bob").await,
             Err(ElicitationError::NotFound)
         );
         assert_eq!(
-            s.runtime.complete_elicitation(&bobs, "alice"),
+            s.runtime.complete_elicitation(&bobs, "alice").await,
             Err(ElicitationError::NotFound)
         );
         assert_eq!(
-            s.runtime.complete_elicitation("el_unknown", "alice"),
+            s.runtime.complete_elicitation("el_unknown", "alice").await,
             Err(ElicitationError::NotFound)
         );
-        assert_eq!(s.runtime.complete_elicitation(&id, "alice"), Ok(()));
+        assert_eq!(s.runtime.complete_elicitation(&id, "alice").await, Ok(()));
         let done = initiating.message().await.expect("completion");
         assert_eq!(done["method"], "notifications/elicitation/complete");
         assert_eq!(done["params"], json!({"elicitationId": id}));
@@ -219,7 +219,7 @@ async fn url_elicitations_complete_on_the_initiating_session_of_the_owner_only()
             "only the initiating session hears of it"
         );
         assert_eq!(
-            s.runtime.complete_elicitation(&id, "alice"),
+            s.runtime.complete_elicitation(&id, "alice").await,
             Err(ElicitationError::NotFound),
             "once"
         );
@@ -264,10 +264,13 @@ async fn url_elicitations_complete_on_the_stdio_session_too() {
         assert_eq!(recv().await["result"]["content"][0]["text"], id.as_str());
         // stdio's principal is `anonymous`: another principal cannot complete it.
         assert_eq!(
-            runtime.complete_elicitation(&id, "bob"),
+            runtime.complete_elicitation(&id, "bob").await,
             Err(ElicitationError::NotFound)
         );
-        assert_eq!(runtime.complete_elicitation(&id, mcp_protocol::auth::ANONYMOUS), Ok(()));
+        assert_eq!(
+            runtime.complete_elicitation(&id, mcp_protocol::auth::ANONYMOUS).await,
+            Ok(())
+        );
         let done = recv().await;
         assert_eq!(done["method"], "notifications/elicitation/complete");
         assert_eq!(done["params"]["elicitationId"], id.as_str());

@@ -429,3 +429,50 @@ async fn a_subscription_holds_once_answered(c: Cluster) {
     }
 }
 both_stores!(a_subscription_holds_once_answered, 40);
+
+/// A URL-mode elicitation made on one instance is completed through the other (where the
+/// application's callback landed): `notifications/elicitation/complete` reaches the session's
+/// GET stream, once; another principal's completion is not found on either instance.
+async fn url_elicitation_completes_from_any_instance(c: Cluster) {
+    use mcp_runtime::ElicitationError::NotFound;
+    let sid = c.initialize_on(0, LEGACY).await;
+    let (mut stream, _) = c.open_get(1, &sid).await;
+    for runner in [0, 1] {
+        let id = 30 + runner as i64;
+        let resp = c
+            .send_to(runner, c.legacy(&sid, LEGACY, tool_call(id, "sign_in", json!({}))))
+            .await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let mut call = resp.sse();
+        let (_, ask) = next_message(&mut call, "the URL elicitation").await;
+        assert_eq!(ask["params"]["mode"], "url", "{ask}");
+        let el = ask["params"]["elicitationId"]
+            .as_str()
+            .expect("an elicitationId")
+            .to_owned();
+        let accept = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}});
+        let (posted, _) = c.send(c.legacy(&sid, LEGACY, accept)).await;
+        assert_eq!(posted.status, StatusCode::ACCEPTED);
+        let (_, done) = next_message(&mut call, "the call's answer").await;
+        assert_eq!(done["result"]["content"][0]["text"], el.as_str(), "{done}");
+
+        let (here, there) = (&c.instance(runner).runtime, &c.instance(1 - runner).runtime);
+        assert_eq!(there.complete_elicitation(&el, "mallory").await, Err(NotFound));
+        assert_eq!(here.complete_elicitation(&el, "mallory").await, Err(NotFound));
+        assert_eq!(there.complete_elicitation(&el, super::ANONYMOUS).await, Ok(()));
+        let (_, note) = next_message(&mut stream, "the completion on the GET stream").await;
+        assert_eq!(
+            note,
+            json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": el}})
+        );
+        for (at, runtime) in [("eliciting", here), ("other", there)] {
+            assert_eq!(
+                runtime.complete_elicitation(&el, super::ANONYMOUS).await,
+                Err(NotFound),
+                "completed once ({at} instance)"
+            );
+        }
+        assert_quiet(&mut stream, "one completion").await;
+    }
+}
+both_stores!(url_elicitation_completes_from_any_instance);

@@ -1,23 +1,27 @@
 //! `Last-Event-ID` across instances: a GET stream resumed on the other instance (the shared
 //! event log), and a call's POST stream (SEP-1699) resumed on the other instance.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
 use mcp_runtime::Store;
-use mcp_runtime::store::{Replay, StreamKey};
+use mcp_runtime::store::{EventLog, MemoryEventLog, Replay, StoreFuture, StreamKey};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use super::legacy::Reference;
 use super::tools::noop;
-use super::{Cluster, LEGACY, assert_quiet, eventually, next_message, tool_call, tools_changed, within};
+use super::{
+    Backend, Cluster, LEGACY, assert_quiet, config, eventually, next_message, tool_call, tools_changed, within,
+};
 use crate::support::{Resp, tool};
 
 /// The events of a session's GET stream log after `cursor`.
 async fn logged_after(store: &Store, sid: &str, cursor: u64) -> Vec<u64> {
     match store.events.after(&StreamKey::get_stream(sid), cursor).await {
         Ok(Replay::From(events)) => events.into_iter().map(|(id, _)| id).collect(),
-        Ok(Replay::Truncated) => panic!("the log was truncated after {cursor}"),
+        Ok(Replay::Truncated | Replay::Ahead) => panic!("the log does not hold the events after {cursor}"),
         Err(e) => panic!("the log is unreadable: {e}"),
     }
 }
@@ -170,11 +174,7 @@ async fn resume_post_stream(
 async fn a_post_stream_resumes_on_the_other_instance(c: Cluster) {
     let reference = Reference::start().await;
     let rsid = reference.initialize(LEGACY).await;
-    let call = || {
-        let mut body = tool_call(4, "gate", json!({"tag": "g"}));
-        body["params"]["_meta"] = json!({"progressToken": "g"});
-        body
-    };
+    let call = gate_call;
     let want = resume_post_stream(
         reference.post(&rsid, LEGACY, call()),
         || reference.probe.saw("gate:start:g"),
@@ -190,8 +190,7 @@ async fn a_post_stream_resumes_on_the_other_instance(c: Cluster) {
         },
     )
     .await;
-    let done = json!({"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "gate done"}]}});
-    assert_eq!(want, (StatusCode::OK, vec![done]), "a single process");
+    assert_eq!(want, (StatusCode::OK, vec![gate_done()]), "a single process");
 
     let sid = c.initialize_on(0, LEGACY).await;
     c.steer(0).await;
@@ -209,3 +208,121 @@ async fn a_post_stream_resumes_on_the_other_instance(c: Cluster) {
     assert_eq!(got, want, "resumed on the other instance");
 }
 both_stores!(a_post_stream_resumes_on_the_other_instance);
+
+/// A `gate` call with a progress token (its first event is a progress notification).
+fn gate_call() -> Value {
+    let mut body = tool_call(4, "gate", json!({"tag": "g"}));
+    body["params"]["_meta"] = json!({"progressToken": "g"});
+    body
+}
+
+/// What a `gate` call answers once released.
+fn gate_done() -> Value {
+    json!({"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "gate done"}]}})
+}
+
+/// The in-memory event log, except that appends to POST streams wait until `open`: the instance
+/// running a call writes each event to its client, then mirrors it, and here the mirror lags.
+struct LaggingLog {
+    inner: MemoryEventLog,
+    open: watch::Sender<bool>,
+}
+
+impl EventLog for LaggingLog {
+    fn append<'a>(&'a self, key: &'a StreamKey, frame: &'a [u8], capacity: usize) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            if key.stream != 0 {
+                let _ = self.open.subscribe().wait_for(|open| *open).await;
+            }
+            self.inner.append(key, frame, capacity).await
+        })
+    }
+
+    fn allocate<'a>(&'a self, key: &'a StreamKey) -> StoreFuture<'a, u64> {
+        self.inner.allocate(key)
+    }
+
+    fn after<'a>(&'a self, key: &'a StreamKey, cursor: u64) -> StoreFuture<'a, Replay> {
+        self.inner.after(key, cursor)
+    }
+
+    fn delete_session<'a>(&'a self, session: &'a str) -> StoreFuture<'a, ()> {
+        self.inner.delete_session(session)
+    }
+}
+
+/// A POST stream resumed on the other instance before the instance running the call has stored
+/// the event the client names: the resumption opens at once, waits for the log (here a second,
+/// well past how long it once waited before answering 204) and carries the rest of the call.
+#[tokio::test]
+async fn a_post_stream_resumed_ahead_of_its_log_waits_for_it() {
+    super::bounded_for(30, async {
+        let log = Arc::new(LaggingLog {
+            inner: MemoryEventLog::new(),
+            open: watch::Sender::new(false),
+        });
+        let store = Store {
+            events: log.clone(),
+            ..Store::memory()
+        };
+        let c = Cluster::start(Backend::Memory(store.clone()), store, None, Arc::new(|_| config())).await;
+        let sid = c.initialize_on(0, LEGACY).await;
+        c.steer(0).await;
+        let got = resume_post_stream(
+            c.legacy(&sid, LEGACY, gate_call()),
+            || c.a.probe.saw("gate:start:g"),
+            || {
+                c.a.probe.release();
+                let log = log.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    log.open.send_replace(true);
+                });
+            },
+            async |last: &str| {
+                let (resp, at) = c.send(c.get(&sid).header("last-event-id", last)).await;
+                assert_eq!(at, 1, "the resumption reaches the other instance");
+                resp
+            },
+        )
+        .await;
+        assert_eq!(got, (StatusCode::OK, vec![gate_done()]));
+    })
+    .await;
+}
+
+/// A POST stream resumed on the other instance after its call ended there: the log holds the
+/// reply and the end, and the resumption carries the reply.
+async fn a_post_stream_resumed_after_its_call_ended(c: Cluster) {
+    let sid = c.initialize_on(0, LEGACY).await;
+    c.steer(0).await;
+    let got = resume_post_stream(
+        c.legacy(&sid, LEGACY, gate_call()),
+        || c.a.probe.saw("gate:start:g"),
+        || {},
+        async |last: &str| {
+            c.a.probe.release();
+            let (number, seq) = last.split_once('-').expect("a POST stream event id");
+            let key = StreamKey {
+                session: sid.clone(),
+                stream: number.parse().expect("a stream number"),
+            };
+            let cursor: u64 = seq.parse().expect("a sequence number");
+            // The reply and the end marker are stored.
+            for _ in 0..200 {
+                if let Ok(Replay::From(events)) = c.store.events.after(&key, cursor).await
+                    && events.iter().any(|(_, frame)| frame.is_empty())
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let (resp, at) = c.send(c.get(&sid).header("last-event-id", last)).await;
+            assert_eq!(at, 1, "the resumption reaches the other instance");
+            resp
+        },
+    )
+    .await;
+    assert_eq!(got, (StatusCode::OK, vec![gate_done()]));
+}
+both_stores!(a_post_stream_resumed_after_its_call_ended);

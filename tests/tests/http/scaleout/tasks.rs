@@ -7,15 +7,35 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Cluster, LEGACY, WAIT, eventually, request};
+use super::{Cluster, LEGACY, WAIT, assert_ends, eventually, next_message, request};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
-/// The result of a JSON answer, after checking it is one.
-async fn result_of(resp: crate::support::Resp, what: &str) -> Value {
+/// The JSON-RPC response of an answer: its JSON body, or on an SSE stream the message with an
+/// id (the task's status notifications before it are what a waiting `tasks/result` carries, in
+/// one process as across instances).
+async fn response_of(resp: crate::support::Resp, what: &str) -> Value {
     let status = resp.status;
-    let body = resp.json().await;
-    assert_eq!(status, StatusCode::OK, "{what}: {body}");
+    assert_eq!(status, StatusCode::OK, "{what}");
+    if !resp
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+    {
+        return resp.json().await;
+    }
+    let mut sse = resp.sse();
+    loop {
+        let (_, m) = next_message(&mut sse, what).await;
+        if m.get("id").is_some() {
+            return m;
+        }
+        assert_eq!(m["method"], "notifications/tasks/status", "{what}: {m}");
+    }
+}
+
+/// The result of an answer, after checking it is one.
+async fn result_of(resp: crate::support::Resp, what: &str) -> Value {
+    let body = response_of(resp, what).await;
     assert!(body.get("error").is_none(), "{what}: {body}");
     body["result"].clone()
 }
@@ -95,8 +115,7 @@ async fn legacy_tasks_across_instances(c: Cluster) {
             assert_eq!(got["status"], "cancelled", "on instance {at}: {got}");
         }
         let result = c.legacy(&sid, LEGACY, request(6, "tasks/result", json!({"taskId": id})));
-        let resp = c.send_to(other, result).await;
-        let body = resp.json().await;
+        let body = response_of(c.send_to(other, result).await, "a cancelled task's result").await;
         assert_eq!(body["error"]["code"], -32603, "a cancelled task's result: {body}");
 
         // `tasks/result` on the other instance waits for the end of a task running here.
@@ -192,3 +211,96 @@ async fn modern_tasks_across_instances(c: Cluster) {
     c.assert_both_used();
 }
 both_stores!(modern_tasks_across_instances);
+
+/// 2025-11-25: a task that asks the client (`elicitation/create`) while a `tasks/result` waits
+/// for it on the other instance: the request travels on that `tasks/result`'s stream (relayed
+/// by the instance running the task), the client's answer reaches the runner, and the waiting
+/// `tasks/result` answers what the task returned.
+async fn legacy_task_result_relays_the_task_requests(c: Cluster) {
+    let sid = c.initialize_on(0, LEGACY).await;
+    for runner in [0, 1] {
+        let other = 1 - runner;
+        let call = request(
+            10 + runner as i64,
+            "tools/call",
+            json!({"name": "asks", "arguments": {}, "task": {"ttl": 60000}}),
+        );
+        let created = result_of(c.send_to(runner, c.legacy(&sid, LEGACY, call)).await, "create").await;
+        let id = created["task"]["taskId"].as_str().expect("a task id").to_owned();
+
+        let result = c.legacy(&sid, LEGACY, request(20, "tasks/result", json!({"taskId": id})));
+        let resp = c.send_to(other, result).await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let mut sse = resp.sse();
+        let ask = loop {
+            let (_, m) = next_message(&mut sse, "the task's request, on the other instance").await;
+            if m["method"] != "notifications/tasks/status" {
+                break m;
+            }
+            assert_eq!(m["params"]["status"], "input_required", "{m}");
+        };
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        assert_eq!(ask["params"]["_meta"][RELATED], json!({"taskId": id}), "{ask}");
+        let s2c = ask["id"].as_str().expect("a string id").to_owned();
+        assert!(
+            s2c.starts_with(&format!("s2c-{}-", c.instance(runner).id)),
+            "the runner asks: {s2c}"
+        );
+
+        let answer = json!({"jsonrpc": "2.0", "id": s2c, "result": {"action": "accept", "content": {"name": "Ann"}}});
+        let posted = c.send_to(other, c.legacy(&sid, LEGACY, answer)).await;
+        assert_eq!(posted.status, StatusCode::ACCEPTED);
+
+        let done = loop {
+            let (_, m) = next_message(&mut sse, "the task's result").await;
+            if m.get("id").is_some() {
+                break m;
+            }
+            assert_eq!(m["method"], "notifications/tasks/status", "{m}");
+        };
+        assert_eq!(done["id"], 20, "{done}");
+        assert_eq!(
+            done["result"]["content"],
+            json!([{"type": "text", "text": "hello Ann"}]),
+            "{done}"
+        );
+        assert_eq!(done["result"]["_meta"][RELATED], json!({"taskId": id}), "{done}");
+        assert_ends(&mut sse, Duration::from_secs(2), "the result's stream ends").await;
+    }
+}
+both_stores!(legacy_task_result_relays_the_task_requests);
+
+/// 2025-11-25: a session deleted on one instance takes the tasks another instance created in it
+/// (their records deleted, their workers cancelled), as in one process.
+async fn a_deleted_session_takes_its_tasks_everywhere(c: Cluster) {
+    for runner in [0, 1] {
+        let other = 1 - runner;
+        let sid = c.initialize_on(runner, LEGACY).await;
+        let tag = format!("D{runner}");
+        let call = request(
+            1,
+            "tools/call",
+            json!({"name": "work", "arguments": {"tag": tag}, "task": {"ttl": 60000}}),
+        );
+        let created = result_of(c.send_to(runner, c.legacy(&sid, LEGACY, call)).await, "create").await;
+        let id = created["task"]["taskId"].as_str().expect("a task id").to_owned();
+        eventually("the worker runs", || {
+            c.instance(runner).probe.saw(&format!("work:start:{tag}"))
+        })
+        .await;
+        let del = c
+            .send_to(other, c.client.req(http::Method::DELETE).header("mcp-session-id", &sid))
+            .await;
+        assert_eq!(del.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            c.store.tasks.get(&id).await.expect("the store answers"),
+            None,
+            "the record is gone"
+        );
+        eventually("the worker observes its token", || {
+            c.instance(runner).probe.cancelled(&format!("work:{tag}"))
+        })
+        .await;
+    }
+}
+both_stores!(a_deleted_session_takes_its_tasks_everywhere);

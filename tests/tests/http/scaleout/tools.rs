@@ -99,6 +99,7 @@ async fn until_cancelled(name: &str, ctx: &Ctx) -> ToolResult {
 /// regional) and these:
 ///
 /// - `elicit`: a legacy `elicitation/create` on the call's stream, answered `elicited: <name>`;
+/// - `sign_in`: a URL-mode elicitation, answered with its `elicitationId`;
 /// - `hold` (`tag`): one progress notification when asked for, then waits until cancelled;
 /// - `gate` (`tag`): one progress notification, then answers `gate done` once released
 ///   ([`Probe::release`]);
@@ -114,6 +115,11 @@ pub(crate) fn registry(probe: &Arc<Probe>) -> Arc<Registry> {
         let reply = ctx.elicit_raw(elicit_params("name")).await?;
         let name = reply.pointer("/content/name").and_then(Value::as_str).unwrap_or("?");
         Ok(CallToolResult::text(format!("elicited: {name}")))
+    }));
+
+    registry.add_tool(tool("sign_in", object.clone(), |_, ctx: Ctx| async move {
+        let url = ctx.elicit_url("Sign in", "https://example.com/sign-in").await?;
+        Ok(CallToolResult::text(url.elicitation_id))
     }));
 
     let p = probe.clone();
