@@ -81,7 +81,7 @@
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
 //! | `skills` | yes | `mcp_server::skills` (`mcp-skills`) and `McpServerBuilder::skills`: Agent Skills served as the `io.modelcontextprotocol/skills` extension (SEP-2640) |
-//! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`): sessions, stream events, tasks and the bus shared by several instances through Redis |
+//! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`): sessions, stream events, tasks and the bus shared by several instances through Redis (one server or a Redis Cluster) |
 //!
 //! A stdio-only server builds without any HTTP, TLS or JWT code:
 //!
@@ -220,9 +220,8 @@ pub use mcp_protocol as protocol;
 #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 #[doc(inline)]
 pub use mcp_skills as skills;
-/// The runtime (`mcp-runtime`): registry, dispatcher, sessions, tasks, the store seams and the
-/// engine. Needed to write a transport of your own or to drive the [`runtime::Registry`] directly.
-/// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`.
+/// The Redis store (`features = ["redis"]`): `.store(redis::RedisStore::connect(url).await?)`, or
+/// `redis::RedisStore::connect_cluster(&nodes)` on a Redis Cluster.
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 #[doc(inline)]

@@ -361,7 +361,8 @@ impl McpServerBuilder {
     /// stream events and replay, server-to-client responses and cancellations, tasks, and
     /// change notifications. `Store::memory()` shares between servers of one process; the
     /// `mcp-store-redis` crate (feature `redis`) between processes:
-    /// `.store(RedisStore::connect(url).await?.into_store())`. Give every instance the same
+    /// `.store(RedisStore::connect(url).await?.into_store())` (or
+    /// `RedisStore::connect_cluster(&nodes)` on a Redis Cluster). Give every instance the same
     /// request-state key as well ([`ServerConfig::request_state_key`]). A task store set with
     /// [`task_store`](Self::task_store) is ignored: the store's own is used.
     pub fn store(mut self, store: impl Into<Store>) -> Self {

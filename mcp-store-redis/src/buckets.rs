@@ -52,7 +52,10 @@ impl RateBuckets for RedisBuckets {
             let interval = u64::try_from(quota.interval().as_micros()).unwrap_or(u64::MAX).max(1);
             let mut call = ACQUIRE.key(self.conn.keys.bucket(key));
             call.arg(interval).arg(quota.burst());
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             match reply {
                 Value::Array(items) => match items.as_slice() {
                     [Value::Int(1), _] => Ok(Admission::Allowed),

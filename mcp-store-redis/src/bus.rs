@@ -5,7 +5,10 @@
 //!   failed because Redis could not be reached a few times, then dropping it with a warning.
 //! - The listener task owns a connection of its own in subscriber mode. It pings it now and
 //!   then; when the connection drops (or a ping goes unanswered), it reconnects with backoff
-//!   and, once subscribed again, hands every subscriber a [`BusEvent::Gap`].
+//!   and, once subscribed again, hands every subscriber a [`BusEvent::Gap`]. On a Redis
+//!   Cluster the channel is a classic one (`PUBLISH` reaches the subscribers of every node), so
+//!   the connection is to any one node; when that node goes away it moves to the next node
+//!   named in the options.
 //! - Each subscriber has a bounded queue; one that overflows is owed a `Gap`, as with the
 //!   in-memory bus.
 
@@ -15,12 +18,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use mcp_runtime::StoreError;
 use mcp_runtime::store::{Bus, BusEvent, Fanout};
-use redis::aio::{ConnectionManager, PubSub};
+use redis::aio::PubSub;
 use redis::{Client, RedisError, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{MissedTickBehavior, sleep, timeout};
 
-use crate::conn::is_unavailable;
+use crate::conn::{Commands, is_unavailable};
+use crate::nodes::Nodes;
 
 /// How many queued messages go in one pipeline.
 const BATCH: usize = 256;
@@ -45,7 +49,7 @@ pub(crate) struct RedisBus {
     _stop: oneshot::Sender<()>,
 }
 
-/// Connects a subscriber connection and subscribes it to the channel.
+/// Connects a subscriber connection to one node and subscribes it to the channel.
 pub(crate) async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
     let attempt = async {
         let mut pubsub = client.get_async_pubsub().await?;
@@ -63,18 +67,12 @@ pub(crate) async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, 
 
 impl RedisBus {
     /// Starts the publisher and the listener; `pubsub` is already subscribed to `channel`.
-    pub(crate) fn start(
-        conn: ConnectionManager,
-        client: Client,
-        pubsub: PubSub,
-        channel: String,
-        max_pending: usize,
-    ) -> Self {
+    pub(crate) fn start(conn: Commands, nodes: Nodes, pubsub: PubSub, channel: String, max_pending: usize) -> Self {
         let (queue, rx) = mpsc::channel(max_pending.max(1));
         let (stop, stopped) = oneshot::channel();
         let subscribers = Arc::new(Fanout::new());
         tokio::spawn(publisher(conn, channel.clone(), rx, subscribers.clone()));
-        tokio::spawn(listener(client, channel, pubsub, subscribers.clone(), stopped));
+        tokio::spawn(listener(nodes, channel, pubsub, subscribers.clone(), stopped));
         RedisBus {
             queue,
             subscribers,
@@ -101,12 +99,7 @@ impl Bus for RedisBus {
 /// Sends what is queued, a batch per round trip, in queue order. A batch Redis would not take
 /// is a gap for this process's subscribers at once (the others see it from the numbers the
 /// runtime puts in its messages).
-async fn publisher(
-    mut conn: ConnectionManager,
-    channel: String,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    subscribers: Arc<Fanout>,
-) {
+async fn publisher(mut conn: Commands, channel: String, mut rx: mpsc::Receiver<Vec<u8>>, subscribers: Arc<Fanout>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut pipe = redis::pipe();
@@ -137,9 +130,10 @@ async fn publisher(
     tracing::debug!("bus publisher stopped");
 }
 
-/// Feeds the subscribers from the subscriber connection, reconnecting when it drops.
+/// Feeds the subscribers from the subscriber connection, reconnecting when it drops (to the
+/// next node of a cluster first: the one it was on may be gone for good).
 async fn listener(
-    client: Client,
+    mut nodes: Nodes,
     channel: String,
     first: PubSub,
     subscribers: Arc<Fanout>,
@@ -150,7 +144,7 @@ async fn listener(
     loop {
         let pubsub = match current.take() {
             Some(p) => p,
-            None => match subscribe(&client, &channel).await {
+            None => match nodes.subscribe(&channel).await {
                 Ok(p) => {
                     tracing::info!(channel = %channel, "bus subscriber connection to Redis restored");
                     delay = RECONNECT_MIN;

@@ -1,25 +1,65 @@
 //! What every seam shares: the command connection, the key layout and the error mapping.
 
 use mcp_runtime::StoreError;
-use redis::aio::ConnectionManager;
-use redis::{ErrorKind, RedisError, ServerErrorKind};
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, ServerErrorKind, Value};
+
+/// The command connection: to one Redis, or to a Redis Cluster. Every seam sends the same
+/// commands, scripts and pipelines on either (each touches keys of one slot only); a cluster
+/// connection routes each by its first key's slot and follows the cluster's redirections.
+#[derive(Clone)]
+pub(crate) enum Commands {
+    /// One Redis: a connection manager (reconnects on its own).
+    Single(ConnectionManager),
+    /// A Redis Cluster: a connection per node, the slot map refreshed when it changes.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Commands {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Commands::Single(c) => c.req_packed_command(cmd),
+            Commands::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Commands::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Commands::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Commands::Single(c) => c.get_db(),
+            Commands::Cluster(c) => c.get_db(),
+        }
+    }
+}
 
 /// The command connection and the key layout, cloned into every seam.
 #[derive(Clone)]
 pub(crate) struct Conn {
-    manager: ConnectionManager,
+    commands: Commands,
     pub(crate) keys: Keys,
 }
 
 impl Conn {
-    pub(crate) fn new(manager: ConnectionManager, keys: Keys) -> Self {
-        Conn { manager, keys }
+    pub(crate) fn new(commands: Commands, keys: Keys) -> Self {
+        Conn { commands, keys }
     }
 
-    /// A handle to send commands on (the manager is a cheap, shared handle: commands of every
-    /// clone are multiplexed on one connection).
-    pub(crate) fn manager(&self) -> ConnectionManager {
-        self.manager.clone()
+    /// A handle to send commands on (a cheap, shared handle: commands of every clone are
+    /// multiplexed on the same connections).
+    pub(crate) fn commands(&self) -> Commands {
+        self.commands.clone()
     }
 }
 

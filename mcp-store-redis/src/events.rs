@@ -132,7 +132,10 @@ impl EventLog for RedisEventLog {
                 .arg(key.stream)
                 .arg(frame)
                 .arg(capacity.max(1));
-            let id: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let id: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             parse_u64(&bulk(id, "event id")?, "event id")
         })
     }
@@ -143,7 +146,10 @@ impl EventLog for RedisEventLog {
             let seq = keys.seq(&key.session);
             let mut call = ALLOCATE.key(&seq);
             call.key(&seq).key(keys.session(&key.session)).arg(key.stream);
-            let id: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let id: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             parse_u64(&bulk(id, "event id")?, "event id")
         })
     }
@@ -159,7 +165,10 @@ impl EventLog for RedisEventLog {
             call.key(keys.stream(&key.session, key.stream))
                 .arg(key.stream)
                 .arg(cursor);
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             let Value::Array(items) = reply else {
                 return Err(bad_reply("event replay"));
             };
@@ -199,7 +208,10 @@ impl EventLog for RedisEventLog {
             let keys = &self.conn.keys;
             let mut call = DELETE_SESSION.key(keys.seq(session));
             call.arg(keys.stream_prefix(session));
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(())
         })
     }

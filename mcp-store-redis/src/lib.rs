@@ -19,6 +19,29 @@
 //!
 //! [conn-manager]: https://docs.rs/redis/latest/redis/aio/struct.ConnectionManager.html
 //!
+//! # Redis Cluster
+//!
+//! [`RedisStore::connect_cluster`] (or [`RedisStore::connect_cluster_with`], with options) takes
+//! some of a cluster's nodes instead of one URL; every seam then works the same way:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
+//! let nodes = ["redis://10.0.0.5:7000/", "redis://10.0.0.6:7000/", "redis://10.0.0.7:7000/"];
+//! let store: mcp_runtime::Store = mcp_store_redis::RedisStore::connect_cluster(&nodes).await?.into();
+//! # let _ = store;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command connection is then a [cluster connection][cluster-conn] (it learns the slot map
+//! from the first node that answers, sends each command to the primary of its keys' slot, and
+//! follows the cluster when slots move or a replica is promoted); the bus subscribes on one
+//! node, given or reported by the cluster (see [the bus](#when-redis-goes-away) below). Passwords and `rediss://` go in
+//! the URLs as for one Redis (every node with the same password), and [`RedisOptions::tls`]
+//! applies to every node. [`testing::RedisCluster`] starts a real six-node cluster for tests.
+//!
+//! [cluster-conn]: https://docs.rs/redis/latest/redis/cluster_async/struct.ClusterConnection.html
+//!
 //! # Key layout
 //!
 //! Every key starts with [`RedisOptions::prefix`] (`mcp` by default, written `P` below). Every
@@ -44,6 +67,12 @@
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
+//!
+//! In a Redis Cluster every operation stays on one slot: a session's scripts and pipelines touch
+//! its `{<sid>}` keys only, a task's its `{tasks}` keys only, and the untagged keys
+//! (`P:instance:<id>`, `P:rate:<bucket>`, `P:dpop:<hash>`) are each read and written alone, by
+//! a single command or a script of that one key. The bus channel is a classic one (`PUBLISH`
+//! reaches every node's subscribers), not a sharded one.
 //!
 //! The event keys of a session follow its record's expiry: an append gives the counters and the
 //! stream key the record's remaining lifetime, and the record's `load` and `touch` push the
@@ -89,7 +118,7 @@
 //!   waiting: the runtime answers the request that needed the store with a clear error. Any
 //!   other Redis error (a script error, a reply of the wrong shape) is
 //!   [`StoreError::Backend`](mcp_runtime::StoreError::Backend). Nothing panics on a reply.
-//! - **Reconnection** is the connection manager's: a command that finds the connection dropped
+//! - **Reconnection** is the connection manager's (a cluster connection's: per node, likewise): a command that finds the connection dropped
 //!   starts a reconnection in the background (a couple of attempts with backoff); commands
 //!   issued meanwhile wait for it (well under the timeouts) and fail if it fails; the next
 //!   command after Redis is back reconnects, and everything works again.
@@ -101,7 +130,15 @@
 //!   doubling to 3 s) and, once subscribed again, sends every subscriber a
 //!   [`BusEvent::Gap`](mcp_runtime::store::BusEvent::Gap), so the runtime re-announces lists
 //!   and re-reads stream logs. A subscriber connection that stops answering pings (every 5 s)
-//!   is treated as dropped.
+//!   is treated as dropped. On a cluster the reconnection tries the next node first, then the
+//!   others in turn (the node it was on may be gone for good): the nodes given, and those the
+//!   cluster reports (`CLUSTER NODES`, asked before each attempt), so one seed node is enough.
+//! - **A cluster primary dies**: until the cluster promotes its replica, commands for its slots
+//!   (and, with `cluster-require-full-coverage yes`, every command) fail; the cluster connection
+//!   retries them within the 3 s reply bound, then they fail with
+//!   [`StoreError::Unavailable`](mcp_runtime::StoreError::Unavailable) as above. Once a replica
+//!   is primary, the connection learns the new slot map and the moved keys are served again
+//!   (what the old primary had not yet replicated is lost with it).
 //! - What Redis lost (a restart without persistence, a flush) is lost to every instance alike:
 //!   sessions are unknown (clients re-initialize; an instance holding one checks its record
 //!   again within `ServerConfig::session_check_interval`, 2 s by default, and ends it too), event
@@ -113,6 +150,7 @@ mod bus;
 mod conn;
 mod events;
 mod members;
+mod nodes;
 mod pairs;
 mod replay;
 mod sessions;
@@ -124,14 +162,16 @@ use std::time::Duration;
 
 use mcp_runtime::Store;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
 use redis::{Client, Value};
 use tokio::time::timeout;
 
 use crate::buckets::RedisBuckets;
 use crate::bus::RedisBus;
-use crate::conn::{Conn, Keys};
+use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
+use crate::nodes::{Discovery, Nodes};
 use crate::pairs::RedisPairRecords;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
@@ -246,6 +286,24 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// Refuses options the key layout cannot take.
+fn check(options: &RedisOptions) -> Result<(), RedisStoreError> {
+    if options.prefix.contains(['{', '}']) {
+        return Err(RedisStoreError::InvalidOptions(format!(
+            "the key prefix {:?} holds a brace, which would break the hash tags",
+            options.prefix
+        )));
+    }
+    Ok(())
+}
+
+fn connect_error(shown: &str, reason: String) -> RedisStoreError {
+    RedisStoreError::Connect {
+        url: shown.to_owned(),
+        reason,
+    }
+}
+
 /// The URL without the password, for errors and logs.
 fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
@@ -259,28 +317,57 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// The TLS certificates of `options`, when it has some.
+#[cfg(feature = "tls")]
+fn certificates(options: &RedisOptions) -> Option<redis::TlsCertificates> {
+    let tls = options.tls.as_ref()?;
+    let client_tls = tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
+        client_cert: cert.clone(),
+        client_key: key.clone(),
+    });
+    Some(redis::TlsCertificates {
+        client_tls,
+        root_cert: tls.root_ca.clone(),
+    })
+}
+
+/// rustls needs a process-wide provider for a `rediss://` URL: ring, unless the application
+/// installed one.
+fn provide_tls(url: &str) {
+    #[cfg(feature = "tls")]
+    if url.starts_with("rediss:") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let _ = url;
+}
+
 /// The client for `url`: with the TLS settings of `options` when it has some (a `rediss://`
 /// URL without them trusts the platform's and the webpki roots).
 fn open(url: &str, options: &RedisOptions) -> redis::RedisResult<Client> {
+    provide_tls(url);
     #[cfg(feature = "tls")]
-    if url.starts_with("rediss:") {
-        // rustls needs a process-wide provider: ring, unless the application installed one.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-    #[cfg(feature = "tls")]
-    if let Some(tls) = &options.tls {
-        let client_tls = tls.client.as_ref().map(|(cert, key)| redis::ClientTlsConfig {
-            client_cert: cert.clone(),
-            client_key: key.clone(),
-        });
-        let certificates = redis::TlsCertificates {
-            client_tls,
-            root_cert: tls.root_ca.clone(),
-        };
+    if let Some(certificates) = certificates(options) {
         return Client::build_with_tls(url, certificates);
     }
     let _ = options;
     Client::open(url)
+}
+
+/// The client of a cluster whose nodes include `urls`, with the TLS settings of `options`.
+fn open_cluster(urls: &[String], options: &RedisOptions) -> redis::RedisResult<ClusterClient> {
+    for url in urls {
+        provide_tls(url);
+    }
+    let builder = ClusterClient::builder(urls.iter().map(String::as_str))
+        .connection_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT);
+    #[cfg(feature = "tls")]
+    let builder = match certificates(options) {
+        Some(certificates) => builder.certs(certificates),
+        None => builder,
+    };
+    let _ = options;
+    builder.build()
 }
 
 impl RedisStore {
@@ -293,45 +380,104 @@ impl RedisStore {
     /// connection, and starts the bus's background tasks (so it must be called within a Tokio
     /// runtime). Fails within a few seconds when Redis cannot be reached.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, RedisStoreError> {
-        if options.prefix.contains(['{', '}']) {
-            return Err(RedisStoreError::InvalidOptions(format!(
-                "the key prefix {:?} holds a brace, which would break the hash tags",
-                options.prefix
-            )));
-        }
+        check(&options)?;
         let shown = redact(url);
         let client = open(url, &options).map_err(|e| RedisStoreError::InvalidUrl {
             url: shown.clone(),
             reason: e.to_string(),
         })?;
-        let connect_error = |reason: String| RedisStoreError::Connect {
-            url: shown.clone(),
-            reason,
-        };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(RECONNECT_RETRIES)
             .set_max_delay(RECONNECT_MAX_DELAY);
-        let mut manager = timeout(
+        let manager = timeout(
             CONNECT_DEADLINE,
             ConnectionManager::new_with_config(client.clone(), config),
         )
         .await
-        .map_err(|_| connect_error("timed out".into()))?
-        .map_err(|e| connect_error(e.to_string()))?;
-        let _: Value = timeout(RESPONSE_TIMEOUT, redis::cmd("PING").query_async(&mut manager))
+        .map_err(|_| connect_error(&shown, "timed out".into()))?
+        .map_err(|e| connect_error(&shown, e.to_string()))?;
+        Self::start(
+            Commands::Single(manager),
+            Nodes::new(vec![client], None),
+            options,
+            shown,
+        )
+        .await
+    }
+
+    /// Connects to a Redis Cluster with the default [`RedisOptions`]; see
+    /// [`RedisStore::connect_cluster_with`].
+    pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<RedisStore, RedisStoreError> {
+        Self::connect_cluster_with(nodes, RedisOptions::default()).await
+    }
+
+    /// Connects to a Redis Cluster through some of its nodes (`redis://` or `rediss://` URLs,
+    /// all with the same password, if any): the command connection is a cluster connection
+    /// (it learns the slot map from the first node that answers, routes each command to the
+    /// primary of its keys' slot and follows the cluster when slots move or a replica is
+    /// promoted; checked with `PING` to every primary), and the bus's subscriber connection is
+    /// to one node: one of `nodes` or another the cluster reports (`CLUSTER NODES`), moving to
+    /// the next when it goes away. Nodes the cluster reports are reached with the first URL's
+    /// scheme and credentials. Fails within a few seconds when the cluster cannot be reached.
+    pub async fn connect_cluster_with<S: AsRef<str>>(
+        nodes: &[S],
+        options: RedisOptions,
+    ) -> Result<RedisStore, RedisStoreError> {
+        check(&options)?;
+        let urls: Vec<String> = nodes.iter().map(|n| n.as_ref().to_owned()).collect();
+        let shown = urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",");
+        if urls.is_empty() {
+            return Err(RedisStoreError::InvalidUrl {
+                url: shown,
+                reason: "a cluster needs at least one node URL".into(),
+            });
+        }
+        let invalid = |e: redis::RedisError| RedisStoreError::InvalidUrl {
+            url: shown.clone(),
+            reason: e.to_string(),
+        };
+        let cluster = open_cluster(&urls, &options).map_err(invalid)?;
+        let clients = urls
+            .iter()
+            .map(|u| open(u, &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        let connection = timeout(CONNECT_DEADLINE, cluster.get_async_connection())
             .await
-            .map_err(|_| connect_error("PING timed out".into()))?
-            .map_err(|e| connect_error(format!("PING failed: {e}")))?;
+            .map_err(|_| connect_error(&shown, "timed out".into()))?
+            .map_err(|e| connect_error(&shown, e.to_string()))?;
+        let commands = Commands::Cluster(connection);
+        let discovery = Discovery {
+            commands: commands.clone(),
+            base: nodes::base(&urls[0]),
+            options: options.clone(),
+            open,
+        };
+        Self::start(commands, Nodes::new(clients, Some(discovery)), options, shown).await
+    }
+
+    /// Checks the command connection with `PING`, subscribes the bus and builds the seams.
+    async fn start(
+        mut commands: Commands,
+        mut nodes: Nodes,
+        options: RedisOptions,
+        shown: String,
+    ) -> Result<RedisStore, RedisStoreError> {
+        let _: Value = timeout(RESPONSE_TIMEOUT, redis::cmd("PING").query_async(&mut commands))
+            .await
+            .map_err(|_| connect_error(&shown, "PING timed out".into()))?
+            .map_err(|e| connect_error(&shown, format!("PING failed: {e}")))?;
 
         let keys = Keys::new(&options.prefix);
         let channel = options.bus_channel.clone().unwrap_or_else(|| keys.bus_channel());
-        let pubsub = bus::subscribe(&client, &channel)
+        let pubsub = nodes
+            .subscribe(&channel)
             .await
-            .map_err(|e| connect_error(format!("subscribing to {channel}: {e}")))?;
-        let bus = RedisBus::start(manager.clone(), client, pubsub, channel, options.max_pending_publishes);
-        let conn = Conn::new(manager, keys);
+            .map_err(|e| connect_error(&shown, format!("subscribing to {channel}: {e}")))?;
+        let bus = RedisBus::start(commands.clone(), nodes, pubsub, channel, options.max_pending_publishes);
+        let conn = Conn::new(commands, keys);
         tracing::debug!(url = %shown, prefix = %options.prefix, "connected to Redis");
         Ok(RedisStore {
             sessions: Arc::new(RedisSessionRecords::new(conn.clone())),

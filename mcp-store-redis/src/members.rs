@@ -32,7 +32,7 @@ impl Membership for RedisMembership {
                 c.arg(key).arg("1").arg("PX").arg(ttl);
                 c
             };
-            let _: redis::Value = cmd.query_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: redis::Value = cmd.query_async(&mut self.conn.commands()).await.map_err(store_error)?;
             Ok(())
         })
     }
@@ -41,7 +41,7 @@ impl Membership for RedisMembership {
         Box::pin(async move {
             let n: i64 = redis::cmd("EXISTS")
                 .arg(self.conn.keys.instance(instance))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(n > 0)
@@ -52,7 +52,7 @@ impl Membership for RedisMembership {
         Box::pin(async move {
             let _: i64 = redis::cmd("DEL")
                 .arg(self.conn.keys.instance(instance))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(())

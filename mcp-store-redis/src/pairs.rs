@@ -27,7 +27,7 @@ impl PairRecords for RedisPairRecords {
                 .arg(json)
                 .arg("PX")
                 .arg(millis(ttl).max(1))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(())
@@ -38,7 +38,7 @@ impl PairRecords for RedisPairRecords {
         Box::pin(async move {
             let json: Option<String> = redis::cmd("GET")
                 .arg(self.conn.keys.pair(id))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(json.and_then(|j| match serde_json::from_str(&j) {
@@ -56,7 +56,7 @@ impl PairRecords for RedisPairRecords {
             let n: i64 = redis::cmd("PEXPIRE")
                 .arg(self.conn.keys.pair(id))
                 .arg(millis(ttl).max(1))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(n == 1)
@@ -67,7 +67,7 @@ impl PairRecords for RedisPairRecords {
         Box::pin(async move {
             let _: i64 = redis::cmd("DEL")
                 .arg(self.conn.keys.pair(id))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(())

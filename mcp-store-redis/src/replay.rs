@@ -44,7 +44,7 @@ impl ReplayCache for RedisReplayCache {
                 .arg("PX")
                 .arg(millis(ttl).max(1));
             let reply: Value = cmd
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(|e| ReplayError::Unavailable(e.to_string()))?;
             match reply {

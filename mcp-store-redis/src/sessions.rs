@@ -199,7 +199,7 @@ impl SessionRecords for RedisSessionRecords {
                 .arg(&key)
                 .arg(millis(ttl))
                 .ignore();
-            pipe.exec_async(&mut self.conn.manager()).await.map_err(store_error)
+            pipe.exec_async(&mut self.conn.commands()).await.map_err(store_error)
         })
     }
 
@@ -208,7 +208,10 @@ impl SessionRecords for RedisSessionRecords {
             let keys = &self.conn.keys;
             let mut call = LOAD.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             record_of(id, reply)
         })
     }
@@ -220,7 +223,10 @@ impl SessionRecords for RedisSessionRecords {
             call.key(keys.seq(id))
                 .arg(millis(ttl))
                 .arg(format!("{HOLDER}{instance}"));
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             record_of(id, reply)
         })
     }
@@ -230,7 +236,10 @@ impl SessionRecords for RedisSessionRecords {
             let keys = &self.conn.keys;
             let mut call = TOUCH.key(keys.session(id));
             call.key(keys.seq(id)).arg(millis(ttl));
-            let live: i64 = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let live: i64 = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(live == 1)
         })
     }
@@ -247,7 +256,10 @@ impl SessionRecords for RedisSessionRecords {
             };
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(())
         })
     }
@@ -257,7 +269,10 @@ impl SessionRecords for RedisSessionRecords {
             let keys = &self.conn.keys;
             let mut call = DELETE.key(keys.session(id));
             call.key(keys.seq(id)).arg(keys.stream_prefix(id));
-            let reply: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             record_of(id, reply)
         })
     }

@@ -121,7 +121,10 @@ impl RedisTaskStore {
     async fn fetch(&self, set: String) -> Result<Vec<TaskRecord>, StoreError> {
         let mut call = FETCH.key(set);
         call.arg(self.conn.keys.task_prefix());
-        let reply: Vec<Vec<u8>> = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+        let reply: Vec<Vec<u8>> = call
+            .invoke_async(&mut self.conn.commands())
+            .await
+            .map_err(store_error)?;
         reply.iter().map(|j| decode(j)).collect()
     }
 }
@@ -145,7 +148,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             let json: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(self.conn.keys.task(task_id))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             json.as_deref().map(decode).transpose()
@@ -172,7 +175,10 @@ impl TaskStore for RedisTaskStore {
                 .arg(if unfinished(record.status) { "1" } else { "0" })
                 .arg(expires.map(|e| e.to_string()).unwrap_or_default())
                 .arg(pexpireat.map(|e| e.to_string()).unwrap_or_default());
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(())
         })
     }
@@ -187,7 +193,10 @@ impl TaskStore for RedisTaskStore {
                 .key(keys.tasks("index:owner"))
                 .key(keys.tasks("index:principal"))
                 .arg(task_id);
-            let _: Value = call.invoke_async(&mut self.conn.manager()).await.map_err(store_error)?;
+            let _: Value = call
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
             Ok(())
         })
     }
@@ -204,7 +213,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             redis::cmd("SCARD")
                 .arg(self.conn.keys.tasks("all"))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)
         })
@@ -214,7 +223,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             redis::cmd("SCARD")
                 .arg(self.principal_key(principal))
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)
         })
@@ -226,7 +235,7 @@ impl TaskStore for RedisTaskStore {
                 .arg(self.conn.keys.tasks("expiry"))
                 .arg("-inf")
                 .arg(now_ms)
-                .query_async(&mut self.conn.manager())
+                .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)
         })

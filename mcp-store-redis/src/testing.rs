@@ -1,7 +1,11 @@
 //! A real `redis-server` for tests (this crate's, and an application's own): a child process on
-//! a free loopback port, killed on drop, and the key prefixes that keep tests sharing one Redis
-//! apart. Needs the `redis-server` binary (the Debian package `redis-server`; `cargo xtask ci`
+//! a free loopback port, killed on drop, a six-node Redis Cluster of such children
+//! ([`RedisCluster`]), and the key prefixes that keep tests sharing one Redis apart. Needs the `redis-server` binary (the Debian package `redis-server`; `cargo xtask ci`
 //! installs it and passes its own server as `MCP_TEST_REDIS_URL`).
+
+mod cluster;
+
+pub use cluster::{ClusterTls, NODE_TIMEOUT_MS, RedisCluster};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

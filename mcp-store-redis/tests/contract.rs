@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TestRedis, store_on, unique_prefix};
+use common::{RedisCluster, TestRedis, cluster_store_on, store_on, unique_prefix};
 use mcp_auth::{MemoryReplayCache, ReplayCache};
 use mcp_protocol::RpcError;
 use mcp_protocol::model::{LoggingLevel, TaskStatus};
@@ -69,6 +69,38 @@ async fn replay_redis() {
     let prefix = unique_prefix("replay");
     let a = store_on(redis.url(), &prefix).await.replay_cache();
     let b = store_on(redis.url(), &prefix).await.replay_cache();
+    replay(Arc::new(a), Arc::new(b)).await;
+}
+
+/// Every check on a real Redis Cluster (three primaries, three replicas), through two cluster
+/// connections: every script and pipeline keeps its keys in one slot, the bus reaches across
+/// nodes. One cluster for all (six processes each would be slow), a fresh prefix per check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_contract_on_a_redis_cluster() {
+    let cluster = RedisCluster::start();
+    let urls = cluster.urls();
+    macro_rules! on_cluster {
+        ($($check:ident),*) => {$(
+            let prefix = unique_prefix(concat!("cluster-", stringify!($check)));
+            let a = cluster_store_on(&urls, &prefix).await.into_store();
+            // The second handle enters the cluster through another node.
+            let b = cluster_store_on(&urls[3..], &prefix).await.into_store();
+            $check(&a, &b, Backend::Redis).await;
+        )*};
+    }
+    on_cluster!(
+        sessions,
+        session_expiry,
+        events,
+        concurrent_appends,
+        bus,
+        tasks,
+        membership,
+        buckets
+    );
+    let prefix = unique_prefix("cluster-replay");
+    let a = cluster_store_on(&urls, &prefix).await.replay_cache();
+    let b = cluster_store_on(&urls[3..], &prefix).await.replay_cache();
     replay(Arc::new(a), Arc::new(b)).await;
 }
 

@@ -12,25 +12,9 @@ use mcp_runtime::store::{BusEvent, SessionRecord};
 use mcp_store_redis::{RedisOptions, RedisStore, RedisStoreError, RedisTls};
 
 mod common;
-use common::{free_port, unique_prefix};
+use common::{certificates, free_port, unique_prefix};
 
 const PASSWORD: &str = "s3cret-Pa55";
-
-/// A CA, and a certificate for `localhost` and 127.0.0.1 it signed (PEM: ca, cert, key).
-fn certificates() -> (String, String, String) {
-    let ca_key = rcgen::KeyPair::generate().expect("a CA key");
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(rcgen::DnType::CommonName, "test CA");
-    let ca_cert = ca.self_signed(&ca_key).expect("the CA certificate");
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let key = rcgen::KeyPair::generate().expect("a server key");
-    let mut params =
-        rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).expect("params");
-    params.distinguished_name.push(rcgen::DnType::CommonName, "redis");
-    let cert = params.signed_by(&key, &issuer).expect("the server certificate");
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
-}
 
 /// A `redis-server` listening on TLS only, with a password; killed on drop.
 struct SecuredRedis {

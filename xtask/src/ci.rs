@@ -6,19 +6,28 @@ use crate::redis::RedisServer;
 use crate::util::{self, Result};
 use crate::{conformance, fuzz, interop, scaleout, soak};
 
-/// The scale-out passes of the gate: every balancer, and more instances than two once.
+/// The scale-out passes of the gate: every balancer, more instances than two once, and a
+/// Redis Cluster once.
 const SCALEOUT_PASSES: &[scaleout::Pass] = &[
     scaleout::Pass {
         balancer: Balancer::Rr,
         instances: 4,
+        cluster: false,
     },
     scaleout::Pass {
         balancer: Balancer::Nginx,
         instances: 2,
+        cluster: false,
     },
     scaleout::Pass {
         balancer: Balancer::Haproxy,
         instances: 2,
+        cluster: false,
+    },
+    scaleout::Pass {
+        balancer: Balancer::Rr,
+        instances: 2,
+        cluster: true,
     },
 ];
 
@@ -206,11 +215,11 @@ pub(crate) fn run() -> Result {
     conformance::run(&opts).map_err(|e| format!("ci: conformance failed: {e}"))?;
 
     util::banner(&format!(
-        "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 2 behind nginx, 2 behind HAProxy)",
+        "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 2 behind nginx, 2 behind HAProxy; 2 behind rr-proxy on a Redis Cluster)",
         total - 1
     ));
     // The release example is built; the debug rr-proxy was built by `cargo test` (a no-op
-    // build then); each pass has a Redis of its own.
+    // build then); each pass has a Redis (or a Redis Cluster) of its own.
     let opts = scaleout::Options {
         skip_build: false,
         passes: SCALEOUT_PASSES.to_vec(),

@@ -5,7 +5,7 @@
 //!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
 //!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
 //!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` (behind `rr-proxy` with 4
-//!   instances, behind nginx and HAProxy with 2) and the one-minute `soak`, stopping at the first
+//!   instances, behind nginx and HAProxy with 2, behind `rr-proxy` with 2 on a Redis Cluster) and the one-minute `soak`, stopping at the first
 //!   failure.
 //! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests
 //!   (`interop/oidc/provider.mjs`: panva's `oidc-provider`, pinned, installed under
@@ -23,9 +23,10 @@
 //! - `conformance [--leg NAME]… [--url URL] [--skip-build] [--list]`: the official conformance
 //!   runner (Node 22 and the runner installed under `target/conformance/`) against the
 //!   `everything` example served over HTTP, or against a running server at `--url`.
-//! - `scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]`: N (default 2)
-//!   `everything --redis` instances sharing one `redis-server` (started for the run on a free
-//!   port) behind a round-robin load balancer with no stickiness: `rr-proxy` (the default; the
+//! - `scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--redis-cluster]
+//!   [--skip-build]`: N (default 2) `everything --redis` instances sharing one `redis-server`
+//!   (started for the run on a free port; `--redis-cluster`: a six-node Redis Cluster of
+//!   `redis-server` children, and `everything --redis-cluster`) behind a round-robin load balancer with no stickiness: `rr-proxy` (the default; the
 //!   proxy of the `mcp-tests` crate, switching instance on every HTTP request), nginx or HAProxy
 //!   (run in the foreground from the templates under `xtask/balancers/`), or each in turn
 //!   (`all`); driven through it by the Python SDK client in its three HTTP modes and by every
@@ -64,6 +65,7 @@ mod fuzz;
 mod interop;
 mod oidc;
 mod redis;
+mod redis_cluster;
 mod scaleout;
 mod soak;
 mod tools;
@@ -91,8 +93,9 @@ commands:
   conformance [--leg NAME]... [--url URL] [--skip-build] [--list]
                           official conformance runner against the everything example over HTTP
                           (or against the server at URL); --list prints the legs
-  scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]
-                          N everything --redis instances (default 2) behind a round-robin load
+  scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--redis-cluster] [--skip-build]
+                          N everything --redis instances (default 2; --redis-cluster: on a
+                          six-node Redis Cluster) behind a round-robin load
                           balancer, no stickiness: rr-proxy (default; a new instance on every
                           request), nginx or HAProxy (installed with apt-get when missing, run
                           from xtask/balancers/), or each in turn (all): the Python SDK client
@@ -221,6 +224,7 @@ fn parse_scaleout(rest: &[String]) -> Result<scaleout::Options, String> {
     let mut skip_build = false;
     let mut balancers = vec![balancer::Balancer::Rr];
     let mut instances = 2;
+    let mut cluster = false;
     let mut flags = util::Flags::new("scaleout", rest);
     while let Some((flag, inline)) = flags.next_flag() {
         match flag {
@@ -235,12 +239,17 @@ fn parse_scaleout(rest: &[String]) -> Result<scaleout::Options, String> {
                 };
             }
             "--instances" => instances = flags.positive(flag, inline)? as usize,
+            "--redis-cluster" if inline.is_none() => cluster = true,
             other => return Err(flags.unexpected(other)),
         }
     }
     let passes = balancers
         .into_iter()
-        .map(|balancer| scaleout::Pass { balancer, instances })
+        .map(|balancer| scaleout::Pass {
+            balancer,
+            instances,
+            cluster,
+        })
         .collect();
     Ok(scaleout::Options { skip_build, passes })
 }

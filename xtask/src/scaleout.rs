@@ -1,4 +1,5 @@
-//! `cargo xtask scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--skip-build]`: one
+//! `cargo xtask scaleout [--balancer rr|nginx|haproxy|all] [--instances N] [--redis-cluster]
+//! [--skip-build]`: one
 //! logical server made of N `everything` processes sharing state through Redis, behind a
 //! round-robin load balancer with no stickiness, driven by the real peers.
 //!
@@ -18,8 +19,13 @@
 //!   check exactly as there, at `http://localhost:P/mcp` (the dns-rebinding scenario needs a
 //!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`.
 //!
+//! `--redis-cluster`: the instances share a Redis Cluster instead ([`RedisCluster`]: six
+//! `redis-server` nodes, three primaries and three replicas, given to `everything` as
+//! `--redis-cluster 127.0.0.1:P1,…`).
+//!
 //! `--balancer all` runs a whole pass behind each balancer in turn (`rr`, `nginx`, `haproxy`);
-//! `cargo xtask ci` runs three passes: `rr-proxy` with 4 instances, nginx and HAProxy with 2.
+//! `cargo xtask ci` runs four passes: `rr-proxy` with 4 instances, nginx and HAProxy with 2,
+//! and `rr-proxy` with 2 on a Redis Cluster.
 //! Every leg and every pass runs even after a failure. At the end of a pass it prints the
 //! requests the balancer sent to each instance, and the pass fails if one got none, if an
 //! instance, Redis or the balancer exited, or if a leg failed; a summary gives each pass's
@@ -30,6 +36,7 @@ use std::time::Instant;
 
 use crate::balancer::{Balancer, RunningBalancer};
 use crate::redis::RedisServer;
+use crate::redis_cluster::RedisCluster;
 use crate::util::{self, HttpServer, Result};
 use crate::{conformance, interop, tools};
 
@@ -39,6 +46,40 @@ pub(crate) struct Pass {
     pub(crate) balancer: Balancer,
     /// How many `everything` instances share the Redis (at least 1).
     pub(crate) instances: usize,
+    /// Share a Redis Cluster ([`RedisCluster`], `everything --redis-cluster`) instead of one
+    /// `redis-server`.
+    pub(crate) cluster: bool,
+}
+
+/// The Redis of one pass, running until dropped.
+enum SharedRedis {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl SharedRedis {
+    fn start(cluster: bool) -> Result<Self> {
+        Ok(if cluster {
+            SharedRedis::Cluster(RedisCluster::start()?)
+        } else {
+            SharedRedis::Server(RedisServer::start()?)
+        })
+    }
+
+    /// The `everything` flag and its value: `--redis URL` or `--redis-cluster NODES`.
+    fn flag(&self) -> (&'static str, String) {
+        match self {
+            SharedRedis::Server(server) => ("--redis", server.url()),
+            SharedRedis::Cluster(cluster) => ("--redis-cluster", cluster.nodes()),
+        }
+    }
+
+    fn ensure_running(&mut self) -> Result {
+        match self {
+            SharedRedis::Server(server) => server.ensure_running(),
+            SharedRedis::Cluster(cluster) => cluster.ensure_running(),
+        }
+    }
 }
 
 /// Options of `cargo xtask scaleout`.
@@ -100,10 +141,15 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
 }
 
-/// `nginx, 2 instances`.
+/// `nginx, 2 instances` (`…, Redis Cluster` on a cluster).
 fn pass_name(pass: &Pass) -> String {
     let plural = if pass.instances == 1 { "" } else { "s" };
-    format!("{}, {} instance{plural}", pass.balancer.title(), pass.instances)
+    let cluster = if pass.cluster { ", Redis Cluster" } else { "" };
+    format!(
+        "{}, {} instance{plural}{cluster}",
+        pass.balancer.title(),
+        pass.instances
+    )
 }
 
 /// One pass: Redis, the instances and the balancer, every leg through it, then the counts.
@@ -111,12 +157,12 @@ fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&con
     let name = pass_name(pass);
     util::banner(&format!("scaleout: {name}: redis, the instances, the balancer"));
     // Every process below is killed on every way out of this function.
-    let mut redis = RedisServer::start()?;
-    let redis_url = redis.url();
+    let mut redis = SharedRedis::start(pass.cluster)?;
+    let (redis_flag, redis_url) = redis.flag();
     let prefix = format!("scaleout-{}", &util::random_hex()[..16]);
     let state_key = util::random_hex();
     let flags = [
-        "--redis",
+        redis_flag,
         redis_url.as_str(),
         "--redis-prefix",
         prefix.as_str(),

@@ -1,10 +1,11 @@
 //! The flags that make several `everything` processes one logical server behind a load
 //! balancer: `--redis URL` shares sessions, stream events, tasks and notifications through
-//! Redis; `--state-key HEX` is the request-state key every instance is given.
+//! Redis (`--redis-cluster NODES` through a Redis Cluster); `--state-key HEX` is the
+//! request-state key every instance is given.
 //!
 //! ```text
 //! everything --port 3001 --redis redis://127.0.0.1:6379 --state-key $KEY
-//! everything --port 3002 --redis redis://127.0.0.1:6379 --state-key $KEY
+//! everything --port 3002 --redis-cluster 10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000 --state-key $KEY
 //! ```
 
 use mcp_server::McpServerBuilder;
@@ -17,11 +18,16 @@ pub(crate) struct SharedArgs {
     /// Share legacy sessions, stream events, tasks and notifications with every instance
     /// started with the same Redis URL (redis://host:port; rediss://:password@host:port for
     /// TLS with a password).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
     redis: Option<String>,
-    /// With a rediss:// URL: the PEM file of the CA that signed Redis's certificate (default:
+    /// The same through a Redis Cluster: some of its nodes, comma-separated, as HOST:PORT or
+    /// URLs; a HOST:PORT after a URL takes its scheme and password
+    /// (rediss://:password@host1:7000,host2:7000,host3:7000 for TLS with a password).
+    #[arg(long, value_name = "NODES")]
+    redis_cluster: Option<String>,
+    /// With rediss:// URLs: the PEM file of the CA that signed Redis's certificate (default:
     /// the platform's and the webpki roots).
-    #[arg(long, value_name = "PEM", requires = "redis")]
+    #[arg(long, value_name = "PEM")]
     redis_ca: Option<std::path::PathBuf>,
     /// The key prefix in Redis: instances of one logical server use the same one.
     #[arg(long, value_name = "PREFIX", default_value = "mcp")]
@@ -43,7 +49,10 @@ impl SharedArgs {
             let key = StateKey::from_hex(hex).map_err(|e| format!("--state-key: {e} (64 hexadecimal digits)"))?;
             b = b.request_state_key(key);
         }
-        if let Some(url) = &self.redis {
+        if self.redis_ca.is_some() && self.redis.is_none() && self.redis_cluster.is_none() {
+            return Err("--redis-ca needs --redis or --redis-cluster".into());
+        }
+        if self.redis.is_some() || self.redis_cluster.is_some() {
             let root_ca = match &self.redis_ca {
                 Some(path) => Some(std::fs::read(path).map_err(|e| format!("--redis-ca {}: {e}", path.display()))?),
                 None => None,
@@ -57,12 +66,57 @@ impl SharedArgs {
                 ..RedisOptions::default()
             };
             // The error names the URL without its password.
-            let store = RedisStore::connect_with(url, options)
-                .await
-                .map_err(|e| format!("--redis: {e}"))?;
+            let store = match (&self.redis, &self.redis_cluster) {
+                (Some(url), _) => RedisStore::connect_with(url, options)
+                    .await
+                    .map_err(|e| format!("--redis: {e}"))?,
+                (None, Some(nodes)) => RedisStore::connect_cluster_with(&cluster_urls(nodes)?, options)
+                    .await
+                    .map_err(|e| format!("--redis-cluster: {e}"))?,
+                (None, None) => unreachable!("one of them is set"),
+            };
             let replay = store.replay_cache();
             return Ok((b.store(store), Some(replay)));
         }
         Ok((b, None))
+    }
+}
+
+/// The node URLs of `--redis-cluster`: each item a URL, or HOST:PORT with the scheme and
+/// credentials of the URL before it (`redis://` when none).
+fn cluster_urls(nodes: &str) -> Result<Vec<String>, String> {
+    let mut base = "redis://".to_owned();
+    let mut urls = Vec::new();
+    for node in nodes.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match node.split_once("://") {
+            Some((scheme, rest)) => {
+                let credentials = rest.rfind('@').map_or("", |at| &rest[..=at]);
+                base = format!("{scheme}://{credentials}");
+                urls.push(node.to_owned());
+            }
+            None => urls.push(format!("{base}{node}/")),
+        }
+    }
+    if urls.is_empty() {
+        return Err("--redis-cluster: no node given (HOST:PORT,HOST:PORT,…)".into());
+    }
+    Ok(urls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cluster_urls;
+
+    #[test]
+    fn cluster_nodes_take_the_scheme_and_password_of_the_url_before() {
+        assert_eq!(
+            cluster_urls("127.0.0.1:7000, 127.0.0.1:7001").unwrap(),
+            ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"]
+        );
+        assert_eq!(
+            cluster_urls("rediss://:pw@h1:7000,h2:7001").unwrap(),
+            ["rediss://:pw@h1:7000", "rediss://:pw@h2:7001/"]
+        );
+        assert!(cluster_urls(" , ").is_err());
     }
 }

@@ -17,8 +17,10 @@
 //! `scaleout/redis_server.rs` the `redis-server` helper; the scenarios are in `scaleout/legacy.rs`
 //! (sessions, GET streams, server-to-client requests, cancellation, DELETE),
 //! `scaleout/resume.rs` (`Last-Event-ID` on the other instance), `scaleout/modern.rs` (MRTR,
-//! `subscriptions/listen`), `scaleout/pair.rs` (the 2024-11-05 HTTP+SSE pair), `scaleout/tasks.rs` (both eras' tasks), `scaleout/ratelimit.rs` (one
-//! rate across instances) and `scaleout/faults.rs` (an instance dying, Redis going away). A scenario marked `#[ignore]` shows a server bug (its
+//! `subscriptions/listen`), `scaleout/pair.rs` (the 2024-11-05 HTTP+SSE pair), `scaleout/tasks.rs`
+//! (both eras' tasks), `scaleout/ratelimit.rs` (one rate across instances) and `scaleout/faults.rs`
+//! (an instance dying, Redis going away, a Redis Cluster primary dying). A scenario marked
+//! `#[ignore]` shows a server bug (its
 //! reason says which); run them with `-- --ignored`. `SCALEOUT_LOG=<filter>` (a `tracing`
 //! env filter, e.g. `mcp_runtime=debug`) prints the instances' logs.
 
@@ -125,6 +127,8 @@ enum Backend {
     Memory(Store),
     /// A Redis, each instance with connections of its own, under one key prefix.
     Redis { url: String, prefix: String },
+    /// A Redis Cluster (some of its nodes), likewise.
+    RedisCluster { nodes: Vec<String>, prefix: String },
 }
 
 impl Backend {
@@ -140,6 +144,16 @@ impl Backend {
                 RedisStore::connect_with(url, options)
                     .await
                     .unwrap_or_else(|e| panic!("connecting to Redis at {url}: {e}"))
+                    .into_store()
+            }
+            Backend::RedisCluster { nodes, prefix } => {
+                let options = RedisOptions {
+                    prefix: prefix.clone(),
+                    ..Default::default()
+                };
+                RedisStore::connect_cluster_with(nodes, options)
+                    .await
+                    .unwrap_or_else(|e| panic!("connecting to the Redis Cluster: {e}"))
                     .into_store()
             }
         }
@@ -252,6 +266,8 @@ pub(crate) struct Cluster {
     pub(crate) store: Store,
     /// The Redis of the test, when it started one.
     pub(crate) redis: Option<redis_server::RedisServer>,
+    /// The Redis Cluster of the test, when it runs on one, and the key prefix of the instances.
+    pub(crate) redis_cluster: Option<(redis_server::RedisCluster, String)>,
 }
 
 impl Cluster {
@@ -298,6 +314,19 @@ impl Cluster {
         Self::start(backend, store, server, setup).await
     }
 
+    /// Two instances on `cluster`, under a key prefix no other test uses.
+    pub(crate) async fn on_redis_cluster(cluster: redis_server::RedisCluster) -> Cluster {
+        let prefix = redis_server::unique_prefix();
+        let backend = Backend::RedisCluster {
+            nodes: cluster.urls(),
+            prefix: prefix.clone(),
+        };
+        let store = backend.store().await;
+        let mut c = Self::start(backend, store, None, Arc::new(|_| config())).await;
+        c.redis_cluster = Some((cluster, prefix));
+        c
+    }
+
     async fn start(backend: Backend, store: Store, redis: Option<redis_server::RedisServer>, setup: Setup) -> Cluster {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(std::env::var("SCALEOUT_LOG").unwrap_or_else(|_| "off".into()))
@@ -316,6 +345,7 @@ impl Cluster {
             b,
             store,
             redis,
+            redis_cluster: None,
         }
     }
 

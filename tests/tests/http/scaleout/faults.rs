@@ -1,14 +1,15 @@
 //! Faults: an instance dying mid-call (its streams end, its sessions go on on the other
 //! instance, its tasks are failed as they are next read once its heartbeat lapses, saying its
 //! instance stopped), and Redis going away
-//! and coming back (503 "Store unavailable", never a false 404, then serving resumes).
+//! and coming back (503 "Store unavailable", never a false 404, then serving resumes), and a
+//! Redis Cluster losing a primary until its replica takes over.
 
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::redis_server::RedisServer;
+use super::redis_server::{RedisCluster, RedisServer};
 use super::{Cluster, LEGACY, assert_ends, bounded_for, eventually, init, next_message, request, tool_call, within};
 
 const STOPPED: &str = mcp_runtime::tasks::INSTANCE_STOPPED;
@@ -336,3 +337,120 @@ async fn a_delete_after_the_store_forgot_ends_every_copy(c: Cluster) {
     assert!(c.instance(0).replica(&sid).is_none());
 }
 both_stores!(a_delete_after_the_store_forgot_ends_every_copy);
+
+/// A 503 "Store unavailable" (naming `id`) within 5 s: the store gives up within its 3 s reply
+/// bound while a cluster has no primary for a slot.
+async fn assert_unavailable_soon(c: &Cluster, at: usize, req: crate::support::Req, id: Value, what: &str) {
+    let start = Instant::now();
+    let resp = c.send_to(at, req).await;
+    let took = start.elapsed();
+    assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE, "{what} on instance {at}");
+    assert_eq!(
+        resp.json().await,
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Store unavailable"}}),
+        "{what} on instance {at}"
+    );
+    assert!(took < Duration::from_secs(5), "{what} on instance {at} took {took:?}");
+}
+
+/// Scenario 12 (Redis Cluster only): the primary serving a session's slot dies mid-run. Its
+/// replica is held back from taking over (so that the outage can be seen), then released to the
+/// cluster's own failover. Once the other nodes see the primary failed (the cluster refuses
+/// every command while a slot is unserved), `initialize` and requests naming the session on the
+/// instance that does not hold it are 503 "Store unavailable", quickly; once the
+/// replica is primary, the session (its slot moved) works on both instances, and new sessions
+/// start.
+#[tokio::test]
+async fn a_redis_cluster_primary_dies() {
+    bounded_for(90, async {
+        let cluster = tokio::task::spawn_blocking(RedisCluster::start)
+            .await
+            .expect("starting a Redis Cluster");
+        let mut c = Cluster::on_redis_cluster(cluster).await;
+        let (mut cluster, prefix) = c.redis_cluster.take().expect("the test's cluster");
+
+        // A session only A holds (no `notifications/initialized`, which would go to B).
+        let resp = c.send_to(0, c.client.post(init(LEGACY))).await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let sid = resp.header("mcp-session-id").expect("a session id").to_owned();
+        assert!(c.b.replica(&sid).is_none(), "B never met the session");
+        let victim = cluster
+            .primary_of(&format!("{prefix}:{{{sid}}}:session"))
+            .expect("the session's primary");
+        let replica = cluster.replica_of(victim).expect("its replica");
+        let hold = move |cluster: &RedisCluster, on: &str| {
+            cluster
+                .cli(replica, &["CONFIG", "SET", "cluster-replica-no-failover", on])
+                .expect("CONFIG SET")
+        };
+        let mut cluster = tokio::task::spawn_blocking(move || {
+            cluster
+                .wait_replicated(victim, Duration::from_secs(10))
+                .expect("replicated");
+            hold(&cluster, "yes");
+            cluster.kill(victim);
+            // The other nodes see it failed: with a slot unserved, they refuse every command
+            // (`cluster-require-full-coverage`, on by default).
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !cluster
+                .cli(replica, &["CLUSTER", "INFO"])
+                .is_ok_and(|info| info.contains("cluster_state:fail"))
+            {
+                assert!(Instant::now() < deadline, "the cluster never saw the primary fail");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            cluster
+        })
+        .await
+        .expect("killing a primary");
+
+        let resp = c
+            .send_to(0, c.legacy(&sid, LEGACY, request(1, "ping", json!({}))))
+            .await;
+        assert_eq!(resp.status, StatusCode::OK, "A serves the session from its replica");
+        for at in [0, 1] {
+            assert_unavailable_soon(&c, at, c.client.post(init(LEGACY)), json!(0), "initialize").await;
+        }
+        let list = c.legacy(&sid, LEGACY, request(3, "tools/list", json!({})));
+        assert_unavailable_soon(&c, 1, list, json!(3), "a session B does not hold").await;
+
+        cluster = tokio::task::spawn_blocking(move || {
+            hold(&cluster, "no");
+            cluster
+                .wait_ok(Duration::from_secs(30))
+                .expect("the cluster is ok again");
+            cluster
+        })
+        .await
+        .expect("the failover");
+        assert_ne!(cluster.primary_of(&format!("{prefix}:{{{sid}}}:session")), Ok(victim));
+
+        // Serving resumes (the first tries may still fail while the instances learn the slots).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let mut fresh = Vec::new();
+        while fresh.len() < 2 {
+            let (resp, at) = c.send(c.client.post(init(LEGACY))).await;
+            match resp.status {
+                StatusCode::OK => fresh.push(at),
+                StatusCode::SERVICE_UNAVAILABLE => {}
+                other => panic!("initialize after the failover on {at}: {other}"),
+            }
+            assert!(tokio::time::Instant::now() < deadline, "initialize never works again");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        for at in [0, 1] {
+            let resp = c
+                .send_to(at, c.legacy(&sid, LEGACY, request(6, "ping", json!({}))))
+                .await;
+            assert_eq!(resp.status, StatusCode::OK, "the moved session on instance {at}");
+        }
+        assert!(
+            c.b.replica(&sid).is_some(),
+            "B loaded the session from the promoted replica"
+        );
+        c.assert_both_used();
+        drop(c);
+        drop(cluster);
+    })
+    .await;
+}
