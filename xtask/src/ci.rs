@@ -6,8 +6,8 @@ use crate::redis::RedisServer;
 use crate::util::{self, Result};
 use crate::{conformance, fuzz, interop, scaleout, soak};
 
-/// The scale-out passes of the gate: every balancer, more instances than two once, and a
-/// Redis Cluster once.
+/// The scale-out passes of the gate: every balancer, two and four instances, one Redis and a
+/// Redis Cluster.
 const SCALEOUT_PASSES: &[scaleout::Pass] = &[
     scaleout::Pass {
         balancer: Balancer::Rr,
@@ -16,7 +16,7 @@ const SCALEOUT_PASSES: &[scaleout::Pass] = &[
     },
     scaleout::Pass {
         balancer: Balancer::Nginx,
-        instances: 2,
+        instances: 4,
         cluster: false,
     },
     scaleout::Pass {
@@ -25,7 +25,7 @@ const SCALEOUT_PASSES: &[scaleout::Pass] = &[
         cluster: false,
     },
     scaleout::Pass {
-        balancer: Balancer::Rr,
+        balancer: Balancer::Haproxy,
         instances: 2,
         cluster: true,
     },
@@ -215,7 +215,7 @@ pub(crate) fn run() -> Result {
     conformance::run(&opts).map_err(|e| format!("ci: conformance failed: {e}"))?;
 
     util::banner(&format!(
-        "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 2 behind nginx, 2 behind HAProxy; 2 behind rr-proxy on a Redis Cluster)",
+        "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 4 behind nginx, 2 behind HAProxy; 2 behind HAProxy on a Redis Cluster)",
         total - 1
     ));
     // The release example is built; the debug rr-proxy was built by `cargo test` (a no-op
