@@ -13,7 +13,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ClusterTls, RedisCluster, certificates, cluster_store_on, unique_prefix};
+use common::{ClusterTls, RedisCluster, certificates, cluster_store_on, unique_prefix, wait_for};
 use mcp_runtime::store::{BusEvent, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, StoreError};
 use mcp_store_redis::{RedisOptions, RedisStore, RedisStoreError, RedisTls};
@@ -27,20 +27,6 @@ const QUICK: Duration = Duration::from_secs(5);
 
 fn record(id: &str) -> SessionRecord {
     SessionRecord::new(id, "alice", "2025-11-25", Map::new(), json!({}))
-}
-
-/// Waits for `want`, skipping other events, for at most `within`.
-async fn wait_for(rx: &mut mpsc::Receiver<BusEvent>, want: &BusEvent, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match timeout(left, rx.recv()).await {
-            Ok(Some(e)) if e == *want => return,
-            Ok(Some(_)) => {}
-            Ok(None) => panic!("the bus subscription closed"),
-            Err(_) => panic!("no {want:?} within {within:?}"),
-        }
-    }
 }
 
 /// Publishes until a message of `from` reaches `rx` (publishes may be dropped while the

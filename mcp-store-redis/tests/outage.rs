@@ -6,13 +6,12 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{RedisServer, free_port, store_on, unique_prefix};
+use common::{RedisServer, free_port, store_on, unique_prefix, wait_for};
 use mcp_auth::{ReplayCache, ReplayError};
 use mcp_runtime::StoreError;
 use mcp_runtime::store::{BusEvent, SessionRecord, StreamKey};
 use mcp_store_redis::{RedisStore, RedisStoreError};
 use serde_json::{Map, json};
-use tokio::sync::mpsc;
 use tokio::time::{sleep, timeout};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -21,20 +20,6 @@ const QUICK: Duration = Duration::from_secs(5);
 
 fn msg(s: &str) -> BusEvent {
     BusEvent::Message(Arc::from(s.as_bytes()))
-}
-
-/// Waits for `want`, skipping other events, for at most `within`.
-async fn wait_for(rx: &mut mpsc::Receiver<BusEvent>, want: &BusEvent, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match timeout(left, rx.recv()).await {
-            Ok(Some(e)) if e == *want => return,
-            Ok(Some(_)) => {}
-            Ok(None) => panic!("the bus subscription closed"),
-            Err(_) => panic!("no {want:?} within {within:?}"),
-        }
-    }
 }
 
 fn unavailable<T: std::fmt::Debug>(what: &str, r: Result<Result<T, StoreError>, tokio::time::error::Elapsed>) {

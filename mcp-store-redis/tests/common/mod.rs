@@ -47,3 +47,21 @@ pub fn certificates() -> (String, String, String) {
     let cert = params.signed_by(&key, &issuer).expect("the server certificate");
     (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
+
+/// Waits for `want`, skipping other events, for at most `within`.
+pub async fn wait_for(
+    rx: &mut tokio::sync::mpsc::Receiver<mcp_runtime::store::BusEvent>,
+    want: &mcp_runtime::store::BusEvent,
+    within: std::time::Duration,
+) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(e)) if e == *want => return,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the bus subscription closed"),
+            Err(_) => panic!("no {want:?} within {within:?}"),
+        }
+    }
+}

@@ -16,7 +16,7 @@ fn config() -> HttpConfig {
 }
 
 /// Opens the stream; returns it and the message URL from the endpoint event.
-async fn open(s: &Server, auth: Option<&str>) -> (Sse, String) {
+pub(crate) async fn open(s: &Server, auth: Option<&str>) -> (Sse, String) {
     let mut get = s.req(Method::GET).at("/sse").header("accept", "text/event-stream");
     if let Some(a) = auth {
         get = get.header("authorization", a);
@@ -34,7 +34,7 @@ async fn open(s: &Server, auth: Option<&str>) -> (Sse, String) {
     (sse, endpoint.data)
 }
 
-fn message(s: &Server, url: &str, body: Value) -> Req {
+pub(crate) fn message(s: &Server, url: &str, body: Value) -> Req {
     s.post(body).at(url).header("accept", "application/json")
 }
 

@@ -12,7 +12,8 @@ use mcp_runtime::{Runtime, ServerConfig, Store};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
-use crate::support::{NamedUsers, Req, Server, Sse, bounded, call, init_body, list, runtime};
+use crate::pair::{message, open};
+use crate::support::{NamedUsers, Server, Sse, bounded, call, init_body, list, runtime};
 
 /// Two instances of one server on `store`, serving the pair (with `NamedUsers` when `auth`).
 async fn two(store: &Store, auth: bool) -> (Server, Server) {
@@ -29,24 +30,6 @@ async fn two(store: &Store, auth: bool) -> (Server, Server) {
     }
     let b = servers.pop().expect("two");
     (servers.pop().expect("two"), b)
-}
-
-/// Opens the stream on `s`; returns it and the message URL.
-async fn open(s: &Server, auth: Option<&str>) -> (Sse, String) {
-    let mut get = s.req(Method::GET).at("/sse").header("accept", "text/event-stream");
-    if let Some(a) = auth {
-        get = get.header("authorization", a);
-    }
-    let resp = get.send().await;
-    assert_eq!(resp.status, StatusCode::OK);
-    let mut sse = resp.sse();
-    let endpoint = sse.next().await.expect("endpoint event");
-    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
-    (sse, endpoint.data)
-}
-
-fn message(s: &Server, url: &str, body: Value) -> Req {
-    s.post(body).at(url).header("accept", "application/json")
 }
 
 /// The next `event: message` on the stream, as JSON (bounded).

@@ -154,16 +154,27 @@ both_stores!(a_dead_instances_task_is_failed_by_a_sweeping_instance, 30);
 async fn assert_unavailable(c: &Cluster, req: crate::support::Req, id: Value, what: &str) -> usize {
     let start = Instant::now();
     let (resp, at) = c.send(req).await;
-    let took = start.elapsed();
-    assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE, "{what} on instance {at}");
-    let body = resp.json().await;
-    assert_eq!(
-        body,
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Store unavailable"}}),
-        "{what} on instance {at}"
-    );
-    assert!(took < Duration::from_secs(3), "{what} on instance {at} took {took:?}");
+    unavailable_within(
+        resp,
+        start,
+        Duration::from_secs(3),
+        id,
+        &format!("{what} on instance {at}"),
+    )
+    .await;
     at
+}
+
+/// Checks a 503 "Store unavailable" answer naming `id`, received within `bound` of `start`.
+async fn unavailable_within(resp: crate::support::Resp, start: Instant, bound: Duration, id: Value, what: &str) {
+    let took = start.elapsed();
+    assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE, "{what}");
+    assert_eq!(
+        resp.json().await,
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Store unavailable"}}),
+        "{what}"
+    );
+    assert!(took < bound, "{what} took {took:?}");
 }
 
 /// Scenario 11 (Redis only): Redis stops mid-run. `initialize` and requests naming a session
@@ -343,14 +354,14 @@ both_stores!(a_delete_after_the_store_forgot_ends_every_copy);
 async fn assert_unavailable_soon(c: &Cluster, at: usize, req: crate::support::Req, id: Value, what: &str) {
     let start = Instant::now();
     let resp = c.send_to(at, req).await;
-    let took = start.elapsed();
-    assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE, "{what} on instance {at}");
-    assert_eq!(
-        resp.json().await,
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Store unavailable"}}),
-        "{what} on instance {at}"
-    );
-    assert!(took < Duration::from_secs(5), "{what} on instance {at} took {took:?}");
+    unavailable_within(
+        resp,
+        start,
+        Duration::from_secs(5),
+        id,
+        &format!("{what} on instance {at}"),
+    )
+    .await;
 }
 
 /// Scenario 12 (Redis Cluster only): the primary serving a session's slot dies mid-run. Its
