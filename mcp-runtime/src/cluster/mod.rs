@@ -36,6 +36,7 @@
 //!   a number skipped in another instance's numbered messages) is answered like a lag: every
 //!   list is re-announced and every GET stream re-reads its log.
 
+mod asks;
 mod background;
 mod load;
 mod note;
@@ -53,7 +54,6 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 pub(crate) use note::Note;
-pub(crate) use relay::PairReply;
 
 use crate::catalog::Registry;
 use crate::config::ServerConfig;

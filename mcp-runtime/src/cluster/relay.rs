@@ -3,7 +3,6 @@
 //! waiting for their holder's outcome, and the notes that carry both.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use mcp_protocol::auth::AuthInfo;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::asks::Asks;
 use super::{Cluster, Note};
 use crate::relay::{PAIR_INBOX, PAIR_TTL, PairMessage, PairOutcome, PairReceipt};
 use crate::store::{PairRecord, StoreError};
@@ -20,7 +20,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Where the outcome of a forwarded message goes.
-pub(crate) enum PairReply {
+enum PairReply {
     /// Back over the bus to instance `to`, which numbered the message `n`.
     Bus { cluster: Weak<Cluster>, to: String, n: u64 },
     /// To a caller on this instance (a pair held here, reached without the bus).
@@ -37,7 +37,7 @@ impl std::fmt::Debug for PairReply {
 }
 
 impl PairReply {
-    pub(crate) fn send(self, outcome: PairOutcome) {
+    fn send(self, outcome: PairOutcome) {
         match self {
             PairReply::Bus { cluster, to, n } => {
                 if let Some(c) = cluster.upgrade() {
@@ -61,9 +61,8 @@ struct Held {
 #[derive(Default)]
 pub(super) struct Relay {
     held: Mutex<HashMap<String, Held>>,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<PairOutcome>>>,
-    /// The number of the last message forwarded from here.
-    next: AtomicU64,
+    /// Messages forwarded from here, waiting for their holder's outcome.
+    forwarded: Asks<PairOutcome>,
 }
 
 impl Cluster {
@@ -98,13 +97,13 @@ impl Cluster {
         body: &str,
         wait: Duration,
     ) -> Result<PairOutcome, StoreError> {
-        let (tx, rx) = oneshot::channel();
         if pair.holder == *self.instance {
+            let (tx, rx) = oneshot::channel();
             // Held here (or it was: the record outlived the stream by a moment).
             let message = PairMessage {
                 auth: auth.clone(),
                 body: body.to_owned(),
-                receipt: PairReceipt::new(PairReply::Local(tx)),
+                receipt: PairReceipt::new(move |o| PairReply::Local(tx).send(o)),
             };
             self.deliver_pair(&pair.id, message);
             return Ok(tokio::time::timeout(wait, rx)
@@ -113,8 +112,7 @@ impl Cluster {
                 .and_then(Result::ok)
                 .unwrap_or(PairOutcome::Busy));
         }
-        let n = self.relay.next.fetch_add(1, Ordering::Relaxed) + 1;
-        lock(&self.relay.waiting).insert(n, tx);
+        let (n, rx) = self.relay.forwarded.open();
         let published = self.publish(Note::PairMessage {
             to: pair.holder.clone(),
             n,
@@ -125,13 +123,13 @@ impl Cluster {
             body: body.to_owned(),
         });
         if let Err(e) = published {
-            lock(&self.relay.waiting).remove(&n);
+            self.relay.forwarded.close(n);
             return Err(e);
         }
         if let Ok(Ok(outcome)) = tokio::time::timeout(wait, rx).await {
             return Ok(outcome);
         }
-        lock(&self.relay.waiting).remove(&n);
+        self.relay.forwarded.close(n);
         if !self.store.members.alive(&pair.holder).await? {
             tracing::info!(pair = %pair.id, holder = %pair.holder, "the instance holding the pair is gone: pair removed");
             self.store.pairs.close(&pair.id).await?;
@@ -153,16 +151,14 @@ impl Cluster {
         let message = PairMessage {
             auth,
             body,
-            receipt: PairReceipt::new(reply),
+            receipt: PairReceipt::new(move |o| reply.send(o)),
         };
         self.deliver_pair(pair, message);
     }
 
     /// The outcome of a message this instance forwarded.
     pub(super) fn pair_receipt(&self, n: u64, outcome: PairOutcome) {
-        if let Some(tx) = lock(&self.relay.waiting).remove(&n) {
-            let _ = tx.send(outcome);
-        }
+        self.relay.forwarded.answer(n, outcome);
     }
 
     /// Hands a message to the inbox of the pair held here (`Gone` when it is not held here or

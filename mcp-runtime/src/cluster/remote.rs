@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
-
+use super::asks::Asks;
 use super::{Cluster, Note};
 use crate::sink::Sink;
 use crate::tasks::Following;
@@ -40,10 +39,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The bookkeeping of requests served across instances.
 #[derive(Debug, Default)]
 pub(super) struct Remote {
-    /// Numbers questions and followers.
+    /// Numbers followers.
     next: AtomicU64,
-    /// Questions put to the other instances, waiting for an answer.
-    asks: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+    /// Elicitation completions asked of the other instances.
+    asks: Asks<()>,
     /// Tasks another instance runs whose `tasks/result` waits here: the follower's number and
     /// its stream.
     following: Mutex<HashMap<String, (u64, Sink)>>,
@@ -62,16 +61,14 @@ impl Cluster {
     /// Completes a URL-mode elicitation this instance does not hold: `true` once the instance
     /// holding it answered that it completed it.
     pub(crate) async fn complete_elicitation(&self, id: &str, principal: &str) -> bool {
-        let ask = self.remote.number();
-        let (tx, rx) = oneshot::channel();
-        lock(&self.remote.asks).insert(ask, tx);
+        let (ask, rx) = self.remote.asks.open();
         let sent = self.publish(Note::CompleteElicitation {
             id: id.to_owned(),
             principal: principal.to_owned(),
             ask,
         });
         let done = sent.is_ok() && matches!(tokio::time::timeout(ANSWER_WAIT, rx).await, Ok(Ok(())));
-        lock(&self.remote.asks).remove(&ask);
+        self.remote.asks.close(ask);
         done
     }
 
@@ -114,10 +111,8 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
             }
         }
         Note::Answer { to, ask } => {
-            if *to == *cluster.instance
-                && let Some(tx) = lock(&cluster.remote.asks).remove(&ask)
-            {
-                let _ = tx.send(());
+            if *to == *cluster.instance {
+                cluster.remote.asks.answer(ask, ());
             }
         }
         Note::TaskFollow { task } => attach_follower(cluster, from, task),

@@ -165,6 +165,22 @@ async fn assert_unavailable(c: &Cluster, req: crate::support::Req, id: Value, wh
     at
 }
 
+/// Waits (at most `within`) until `initialize` succeeds twice after `what`, 503 meanwhile.
+async fn new_sessions_start_again(c: &Cluster, what: &str, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut fresh = 0;
+    while fresh < 2 {
+        let (resp, at) = c.send(c.client.post(init(LEGACY))).await;
+        match resp.status {
+            StatusCode::OK => fresh += 1,
+            StatusCode::SERVICE_UNAVAILABLE => {}
+            other => panic!("initialize after {what} on {at}: {other}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "initialize never works again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Checks a 503 "Store unavailable" answer naming `id`, received within `bound` of `start`.
 async fn unavailable_within(resp: crate::support::Resp, start: Instant, bound: Duration, id: Value, what: &str) {
     let took = start.elapsed();
@@ -251,18 +267,7 @@ async fn redis_goes_away_and_comes_back() {
         .expect("restarting Redis");
 
         // Serving resumes: a new session on each instance (the first tries may still fail).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        let mut fresh = Vec::new();
-        while fresh.len() < 2 {
-            let (resp, at) = c.send(c.client.post(init(LEGACY))).await;
-            match resp.status {
-                StatusCode::OK => fresh.push(at),
-                StatusCode::SERVICE_UNAVAILABLE => {}
-                other => panic!("initialize after the restart on {at}: {other}"),
-            }
-            assert!(tokio::time::Instant::now() < deadline, "initialize never works again");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        new_sessions_start_again(&c, "the restart", Duration::from_secs(10)).await;
         // The old sessions, on both instances (S2 loaded by B from the restarted Redis).
         for at in [0, 1] {
             for sid in [&s1, &s2] {
@@ -437,18 +442,7 @@ async fn a_redis_cluster_primary_dies() {
         assert_ne!(cluster.primary_of(&format!("{prefix}:{{{sid}}}:session")), Ok(victim));
 
         // Serving resumes (the first tries may still fail while the instances learn the slots).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        let mut fresh = Vec::new();
-        while fresh.len() < 2 {
-            let (resp, at) = c.send(c.client.post(init(LEGACY))).await;
-            match resp.status {
-                StatusCode::OK => fresh.push(at),
-                StatusCode::SERVICE_UNAVAILABLE => {}
-                other => panic!("initialize after the failover on {at}: {other}"),
-            }
-            assert!(tokio::time::Instant::now() < deadline, "initialize never works again");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        new_sessions_start_again(&c, "the failover", Duration::from_secs(15)).await;
         for at in [0, 1] {
             let resp = c
                 .send_to(at, c.legacy(&sid, LEGACY, request(6, "ping", json!({}))))

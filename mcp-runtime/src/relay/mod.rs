@@ -1,13 +1,13 @@
 //! The 2024-11-05 HTTP+SSE pair across instances: the runtime's entry points that let a POST of
 //! a pair reach whichever instance holds the pair's stream.
 //!
-//! The instance answering a pair's GET holds it ([`Runtime::hold_pair`]): with a shared
-//! [`Store`](crate::Store) it writes the pair's [`PairRecord`] (id, principal, holder) before the
+//! The instance answering a pair's GET holds it ([`Runtime::hold_pair`](crate::Runtime::hold_pair)): with a shared
+//! [`Store`](crate::Store) it writes the pair's [`PairRecord`](crate::store::PairRecord) (id, principal, holder) before the
 //! stream names its message path, refreshes it while the stream is open, and deletes it when the
 //! stream ends; the record expires by itself ([`PAIR_TTL`]) when the holder dies. An instance a
-//! POST of a pair it does not hold reaches reads the record ([`Runtime::find_pair`]: an unknown
+//! POST of a pair it does not hold reaches reads the record ([`Runtime::find_pair`](crate::Runtime::find_pair): an unknown
 //! pair and another principal's are the same `None`) and forwards the message to the holder over
-//! the bus ([`Runtime::forward_pair_message`]), then waits for the holder's [`PairOutcome`]. The
+//! the bus ([`Runtime::forward_pair_message`](crate::Runtime::forward_pair_message)), then waits for the holder's [`PairOutcome`]. The
 //! holder hands each forwarded message (a [`PairMessage`]) to the transport through the inbox
 //! `hold_pair` returned, in the order its bus brought them, and answers with
 //! [`PairReceipt::answer`] once the message is in its engine, as for a local POST.
@@ -25,12 +25,8 @@ use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use crate::cluster::PairReply;
-use crate::runtime::Runtime;
-use crate::store::{PairRecord, StoreError};
+mod entry;
 
 /// How long a pair's record lives without a refresh (its holder refreshes it every third of
 /// this while the stream is open): the longest a dead holder's pair can still be found. A
@@ -75,22 +71,34 @@ pub struct PairMessage {
     pub receipt: PairReceipt,
 }
 
+/// Where a forwarded message's outcome goes (back over the bus, or to a caller here).
+type Reply = Box<dyn FnOnce(PairOutcome) + Send>;
+
 /// The way back to the instance waiting for a forwarded message's outcome. Dropped without an
 /// answer, it answers [`PairOutcome::Gone`] (the pair ended before the message was handled).
-#[derive(Debug)]
 pub struct PairReceipt {
-    reply: Option<PairReply>,
+    reply: Option<Reply>,
+}
+
+impl std::fmt::Debug for PairReceipt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PairReceipt")
+            .field("answered", &self.reply.is_none())
+            .finish()
+    }
 }
 
 impl PairReceipt {
-    pub(crate) fn new(reply: PairReply) -> Self {
-        PairReceipt { reply: Some(reply) }
+    pub(crate) fn new(reply: impl FnOnce(PairOutcome) + Send + 'static) -> Self {
+        PairReceipt {
+            reply: Some(Box::new(reply)),
+        }
     }
 
     /// Sends the outcome to the forwarding instance.
     pub fn answer(mut self, outcome: PairOutcome) {
         if let Some(r) = self.reply.take() {
-            r.send(outcome);
+            r(outcome);
         }
     }
 }
@@ -98,60 +106,7 @@ impl PairReceipt {
 impl Drop for PairReceipt {
     fn drop(&mut self) {
         if let Some(r) = self.reply.take() {
-            r.send(PairOutcome::Gone);
+            r(PairOutcome::Gone);
         }
-    }
-}
-
-impl Runtime {
-    /// Holds a pair whose stream this instance opens for `principal`, until `ended` is
-    /// cancelled. Without a shared store, `Ok(None)` (every POST of the pair must reach this
-    /// instance). With one, the pair's record is written before this answers (so that the
-    /// stream may name its message path), refreshed every third of [`PAIR_TTL`] and deleted
-    /// once `ended` is cancelled; the receiver yields the messages of the pair other instances
-    /// forward, in the order the bus brought them, until `ended`.
-    pub async fn hold_pair(
-        &self,
-        id: &str,
-        principal: &str,
-        ended: CancellationToken,
-    ) -> Result<Option<mpsc::Receiver<PairMessage>>, StoreError> {
-        self.ensure_started();
-        let Some(cluster) = self.cluster() else {
-            return Ok(None);
-        };
-        cluster.hold_pair(id, principal, ended).await.map(Some)
-    }
-
-    /// The record of an open pair, held here or on another instance, if `principal` opened it:
-    /// an unknown pair, an expired one and another principal's are all `Ok(None)`. Always
-    /// `Ok(None)` without a shared store.
-    pub async fn find_pair(&self, id: &str, principal: &str) -> Result<Option<PairRecord>, StoreError> {
-        let Some(cluster) = self.cluster() else {
-            return Ok(None);
-        };
-        Ok(cluster
-            .store()
-            .pairs
-            .load(id)
-            .await?
-            .filter(|r| r.principal == principal))
-    }
-
-    /// Forwards a POSTed message of `pair` to its holder and waits (at most [`FORWARD_WAIT`])
-    /// for what it made of it. A holder that does not answer in time and is known dead has its
-    /// pair's record removed: [`PairOutcome::Gone`]. `Err` when the bus cannot take the message,
-    /// or a live holder did not answer in time (the message may still be handled).
-    pub async fn forward_pair_message(
-        &self,
-        pair: &PairRecord,
-        auth: &AuthInfo,
-        body: &str,
-    ) -> Result<PairOutcome, StoreError> {
-        self.ensure_started();
-        let Some(cluster) = self.cluster() else {
-            return Ok(PairOutcome::Gone);
-        };
-        cluster.forward_pair(pair, auth, body, FORWARD_WAIT).await
     }
 }
