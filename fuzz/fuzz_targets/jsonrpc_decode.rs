@@ -66,14 +66,14 @@ fuzz_target!(|data: &[u8]| {
 fn check_message(m: &Message, max_depth: usize) {
     let encoded = match m {
         Message::Request(r) => {
-            let params = r.params.clone().map(Value::Object);
+            let params = r.params.clone().map(|p| Value::Object(p.into_object()));
             if let Some(p) = &params {
                 assert!(depth(p) < max_depth, "params nest deeper than the limit");
             }
             encode_request(&r.id, r.method.as_str(), params.as_ref())
         }
         Message::Notification(n) => {
-            let params = n.params.clone().map(Value::Object);
+            let params = n.params.clone().map(|p| Value::Object(p.into_object()));
             if let Some(p) = &params {
                 assert!(depth(p) < max_depth, "params nest deeper than the limit");
             }
@@ -95,10 +95,10 @@ fn check_message(m: &Message, max_depth: usize) {
     };
     let same = match (m, &again) {
         (Message::Request(a), Message::Request(b)) => {
-            a.id == b.id && a.method == b.method && same_params(a.params.as_ref(), b.params.as_ref())
+            a.id == b.id && a.method == b.method && same_params(a.params.as_ref().map(mcp_protocol::Params::object), b.params.as_ref().map(mcp_protocol::Params::object))
         }
         (Message::Notification(a), Message::Notification(b)) => {
-            a.method == b.method && same_params(a.params.as_ref(), b.params.as_ref())
+            a.method == b.method && same_params(a.params.as_ref().map(mcp_protocol::Params::object), b.params.as_ref().map(mcp_protocol::Params::object))
         }
         (Message::Response(a), Message::Response(b)) => {
             a.id == b.id

@@ -1,12 +1,11 @@
 //! Classification of inbound requests: the era (decided once, body first) and
 //! the batch rules. The method catalogue is [`crate::method`].
 
-use serde_json::{Map, Value};
-
 use crate::error::RpcError;
 use crate::jsonrpc::{Message, Request};
 use crate::meta;
 use crate::method::Method;
+use crate::params::Params;
 use crate::revision::{Era, Revision};
 
 /// Decides the era of a request (behaviour invariant 1).
@@ -14,7 +13,7 @@ use crate::revision::{Era, Revision};
 /// Modern iff the params' `_meta` names a protocol version, or the transport
 /// declared a modern revision (the HTTP `MCP-Protocol-Version` header). Every
 /// other request, `initialize` included, is legacy.
-pub fn era_of(params: Option<&Map<String, Value>>, transport_revision: Option<Revision>) -> Era {
+pub fn era_of(params: Option<&Params>, transport_revision: Option<Revision>) -> Era {
     if meta::claims_modern(params) || transport_revision.is_some_and(|r| r.era() == Era::Modern) {
         Era::Modern
     } else {
@@ -31,7 +30,7 @@ pub fn request_era(req: &Request, transport_revision: Option<Revision>) -> Era {
 /// transport can stream at all: a legacy reply whenever the handler emits something first; a
 /// modern one only when the request asked for what it emits (a progress token, or a `_meta`
 /// log level), so that its early errors keep their HTTP status.
-pub fn may_stream(era: Era, params: Option<&Map<String, Value>>, log_level_set: bool) -> bool {
+pub fn may_stream(era: Era, params: Option<&Params>, log_level_set: bool) -> bool {
     match era {
         Era::Legacy => true,
         Era::Modern => meta::progress_token(params).is_some() || log_level_set,
@@ -82,13 +81,13 @@ pub fn check_batch(revision: Option<Revision>, items: &[Message]) -> Result<(), 
 mod tests {
     use super::*;
     use crate::jsonrpc::{Notification, RequestId};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn req(method: &str, params: Value) -> Request {
         Request {
             id: RequestId::Number(1),
             method: method.into(),
-            params: params.as_object().cloned(),
+            params: Params::from_value(params),
         }
     }
 
@@ -118,7 +117,7 @@ mod tests {
         let token = json!({"_meta": {"progressToken": 1}});
         assert!(may_stream(Era::Legacy, None, false));
         assert!(!may_stream(Era::Modern, None, false));
-        assert!(may_stream(Era::Modern, token.as_object(), false));
+        assert!(may_stream(Era::Modern, Params::from_value(token).as_ref(), false));
         assert!(may_stream(Era::Modern, None, true));
         assert!(disconnect_cancels(Era::Modern));
         assert!(!disconnect_cancels(Era::Legacy));
@@ -131,9 +130,7 @@ mod tests {
         let init = Message::Request(req("initialize", json!({})));
         let modern = Message::Notification(Notification {
             method: "notifications/cancelled".into(),
-            params: json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
-                .as_object()
-                .cloned(),
+            params: Params::from_value(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
         });
         let table = [
             (None, vec![call.clone()], true),

@@ -30,10 +30,11 @@ use base64::Engine;
 use base64::alphabet;
 use base64::engine::general_purpose::STANDARD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use crate::error::RpcError;
 use crate::method::Method;
+use crate::params::Params;
 
 mod param;
 
@@ -161,15 +162,15 @@ pub fn decode_header_value(raw: &[u8]) -> Result<Cow<'_, str>, HeaderError> {
 /// missing, differing or undecodable header is -32020.
 pub fn check_standard_headers<'h>(
     method: &Method,
-    params: Option<&Map<String, Value>>,
+    params: Option<&Params>,
     meta_version: &str,
     get: &dyn Fn(&str) -> Option<&'h [u8]>,
 ) -> Result<(), RpcError> {
     expect_equal(get, PROTOCOL_VERSION_HEADER, "MCP-Protocol-Version", meta_version)?;
     expect_equal(get, METHOD_HEADER, "Mcp-Method", method.as_str())?;
-    let name = method.name_field().and_then(|field| params?.get(field)?.as_str());
+    let name = method.name_field().and_then(|field| params?.str(field));
     if let Some(body) = name {
-        expect_equal(get, NAME_HEADER, "Mcp-Name", body)?;
+        expect_equal(get, NAME_HEADER, "Mcp-Name", &body)?;
     }
     Ok(())
 }
@@ -373,8 +374,8 @@ mod tests {
         }
     }
 
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+    fn obj(v: Value) -> Params {
+        Params::from_value(v).unwrap()
     }
 
     #[test]
@@ -385,12 +386,7 @@ mod tests {
         let with = |extra: &[(&'static str, &'static [u8])]| -> Vec<(&str, &[u8])> {
             base.iter().chain(extra).cloned().collect()
         };
-        type Case<'a> = (
-            &'a str,
-            Vec<(&'a str, &'a [u8])>,
-            Map<String, Value>,
-            Result<(), &'a str>,
-        );
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a [u8])>, Params, Result<(), &'a str>);
         #[rustfmt::skip]
         let table: Vec<Case> = vec![
             ("ok", with(&[("mcp-name", b"bar")]), call.clone(), Ok(())),

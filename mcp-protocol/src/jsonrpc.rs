@@ -1,19 +1,23 @@
 //! JSON-RPC 2.0 envelopes: decoding within limits, and encoding.
 //!
 //! Decoding is strict and bounded: the nesting depth is limited inside the
-//! decoder (not by a scan afterwards), duplicate keys keep their first
-//! occurrence, trailing bytes are a parse error, `id` is a string or an integer
-//! (never `null`), `method` is a string and `params` an object.
+//! decoder (the `params` text, kept as text, by a scan of it as it is read),
+//! duplicate keys keep their first occurrence, trailing bytes are a parse error,
+//! `id` is a string or an integer (never `null`), `method` is a string and
+//! `params` an object ([`Params`], indexed rather than built).
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
 use crate::method::{Method, NotificationMethod};
+pub use crate::params::Params;
+use crate::params::{ParamsError, nesting};
 
 /// The default cap on JSON nesting.
 pub const DEFAULT_MAX_DEPTH: usize = 64;
@@ -115,7 +119,7 @@ pub struct Request {
     /// The method, parsed from its name.
     pub method: Method,
     /// The params object, if any.
-    pub params: Option<Map<String, Value>>,
+    pub params: Option<Params>,
 }
 
 /// A notification: no id, no response.
@@ -124,7 +128,7 @@ pub struct Notification {
     /// The method, parsed from its name.
     pub method: NotificationMethod,
     /// The params object, if any.
-    pub params: Option<Map<String, Value>>,
+    pub params: Option<Params>,
 }
 
 /// A response to one of our own requests.
@@ -281,6 +285,8 @@ fn capitalize(s: &str) -> String {
 
 const TOO_DEEP: &str = "mcp: nesting limit exceeded";
 const TOO_MANY: &str = "mcp: batch limit exceeded";
+/// How `serde_json` reports its own nesting limit (128).
+const PARSER_TOO_DEEP: &str = "recursion limit exceeded";
 
 /// Decodes one body or frame within `limits`.
 ///
@@ -309,7 +315,13 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Inbound, DecodeErro
             if items.is_empty() {
                 return Err(DecodeError::EmptyBatch);
             }
-            let decoded: Vec<Result<Message, DecodeError>> = items.into_iter().map(message_from_value).collect();
+            // Each element is decoded like a message on its own, from its text.
+            let depth_left = limits.max_depth.saturating_sub(1);
+            let decoded: Vec<Result<Message, DecodeError>> = items
+                .iter()
+                .map(|item| message_from_text(item.get(), depth_left))
+                .collect();
+            drop(items);
             let responses = decoded.iter().filter(|m| matches!(m, Ok(Message::Response(_)))).count();
             let calls = decoded
                 .iter()
@@ -330,7 +342,8 @@ pub fn parse_value(bytes: &[u8], max_depth: usize) -> Result<Value, DecodeError>
 }
 
 /// Runs `seed` over the whole of `bytes` (trailing bytes are a parse error), the nesting limit
-/// reported as [`DecodeError::TooDeep`].
+/// reported as [`DecodeError::TooDeep`]: ours, and the parser's own (deeper than any limit ours
+/// may be, it is met first only inside text kept raw, which is then too deep for ours as well).
 fn parse_with<'de, S: DeserializeSeed<'de>>(
     bytes: &'de [u8],
     max_depth: usize,
@@ -338,7 +351,8 @@ fn parse_with<'de, S: DeserializeSeed<'de>>(
 ) -> Result<S::Value, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = seed.deserialize(&mut de).map_err(|e| {
-        if e.to_string().contains(TOO_DEEP) {
+        let message = e.to_string();
+        if message.contains(TOO_DEEP) || message.starts_with(PARSER_TOO_DEEP) {
             DecodeError::TooDeep { limit: max_depth }
         } else {
             DecodeError::Parse(e.to_string())
@@ -346,6 +360,19 @@ fn parse_with<'de, S: DeserializeSeed<'de>>(
     })?;
     de.end().map_err(|e| DecodeError::Parse(e.to_string()))?;
     Ok(value)
+}
+
+/// Decodes one element of a batch (valid JSON within `depth_left`, checked as the batch was
+/// read) as a message.
+fn message_from_text(text: &str, depth_left: usize) -> Result<Message, DecodeError> {
+    let seed = RootSeed {
+        depth_left,
+        max_items: 0,
+    };
+    match parse_with(text.as_bytes(), depth_left, seed)? {
+        Root::Message(envelope) => envelope.into_message(),
+        Root::Batch(_) | Root::Other => Err(not_an_object()),
+    }
 }
 
 /// Interprets one JSON value as a JSON-RPC message.
@@ -367,9 +394,17 @@ struct Envelope {
     jsonrpc: Option<Value>,
     id: Option<Value>,
     method: Option<Value>,
-    params: Option<Value>,
+    params: Option<ParamsIn>,
     result: Option<Value>,
     error: Option<Value>,
+}
+
+/// The params member as it was read: its text (a message decoded on its own), or a value (an
+/// element of a batch).
+#[derive(Debug)]
+enum ParamsIn {
+    Text(Box<RawValue>),
+    Value(Value),
 }
 
 impl Envelope {
@@ -378,7 +413,7 @@ impl Envelope {
             jsonrpc: obj.remove("jsonrpc"),
             id: obj.remove("id"),
             method: obj.remove("method"),
-            params: obj.remove("params"),
+            params: obj.remove("params").map(ParamsIn::Value),
             result: obj.remove("result"),
             error: obj.remove("error"),
         }
@@ -390,7 +425,8 @@ impl Envelope {
             Field::Jsonrpc => Some(&mut self.jsonrpc),
             Field::Id => Some(&mut self.id),
             Field::Method => Some(&mut self.method),
-            Field::Params => Some(&mut self.params),
+            // Read as text (see `RootSeed::visit_map`).
+            Field::Params => None,
             Field::Result => Some(&mut self.result),
             Field::Error => Some(&mut self.error),
             Field::Other => None,
@@ -415,8 +451,15 @@ impl Envelope {
             Some(Value::String(method)) => {
                 let params = match self.params {
                     None => None,
-                    Some(Value::Object(p)) => Some(p),
-                    Some(_) => return Err(invalid(id, "params must be an object", !has_id)),
+                    Some(ParamsIn::Value(Value::Object(p))) => Some(Params::from_object(p)),
+                    Some(ParamsIn::Text(text)) => match Params::from_raw(text) {
+                        Ok(p) => Some(p),
+                        Err(ParamsError::NotAnObject) => {
+                            return Err(invalid(id, "params must be an object", !has_id));
+                        }
+                        Err(ParamsError::Parse(e)) => return Err(DecodeError::Parse(e)),
+                    },
+                    Some(ParamsIn::Value(_)) => return Err(invalid(id, "params must be an object", !has_id)),
                 };
                 Ok(match id {
                     Some(id) => Message::Request(Request {
@@ -503,8 +546,8 @@ impl Visitor<'_> for Field {
 enum Root {
     /// One object: a message (or an invalid one).
     Message(Envelope),
-    /// An array: a batch, each element still to interpret.
-    Batch(Vec<Value>),
+    /// An array: a batch, each element's text still to interpret.
+    Batch(Vec<Box<RawValue>>),
     /// Anything else: not a message.
     Other,
 }
@@ -559,15 +602,21 @@ impl<'de> Visitor<'de> for RootSeed {
         Ok(Root::Other)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Root, A::Error> {
-        let seed = ValueSeed {
-            depth_left: self.depth_left,
-            max_items: Some(self.max_items),
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Root, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
         };
-        match seed.visit_seq(seq)? {
-            Value::Array(items) => Ok(Root::Batch(items)),
-            _ => Ok(Root::Other),
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Box<RawValue>>()? {
+            if items.len() >= self.max_items {
+                return Err(de::Error::custom(TOO_MANY));
+            }
+            if nesting(item.get()) > depth_left {
+                return Err(de::Error::custom(TOO_DEEP));
+            }
+            items.push(item);
         }
+        Ok(Root::Batch(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Root, A::Error> {
@@ -576,6 +625,18 @@ impl<'de> Visitor<'de> for RootSeed {
         };
         let mut envelope = Envelope::default();
         while let Some(field) = map.next_key_seed(Field::Other)? {
+            if let Field::Params = field {
+                // Kept as text, its members indexed when the message is built: only what a
+                // reader asks for is ever parsed (`Params`). Within the same depth limit.
+                let text: Box<RawValue> = map.next_value()?;
+                if nesting(text.get()) > depth_left {
+                    return Err(de::Error::custom(TOO_DEEP));
+                }
+                if envelope.params.is_none() {
+                    envelope.params = Some(ParamsIn::Text(text));
+                }
+                continue;
+            }
             // Every member is parsed within the depth limit, meaningful or not.
             let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
             if let Some(slot) = envelope.slot(field)
@@ -882,7 +943,9 @@ mod tests {
             parse_value(deep.as_bytes(), limits.max_depth),
             Err(DecodeError::TooDeep { limit: 4 })
         );
-        let very_deep = "[".repeat(100_000);
+        // Far deeper than any parser's stack: a batch's elements are kept as text (skipped without
+        // recursion) and their depth counted before anything is built from them.
+        let very_deep = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(matches!(
             decode(very_deep.as_bytes(), &DecodeLimits::default()),
             Err(DecodeError::TooDeep { limit: 64 })
@@ -907,7 +970,10 @@ mod tests {
         for m in [single(s), from_value] {
             let Message::Request(r) = m else { panic!("{m:?}") };
             assert_eq!((r.id, r.method.as_str()), (RequestId::from(1), "a"));
-            assert_eq!(r.params, Some(json!({"x": 1}).as_object().unwrap().clone()));
+            assert_eq!(
+                r.params.map(Params::into_object),
+                Some(json!({"x": 1}).as_object().unwrap().clone())
+            );
         }
     }
 
@@ -987,5 +1053,35 @@ mod tests {
         );
         let out = encode_notification("n", None);
         assert_eq!(out, br#"{"jsonrpc":"2.0","method":"n"}"#);
+    }
+}
+
+#[cfg(test)]
+mod params_depth {
+    use super::*;
+
+    fn body(depth: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}{}}}"#,
+            "{\"a\":".repeat(depth - 1) + "{",
+            "}".repeat(depth)
+        )
+    }
+
+    #[test]
+    fn params_text_is_held_to_the_depth_limit() {
+        let limits = DecodeLimits::new(1 << 20, 8);
+        // The message object is 1, the params 7 more: within.
+        assert!(decode(body(7).as_bytes(), &limits).is_ok());
+        assert_eq!(
+            decode(body(8).as_bytes(), &limits),
+            Err(DecodeError::TooDeep { limit: 8 })
+        );
+        // Far deeper than any parser's stack: refused the same way.
+        let limits = DecodeLimits::new(1 << 24, 64);
+        assert_eq!(
+            decode(body(100_000).as_bytes(), &limits),
+            Err(DecodeError::TooDeep { limit: 64 })
+        );
     }
 }

@@ -11,6 +11,8 @@
 //! - [`auth`]: the authenticated identity ([`auth::AuthInfo`]) that owns state.
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, decoded within limits (size, depth,
 //!   id and shape rules) and encoded.
+//! - [`params`]: a message's `params`, kept as text and indexed: members are
+//!   read from the text when asked for, the whole object built only on demand.
 //! - [`revision`]: the enumerated set of protocol revisions, their eras and the
 //!   feature table (never a string comparison).
 //! - [`classify`]: the era of an inbound request (decided once, body first)
@@ -59,6 +61,7 @@ pub mod method;
 pub mod model;
 pub mod mrtr;
 pub mod notifications;
+pub mod params;
 pub mod request_state;
 pub mod revision;
 pub mod schema;
@@ -68,4 +71,5 @@ pub mod task_mode;
 pub use error::{RpcError, codes};
 pub use jsonrpc::{Message, Notification, Request, RequestId, Response};
 pub use method::{Method, NotificationMethod};
+pub use params::Params;
 pub use revision::{Era, Feature, Revision, TransportRevision};

@@ -1,10 +1,13 @@
 //! The per-request `_meta` envelope of the modern era, and the `_meta` keys of
 //! both eras.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
 use crate::model::{ClientCapabilities, LoggingLevel};
+use crate::params::Params;
 use crate::revision::{Era, Revision};
 
 /// `_meta` key: the protocol version of a modern request (required).
@@ -24,28 +27,30 @@ pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// `_meta` key: the progress token of a request (both eras).
 pub const PROGRESS_TOKEN: &str = "progressToken";
 
-/// The `_meta` object of request params, if any.
-pub fn meta_of(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
-    params?.get("_meta")?.as_object()
+/// The `_meta` object of request params, if any (the params' whole object is built: for
+/// handlers and tracing, not the request path).
+pub fn meta_of(params: Option<&Params>) -> Option<&Map<String, Value>> {
+    params?.object().get("_meta")?.as_object()
 }
 
 /// The protocol version a modern request's `_meta` names, when it is a string (unvalidated: see
 /// [`parse_modern_meta`]).
-pub fn meta_version(params: Option<&Map<String, Value>>) -> Option<&str> {
-    meta_of(params)?.get(PROTOCOL_VERSION)?.as_str()
+pub fn meta_version(params: Option<&Params>) -> Option<Cow<'_, str>> {
+    params?.meta()?.str(PROTOCOL_VERSION)
 }
 
 /// Whether the params claim the modern era (`_meta` names a protocol version).
-pub fn claims_modern(params: Option<&Map<String, Value>>) -> bool {
-    meta_of(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION))
+pub fn claims_modern(params: Option<&Params>) -> bool {
+    params
+        .and_then(Params::meta)
+        .is_some_and(|m| m.contains(PROTOCOL_VERSION))
 }
 
 /// The progress token of a request, in either era.
-pub fn progress_token(params: Option<&Map<String, Value>>) -> Option<Value> {
-    meta_of(params)?
-        .get(PROGRESS_TOKEN)
-        .filter(|t| t.is_string() || t.is_number())
-        .cloned()
+pub fn progress_token(params: Option<&Params>) -> Option<Value> {
+    let raw = params?.meta()?.raw(PROGRESS_TOKEN)?;
+    let token: Value = serde_json::from_str(raw).ok()?;
+    (token.is_string() || token.is_number()).then_some(token)
 }
 
 /// The validated `_meta` of a modern request.
@@ -66,29 +71,26 @@ pub struct ModernMeta {
 /// Order (behaviour invariant 3): the version's shape (-32602), whether the
 /// version is served (-32022 with `data.supported`, listing `advertised`),
 /// then the other required keys (-32602).
-pub fn parse_modern_meta(params: Option<&Map<String, Value>>, advertised: &[Revision]) -> Result<ModernMeta, RpcError> {
-    let Some(meta) = meta_of(params) else {
+pub fn parse_modern_meta(params: Option<&Params>, advertised: &[Revision]) -> Result<ModernMeta, RpcError> {
+    let Some(meta) = params.and_then(Params::meta) else {
         return Err(RpcError::invalid_params("Missing required _meta"));
     };
-    let version = match meta.get(PROTOCOL_VERSION) {
-        Some(Value::String(v)) => v,
-        Some(_) => {
-            return Err(RpcError::invalid_params(format!(
-                "_meta[\"{PROTOCOL_VERSION}\"] must be a string"
-            )));
-        }
+    let version = match meta.raw(PROTOCOL_VERSION) {
+        Some(_) => meta
+            .str(PROTOCOL_VERSION)
+            .ok_or_else(|| RpcError::invalid_params(format!("_meta[\"{PROTOCOL_VERSION}\"] must be a string")))?,
         None => {
             return Err(RpcError::invalid_params(format!(
                 "Missing required _meta[\"{PROTOCOL_VERSION}\"]"
             )));
         }
     };
-    let revision = match Revision::parse(version) {
+    let revision = match Revision::parse(&version) {
         Some(r) if r.era() == Era::Modern => r,
-        _ => return Err(RpcError::unsupported_version(advertised, version)),
+        _ => return Err(RpcError::unsupported_version(advertised, &version)),
     };
-    let client_capabilities = match meta.get(CLIENT_CAPABILITIES) {
-        Some(Value::Object(c)) => ClientCapabilities::new(c.clone()),
+    let client_capabilities = match meta.value(CLIENT_CAPABILITIES) {
+        Some(Value::Object(c)) => ClientCapabilities::new(c),
         Some(_) => {
             return Err(RpcError::invalid_params(format!(
                 "_meta[\"{CLIENT_CAPABILITIES}\"] must be an object"
@@ -100,19 +102,20 @@ pub fn parse_modern_meta(params: Option<&Map<String, Value>>, advertised: &[Revi
             )));
         }
     };
-    let client_info = match meta.get(CLIENT_INFO) {
+    let client_info = match meta.raw(CLIENT_INFO) {
         None => None,
-        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(raw) if raw.starts_with('{') => meta.value(CLIENT_INFO),
         Some(_) => {
             return Err(RpcError::invalid_params(format!(
                 "_meta[\"{CLIENT_INFO}\"] must be an object"
             )));
         }
     };
-    let log_level = match meta.get(LOG_LEVEL) {
+    let log_level = match meta.raw(LOG_LEVEL) {
         None => None,
-        Some(v) => Some(
-            v.as_str()
+        Some(_) => Some(
+            meta.str(LOG_LEVEL)
+                .as_deref()
                 .and_then(LoggingLevel::parse)
                 .ok_or_else(|| RpcError::invalid_params("Invalid log level"))?,
         ),
@@ -130,8 +133,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn params(v: Value) -> Map<String, Value> {
-        v.as_object().unwrap().clone()
+    fn params(v: Value) -> Params {
+        Params::from_value(v).unwrap()
     }
 
     const ADV: &[Revision] = &[Revision::V2026_07_28];

@@ -135,8 +135,8 @@ proptest! {
     #[test]
     fn standard_headers_agree_with_their_own_encoding(name in text(), version in text()) {
         let method = Method::parse("tools/call");
-        let params = json!({"name": name});
-        let params = params.as_object();
+        let params = mcp_protocol::Params::from_value(json!({"name": name}));
+        let params = params.as_ref();
         let headers = [
             ("mcp-protocol-version", encode_header_value(&Value::String(version.clone()))),
             ("mcp-method", encode_header_value(&json!("tools/call"))),

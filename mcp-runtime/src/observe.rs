@@ -232,7 +232,7 @@ impl Observed {
         if !observed.span.is_disabled() {
             let meta = meta_of(req.params.as_ref());
             let revision = match era {
-                Era::Modern => meta_version(req.params.as_ref()).and_then(Revision::parse),
+                Era::Modern => meta_version(req.params.as_ref()).and_then(|v| Revision::parse(&v)),
                 Era::Legacy => revision,
             };
             observed.record_revision(revision);

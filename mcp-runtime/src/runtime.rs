@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{ListenFilter, ServerFeatures};
-use mcp_protocol::{Era, Notification, NotificationMethod, Request, RequestId, Revision, RpcError};
+use mcp_protocol::{Era, Notification, NotificationMethod, Params, Request, RequestId, Revision, RpcError};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -403,7 +403,7 @@ impl Runtime {
 
     /// Decorates a result a middleware layer answered in place, like the dispatcher's own.
     pub(crate) fn decorate(&self, method: &mcp_protocol::Method, era: Era, result: Value) -> Reply {
-        let params = serde_json::Map::new();
+        let params = Params::default();
         crate::dispatch::finish::finish(
             &self.parts(self.registry.snapshot()),
             method,
@@ -439,8 +439,8 @@ impl Runtime {
                 let id = note
                     .params
                     .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                    .and_then(|p| p.parse::<RequestId>("requestId"))
+                    .and_then(Result::ok);
                 if let Some(id) = id
                     && !in_flight.cancel(&id)
                     // A shared session's request may be in flight on another instance.
@@ -481,7 +481,7 @@ impl Runtime {
         tasks_declared: bool,
     ) -> Result<Listener, ListenError> {
         let mut filter = ListenFilter::parse(
-            req.params.as_ref(),
+            req.params.as_ref().map(Params::object),
             &self.features(),
             tasks_declared,
             &self.config().subscription_bounds,

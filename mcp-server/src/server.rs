@@ -485,7 +485,7 @@ impl McpServerBuilder {
     ///
     /// let server = McpServer::builder()
     ///     .middleware(|request: Inbound, next: Next| async move {
-    ///         if request.method() == "tools/call" && request.tool_name() == Some("forbidden") {
+    ///         if request.method() == "tools/call" && request.tool_name().as_deref() == Some("forbidden") {
     ///             return Outcome::error(RpcError::invalid_params("That tool is switched off"));
     ///         }
     ///         next.run(request).await

@@ -370,7 +370,7 @@ async fn the_first_layer_added_is_outermost() {
 /// Refuses `tools/call limited` with 429 and `Retry-After: 1`; adds `X-Rate-Remaining` to
 /// the answers of the calls it lets through.
 async fn rate_limit(request: Inbound, next: Next) -> Outcome {
-    if request.tool_name() == Some("limited") {
+    if request.tool_name().as_deref() == Some("limited") {
         return Outcome::error(RpcError::new(-32000, "Rate limited: retry in a second"))
             .with_status(429)
             .with_header(RETRY_AFTER, "1");
@@ -522,7 +522,7 @@ async fn a_layer_answers_in_place_decorated_for_the_era() {
             .name("cache")
             .version("1")
             .middleware(|request: Inbound, next: Next| async move {
-                if request.tool_name() == Some("expensive") {
+                if request.tool_name().as_deref() == Some("expensive") {
                     return Outcome::result(json!({"content": [{"type": "text", "text": "cached"}]}));
                 }
                 next.run(request).await
@@ -823,7 +823,7 @@ async fn batch_items_go_through_the_chain_one_by_one() {
             .middleware(move |request: Inbound, next: Next| {
                 let log = log.clone();
                 async move {
-                    let tool = request.tool_name().map(str::to_owned);
+                    let tool = request.tool_name().map(std::borrow::Cow::into_owned);
                     push(&log, (request.method().to_owned(), tool.clone()));
                     if tool.as_deref() == Some("forbidden") {
                         return Outcome::error(RpcError::invalid_request("forbidden tool")).with_status(403);
@@ -887,7 +887,7 @@ fn panicking_server() -> McpServer {
         .name("panics")
         .version("1")
         .middleware(|request: Inbound, next: Next| async move {
-            if request.tool_name() == Some("boom") {
+            if request.tool_name().as_deref() == Some("boom") {
                 panic!("the layer panicked on purpose");
             }
             next.run(request).await

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::meta::SERVER_INFO;
 use crate::method::Method;
+use crate::params::Params;
 use crate::revision::Era;
 
 /// Who may reuse a cached result.
@@ -45,12 +46,12 @@ impl CacheHint {
 }
 
 /// Whether request params make the request an MRTR retry (never cached).
-pub fn is_retry(params: Option<&Map<String, Value>>) -> bool {
-    params.is_some_and(|p| p.contains_key("inputResponses") || p.contains_key("requestState"))
+pub fn is_retry(params: Option<&Params>) -> bool {
+    params.is_some_and(|p| p.contains("inputResponses") || p.contains("requestState"))
 }
 
 /// The cache hint a result gets, if any: cacheable method, not a retry.
-pub fn cache_hint_for(method: &Method, params: Option<&Map<String, Value>>, hint: CacheHint) -> Option<CacheHint> {
+pub fn cache_hint_for(method: &Method, params: Option<&Params>, hint: CacheHint) -> Option<CacheHint> {
     (method.is_cacheable() && !is_retry(params)).then_some(hint)
 }
 
@@ -232,7 +233,7 @@ mod tests {
 
     #[test]
     fn hint_applicability() {
-        let retry = json!({"requestState": "x"}).as_object().cloned();
+        let retry = Params::from_value(json!({"requestState": "x"}));
         let table = [
             ("tools/list", None, true),
             ("server/discover", None, true),

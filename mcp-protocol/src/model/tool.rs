@@ -1,11 +1,14 @@
 //! Tools: definitions rendered per revision, and `tools/call` results.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::content::Content;
 use super::{Icon, Shown, ToolAnnotations};
 use crate::error::RpcError;
+use crate::params::Params;
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TaskSupport;
 
@@ -142,34 +145,33 @@ pub struct CallToolParams {
     pub task: Option<Value>,
 }
 
-/// [`CallToolParams`] read in place: nothing is copied, so that a server validates the
-/// arguments where they are and copies them once, for the handler.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// [`CallToolParams`] read in place from the params' text: nothing is parsed but the name, so
+/// that a server reads the arguments once, where it validates them.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallToolParamsRef<'a> {
     /// The tool name.
-    pub name: &'a str,
-    /// The arguments object (absent or `null`: none).
-    pub arguments: Option<&'a Value>,
-    /// 2025-11-25 task augmentation (absent or `null`: none).
-    pub task: Option<&'a Value>,
+    pub name: Cow<'a, str>,
+    /// The JSON text of the arguments object (absent or `null`: none).
+    pub arguments: Option<&'a str>,
+    /// The JSON text of the 2025-11-25 task augmentation (absent or `null`: none).
+    pub task: Option<&'a str>,
 }
 
 impl<'a> CallToolParamsRef<'a> {
     /// Reads `tools/call` params (-32602 when `name` is missing or not a string, or
     /// `arguments` is neither an object nor `null`).
-    pub fn parse(params: &'a Map<String, Value>) -> Result<Self, RpcError> {
+    pub fn parse(params: &'a Params) -> Result<Self, RpcError> {
         let invalid = |what: &str| RpcError::invalid_params(format!("Invalid params: {what}"));
-        let name = match params.get("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(invalid("`name` must be a string")),
+        let name = match params.raw("name") {
+            Some(_) => params.str("name").ok_or_else(|| invalid("`name` must be a string"))?,
             None => return Err(invalid("missing field `name`")),
         };
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => None,
-            Some(args @ Value::Object(_)) => Some(args),
+        let arguments = match params.raw("arguments") {
+            None | Some("null") => None,
+            Some(args) if args.starts_with('{') => Some(args),
             Some(_) => return Err(invalid("`arguments` must be an object")),
         };
-        let task = params.get("task").filter(|t| !t.is_null());
+        let task = params.raw("task").filter(|t| *t != "null");
         Ok(CallToolParamsRef { name, arguments, task })
     }
 }

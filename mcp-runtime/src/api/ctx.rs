@@ -7,7 +7,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::jsonrpc::encode_notification;
 use mcp_protocol::meta::ModernMeta;
 use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
-use mcp_protocol::{Era, Feature, RequestId, Revision};
+use mcp_protocol::{Era, Feature, Params, RequestId, Revision};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,7 @@ pub(crate) struct CtxInner {
     pub(crate) request_id: RequestId,
     pub(crate) method: mcp_protocol::Method,
     /// The request's params, shared rather than copied (`_meta` is read from them).
-    pub(crate) params: Arc<Map<String, Value>>,
+    pub(crate) params: Params,
     pub(crate) progress_token: Option<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Sink,
@@ -170,7 +170,7 @@ impl Ctx {
 
     /// The request's `_meta`, verbatim.
     pub fn meta(&self) -> Option<&Map<String, Value>> {
-        self.inner.params.get("_meta").and_then(Value::as_object)
+        mcp_protocol::meta::meta_of(Some(&self.inner.params))
     }
 
     /// The progress token the client sent, if any.

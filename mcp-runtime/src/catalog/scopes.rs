@@ -232,9 +232,7 @@ impl ScopeCheck<'_> {
         auth: &AuthInfo,
         needed: &mut Vec<String>,
     ) -> Result<(), RpcError> {
-        let empty = Map::new();
-        let params = req.params.as_ref().unwrap_or(&empty);
-        let text = |key: &str| params.get(key).and_then(Value::as_str);
+        let text = |key: &str| req.params.as_ref()?.str(key);
         let fixed = |scopes: &Scopes, needed: &mut Vec<String>| {
             for s in scopes.fixed_scopes() {
                 push_unique(needed, s.to_owned());
@@ -248,14 +246,15 @@ impl ScopeCheck<'_> {
             }
             Method::PromptsGet => {
                 if let Some(name) = text("name")
-                    && let Some(p) = self.catalog.prompt(name)
-                    && visible(self.visibility, auth, CatalogKind::Prompt, name)
+                    && let Some(p) = self.catalog.prompt(&name)
+                    && visible(self.visibility, auth, CatalogKind::Prompt, &name)
                 {
                     fixed(&p.scopes, needed);
                 }
             }
             Method::ResourcesRead => {
                 let Some(uri) = text("uri") else { return Ok(()) };
+                let uri = &*uri;
                 if let Some(r) = self.catalog.resource(uri)
                     && visible(self.visibility, auth, CatalogKind::Resource, uri)
                 {

@@ -1,11 +1,12 @@
 //! The catalog methods: lists, `resources/read`, `prompts/get`,
 //! `completion/complete`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
-use mcp_protocol::{Era, Method, RpcError};
+use mcp_protocol::{Era, Method, Params, RpcError};
 use serde_json::{Map, Value, json};
 
 use super::errors::{handler_error, interrupted, parse_params};
@@ -231,7 +232,7 @@ pub(super) async fn complete(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, V
 /// A catalog list. Unless lists differ per caller (a visibility hook, lists in scope) every
 /// caller of a revision and era gets the same page, so finalized pages are kept serialized in
 /// the catalog snapshot and written as they are.
-pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, ctx: &Ctx) -> Reply {
+pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Params, era: Era, ctx: &Ctx) -> Reply {
     let catalog = &parts.catalog;
     let list = match method {
         Method::ToolsList => list_tools,
@@ -243,12 +244,12 @@ pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Map<String, Valu
         method: method.clone(),
         revision: ctx.revision(),
         era,
-        cursor: params.get("cursor").and_then(Value::as_str).map(str::to_owned),
+        cursor: params.str("cursor").map(Cow::into_owned),
     });
     if let Some(page) = key.as_ref().and_then(|k| catalog.page(k)) {
         return Reply::Encoded(EncodedResult::shared(page));
     }
-    let reply = match list(parts, ctx, params) {
+    let reply = match list(parts, ctx, params.object()) {
         Ok(v) => Reply::Result(v),
         Err(e) => Reply::Error(e),
     };

@@ -5,14 +5,13 @@
 
 use mcp_protocol::model::render::{cache_hint_for, finalize_encoded, is_retry};
 use mcp_protocol::model::{CacheHint, CacheScope};
-use mcp_protocol::{Era, Method, RpcError};
-use serde_json::{Map, Value};
+use mcp_protocol::{Era, Method, Params, RpcError};
 
 use super::parts::Parts;
 use crate::reply::{EncodedResult, Reply};
 
 /// Decorates a reply for its era.
-pub(crate) fn finish(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>, era: Era, reply: Reply) -> Reply {
+pub(crate) fn finish(parts: &Parts<'_>, method: &Method, params: &Params, era: Era, reply: Reply) -> Reply {
     finish_as(parts, method, params, era, reply, false)
 }
 
@@ -21,7 +20,7 @@ pub(crate) fn finish(parts: &Parts<'_>, method: &Method, params: &Map<String, Va
 pub(crate) fn finish_as(
     parts: &Parts<'_>,
     method: &Method,
-    params: &Map<String, Value>,
+    params: &Params,
     era: Era,
     reply: Reply,
     cacheable: bool,
@@ -51,20 +50,20 @@ pub(crate) fn finish_as(
 /// visibility hook, or lists in scope, answers each caller with its own catalog, and a resource
 /// that needs scopes is for their holders only: never for a shared cache (behaviour invariant
 /// 31).
-fn cache_hint(parts: &Parts<'_>, method: &Method, params: &Map<String, Value>) -> CacheHint {
+fn cache_hint(parts: &Parts<'_>, method: &Method, params: &Params) -> CacheHint {
     let config = parts.config;
     if *method == Method::Discover {
         return config.discover_cache;
     }
     let mut hint = config.cache;
     if *method == Method::ResourcesRead
-        && let Some(uri) = params.get("uri").and_then(Value::as_str)
+        && let Some(uri) = params.str("uri")
     {
         let catalog = &parts.catalog;
-        let (own, scoped) = match catalog.resource(uri) {
+        let (own, scoped) = match catalog.resource(&uri) {
             Some(r) => (r.cache, !r.scopes.is_empty()),
             None => catalog
-                .match_template(uri)
+                .match_template(&uri)
                 .map_or((None, false), |(t, _)| (t.cache, !t.scopes.is_empty())),
         };
         hint = own.unwrap_or(hint);

@@ -8,7 +8,7 @@ use mcp_protocol::apps;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel, ServerFeatures, server_capabilities};
 use mcp_protocol::task_mode::TaskSupport;
-use mcp_protocol::{Era, Request, Revision, RpcError};
+use mcp_protocol::{Era, Params, Request, Revision, RpcError};
 use serde_json::{Map, Value, json};
 
 use crate::api::Ctx;
@@ -56,7 +56,7 @@ pub(crate) fn initialize(
     req: &Request,
     auth: &AuthInfo,
 ) -> Result<(Value, Arc<Session>), RpcError> {
-    let params = InitializeParams::parse_within(req.params.as_ref(), config.max_client_data_bytes)?;
+    let params = InitializeParams::parse_within(req.params.as_ref().map(Params::object), config.max_client_data_bytes)?;
     let revision = params.revision();
     let session = Arc::new(Session::new(
         SessionStore::mint_id(),

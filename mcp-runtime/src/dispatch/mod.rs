@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::meta::progress_token;
-use mcp_protocol::{Era, Method, Request, RpcError};
+use mcp_protocol::{Era, Method, Params, Request, RpcError};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -62,9 +62,20 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
     } else {
         Round::default()
     };
-    let shared = Arc::new(req.params.take().unwrap_or_default());
-    let ctx = ctx(parts, &req, &shared, route, env, round);
-    let params: &Map<String, Value> = &shared;
+    let raw = req.params.take().unwrap_or_default();
+    let ctx = ctx(parts, &req, &raw, route, env, round);
+    if let (Method::ToolsCall, Target::Tool(call)) = (&req.method, &route.target) {
+        // The hot path reads its members from the text; the rest below read the whole object.
+        let reply = tools::call(parts, ctx, &raw, call).await;
+        if cancel.is_cancelled() {
+            return Reply::Cancelled;
+        }
+        return finish::finish(parts, &req.method, &raw, route.era, reply);
+    }
+    if req.method.lists_catalog() {
+        return catalog::list(parts, &req.method, &raw, route.era, &ctx);
+    }
+    let params = raw.object();
     let outcome = match (&req.method, &route.target) {
         (Method::Ping, _) => Ok(Value::Object(Map::new())),
         (Method::Discover, _) => Ok(lifecycle::discover(parts.config, &parts.catalog)),
@@ -72,14 +83,6 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::ResourcesSubscribe, _) => lifecycle::subscribe(&ctx, params, true, &parts.config.subscription_bounds),
         (Method::ResourcesUnsubscribe, _) => {
             lifecycle::subscribe(&ctx, params, false, &parts.config.subscription_bounds)
-        }
-        (m, _) if m.lists_catalog() => return catalog::list(parts, m, params, route.era, &ctx),
-        (Method::ToolsCall, Target::Tool(call)) => {
-            let reply = tools::call(parts, ctx, params, call).await;
-            if cancel.is_cancelled() {
-                return Reply::Cancelled;
-            }
-            return finish::finish(parts, &req.method, params, route.era, reply);
         }
         (Method::ResourcesRead, _) => catalog::read_resource(parts, ctx, params).await,
         (Method::PromptsGet, _) => catalog::get_prompt(parts, ctx, params).await,
@@ -91,7 +94,7 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
             }
             let reply = outcome.map_or_else(Reply::Error, Reply::Result);
             let cacheable = entry.method.is_cacheable();
-            return finish::finish_as(parts, &req.method, params, route.era, reply, cacheable);
+            return finish::finish_as(parts, &req.method, &raw, route.era, reply, cacheable);
         }
         (
             m
@@ -109,18 +112,11 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         Ok(v) => Reply::Result(v),
         Err(e) => Reply::Error(e),
     };
-    finish::finish(parts, &req.method, params, route.era, reply)
+    finish::finish(parts, &req.method, &raw, route.era, reply)
 }
 
 /// The handler's context of a routed request.
-fn ctx(
-    parts: &Parts<'_>,
-    req: &Request,
-    params: &Arc<Map<String, Value>>,
-    route: &Route,
-    env: RequestEnv,
-    round: Round,
-) -> Ctx {
+fn ctx(parts: &Parts<'_>, req: &Request, params: &Params, route: &Route, env: RequestEnv, round: Round) -> Ctx {
     let origin = match (&route.modern, env.session) {
         (Some(m), _) => Origin::Modern(m.clone()),
         (None, Some(s)) => Origin::Session(s),

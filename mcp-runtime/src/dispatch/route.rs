@@ -14,7 +14,7 @@ use std::sync::Arc;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::meta::{ModernMeta, parse_modern_meta};
 use mcp_protocol::model::{CallToolParamsRef, ClientCapabilities};
-use mcp_protocol::{Era, Method, Request, Revision, RpcError};
+use mcp_protocol::{Era, Method, Params, Request, Revision, RpcError};
 
 use crate::catalog::scopes::ScopeCheck;
 use crate::catalog::{Catalog, CatalogKind, MethodScopes, ToolEntry, Visibility, visible};
@@ -177,12 +177,12 @@ pub(crate) fn route(
 
 /// Reads a `tools/call`'s params and looks its tool up, once.
 fn tool_call(at: &Routing<'_>, req: &Request, auth: &AuthInfo) -> ToolCall {
-    let empty = serde_json::Map::new();
+    let empty = Params::default();
     let params = req.params.as_ref().unwrap_or(&empty);
-    let name = params.get("name").and_then(serde_json::Value::as_str);
+    let name = params.str("name");
     let tool = name.and_then(|n| {
-        let tool = at.catalog.tool(n)?;
-        visible(at.visibility, auth, CatalogKind::Tool, n).then(|| tool.clone())
+        let tool = at.catalog.tool(&n)?;
+        visible(at.visibility, auth, CatalogKind::Tool, &n).then(|| tool.clone())
     });
     ToolCall {
         tool,

@@ -4,7 +4,7 @@
 
 use mcp_protocol::model::CallToolResult;
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
-use mcp_protocol::{Era, Feature, RpcError};
+use mcp_protocol::{Era, Feature, Params, RpcError};
 use serde_json::{Map, Value};
 
 use super::parts::Parts;
@@ -16,7 +16,7 @@ use crate::reply::Reply;
 /// Whether the caller enabled tasks for this call: a task-augmented request
 /// under core tasks (legacy), or the tasks extension declared (modern; a
 /// legacy `task` param is ignored there).
-fn tasks_enabled(ctx: &Ctx, task: Option<&Value>) -> bool {
+fn tasks_enabled(ctx: &Ctx, task: Option<&str>) -> bool {
     match ctx.era() {
         Era::Legacy => task.is_some() && ctx.revision().is_some_and(|r| r.has(Feature::CoreTasks)),
         Era::Modern => ctx.client_capabilities().tasks_extension(),
@@ -24,28 +24,34 @@ fn tasks_enabled(ctx: &Ctx, task: Option<&Value>) -> bool {
 }
 
 /// Runs a routed `tools/call` (its params as the route checked them).
-pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>, call: &ToolCall) -> Reply {
+pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &ToolCall) -> Reply {
     if let Some(e) = &call.invalid {
         return Reply::Error(RpcError::clone(e));
     }
     let revision = ctx.revision();
     // A tool hidden from the caller answers exactly as an unknown one.
     let Some(tool) = call.tool.clone() else {
-        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let name = params.str("name").unwrap_or_default();
         return Reply::Result(CallToolResult::error(format!("Unknown tool: {name}")).render(revision));
     };
-    let task = params.get("task").filter(|t| !t.is_null());
-    let enabled = tasks_enabled(&ctx, task);
-    let no_args = Value::Object(Map::new());
-    let args = params.get("arguments").filter(|a| !a.is_null()).unwrap_or(&no_args);
-    let owned = || args.as_object().cloned().unwrap_or_default();
+    let task_text = params.raw("task").filter(|t| *t != "null");
+    let enabled = tasks_enabled(&ctx, task_text);
+    // The arguments are parsed here, once (the route checked they are an object or absent).
+    let read = || match params.value("arguments") {
+        Some(Value::Object(args)) => args,
+        _ => Map::new(),
+    };
+    let args = read();
     match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
-            let settled = execute(parts.limits(), &tool, args, ctx).await;
+            let settled = execute(parts.limits(), &tool, args, &read, ctx).await;
             in_place(parts.rounds, params, revision, settled)
         }
-        TaskMode::TaskFirst => parts.tasks.task_first(ctx, tool, owned(), task).await,
-        TaskMode::Escalate => parts.tasks.escalate(parts.rounds, ctx, tool, owned(), params).await,
+        TaskMode::TaskFirst => {
+            let task = params.value("task").filter(|t| !t.is_null());
+            parts.tasks.task_first(ctx, tool, args, task.as_ref()).await
+        }
+        TaskMode::Escalate => parts.tasks.escalate(parts.rounds, ctx, tool, args, params).await,
     }
 }

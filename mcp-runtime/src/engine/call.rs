@@ -1,5 +1,6 @@
 //! A request that passed every check, ready to run, and how it ended.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -94,9 +95,9 @@ impl Call {
     }
 
     /// The tool a `tools/call` names.
-    pub fn tool_name(&self) -> Option<&str> {
+    pub fn tool_name(&self) -> Option<Cow<'_, str>> {
         match self.req.method {
-            Method::ToolsCall => self.req.params.as_ref()?.get("name")?.as_str(),
+            Method::ToolsCall => self.req.params.as_ref()?.str("name"),
             _ => None,
         }
     }

@@ -79,7 +79,7 @@ pub(super) async fn admit(
         return Ok(());
     }
     let revision = match era {
-        Era::Modern => meta_version(note.params.as_ref()).and_then(mcp_protocol::Revision::parse),
+        Era::Modern => meta_version(note.params.as_ref()).and_then(|v| mcp_protocol::Revision::parse(&v)),
         Era::Legacy => session.map(|s| s.revision()).or(peer.revision.known()),
     };
     let request = inbound(

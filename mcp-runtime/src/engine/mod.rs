@@ -193,7 +193,7 @@ impl Engine {
         // below refuses the envelope itself.
         if let Some(get) = peer.headers
             && let Some(version) = meta_version(params)
-            && let Err(e) = check_standard_headers(&req.method, params, version, get)
+            && let Err(e) = check_standard_headers(&req.method, params, &version, get)
         {
             return refuse(Stage::Route, &e);
         }
@@ -203,9 +203,11 @@ impl Engine {
         };
         // The tool the route resolved (a tool hidden from the caller is unknown here too: its
         // headers are not checked).
-        if let (Some(get), Some(tool)) = (peer.headers, route.tool()) {
-            let args = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
-            if let Err(e) = check_param_headers(&tool.param_headers, args, get) {
+        if let (Some(get), Some(tool)) = (peer.headers, route.tool())
+            && !tool.param_headers.is_empty()
+        {
+            let args = params.and_then(|p| p.value("arguments"));
+            if let Err(e) = check_param_headers(&tool.param_headers, args.as_ref().and_then(Value::as_object), get) {
                 return refuse(Stage::Route, &e);
             }
         }

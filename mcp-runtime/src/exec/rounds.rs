@@ -1,6 +1,7 @@
 //! MRTR rounds (SEP-2322) of a modern call: the `requestState` a retry carries is opened, the
 //! input a handler asks for is checked and sealed into the `input_required` result.
 
+use mcp_protocol::Params;
 use mcp_protocol::request_state::{StateKey, StateKeyRing};
 use serde_json::{Map, Value, json};
 
@@ -54,14 +55,17 @@ impl Rounds {
     pub(crate) fn open(
         &self,
         method: &str,
-        params: Option<&Map<String, Value>>,
+        params: Option<&Params>,
         principal: &str,
     ) -> Result<Round, mcp_protocol::RpcError> {
         use mcp_protocol::mrtr::{answers_to, parse_input_responses};
         use mcp_protocol::request_state::open_ring;
-        let Some(p) = params else {
+        // A first round carries neither member: nothing to read.
+        let Some(raw) = params.filter(|p| p.contains("inputResponses") || p.contains("requestState")) else {
             return Ok(Round::default());
         };
+        let p = raw.object();
+        let params = Some(p);
         let fresh = p.get("inputResponses").map(parse_input_responses).transpose()?;
         // The keys the previous round asked, sealed in its state. A call without a state keeps
         // its answers: the protocol lets a server that seals nothing be answered that way, and

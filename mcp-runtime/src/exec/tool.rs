@@ -2,10 +2,10 @@
 //! (guarded), structured output validated, the result rendered for the caller's revision; and
 //! how an outcome is answered in place (not as a task).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::model::CallToolResult;
-use mcp_protocol::{Revision, RpcError};
+use mcp_protocol::{Params, Revision, RpcError};
 use serde_json::{Map, Value};
 
 use super::guard::Interrupted;
@@ -31,17 +31,31 @@ pub(crate) enum Settled {
 /// Runs one round of a tool call: validates the arguments, runs the
 /// handler (guarded; legacy input rounds included), validates structured
 /// output, and renders the result for the caller's revision. `args` is the
-/// arguments object (a `Value`, so that it is validated without a copy).
-pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: &Value, ctx: Ctx) -> Settled {
+/// arguments object: validated, then handed to the first round; a later round (legacy client
+/// input) gets them from `again`.
+pub(crate) async fn execute(
+    limits: RoundLimits,
+    tool: &Arc<ToolEntry>,
+    args: Map<String, Value>,
+    again: &(dyn Fn() -> Map<String, Value> + Sync),
+    ctx: Ctx,
+) -> Settled {
     let revision = ctx.revision();
     let render = |r: CallToolResult| Settled::Done(Ok(r.render(revision)));
+    let args = Value::Object(args);
     if let Some(schema) = &tool.input
-        && let Err(violations) = schema.validate(args)
+        && let Err(violations) = schema.validate(&args)
     {
         return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
     }
-    // Each round gets its own copy of the arguments (the handler owns them).
-    let call = |ctx: Ctx| tool.handler.call(args.as_object().cloned().unwrap_or_default(), ctx);
+    let first = Mutex::new(match args {
+        Value::Object(o) => Some(o),
+        _ => None,
+    });
+    let call = |ctx: Ctx| {
+        let args = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+        tool.handler.call(args.unwrap_or_else(again), ctx)
+    };
     let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
         Ok(o) => o,
         Err(Interrupted::Cancelled) => return Settled::Cancelled,
@@ -76,16 +90,11 @@ pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: &V
 /// Answers a call's outcome in place (not as a task): an input request
 /// becomes the modern `input_required` result (sealed `requestState`), a
 /// panic a tool error without detail.
-pub(crate) fn in_place(
-    rounds: &Rounds,
-    params: &Map<String, Value>,
-    revision: Option<Revision>,
-    settled: Settled,
-) -> Reply {
+pub(crate) fn in_place(rounds: &Rounds, params: &Params, revision: Option<Revision>, settled: Settled) -> Reply {
     match settled {
         Settled::Done(Ok(v)) => Reply::Result(v),
         Settled::Done(Err(e)) => Reply::Error(e),
-        Settled::Input(ir, ctx) => match rounds.input_required(&ctx, Some(params), *ir) {
+        Settled::Input(ir, ctx) => match rounds.input_required(&ctx, Some(params.object()), *ir) {
             Ok(v) => Reply::Result(v),
             Err(e) => Reply::Error(e),
         },

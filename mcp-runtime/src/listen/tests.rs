@@ -21,7 +21,7 @@ fn listen_req(id: i64, filter: Value) -> Request {
     Request {
         id: id.into(),
         method: "subscriptions/listen".into(),
-        params: json!({"notifications": filter}).as_object().cloned(),
+        params: mcp_protocol::Params::from_value(json!({"notifications": filter})),
     }
 }
 

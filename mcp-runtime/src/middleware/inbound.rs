@@ -1,10 +1,11 @@
 //! [`Inbound`]: a request or notification as a middleware layer sees it.
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::{Era, Notification, Request, RequestId, Revision};
+use mcp_protocol::{Era, Notification, Params, Request, RequestId, Revision};
 use serde_json::{Map, Value};
 
 use crate::session::Session;
@@ -52,6 +53,12 @@ impl Inbound {
 
     /// The params, as the client sent them (`_meta` included).
     pub fn params(&self) -> Option<&Map<String, Value>> {
+        self.raw_params().map(Params::object)
+    }
+
+    /// The params as they arrived, members read from their text (cheaper than
+    /// [`Inbound::params`], which builds the whole object).
+    pub fn raw_params(&self) -> Option<&Params> {
         match &self.message {
             Message::Request(r) => r.params.as_ref(),
             Message::Notification(n) => n.params.as_ref(),
@@ -59,11 +66,9 @@ impl Inbound {
     }
 
     /// The tool a `tools/call` names (`None` for other methods).
-    pub fn tool_name(&self) -> Option<&str> {
+    pub fn tool_name(&self) -> Option<Cow<'_, str>> {
         match &self.message {
-            Message::Request(r) if r.method == mcp_protocol::Method::ToolsCall => {
-                r.params.as_ref()?.get("name")?.as_str()
-            }
+            Message::Request(r) if r.method == mcp_protocol::Method::ToolsCall => r.params.as_ref()?.str("name"),
             _ => None,
         }
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcp_protocol::model::render::finalize;
 use mcp_protocol::model::task::{create_task_result, requested_ttl};
 use mcp_protocol::model::{CallToolResult, TaskStatus};
-use mcp_protocol::{Era, RpcError};
+use mcp_protocol::{Era, Params, RpcError};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -114,9 +114,9 @@ async fn run_worker(
         reported: false,
     };
     let mut ctx = ctx;
-    let args = Value::Object(args);
+    let again = || args.clone();
     loop {
-        let settled = execute(limits, &tool, &args, ctx.clone()).await;
+        let settled = execute(limits, &tool, args.clone(), &again, ctx.clone()).await;
         match handoff.offer(settled) {
             Offered::Answered => break,
             Offered::Task(live, Settled::Input(ir, round)) => {
@@ -228,7 +228,7 @@ impl Tasks {
         ctx: Ctx,
         tool: Arc<ToolEntry>,
         args: Map<String, Value>,
-        params: &Map<String, Value>,
+        params: &Params,
     ) -> Reply {
         let request_cancel = ctx.cancellation().clone();
         let revision = ctx.revision();
@@ -289,7 +289,7 @@ impl Tasks {
 /// Answers an inline outcome (`None`: the worker vanished).
 fn in_place_or_gone(
     rounds: &Rounds,
-    params: &Map<String, Value>,
+    params: &Params,
     revision: Option<mcp_protocol::Revision>,
     settled: Option<Settled>,
 ) -> Reply {

@@ -36,7 +36,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -
     let session = call.session().cloned();
     let legacy = call.era() == Era::Legacy;
     let poll = match &session {
-        Some(_) if legacy && streams => call.tool_name().and_then(|tool| shared.config.polls(tool)),
+        Some(_) if legacy && streams => call.tool_name().and_then(|tool| shared.config.polls(&tool)),
         _ => None,
     };
     // A call that cannot stream gets no channel: its sink would be detached anyway.

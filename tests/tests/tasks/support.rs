@@ -259,7 +259,7 @@ pub(crate) fn request(id: i64, method: &str, params: Value) -> Request {
     Request {
         id: RequestId::Number(id),
         method: method.into(),
-        params: params.as_object().cloned(),
+        params: mcp_protocol::Params::from_value(params),
     }
 }
 
