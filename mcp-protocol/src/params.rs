@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -352,9 +352,11 @@ fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("`{{}}` is JSON"))
 }
 
+/// Empty params (`{}`), shared: cloning them allocates nothing.
 impl Default for Params {
     fn default() -> Self {
-        Params::from_object(Map::new())
+        static EMPTY: LazyLock<Params> = LazyLock::new(|| Params::from_object(Map::new()));
+        EMPTY.clone()
     }
 }
 
