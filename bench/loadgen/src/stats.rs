@@ -88,6 +88,7 @@ pub(crate) struct Outcome {
     /// That CPU per request measured, microseconds.
     pub(crate) server_cpu_us_per_request: Option<f64>,
     /// With `--hold`: the requests sent between the two holds (every one answered by then).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) held_requests: Option<u64>,
     #[serde(skip)]
     hist: Histogram<u64>,
