@@ -157,6 +157,10 @@ impl Bench {
         ensure_alive(&mut server.child, "ours (counting)")?;
         let outcome: Value =
             serde_json::from_str(out.trim()).map_err(|e| format!("`{line}` printed no JSON ({e}): {out}"))?;
+        // A failed request may not have been served to its end: the count would not be exact.
+        if outcome["errors"].as_u64() != Some(0) || outcome["clients_gave_up"].as_u64() != Some(0) {
+            return Err(format!("`{line}` saw failures during the counting run: {out}"));
+        }
         let requests = outcome["held_requests"]
             .as_u64()
             .filter(|n| *n > 0)
