@@ -15,6 +15,20 @@
 //! of rounds (an odd number keeps the median a measured round). It prints a table and writes
 //! `target/bench/report.json` (see [`report`]).
 //!
+//! Besides rates and latencies, each measured round reports the server's CPU per request: the
+//! load generator reads the server process's `utime + stime` (`/proc/PID/stat`, every thread)
+//! when the measured window opens and when it closes. For W1, W2 and W3 a separate counting run
+//! (not a measured round) against `ours` built with `--features count-allocs` (in
+//! `target/bench-build/count-allocs`, so that the measured binary stays uncounted) gives the
+//! allocations and bytes per request, read by `SIGUSR1` while the generator holds every client
+//! idle before and after the counted part (see [`allocs`]).
+//!
+//! The report ends with the targets of issue 25, each met, missed or not measured by this run
+//! (see [`targets`]). A cell whose rounds spread past 1.5× is disturbed ([`disturbed`]); when a
+//! disturbed cell decides a target, the row's rounds are measured again, every target
+//! interleaved as before, up to twice, and the report says which rows were rerun and which
+//! cells stayed disturbed (see [`rerun`]).
+//!
 //! Workloads: W1 modern stateless `tools/call`, W2 legacy session `tools/call`, W3 session
 //! churn, W4 `tools/list` of 200 tools, W5 stdio round trips (sequential and 8 in flight), M1
 //! resident memory (idle, per idle legacy session, per idle keep-alive connection, per open
@@ -41,8 +55,13 @@
 //!
 //! Every server listens on 127.0.0.1 only; every run is bounded in count and duration.
 
+mod allocs;
+mod build;
+mod disturbed;
 mod report;
+mod rerun;
 mod shared;
+mod targets;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -205,16 +224,20 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
     let build_dir = util::target_dir().join("bench-build");
     if !opts.skip_build {
-        util::banner("build the bench workspace (release)");
-        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.current_dir(util::root().join("bench"))
-            .env("CARGO_TARGET_DIR", &build_dir)
-            .args(["build", "--release", "--workspace"]);
-        util::run(&mut cmd)?;
+        build::workspace(&build_dir)?;
     }
     let baseline = match &opts.baseline {
-        Some(rev) => Some(build_baseline(rev, opts.skip_build)?),
+        Some(rev) => Some(build::baseline(rev, opts.skip_build)?),
         None => None,
+    };
+    let mut failures = Vec::new();
+    // The counting build, for the allocations per request of W1…W3.
+    let counted = if COUNTED.iter().any(|id| opts.wants(id)) {
+        build::counted(&build_dir, opts.skip_build)
+            .map_err(|e| failures.push(format!("counting build: {e}")))
+            .ok()
+    } else {
+        None
     };
     let bin = build_dir.join("release");
     for target in TARGETS.iter().map(|t| binary_name(t)).chain(["loadgen"]) {
@@ -237,7 +260,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     let started = Instant::now();
     let mut rows = Vec::new();
     let mut shared_rows = Vec::new();
-    let mut failures = Vec::new();
+    let mut allocations = Map::new();
 
     let mut redis = None;
     if ["W1", "W2", "W3"].iter().any(|id| opts.wants(id)) {
@@ -276,17 +299,9 @@ pub(crate) fn run(opts: &Options) -> Result {
         let mut body_bytes = 0;
         for round in 1..=plan.rounds {
             let what = format!("{id} round {round}/{}", plan.rounds);
-            for (i, target) in targets.iter().copied().enumerate() {
-                let outcome = match load {
-                    Load::Http(workload) => bench.http_run(target, workload, body_bytes),
-                    Load::Stdio(inflight) => bench.stdio_run(target, inflight, body_bytes),
-                };
-                if target == "ours" && body_bytes == 0 {
-                    body_bytes = outcome.as_ref().map_or(0, |o| o["body_bytes"].as_u64().unwrap_or(0));
-                }
-                if let Some(v) = record(target, &what, outcome, &mut failures) {
-                    runs[i].push(v);
-                }
+            let outcomes = bench.round(load, &targets, &mut body_bytes, &what, &mut failures);
+            for (runs, outcome) in runs.iter_mut().zip(outcomes) {
+                runs.extend(outcome);
             }
             if let (Some((sid, _)), Load::Http(workload), Some(redis)) = (shared, load, redis.as_mut()) {
                 let prefix = format!("bench-{}-r{round}", sid.to_ascii_lowercase());
@@ -313,13 +328,23 @@ pub(crate) fn run(opts: &Options) -> Result {
                 }
             }
         }
-        let mut results: Map<String, Value> = targets
-            .iter()
-            .copied()
-            .zip(runs)
-            .map(|(target, runs)| (target.to_owned(), median(runs)))
-            .collect();
-        rows.push(report::row(id, title, results.clone()));
+        let mut results = medians(&targets, runs);
+        // A disturbed cell that decides a target is measured again (the S cells are not).
+        let row = rerun::settle(report::row(id, title, results.clone()), |attempt| {
+            util::banner(&format!("{id}: a disturbed cell decides a target: rerun {attempt}"));
+            let what = format!("{id} rerun {attempt}");
+            report::row(
+                id,
+                title,
+                bench.rounds(load, &targets, &mut body_bytes, &what, &mut failures),
+            )
+        });
+        rows.push(row);
+        if let (Load::Http(workload), Some(program), true) = (load, counted.as_deref(), COUNTED.contains(&id)) {
+            let outcome = bench.count_allocs(program, workload);
+            let value = record("ours (counting)", &format!("{id} allocations"), outcome, &mut failures);
+            allocations.insert(id.to_owned(), value.unwrap_or_else(|| json!({"error": "failed"})));
+        }
         if let (Some((sid, stitle)), Load::Http(workload)) = (shared, load) {
             let round_trips = match redis.as_mut() {
                 Some(redis) => {
@@ -361,6 +386,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         pinning,
         rows,
         shared: shared_rows,
+        allocations: Value::Object(allocations),
         memory: Value::Object(memory),
         elapsed: started.elapsed(),
     };
@@ -410,6 +436,18 @@ fn median(mut runs: Vec<Value>) -> Value {
     chosen["rounds_rps"] = json!(all);
     chosen
 }
+
+/// Each target's median run, by name (`runs[i]` are the runs of `targets[i]`).
+fn medians(targets: &[&str], runs: Vec<Vec<Value>>) -> Map<String, Value> {
+    targets
+        .iter()
+        .zip(runs)
+        .map(|(target, runs)| ((*target).to_owned(), median(runs)))
+        .collect()
+}
+
+/// The rows whose allocations per request are counted (with the counting build).
+const COUNTED: [&str; 3] = ["W1", "W2", "W3"];
 
 /// How a workload loads its target.
 #[derive(Debug, Clone, Copy)]
@@ -503,11 +541,17 @@ impl Bench {
 
     /// Starts a target over HTTP on a free loopback port and waits for its `listening on URL`.
     fn start(&self, target: &str, extra: Vec<String>) -> Result<Server> {
+        self.serve(&self.binary(target), extra, Stdio::inherit())
+    }
+
+    /// Starts `program` (a server binary) over HTTP on a free loopback port, pinned, its stderr
+    /// to `stderr`, and waits for its `listening on URL`.
+    fn serve(&self, program: &Path, extra: Vec<String>, stderr: Stdio) -> Result<Server> {
         let port = util::free_port()?;
         let mut args = vec!["--http".to_owned(), port.to_string()];
         args.extend(extra);
-        let mut cmd = self.command(&self.server_pin, &self.binary(target), &args);
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut cmd = self.command(&self.server_pin, program, &args);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr);
         let line = util::display(&cmd);
         let mut child = ChildGuard::spawn(&mut cmd)?;
         let stdout = child.take_stdout().ok_or("no stdout")?;
@@ -581,6 +625,54 @@ impl Bench {
             (if tools { self.plan.tools } else { 1 }).to_string(),
         ]);
         args
+    }
+
+    /// One round of a row's cells: each of `targets` once, in order, each outcome printed (a
+    /// failure remembered in `failures`). `body_bytes`, the size of ours' answer (the floor's
+    /// padding), is learnt from ours' first run.
+    fn round(
+        &self,
+        load: Load,
+        targets: &[&str],
+        body_bytes: &mut u64,
+        what: &str,
+        failures: &mut Vec<String>,
+    ) -> Vec<Option<Value>> {
+        let mut out = Vec::with_capacity(targets.len());
+        for target in targets.iter().copied() {
+            let outcome = match load {
+                Load::Http(workload) => self.http_run(target, workload, *body_bytes),
+                Load::Stdio(inflight) => self.stdio_run(target, inflight, *body_bytes),
+            };
+            if target == "ours" && *body_bytes == 0 {
+                *body_bytes = outcome.as_ref().map_or(0, |o| o["body_bytes"].as_u64().unwrap_or(0));
+            }
+            out.push(record(target, what, outcome, failures));
+        }
+        out
+    }
+
+    /// The plan's rounds of a row's cells alone (no S cell), interleaved as [`Bench::round`]
+    /// does: each target's median run, by name.
+    fn rounds(
+        &self,
+        load: Load,
+        targets: &[&str],
+        body_bytes: &mut u64,
+        what: &str,
+        failures: &mut Vec<String>,
+    ) -> Map<String, Value> {
+        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); targets.len()];
+        for round in 1..=self.plan.rounds {
+            let what = format!("{what} round {round}/{}", self.plan.rounds);
+            for (runs, outcome) in runs
+                .iter_mut()
+                .zip(self.round(load, targets, body_bytes, &what, failures))
+            {
+                runs.extend(outcome);
+            }
+        }
+        medians(targets, runs)
     }
 
     /// One HTTP workload against one target, on a fresh server.
@@ -717,51 +809,6 @@ impl Bench {
         ensure_alive(&mut server.child, target)?;
         outcome
     }
-}
-
-/// Checks commit `rev` out in a worktree under `target/bench-baseline/src` (anew when it names
-/// another commit) and builds its bench workspace into `target/bench-baseline/build`; returns
-/// the release directory. With `skip_build`, a binary already built for that commit is used.
-fn build_baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
-    let git = |args: &[&str]| -> Result<String> {
-        let out = Command::new("git")
-            .current_dir(util::root())
-            .args(args)
-            .output()
-            .map_err(|e| format!("git: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
-    let commit = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
-    let dir = util::target_dir().join("bench-baseline");
-    let src = dir.join("src");
-    let build = dir.join("build");
-    let release = build.join("release");
-    let checked_out = std::fs::read_to_string(dir.join("commit")).unwrap_or_default();
-    if skip_build && checked_out.trim() == commit && release.join("ours").is_file() {
-        return Ok(release);
-    }
-    util::banner(&format!("baseline: ours at {rev} ({commit})"));
-    if src.exists() {
-        let _ = git(&["worktree", "remove", "--force", &src.display().to_string()]);
-        let _ = std::fs::remove_dir_all(&src);
-    }
-    git(&["worktree", "prune"])?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    git(&["worktree", "add", "--detach", &src.display().to_string(), &commit])?;
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(src.join("bench"))
-        .env("CARGO_TARGET_DIR", &build)
-        .args(["build", "--release", "-p", "ours"]);
-    util::run(&mut cmd)?;
-    std::fs::write(dir.join("commit"), &commit).map_err(|e| format!("cannot write the baseline's commit: {e}"))?;
-    Ok(release)
 }
 
 /// Requests per measured operation (1 for a call, 4 for W3's session).

@@ -105,7 +105,9 @@ commands:
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
   bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited RATE[:BURST]] [--rounds N]
-                          load test against rmcp and a bare HTTP floor; writes target/bench/report.json
+                          load test against rmcp and a bare HTTP floor (server CPU per request,
+                          allocations per request from a counting build of ours, issue 25's targets,
+                          disturbed cells that decide a target rerun); writes target/bench/report.json
                           (--quick: short runs, under two minutes once built; --readme: print the
                           Markdown tables of the saved report.json, measuring nothing; --only W5a:
                           only that row (W1..W4, W5a, W5b, M1), into target/bench/report-only.json;

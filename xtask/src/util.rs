@@ -140,6 +140,11 @@ impl ChildGuard {
         self.child.stdout.take()
     }
 
+    /// The child's piped stderr (once).
+    pub(crate) fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// The child's piped stdin (once).
     pub(crate) fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
         self.child.stdin.take()

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! loadgen http  --url URL [--url URL]… --workload w1|w2|w3|w4 [--clients N] [--warmup-ms MS]
-//!               [--duration-ms MS] [--pid PID]… [--tools N] [--lenient]
+//!               [--duration-ms MS] [--pid PID]… [--tools N] [--lenient] [--hold]
 //! loadgen stdio [--inflight K] [--warmup-ms MS] [--duration-ms MS] [--lenient] -- SERVER ARGS…
 //! loadgen mem   --url URL --pid PID [--sessions N] [--connections N] [--streams N]
 //!               [--h2-streams N]
@@ -16,8 +16,15 @@
 //! with its own keep-alive connection, one operation after the other. Given `--url` more than
 //! once (instances of one server sharing their state), each client keeps one connection per URL
 //! and sends each request to the next URL in turn (see `run`). Only loopback URLs are accepted.
+//!
+//! Given `--pid`, `http` and `stdio` (whose server it spawns) also read the server's CPU over the
+//! measured window (`server_cpu_ms`, `server_cpu_us_per_request`; see `cpu`). `http --hold`
+//! stops after the warm-up and after the measured duration until a line comes on stdin (see
+//! `hold`), for readings of a server-side counter that bracket exactly `held_requests`.
 
 mod client;
+mod cpu;
+mod hold;
 mod mcp;
 mod mem;
 mod run;
@@ -73,6 +80,10 @@ enum Command {
         /// Tools `tools/list` must return in all (W4's full check).
         #[arg(long, default_value_t = 200)]
         tools: usize,
+        /// Hold after the warm-up and after the measured duration: print `held` (then `held
+        /// N`) on stderr and wait for a line on stdin.
+        #[arg(long)]
+        hold: bool,
         #[command(flatten)]
         timing: Timing,
     },
@@ -117,6 +128,8 @@ impl Timing {
             clients,
             warmup: Duration::from_millis(self.warmup_ms),
             duration: Duration::from_millis(self.duration_ms),
+            pids: Vec::new(),
+            hold: false,
         }
     }
 }
@@ -130,6 +143,7 @@ async fn execute(cli: Cli) -> Result<String> {
             clients,
             pid,
             tools,
+            hold,
             timing,
         } => {
             let targets = url.iter().map(|u| Target::parse(u)).collect::<Result<Vec<_>>>()?;
@@ -138,7 +152,12 @@ async fn execute(cli: Cli) -> Result<String> {
             } else {
                 run::probe(&targets, workload, tools).await?
             };
-            let mut outcome = run::run(&targets, workload, &timing.opts(clients)).await?;
+            let opts = LoadOpts {
+                pids: pid.clone(),
+                hold,
+                ..timing.opts(clients)
+            };
+            let mut outcome = run::run(&targets, workload, &opts).await?;
             outcome.requests_sent += probed;
             for pid in pid {
                 let peak = stats::proc_status_kb(pid, "VmHWM")?;

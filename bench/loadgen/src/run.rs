@@ -1,6 +1,11 @@
 //! The HTTP workloads W1–W4: N clients, each on its own keep-alive connection, doing one
 //! operation after the other through a warm-up and then a fixed measured duration.
 //!
+//! With `--hold` the run has two phases instead: the warm-up, a hold, the measured duration and
+//! a hold (see [`crate::hold`]), every client idle at both holds, so that the requests between
+//! them are known exactly (`held_requests`). Given the servers' pids, their CPU over the measured
+//! window is read too (see [`crate::cpu`]).
+//!
 //! Given several targets (instances of one server sharing their state), each client holds one
 //! keep-alive connection per target and sends every request to the next target in turn
 //! (client-side round robin, so that no proxy is measured): a session is used on every instance,
@@ -12,6 +17,8 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 
 use crate::client::{Conn, Result, Target};
+use crate::cpu;
+use crate::hold::Holds;
 use crate::mcp;
 use crate::stats::{Measure, Outcome};
 
@@ -37,6 +44,10 @@ pub(crate) struct LoadOpts {
     pub(crate) warmup: Duration,
     /// Time measured.
     pub(crate) duration: Duration,
+    /// The servers' pids, whose CPU over the measured window is read (none: not read).
+    pub(crate) pids: Vec<u32>,
+    /// Hold after the warm-up and after the measured duration (see [`crate::hold`]).
+    pub(crate) hold: bool,
 }
 
 /// Consecutive failures after which a client gives up (the target is broken, not loaded).
@@ -215,24 +226,72 @@ pub(crate) async fn run(targets: &[Target], workload: Workload, opts: &LoadOpts)
     for i in 0..opts.clients {
         clients.push(Client::open(targets, workload, i).await?);
     }
+    let mut outcome = Outcome::new(opts.duration);
+    outcome.instances = targets.len();
+    if opts.hold {
+        return held(clients, opts, outcome).await;
+    }
     let start = Instant::now();
     let measure_from = start + opts.warmup;
     let end = measure_from + opts.duration;
+    let cpu = cpu::Window::start(&opts.pids, measure_from, end);
+    for (_, measure) in phase(clients, measure_from, end).await? {
+        outcome.add(measure)?;
+    }
+    outcome.set_cpu(cpu.finish(outcome.requests).await?);
+    Ok(outcome)
+}
+
+/// `--hold`: the warm-up (nothing measured), a hold, the measured duration, a hold.
+async fn held(warming: Vec<Client>, opts: &LoadOpts, mut outcome: Outcome) -> Result<Outcome> {
+    let mut holds = Holds::new();
+    let warm_end = Instant::now() + opts.warmup;
+    // An operation is measured if it ends between `measure_from` and the end: none of these.
+    let never = warm_end + Duration::from_secs(1);
+    let mut clients = Vec::with_capacity(warming.len());
+    for (client, measure) in phase(warming, never, warm_end).await? {
+        if measure.gave_up {
+            return Err(measure.first_error.unwrap_or_else(|| "a client gave up".to_owned()));
+        }
+        clients.push(client);
+    }
+    let sent = |clients: &[Client]| clients.iter().map(|c| c.requests).sum::<u64>();
+    holds.hold(None).await?;
+    let before = sent(&clients);
+    let start = Instant::now();
+    let end = start + opts.duration;
+    let cpu = cpu::Window::start(&opts.pids, start, end);
+    let mut done = Vec::with_capacity(clients.len());
+    for (client, measure) in phase(clients, start, end).await? {
+        outcome.add(measure)?;
+        done.push(client);
+    }
+    outcome.set_cpu(cpu.finish(outcome.requests).await?);
+    let requests = sent(&done) - before;
+    outcome.held_requests = Some(requests);
+    // The connections stay open until the second hold is over: closing them is no request.
+    holds.hold(Some(requests)).await?;
+    drop(done);
+    Ok(outcome)
+}
+
+/// Every client's loop until `end` (operations that end after `measure_from` are measured),
+/// concurrently; each client comes back with what it measured.
+async fn phase(clients: Vec<Client>, measure_from: Instant, end: Instant) -> Result<Vec<(Client, Measure)>> {
     let tasks: Vec<_> = clients
         .into_iter()
         .map(|client| tokio::spawn(drive(client, measure_from, end)))
         .collect();
-    let mut outcome = Outcome::new(opts.duration);
-    outcome.instances = targets.len();
+    let mut out = Vec::with_capacity(tasks.len());
     for task in tasks {
-        let measure = task.await.map_err(|e| format!("client task: {e}"))?;
-        outcome.add(measure)?;
+        out.push(task.await.map_err(|e| format!("client task: {e}"))?);
     }
-    Ok(outcome)
+    Ok(out)
 }
 
-/// One client's loop until `end`; operations that end after `measure_from` are measured.
-async fn drive(mut client: Client, measure_from: Instant, end: Instant) -> Measure {
+/// One client's loop until `end`; operations that end after `measure_from` are measured. The
+/// client comes back (idle: its last answer read) with its measure.
+async fn drive(mut client: Client, measure_from: Instant, end: Instant) -> (Client, Measure) {
     let mut m = Measure::default();
     let mut consecutive = 0;
     loop {
@@ -269,5 +328,5 @@ async fn drive(mut client: Client, measure_from: Instant, end: Instant) -> Measu
         }
     }
     m.sent = client.requests;
-    m
+    (client, m)
 }

@@ -82,6 +82,14 @@ pub(crate) struct Outcome {
     pub(crate) body_bytes: usize,
     /// Peak resident size of the server (`VmHWM`), KiB, when its pid is known.
     pub(crate) peak_rss_kb: Option<u64>,
+    /// CPU the server spent in the measured window (user and system, every thread; summed over
+    /// the servers given), milliseconds, when its pid is known.
+    pub(crate) server_cpu_ms: Option<f64>,
+    /// That CPU per request measured, microseconds.
+    pub(crate) server_cpu_us_per_request: Option<f64>,
+    /// With `--hold`: the requests sent between the two holds (every one answered by then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) held_requests: Option<u64>,
     #[serde(skip)]
     hist: Histogram<u64>,
 }
@@ -105,6 +113,9 @@ impl Outcome {
             clients_gave_up: 0,
             body_bytes: 0,
             peak_rss_kb: None,
+            server_cpu_ms: None,
+            server_cpu_us_per_request: None,
+            held_requests: None,
             hist: histogram(),
         }
     }
@@ -128,6 +139,12 @@ impl Outcome {
         self.max_ms = self.hist.max() as f64 / 1000.0;
         self.rps = self.ops as f64 / self.seconds;
         Ok(())
+    }
+
+    /// Records the servers' CPU over the measured window.
+    pub(crate) fn set_cpu(&mut self, spent: Option<crate::cpu::Spent>) {
+        self.server_cpu_ms = spent.map(|s| s.ms);
+        self.server_cpu_us_per_request = spent.and_then(|s| s.us_per_request);
     }
 }
 

@@ -1,6 +1,7 @@
 //! W5: round trips over stdio. The server binary is spawned with piped stdin/stdout, goes
 //! through the legacy handshake, then `inflight` workers each send `tools/call echo` and wait
-//! for its answer (1: sequential), through a warm-up and a fixed measured duration.
+//! for its answer (1: sequential), through a warm-up and a fixed measured duration. The server's
+//! CPU over the measured window is read from its pid.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -126,6 +127,7 @@ pub(crate) async fn run(command: &[String], inflight: usize, opts: &LoadOpts, st
     let start = Instant::now();
     let measure_from = start + opts.warmup;
     let end = measure_from + opts.duration;
+    let cpu = crate::cpu::Window::start(&[pid], measure_from, end);
     let workers: Vec<_> = (0..inflight.max(1) as u64)
         .map(|slot| tokio::task::spawn_local(drive(server.clone(), slot, inflight.max(1) as u64, measure_from, end)))
         .collect();
@@ -134,6 +136,7 @@ pub(crate) async fn run(command: &[String], inflight: usize, opts: &LoadOpts, st
         outcome.add(worker.await.map_err(|e| format!("worker: {e}"))?)?;
     }
     outcome.peak_rss_kb = proc_status_kb(pid, "VmHWM").ok();
+    outcome.set_cpu(cpu.finish(outcome.requests).await?);
     Ok(outcome)
 }
 

@@ -3,19 +3,25 @@
 //!
 //! The JSON holds `machine` (`nproc`, CPU model), `pinning`, `plan` (clients, durations, counts),
 //! `workloads` (per row: each target's outcome as the load generator printed it — `rps`,
-//! `p50_ms`, `p99_ms`, `peak_rss_kb`, `errors`… — and `ratios`: `ours_rmcp` and `ours_floor` of
-//! operations per second, `p99_ours_rmcp`), `scaleout` (per S cell: `single`, the W row's `ours`
+//! `p50_ms`, `p99_ms`, `peak_rss_kb`, `server_cpu_us_per_request` (the server's CPU over the
+//! measured window per request), `errors`… — with `rounds_rps`, every round's rate; `ratios`:
+//! `ours_rmcp` and `ours_floor` of operations per second, `p99_ours_rmcp`; and, when a disturbed
+//! cell decided a target, `rerun`: how often the row was measured again, which cells were
+//! disturbed before each rerun and which stayed so, see [`super::rerun`]), `scaleout` (per S
+//! cell: `single`, the W row's `ours`
 //! outcome; `shared`, the two instances on Redis, with `redis_commands` of its median round;
 //! `ratios`: `shared_single` of operations per second, `p99_shared_single`; `redis`: `commands`,
 //! the commands Redis executed (`INFO commandstats`), and `round_trips`, the requests the
 //! instances sent it (a script or a transaction once, from the `MONITOR` counting run), each as
 //! `total`, `requests` (what the generator sent), `per_request`, `per_op` and `by_command` per
-//! request), `memory` (per target: `idle_rss_kb`,
+//! request), `allocations` (per W1…W3: the counting run's `allocs_per_request`,
+//! `bytes_per_request`, `allocs_per_op`, and the `requests`, `allocs` and `bytes` counted, see
+//! [`super::allocs`]), `memory` (per target: `idle_rss_kb`,
 //! `bytes_per_session`, `bytes_per_connection`, `bytes_per_stream` (HTTP/1.1, one stream per
 //! connection), `bytes_per_stream_h2c` (h2c, `h2_streams_per_connection` streams per connection),
-//! `peak_rss_kb`), `peers` (how each target is set up) and `targets` (each goal of issue 14, its
-//! value, whether it is met and, where it tells, `floor`: what the floor itself reaches on the
-//! same measure).
+//! `peak_rss_kb`), `peers` (how each target is set up) and `targets` (each goal of issue 25, its
+//! value, whether it is met, the cells that decide it and how their rounds went, see
+//! [`super::targets`]).
 //!
 //! The Markdown the run prints is rendered from that JSON alone ([`markdown`]), so that
 //! `cargo xtask bench --readme` prints the same tables from a saved `report.json`.
@@ -26,7 +32,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::TARGETS;
+use super::{COUNT_RUN_MS, TARGETS, allocs, disturbed, rerun, targets};
 use crate::util::Result;
 
 /// Everything one run measured.
@@ -41,6 +47,8 @@ pub(super) struct Report {
     pub(super) rows: Vec<Value>,
     /// One row per S cell (from [`shared_row`]).
     pub(super) shared: Vec<Value>,
+    /// The counting runs' allocations per request, by row (W1…W3).
+    pub(super) allocations: Value,
     /// M1 per target.
     pub(super) memory: Value,
     /// Wall time of the measuring.
@@ -116,7 +124,8 @@ pub(super) fn shared_row(
     })
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+/// `x` rounded to `digits` decimals.
+pub(super) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
@@ -140,7 +149,7 @@ fn machine() -> Value {
 impl Report {
     /// The whole report as JSON.
     fn json(&self) -> Value {
-        json!({
+        let mut report = json!({
             "generated_by": if self.quick { "cargo xtask bench --quick" } else { "cargo xtask bench" },
             "unix_time": std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -151,10 +160,12 @@ impl Report {
             "plan": self.plan,
             "workloads": self.rows,
             "scaleout": self.shared,
+            "allocations": self.allocations,
             "memory": self.memory,
             "peers": peers(),
-            "targets": targets(&self.rows, &self.memory),
-        })
+        });
+        report["targets"] = json!(targets::evaluate(&report));
+        report
     }
 
     /// Writes the JSON report to `path` (creating its directory).
@@ -183,112 +194,10 @@ fn peers() -> Value {
         "floor": "no MCP: a bare axum endpoint answering every request with one fixed JSON-RPC \
                   result of the server's answer size, without parsing the body (stdio: a \
                   blocking line loop); TCP_NODELAY",
+        "ours, counting": "ours built with --features count-allocs (a global allocator counting \
+                           every allocation), for the counting runs of allocations per request \
+                           only; never in a measured round",
     })
-}
-
-/// The targets of issue 14, each with its value and whether it is met (`null`: not measured),
-/// from the workload rows and M1.
-///
-/// A target may carry `floor`: what the floor itself reaches on the same measure (the floor's
-/// ops/s over rmcp's for an ours/rmcp goal, the floor's idle HTTP/1.1 connection for the
-/// HTTP/1.1 stream), so that a goal beyond what no MCP server can reach reads as such.
-fn targets(rows: &[Value], memory: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut goal = |what: String, value: Option<f64>, op: &str, bound: f64, floor: Option<f64>| {
-        let met = value.map(|v| if op == ">=" { v >= bound } else { v <= bound });
-        let mut t =
-            json!({"what": what, "value": value.map(|v| round(v, 3)), "goal": format!("{op} {bound}"), "met": met});
-        if let Some(f) = floor {
-            t["floor"] = json!(round(f, 3));
-        }
-        out.push(t);
-    };
-    for row in rows {
-        let id = row["id"].as_str().unwrap_or_default();
-        let ratio = |key: &str| row["ratios"][key].as_f64();
-        let rps = |target: &str| row["targets"][target]["rps"].as_f64();
-        let floor_rmcp = match (rps("floor"), rps("rmcp")) {
-            (Some(f), Some(r)) if r > 0.0 => Some(f / r),
-            _ => None,
-        };
-        match id {
-            "W1" | "W2" | "W3" => {
-                goal(format!("{id} ours/floor ops/s"), ratio("ours_floor"), ">=", 0.6, None);
-                goal(format!("{id} p99 ours/rmcp"), ratio("p99_ours_rmcp"), "<=", 1.0, None);
-            }
-            "W4" => goal(
-                format!("{id} ours/rmcp ops/s"),
-                ratio("ours_rmcp"),
-                ">=",
-                1.25,
-                floor_rmcp,
-            ),
-            "W5a" | "W5b" => {
-                goal(
-                    format!("{id} ours/rmcp ops/s"),
-                    ratio("ours_rmcp"),
-                    ">=",
-                    1.5,
-                    floor_rmcp,
-                );
-                goal(format!("{id} p99 ours/rmcp"), ratio("p99_ours_rmcp"), "<=", 1.0, None);
-            }
-            _ => {}
-        }
-    }
-    let ours = &memory["ours"];
-    goal(
-        "M1 bytes per open listen stream over h2c (its share of the connection included)".to_owned(),
-        ours["bytes_per_stream_h2c"].as_f64(),
-        "<=",
-        8192.0,
-        None,
-    );
-    goal(
-        "M1 bytes per open listen stream over HTTP/1.1 (its connection included)".to_owned(),
-        ours["bytes_per_stream"].as_f64(),
-        "<=",
-        8192.0,
-        memory["floor"]["bytes_per_connection"].as_f64(),
-    );
-    goal(
-        "M1 bytes per idle legacy session".to_owned(),
-        ours["bytes_per_session"].as_f64(),
-        "<=",
-        2048.0,
-        None,
-    );
-    out
-}
-
-/// A cell whose fastest round is this many times its slowest was disturbed: one program's rate
-/// does not vary that much between rounds of 5 s on its own.
-const DISTURBED_SPREAD: f64 = 1.5;
-
-/// The cells (`W2 rmcp`…) whose rounds spread past [`DISTURBED_SPREAD`], with their spread.
-fn disturbed_cells(rows: &[Value]) -> Vec<String> {
-    let mut out = Vec::new();
-    for row in rows {
-        for target in TARGETS {
-            let rounds: Vec<f64> = row["targets"][target]["rounds_rps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_f64)
-                .collect();
-            let (min, max) = rounds
-                .iter()
-                .fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-            if rounds.len() > 1 && min > 0.0 && max / min > DISTURBED_SPREAD {
-                out.push(format!(
-                    "{} {target} ({:.1}×)",
-                    row["id"].as_str().unwrap_or_default(),
-                    max / min
-                ));
-            }
-        }
-    }
-    out
 }
 
 /// The tables (Markdown), the peers' setups and the targets, from a report's JSON.
@@ -317,9 +226,10 @@ pub(super) fn markdown(report: &Value) -> String {
     );
     t.push_str(concat!(
         "| workload | ours ops/s | rmcp ops/s | floor ops/s | ours/rmcp | ours/floor | p99 ours/rmcp ",
-        "| p50 ms ours / rmcp / floor | p99 ms ours / rmcp / floor | peak RSS MiB ours / rmcp / floor |\n"
+        "| p50 ms ours / rmcp / floor | p99 ms ours / rmcp / floor | peak RSS MiB ours / rmcp / floor ",
+        "| server CPU µs per request ours / rmcp / floor |\n"
     ));
-    t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in report["workloads"].as_array().into_iter().flatten() {
         let cell = |target: &str, key: &str| -> String {
             let r = &row["targets"][target];
@@ -329,6 +239,7 @@ pub(super) fn markdown(report: &Value) -> String {
             match (key, r[key].as_f64()) {
                 ("rps", Some(v)) => format!("{v:.0}"),
                 ("peak_rss_kb", Some(v)) => format!("{:.1}", v / 1024.0),
+                ("server_cpu_us_per_request", Some(v)) => format!("{v:.1}"),
                 (_, Some(v)) => format!("{v:.3}"),
                 (_, None) => "–".to_owned(),
             }
@@ -341,7 +252,7 @@ pub(super) fn markdown(report: &Value) -> String {
         };
         let _ = writeln!(
             t,
-            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row["id"].as_str().unwrap_or_default(),
             row["title"].as_str().unwrap_or_default(),
             cell("ours", "rps"),
@@ -353,17 +264,28 @@ pub(super) fn markdown(report: &Value) -> String {
             three("p50_ms"),
             three("p99_ms"),
             three("peak_rss_kb"),
+            three("server_cpu_us_per_request"),
         );
     }
-    let disturbed = disturbed_cells(report["workloads"].as_array().map_or(&[][..], Vec::as_slice));
+    let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
+    let disturbed = disturbed::cells(rows, &TARGETS);
     if !disturbed.is_empty() {
         let _ = writeln!(
             t,
-            "\nDisturbed cells (their fastest round over {DISTURBED_SPREAD}× their slowest: load from \
-             elsewhere on the machine; read their ratios with care): {}.",
+            "\nDisturbed cells (their fastest round over {}× their slowest: load from elsewhere on \
+             the machine; read their ratios with care): {}.",
+            disturbed::SPREAD,
             disturbed.join(", ")
         );
     }
+    t.push_str(&rerun::markdown(rows));
+    let _ = writeln!(
+        t,
+        "\nServer CPU: the server process's user and system time (`/proc/PID/stat`, every thread) read by \
+         the load generator when the measured window opens and when it closes, over the requests measured \
+         in the window (operations that ended in it; W3's four requests each), in the median round."
+    );
+    t.push_str(&allocs::markdown(&report["allocations"], plan, COUNT_RUN_MS));
     t.push_str(&shared_table(
         report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
     ));
@@ -382,26 +304,7 @@ pub(super) fn markdown(report: &Value) -> String {
     for (name, setup) in peers.as_object().into_iter().flatten() {
         let _ = writeln!(t, "- {name}: {}", setup.as_str().unwrap_or_default());
     }
-    t.push_str("\nTargets of issue 14 (from the measured rates and sizes above):\n\n");
-    // Recomputed, so that an older report is judged by the same targets.
-    let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
-    for target in &targets(rows, &report["memory"]) {
-        let mark = match target["met"].as_bool() {
-            Some(true) => "met",
-            Some(false) => "MISSED",
-            None => "not measured",
-        };
-        let value = target["value"].as_f64().map_or("–".to_owned(), |v| format!("{v}"));
-        let floor = target["floor"]
-            .as_f64()
-            .map_or(String::new(), |f| format!("; the floor itself: {f}"));
-        let _ = writeln!(
-            t,
-            "- {}: {value} (goal {}{floor}): {mark}",
-            target["what"].as_str().unwrap_or_default(),
-            target["goal"].as_str().unwrap_or_default()
-        );
-    }
+    t.push_str(&targets::markdown(report));
     t
 }
 

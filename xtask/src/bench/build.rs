@@ -1,0 +1,89 @@
+//! The builds of the bench: the bench workspace in release (`target/bench-build`), `ours` with
+//! its counting allocator (`--features count-allocs`, in a directory of its own under the bench
+//! build, so that the measured binary stays uncounted) and `ours` at a `--baseline` commit
+//! (`target/bench-baseline`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{self, Result};
+
+/// `cargo` as xtask was run with.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Builds the bench workspace in release into `build_dir`.
+pub(super) fn workspace(build_dir: &Path) -> Result {
+    util::banner("build the bench workspace (release)");
+    let mut cmd = cargo();
+    cmd.current_dir(util::root().join("bench"))
+        .env("CARGO_TARGET_DIR", build_dir)
+        .args(["build", "--release", "--workspace"]);
+    util::run(&mut cmd)
+}
+
+/// Builds `ours --features count-allocs` into its own directory under `build_dir` (unless
+/// `skip_build`) and returns the binary.
+pub(super) fn counted(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
+    let dir = build_dir.join("count-allocs");
+    if !skip_build {
+        util::banner("build ours with its counting allocator (release, --features count-allocs)");
+        let mut cmd = cargo();
+        cmd.current_dir(util::root().join("bench"))
+            .env("CARGO_TARGET_DIR", &dir)
+            .args(["build", "--release", "-p", "ours", "--features", "count-allocs"]);
+        util::run(&mut cmd)?;
+    }
+    let binary = dir.join("release/ours");
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(format!("{} does not exist: run without --skip-build", binary.display()))
+    }
+}
+
+/// Checks commit `rev` out in a worktree under `target/bench-baseline/src` (anew when it names
+/// another commit) and builds its bench workspace into `target/bench-baseline/build`; returns
+/// the release directory. With `skip_build`, a binary already built for that commit is used.
+pub(super) fn baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
+    let git = |args: &[&str]| -> Result<String> {
+        let out = Command::new("git")
+            .current_dir(util::root())
+            .args(args)
+            .output()
+            .map_err(|e| format!("git: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
+    let dir = util::target_dir().join("bench-baseline");
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let release = build.join("release");
+    let checked_out = std::fs::read_to_string(dir.join("commit")).unwrap_or_default();
+    if skip_build && checked_out.trim() == commit && release.join("ours").is_file() {
+        return Ok(release);
+    }
+    util::banner(&format!("baseline: ours at {rev} ({commit})"));
+    if src.exists() {
+        let _ = git(&["worktree", "remove", "--force", &src.display().to_string()]);
+        let _ = std::fs::remove_dir_all(&src);
+    }
+    git(&["worktree", "prune"])?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    git(&["worktree", "add", "--detach", &src.display().to_string(), &commit])?;
+    let mut cmd = cargo();
+    cmd.current_dir(src.join("bench"))
+        .env("CARGO_TARGET_DIR", &build)
+        .args(["build", "--release", "-p", "ours"]);
+    util::run(&mut cmd)?;
+    std::fs::write(dir.join("commit"), &commit).map_err(|e| format!("cannot write the baseline's commit: {e}"))?;
+    Ok(release)
+}
