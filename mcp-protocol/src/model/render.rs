@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::CallToolResult;
 use crate::meta::SERVER_INFO;
 use crate::method::Method;
 use crate::params::Params;
-use crate::revision::Era;
+use crate::revision::{Era, Revision};
 
 /// Who may reuse a cached result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -179,6 +180,66 @@ impl Serialize for Decorated<'_> {
     }
 }
 
+/// A tool's result rendered for its caller's revision ([`CallToolResult::render`]) and decorated
+/// for the era ([`finalize`]) as it is serialized: no value is built on the way. The bytes are
+/// those rendering, finalizing (a `tools/call` gets no cache hint) and serializing would give.
+pub fn encode_call_result(
+    result: &CallToolResult,
+    era: Era,
+    revision: Option<Revision>,
+    server_info: Option<&RawValue>,
+) -> serde_json::Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(&CallResultOut {
+        result,
+        structured: result.keeps_structured(revision),
+        modern: era == Era::Modern,
+        info: server_info
+            .filter(|_| era == Era::Modern)
+            .filter(|_| result.meta.as_ref().is_none_or(|m| !m.contains_key(SERVER_INFO))),
+    })
+}
+
+/// What [`encode_call_result`] serializes: the members in [`CallToolResult`]'s order, then the
+/// modern decorations in [`Decorated`]'s.
+struct CallResultOut<'a> {
+    result: &'a CallToolResult,
+    structured: bool,
+    modern: bool,
+    info: Option<&'a RawValue>,
+}
+
+impl Serialize for CallResultOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.result;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("content", &r.content)?;
+        if let Some(structured) = r.structured_content.as_ref().filter(|_| self.structured) {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if r.is_error {
+            map.serialize_entry("isError", &true)?;
+        }
+        match (&r.meta, self.info) {
+            (Some(meta), Some(info)) => map.serialize_entry("_meta", &WithInfo { meta, info })?,
+            (Some(meta), None) => map.serialize_entry("_meta", meta)?,
+            (None, _) => {}
+        }
+        if self.modern {
+            map.serialize_entry("resultType", "complete")?;
+        }
+        if let (None, Some(info)) = (&r.meta, self.info) {
+            map.serialize_entry(
+                "_meta",
+                &WithInfo {
+                    meta: &Map::new(),
+                    info,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
 /// A `_meta` object with the server's `Implementation` added at its end.
 struct WithInfo<'a> {
     meta: &'a Map<String, Value>,
@@ -202,6 +263,49 @@ mod tests {
     use serde_json::json;
 
     const HINT: CacheHint = CacheHint::new(60_000, CacheScope::Private);
+
+    #[test]
+    fn a_call_result_is_encoded_as_rendering_and_finalizing_would() {
+        use crate::model::Content;
+        let info = serde_json::value::to_raw_value(&json!({"name": "s", "version": "1"})).unwrap();
+        let mut with_meta = CallToolResult::text("hi");
+        with_meta.meta = Some(json!({"a": 1}).as_object().unwrap().clone());
+        let mut with_info = CallToolResult::text("hi");
+        with_info.meta = Some(json!({SERVER_INFO: {"name": "x"}}).as_object().unwrap().clone());
+        let results = [
+            CallToolResult::text("hi"),
+            CallToolResult::error("no"),
+            CallToolResult::structured(json!({"n": 1})),
+            CallToolResult::structured(json!([1, 2])),
+            CallToolResult::new(vec![Content::text("a"), Content::text("b")]),
+            with_meta,
+            with_info,
+        ];
+        let revisions = [
+            None,
+            Some(Revision::V2024_11_05),
+            Some(Revision::V2025_06_18),
+            Some(Revision::V2025_11_25),
+            Some(Revision::V2026_07_28),
+        ];
+        for r in &results {
+            for revision in revisions {
+                for era in [Era::Legacy, Era::Modern] {
+                    for server_info in [None, Some(&*info)] {
+                        let mut v = r.render(revision);
+                        let as_value = server_info.map(|i| serde_json::from_str::<Value>(i.get()).unwrap());
+                        finalize(era, &mut v, as_value.as_ref(), None);
+                        let got = encode_call_result(r, era, revision, server_info).unwrap();
+                        assert_eq!(
+                            got.get(),
+                            serde_json::to_string(&v).unwrap(),
+                            "{r:?} {revision:?} {era:?} {server_info:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn legacy_untouched() {

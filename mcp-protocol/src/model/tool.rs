@@ -248,16 +248,24 @@ impl CallToolResult {
     /// when its revision has structured output and the value is an object.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({"content": []}));
-        let keep = match (&self.structured_content, revision) {
+        if !self.keeps_structured(revision)
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.remove("structuredContent");
+        }
+        v
+    }
+
+    /// Whether `structuredContent` (if any) is sent to a client of `revision`: always in the
+    /// modern era; to a legacy client whose revision has structured output, when it is an
+    /// object.
+    pub fn keeps_structured(&self, revision: Option<Revision>) -> bool {
+        match (&self.structured_content, revision) {
             (None, _) => true,
             (Some(_), Some(r)) if r.has(Feature::AnyStructuredContent) => true,
             (Some(s), Some(r)) => r.has(Feature::OutputSchema) && s.is_object(),
             (Some(s), None) => s.is_object(),
-        };
-        if !keep && let Some(obj) = v.as_object_mut() {
-            obj.remove("structuredContent");
         }
-        v
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::parts::Parts;
 use super::route::ToolCall;
 use crate::api::Ctx;
-use crate::exec::tool::{execute, in_place};
+use crate::exec::tool::{Settled, execute, in_place};
 use crate::reply::Reply;
 
 /// Whether the caller enabled tasks for this call: a task-augmented request
@@ -45,8 +45,12 @@ pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &To
     match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
-            let settled = execute(parts.limits(), &tool, args, &read, ctx).await;
-            in_place(parts.rounds, params, revision, settled)
+            let era = ctx.era();
+            match execute(parts.limits(), &tool, args, &read, ctx).await {
+                // Written straight to JSON, decorated for the era on the way.
+                Settled::Done(Ok(out)) => out.answer(era, parts.server_info),
+                settled => in_place(parts.rounds, params, revision, settled),
+            }
         }
         TaskMode::TaskFirst => {
             let task = params.value("task").filter(|t| !t.is_null());

@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::model::CallToolResult;
-use mcp_protocol::{Params, Revision, RpcError};
+use mcp_protocol::model::render::encode_call_result;
+use mcp_protocol::{Era, Params, Revision, RpcError};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::guard::Interrupted;
@@ -13,12 +15,12 @@ use super::rounds::Rounds;
 use super::{RoundLimits, run_rounds};
 use crate::api::{Ctx, HandlerError, InputRequired};
 use crate::catalog::ToolEntry;
-use crate::reply::Reply;
+use crate::reply::{EncodedResult, Reply};
 
 /// How one run of a tool call ended.
 pub(crate) enum Settled {
-    /// The rendered result (a tool error included), or a protocol error.
-    Done(Result<Value, RpcError>),
+    /// The result (a tool error included), or a protocol error.
+    Done(Result<Output, RpcError>),
     /// The handler needs client input (modern era), in the context of the
     /// round that asked.
     Input(Box<InputRequired>, Ctx),
@@ -26,6 +28,30 @@ pub(crate) enum Settled {
     Panicked,
     /// The call was cancelled.
     Cancelled,
+}
+
+/// A tool's result and the revision it is rendered for.
+pub(crate) struct Output {
+    result: CallToolResult,
+    revision: Option<Revision>,
+}
+
+impl Output {
+    /// The result rendered for its revision, as a value (a task keeps it so).
+    pub(crate) fn render(&self) -> Value {
+        self.result.render(self.revision)
+    }
+
+    /// The answer to an inline call: rendered and decorated for `era` as it is serialized.
+    pub(crate) fn answer(&self, era: Era, server_info: Option<&RawValue>) -> Reply {
+        match encode_call_result(&self.result, era, self.revision, server_info) {
+            Ok(raw) => Reply::Encoded(EncodedResult::owned(raw)),
+            Err(e) => {
+                tracing::error!(error = %e, "a tool result could not be serialized");
+                Reply::Error(RpcError::internal())
+            }
+        }
+    }
 }
 
 /// Runs one round of a tool call: validates the arguments, runs the
@@ -41,7 +67,7 @@ pub(crate) async fn execute(
     ctx: Ctx,
 ) -> Settled {
     let revision = ctx.revision();
-    let render = |r: CallToolResult| Settled::Done(Ok(r.render(revision)));
+    let render = |result: CallToolResult| Settled::Done(Ok(Output { result, revision }));
     let args = Value::Object(args);
     if let Some(schema) = &tool.input
         && let Err(violations) = schema.validate(&args)
@@ -92,7 +118,7 @@ pub(crate) async fn execute(
 /// panic a tool error without detail.
 pub(crate) fn in_place(rounds: &Rounds, params: &Params, revision: Option<Revision>, settled: Settled) -> Reply {
     match settled {
-        Settled::Done(Ok(v)) => Reply::Result(v),
+        Settled::Done(Ok(out)) => Reply::Result(out.render()),
         Settled::Done(Err(e)) => Reply::Error(e),
         Settled::Input(ir, ctx) => match rounds.input_required(&ctx, Some(params.object()), *ir) {
             Ok(v) => Reply::Result(v),

@@ -147,7 +147,8 @@ impl Tasks {
     async fn settle(&self, live: &Live, settled: Settled) {
         let era = live.owner.era();
         match settled {
-            Settled::Done(Ok(mut v)) => {
+            Settled::Done(Ok(out)) => {
+                let mut v = out.render();
                 let is_error = v.get("isError").and_then(Value::as_bool) == Some(true);
                 if era == Era::Modern {
                     finalize(Era::Modern, &mut v, None, None);
