@@ -543,11 +543,11 @@ impl Visitor<'_> for Field {
     clippy::large_enum_variant,
     reason = "a temporary returned once per frame and taken apart at once: boxing would cost the allocation this saves"
 )]
-enum Root {
+enum Root<'de> {
     /// One object: a message (or an invalid one).
     Message(Envelope),
-    /// An array: a batch, each element's text still to interpret.
-    Batch(Vec<Box<RawValue>>),
+    /// An array: a batch, each element's text (borrowed from the body) still to interpret.
+    Batch(Vec<&'de RawValue>),
     /// Anything else: not a message.
     Other,
 }
@@ -560,54 +560,54 @@ struct RootSeed {
 }
 
 impl<'de> DeserializeSeed<'de> for RootSeed {
-    type Value = Root;
+    type Value = Root<'de>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Root, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Root<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for RootSeed {
-    type Value = Root;
+    type Value = Root<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message or batch")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Root, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Root, E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Root, E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Root, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Root, E> {
+    fn visit_str<E>(self, _: &str) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_unit<E>(self) -> Result<Root, E> {
+    fn visit_unit<E>(self) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_none<E>(self) -> Result<Root, E> {
+    fn visit_none<E>(self) -> Result<Root<'de>, E> {
         Ok(Root::Other)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Root, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Root<'de>, A::Error> {
         let Some(depth_left) = self.depth_left.checked_sub(1) else {
             return Err(de::Error::custom(TOO_DEEP));
         };
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Box<RawValue>>()? {
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
             if items.len() >= self.max_items {
                 return Err(de::Error::custom(TOO_MANY));
             }
@@ -619,7 +619,7 @@ impl<'de> Visitor<'de> for RootSeed {
         Ok(Root::Batch(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Root, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Root<'de>, A::Error> {
         let Some(depth_left) = self.depth_left.checked_sub(1) else {
             return Err(de::Error::custom(TOO_DEEP));
         };

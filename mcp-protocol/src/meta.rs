@@ -2,6 +2,7 @@
 //! both eras.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -60,10 +61,21 @@ pub struct ModernMeta {
     pub revision: Revision,
     /// The client capabilities declared for this request.
     pub client_capabilities: ClientCapabilities,
-    /// The client implementation, when sent.
-    pub client_info: Option<Value>,
     /// The log level: without one, no `notifications/message` is sent.
     pub log_level: Option<LoggingLevel>,
+    /// The params the `_meta` was read from (shared), for what is read on demand.
+    params: Params,
+    /// The client implementation, parsed on first use.
+    client_info: OnceLock<Option<Value>>,
+}
+
+impl ModernMeta {
+    /// The client implementation, when sent (an object: validated with the rest).
+    pub fn client_info(&self) -> Option<&Value> {
+        self.client_info
+            .get_or_init(|| self.params.meta().and_then(|m| m.value(CLIENT_INFO)))
+            .as_ref()
+    }
 }
 
 /// Parses and validates the `_meta` of a modern request.
@@ -102,15 +114,11 @@ pub fn parse_modern_meta(params: Option<&Params>, advertised: &[Revision]) -> Re
             )));
         }
     };
-    let client_info = match meta.raw(CLIENT_INFO) {
-        None => None,
-        Some(raw) if raw.starts_with('{') => meta.value(CLIENT_INFO),
-        Some(_) => {
-            return Err(RpcError::invalid_params(format!(
-                "_meta[\"{CLIENT_INFO}\"] must be an object"
-            )));
-        }
-    };
+    if meta.raw(CLIENT_INFO).is_some_and(|raw| !raw.starts_with('{')) {
+        return Err(RpcError::invalid_params(format!(
+            "_meta[\"{CLIENT_INFO}\"] must be an object"
+        )));
+    }
     let log_level = match meta.raw(LOG_LEVEL) {
         None => None,
         Some(_) => Some(
@@ -123,8 +131,9 @@ pub fn parse_modern_meta(params: Option<&Params>, advertised: &[Revision]) -> Re
     Ok(ModernMeta {
         revision,
         client_capabilities,
-        client_info,
         log_level,
+        params: params.cloned().unwrap_or_default(),
+        client_info: OnceLock::new(),
     })
 }
 
@@ -152,6 +161,7 @@ mod tests {
         assert_eq!(m.revision, Revision::V2026_07_28);
         assert!(m.client_capabilities.sampling());
         assert_eq!(m.log_level, Some(LoggingLevel::Debug));
+        assert_eq!(m.client_info(), Some(&json!({"name": "c", "version": "1"})));
         assert_eq!(progress_token(Some(&p)), Some(json!(7)));
         assert!(claims_modern(Some(&p)));
     }

@@ -144,7 +144,7 @@ impl Ctx {
     /// The client's implementation info, when known.
     pub fn client_info(&self) -> Option<&Value> {
         match &self.inner.origin {
-            Origin::Modern(m) => m.client_info.as_ref(),
+            Origin::Modern(m) => m.client_info(),
             Origin::Session(s) => Some(s.client_info()),
             Origin::Sessionless => None,
         }
