@@ -168,13 +168,7 @@ impl Serialize for Decorated<'_> {
         if let Some(info) = info
             && !self.obj.contains_key("_meta")
         {
-            map.serialize_entry(
-                "_meta",
-                &WithInfo {
-                    meta: &Map::new(),
-                    info,
-                },
-            )?;
+            map.serialize_entry("_meta", &WithInfo::alone(info))?;
         }
         map.end()
     }
@@ -228,13 +222,7 @@ impl Serialize for CallResultOut<'_> {
             map.serialize_entry("resultType", "complete")?;
         }
         if let (None, Some(info)) = (&r.meta, self.info) {
-            map.serialize_entry(
-                "_meta",
-                &WithInfo {
-                    meta: &Map::new(),
-                    info,
-                },
-            )?;
+            map.serialize_entry("_meta", &WithInfo::alone(info))?;
         }
         map.end()
     }
@@ -244,6 +232,14 @@ impl Serialize for CallResultOut<'_> {
 struct WithInfo<'a> {
     meta: &'a Map<String, Value>,
     info: &'a RawValue,
+}
+
+impl<'a> WithInfo<'a> {
+    /// A `_meta` of the server's `Implementation` alone (the result had none).
+    fn alone(info: &'a RawValue) -> Self {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        WithInfo { meta: &EMPTY, info }
+    }
 }
 
 impl Serialize for WithInfo<'_> {
