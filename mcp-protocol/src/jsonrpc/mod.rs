@@ -19,6 +19,11 @@ use crate::method::{Method, NotificationMethod};
 pub use crate::params::Params;
 use crate::params::{ParamsError, nesting};
 
+mod encode;
+pub use encode::{
+    encode_error, encode_notification, encode_raw_result, encode_request, encode_response, encode_result,
+};
+
 /// The default cap on JSON nesting.
 pub const DEFAULT_MAX_DEPTH: usize = 64;
 /// The default cap on one message (16 MiB).
@@ -746,106 +751,6 @@ impl<'de> Visitor<'de> for ValueSeed {
     }
 }
 
-#[derive(Serialize)]
-struct ResultOut<'a, T: ?Sized> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    result: &'a T,
-}
-
-#[derive(Serialize)]
-struct ErrorOut<'a> {
-    jsonrpc: &'static str,
-    id: Option<&'a RequestId>,
-    error: &'a RpcError,
-}
-
-#[derive(Serialize)]
-struct NotificationOut<'a> {
-    jsonrpc: &'static str,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
-}
-
-#[derive(Serialize)]
-struct RequestOut<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
-}
-
-/// Encodes a success response (the result may be a `Value` or an already
-/// serialized `RawValue`).
-pub fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
-    to_vec(&ResultOut {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
-}
-
-/// Encodes an error response; `id` is `null` when the request's id was unreadable.
-pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
-    to_vec(&ErrorOut {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
-}
-
-/// Encodes a response outcome.
-pub fn encode_response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Vec<u8> {
-    match outcome {
-        Ok(v) => encode_result(id, v),
-        Err(e) => encode_error(Some(id), e),
-    }
-}
-
-/// Encodes a notification.
-pub fn encode_notification(method: &str, params: Option<&Value>) -> Vec<u8> {
-    to_vec(&NotificationOut {
-        jsonrpc: "2.0",
-        method,
-        params,
-    })
-}
-
-/// Encodes a request (server-to-client, legacy era).
-pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
-    to_vec(&RequestOut {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
-}
-
-/// Encodes a success response whose result is already serialized (a cached catalog page):
-/// the same bytes as [`encode_result`], written in one pass into a buffer of the right size
-/// (the result copied once, not re-serialized).
-pub fn encode_raw_result(id: &RequestId, result: &serde_json::value::RawValue) -> Vec<u8> {
-    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &[u8] = br#","result":"#;
-    let raw = result.get().as_bytes();
-    let mut out = Vec::with_capacity(HEAD.len() + 24 + RESULT.len() + raw.len() + 1);
-    out.extend_from_slice(HEAD);
-    if serde_json::to_writer(&mut out, id).is_err() {
-        return encode_result(id, result);
-    }
-    out.extend_from_slice(RESULT);
-    out.extend_from_slice(raw);
-    out.push(b'}');
-    out
-}
-
-fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
-    // Serialising plain `Value`s and strings cannot fail.
-    serde_json::to_vec(v).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1054,11 +959,6 @@ mod tests {
         let out = encode_notification("n", None);
         assert_eq!(out, br#"{"jsonrpc":"2.0","method":"n"}"#);
     }
-}
-
-#[cfg(test)]
-mod params_depth {
-    use super::*;
 
     fn body(depth: usize) -> String {
         format!(
