@@ -77,7 +77,9 @@
 //!
 //! | feature | default | brings |
 //! | --- | --- | --- |
-//! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper, rustls), and [`auth`] with the providers that need no JWT library |
+//! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper; HTTP/1.1), and [`auth`] with the providers that need no JWT library |
+//! | `tls` | yes | TLS on the listener: `HttpConfig::with_tls`, `HttpConfig::with_rustls` (rustls with ring); implies `http` |
+//! | `http2` | yes | HTTP/2 beside HTTP/1.1 on the listener (h2c, and `h2` through ALPN with `tls`); implies `http` |
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
 //! | `skills` | yes | `mcp_server::skills` (`mcp-skills`) and `McpServerBuilder::skills`: Agent Skills served as the `io.modelcontextprotocol/skills` extension (SEP-2640) |
@@ -88,6 +90,16 @@
 //! ```toml
 //! mcp-server = { version = "0.1", default-features = false, features = ["stdio"] }
 //! ```
+//!
+//! Behind a balancer or proxy that terminates TLS (and speaks HTTP/1.1 to its upstreams, as
+//! nginx and HAProxy do by default), HTTP without TLS and HTTP/2 is the lightest HTTP build:
+//!
+//! ```toml
+//! mcp-server = { version = "0.1", default-features = false, features = ["http", "stdio"] }
+//! ```
+//!
+//! What each feature costs in crates and binary size is in the README (`cargo xtask weight`
+//! measures it).
 //!
 //! ## `serde` and `schemars`
 //!
@@ -137,8 +149,8 @@
 //! [`catalog`] (the registry behind [`McpServer::registry`]), [`store`] (the
 //! store seams, for a shared store of your own), [`observe`] (span and metric
 //! names, the trace-context hook), [`auth`] (the providers [`HttpConfig::auth`]
-//! takes), [`http`] (the transport crate: lower-level `serve`, `router`, and
-//! `rustls` for [`HttpConfig::with_rustls`]), [`stdio`] (its configuration and
+//! takes), [`http`] (the transport crate: lower-level `serve`, `router`, and,
+//! with `tls`, the `rustls` that `HttpConfig::with_rustls` takes), [`stdio`] (its configuration and
 //! `serve_io` for other streams), and `redis` with the `redis` feature.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -227,7 +239,7 @@ pub use mcp_skills as skills;
 #[doc(inline)]
 pub use mcp_store_redis as redis;
 /// The Streamable HTTP transport (`mcp-transport-http`, on axum and hyper): [`HttpConfig`], the
-/// lower-level `serve`/`router` functions, and the `rustls` it serves TLS with. Most servers
+/// lower-level `serve`/`router` functions, and (feature `tls`) the `rustls` it serves TLS with. Most servers
 /// need only [`McpServer::serve_http`] or [`McpServer::router`]. (Not inlined: it re-exports
 /// the whole of `rustls`.)
 #[cfg(feature = "http")]

@@ -8,7 +8,9 @@ use std::time::Duration;
 use mcp_auth::{AuthProvider, NoAuth};
 use serde_json::Value;
 
+#[cfg(feature = "tls")]
 use crate::error::HttpError;
+#[cfg(feature = "tls")]
 use crate::tls;
 
 /// How the Streamable HTTP endpoint behaves. Build it with [`HttpConfig::default`] and the
@@ -69,7 +71,9 @@ pub struct HttpConfig {
     /// running are cancelled (each with the runtime's `cancel_grace` to clean up).
     pub shutdown_grace: Duration,
     /// TLS for [`serve`](crate::serve) (default none: cleartext HTTP/1.1 and h2c). See
-    /// [`HttpConfig::with_tls`].
+    /// [`HttpConfig::with_tls`]. Feature `tls`.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The 2024-11-05 HTTP+SSE pair: `(sse_path, sse_message_path)` (default none). See
     /// [`HttpConfig::sse_pair`].
@@ -154,7 +158,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_connections", &self.max_connections)
             .field("body_timeout", &self.body_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
-            .field("tls", &self.tls.is_some())
+            .field("tls", &self.has_tls())
             .field("sse_pair", &self.sse_pair)
             .field("poll_after", &self.poll_after)
             .field("poll_tools", &self.poll_tools)
@@ -201,6 +205,7 @@ impl Default for HttpConfig {
             max_connections: 16_384,
             body_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            #[cfg(feature = "tls")]
             tls: None,
             sse_pair: None,
             poll_after: None,
@@ -362,9 +367,19 @@ impl HttpConfig {
         self
     }
 
+    /// Whether TLS is configured (never without the `tls` feature).
+    fn has_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
     /// Serves TLS with a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,
     /// PKCS#1 or SEC1), offering ALPN `h2` then `http/1.1`. The server uses the `ring`
     /// cryptography provider, TLS 1.2 and 1.3.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn with_tls(mut self, cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, HttpError> {
         self.tls = Some(tls::server_config(cert_chain_pem, key_pem)?);
         Ok(self)
@@ -372,6 +387,8 @@ impl HttpConfig {
 
     /// Serves TLS with a ready `rustls` configuration. When its `alpn_protocols` is empty, `h2`
     /// and `http/1.1` are offered; otherwise it is used as given.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn with_rustls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
         self.tls = Some(tls::with_alpn(config));
         self

@@ -93,6 +93,8 @@
 //! lists the allowed methods, the allowed request headers (including every `mcp-param-*` a
 //! registered tool declares, recomputed when the registry changes) and the exposed ones.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod admit;
 mod body;
 mod client;
@@ -109,6 +111,7 @@ mod server;
 mod state;
 mod status;
 mod streams;
+#[cfg(feature = "tls")]
 mod tls;
 mod verbs;
 
@@ -123,6 +126,8 @@ pub use endpoint::{Endpoint, EndpointHandle};
 pub use error::HttpError;
 pub use server::serve;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tokio_rustls::rustls;
 
 use crate::state::Shared;

@@ -21,15 +21,17 @@
 //!   before being accepted (rapid reset: `GOAWAY`), streams reset for protocol errors, the send
 //!   buffer of a stream.
 //!
-//! Each connection is served by hyper-util's auto builder, which reads the first bytes: an
-//! HTTP/2 preface (h2c with prior knowledge, or `h2` negotiated through ALPN on TLS) selects
-//! HTTP/2, anything else HTTP/1.1.
+//! With the `http2` feature each connection is served by hyper-util's auto builder, which reads
+//! the first bytes: an HTTP/2 preface (h2c with prior knowledge, or `h2` negotiated through ALPN
+//! on TLS) selects HTTP/2, anything else HTTP/1.1. Without it every connection is HTTP/1.1
+//! ([`conn`]); TLS needs the `tls` feature.
 //!
 //! What a client that never reads can still pin: over HTTP/2, hyper holds the one chunk it took
 //! from each response (a whole JSON reply) until the stream's window opens; that is at most
 //! [`HttpConfig::h2_max_concurrent_streams`] replies per connection, for at most twice
 //! [`HttpConfig::stall_timeout`], after which the connection is closed.
 
+mod conn;
 mod track;
 
 use std::net::SocketAddr;
@@ -37,14 +39,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use mcp_runtime::Runtime;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -52,16 +52,15 @@ use crate::config::HttpConfig;
 use crate::error::HttpError;
 use crate::routes;
 use crate::state::Shared;
+use conn::{Acceptor, ConnBuilder, builder};
 use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
 const BACKOFF_MIN: Duration = Duration::from_millis(5);
 /// The longest pause after failed accepts.
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// The longest a TLS handshake may take.
-const TLS_HANDSHAKE: Duration = Duration::from_secs(30);
 /// The shortest of the connection timeouts: a smaller configured one is raised to this.
-const MIN_TIMEOUT: Duration = Duration::from_millis(10);
+pub(crate) const MIN_TIMEOUT: Duration = Duration::from_millis(10);
 /// How long a connection closed for idleness may take to finish (an HTTP/2 `GOAWAY`).
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
@@ -121,24 +120,6 @@ impl Timing {
     }
 }
 
-/// The connection builder: hyper's timer, the HTTP/1.1 header timeout, the HTTP/2 limits.
-fn builder(config: &HttpConfig) -> auto::Builder<TokioExecutor> {
-    let mut b = auto::Builder::new(TokioExecutor::new());
-    b.http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout.max(MIN_TIMEOUT));
-    b.http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(config.h2_keep_alive_interval.map(|d| d.max(MIN_TIMEOUT)))
-        .keep_alive_timeout(config.h2_keep_alive_timeout.max(MIN_TIMEOUT))
-        .max_concurrent_streams(config.h2_max_concurrent_streams)
-        .max_header_list_size(config.h2_max_header_list_size)
-        .max_pending_accept_reset_streams(config.h2_max_pending_accept_reset_streams)
-        .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
-        .max_send_buf_size(config.h2_max_send_buf_size);
-    b
-}
-
 /// Serves the endpoint on `listener` until `shutdown` is cancelled.
 ///
 /// A listener bound to a non-loopback address needs [`HttpConfig::allowed_origins`]. Accepted
@@ -166,7 +147,7 @@ pub async fn serve(
     let shared = Shared::build(runtime, config, Some(addr), shutdown.child_token())?;
     shared.ensure_started();
     let app = routes::build(shared.clone());
-    let tls = shared.config.tls.clone().map(TlsAcceptor::from);
+    let tls = conn::acceptor(&shared.config);
     let max = shared.config.max_connections;
     let conns = Conns::new(max, Clock::new());
     let builder = Arc::new(builder(&shared.config));
@@ -226,23 +207,7 @@ pub async fn serve(
         connections.spawn(async move {
             match tls {
                 None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
-                // Boxed: the TLS state (the handshake, the TLS stream) is larger than a
-                // cleartext connection's, and every connection task would be sized for it.
-                Some(acceptor) => {
-                    Box::pin(async move {
-                        let handshake = tokio::select! {
-                            r = tokio::time::timeout(TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
-                            () = slot.conn.evict.cancelled() => return,
-                            () = drain.cancelled() => return,
-                        };
-                        match handshake {
-                            Ok(Ok(stream)) => connection(stream, peer, &builder, service, slot, timing, drain).await,
-                            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                            Err(_) => tracing::debug!("TLS handshake timed out"),
-                        }
-                    })
-                    .await
-                }
+                Some(acceptor) => tls_connection(acceptor, tcp, peer, &builder, service, slot, timing, drain).await,
             }
         });
     }
@@ -258,6 +223,53 @@ pub async fn serve(
     Ok(())
 }
 
+/// Serves one TLS connection: the handshake (bounded by [`conn::TLS_HANDSHAKE`], given up when
+/// the connection is shed or the server drains), then [`connection`].
+#[cfg(feature = "tls")]
+#[allow(clippy::too_many_arguments)]
+async fn tls_connection(
+    acceptor: Acceptor,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    builder: &ConnBuilder,
+    service: TowerToHyperService<Router>,
+    slot: Slot,
+    timing: Timing,
+    drain: CancellationToken,
+) {
+    // Boxed: the TLS state (the handshake, the TLS stream) is larger than a cleartext
+    // connection's, and every connection task would be sized for it.
+    Box::pin(async move {
+        let handshake = tokio::select! {
+            r = tokio::time::timeout(conn::TLS_HANDSHAKE, acceptor.accept(tcp)) => r,
+            () = slot.conn.evict.cancelled() => return,
+            () = drain.cancelled() => return,
+        };
+        match handshake {
+            Ok(Ok(stream)) => connection(stream, peer, builder, service, slot, timing, drain).await,
+            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!("TLS handshake timed out"),
+        }
+    })
+    .await
+}
+
+/// Without the `tls` feature there is no acceptor: nothing to serve.
+#[cfg(not(feature = "tls"))]
+#[allow(clippy::too_many_arguments)]
+async fn tls_connection(
+    acceptor: Acceptor,
+    _: TcpStream,
+    _: SocketAddr,
+    _: &ConnBuilder,
+    _: TowerToHyperService<Router>,
+    _: Slot,
+    _: Timing,
+    _: CancellationToken,
+) {
+    match acceptor {}
+}
+
 async fn pause(shutdown: &CancellationToken, wait: Duration) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
@@ -270,7 +282,7 @@ async fn pause(shutdown: &CancellationToken, wait: Duration) {
 async fn connection<I>(
     io: I,
     peer: SocketAddr,
-    builder: &auto::Builder<TokioExecutor>,
+    builder: &ConnBuilder,
     service: TowerToHyperService<Router>,
     slot: Slot,
     timing: Timing,

@@ -1,5 +1,5 @@
 //! The [`RateBuckets`] seam: where rate-limit buckets live, and the in-process default
-//! ([`MemoryBuckets`], on the `governor` crate).
+//! ([`MemoryBuckets`]: the GCRA over a concurrent map).
 //!
 //! The rate-limit middleware (`middleware::RateLimit`) names a bucket per caller (and per
 //! tool or method, if asked) and asks the seam for one request from it. With one process the
@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use governor::DefaultKeyedRateLimiter;
-use governor::clock::{Clock, DefaultClock};
 
 use super::{Quota, StoreFuture};
 
@@ -58,17 +56,25 @@ pub trait RateBuckets: Send + Sync + 'static {
 /// How often at most the in-process buckets drop the keys that are full again.
 const SWEEP_INTERVAL_NANOS: u64 = 1_000_000_000;
 
-/// The default: buckets in this process's memory, one `governor` keyed limiter (a concurrent
-/// map of GCRA states) per distinct quota.
+/// The default: buckets in this process's memory, the GCRA (generic cell rate algorithm) over
+/// one concurrent map of theoretical arrival times per distinct quota.
+///
+/// A bucket is one number, its theoretical arrival time (TAT): when it would be full again. A
+/// request at `now` is allowed when `max(TAT, now) - now <= (burst - 1) × interval`, and then
+/// moves the TAT one interval on; otherwise it is refused with
+/// `retry_after = max(TAT, now) - now - (burst - 1) × interval` and changes nothing. Each
+/// decision is made under the map's lock of its key, so concurrent requests on one key never
+/// take more than the bucket holds. (This is `governor`'s algorithm, written here because it
+/// is twenty lines and the crate brought eight more to every build.)
 ///
 /// Idle keys are evicted: at most once a second, an acquisition sweeps away every key whose
-/// bucket is full again (`retain_recent`), so memory holds only the keys active within their
+/// bucket is full again (its TAT has passed), so memory holds only the keys active within their
 /// refill time (`burst × interval`). Distinct quotas are expected to be few (they come from the
 /// server's configuration and its per-principal hook).
 pub struct MemoryBuckets {
-    limiters: DashMap<Quota, DefaultKeyedRateLimiter<String>>,
-    clock: DefaultClock,
-    /// When the buckets were made: what `swept` counts from.
+    /// Per quota, each key's TAT in nanoseconds since `origin`.
+    buckets: DashMap<Quota, DashMap<String, u64>>,
+    /// What every time here counts from.
     origin: Instant,
     /// When the last sweep ran, in nanoseconds since `origin`.
     swept: AtomicU64,
@@ -77,7 +83,7 @@ pub struct MemoryBuckets {
 impl std::fmt::Debug for MemoryBuckets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryBuckets")
-            .field("quotas", &self.limiters.len())
+            .field("quotas", &self.buckets.len())
             .field("keys", &self.len())
             .finish()
     }
@@ -86,11 +92,29 @@ impl std::fmt::Debug for MemoryBuckets {
 impl Default for MemoryBuckets {
     fn default() -> Self {
         MemoryBuckets {
-            limiters: DashMap::new(),
-            clock: DefaultClock::default(),
+            buckets: DashMap::new(),
             origin: Instant::now(),
             swept: AtomicU64::new(0),
         }
+    }
+}
+
+/// Nanoseconds of a duration, saturating.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The GCRA's decision on one bucket: the admission, and the bucket's next TAT if allowed.
+fn decide(tat: u64, now: u64, quota: Quota) -> (Admission, Option<u64>) {
+    let interval = nanos(quota.interval());
+    let tolerance = interval.saturating_mul(u64::from(quota.burst() - 1));
+    let start = tat.max(now);
+    let ahead = start - now;
+    if ahead > tolerance {
+        let retry_after = Duration::from_nanos(ahead - tolerance);
+        (Admission::Limited { retry_after }, None)
+    } else {
+        (Admission::Allowed, Some(start.saturating_add(interval)))
     }
 }
 
@@ -103,27 +127,31 @@ impl MemoryBuckets {
     /// Takes one request from the bucket `key` under `quota`, at once (the in-process decision
     /// needs no await).
     pub fn check(&self, key: &str, quota: Quota) -> Admission {
-        self.maybe_sweep();
-        let key = key.to_owned();
-        let decision = match self.limiters.get(&quota) {
-            Some(limiter) => limiter.check_key(&key),
-            None => self
-                .limiters
-                .entry(quota)
-                .or_insert_with(|| DefaultKeyedRateLimiter::dashmap(quota.to_governor()))
-                .check_key(&key),
+        let now = self.now_nanos();
+        self.maybe_sweep(now);
+        let keys = match self.buckets.get(&quota) {
+            Some(keys) => keys,
+            None => self.buckets.entry(quota).or_default().downgrade(),
         };
-        match decision {
-            Ok(()) => Admission::Allowed,
-            Err(not_until) => Admission::Limited {
-                retry_after: not_until.wait_time_from(self.clock.now()),
-            },
+        // The key's entry is locked while it is decided: decisions on one key are atomic.
+        if let Some(mut tat) = keys.get_mut(key) {
+            let (admission, next) = decide(*tat, now, quota);
+            if let Some(next) = next {
+                *tat = next;
+            }
+            return admission;
         }
+        let mut tat = keys.entry(key.to_owned()).or_insert(now);
+        let (admission, next) = decide(*tat, now, quota);
+        if let Some(next) = next {
+            *tat = next;
+        }
+        admission
     }
 
     /// How many keys are held (buckets not yet swept away).
     pub fn len(&self) -> usize {
-        self.limiters.iter().map(|l| l.len()).sum()
+        self.buckets.iter().map(|keys| keys.len()).sum()
     }
 
     /// Whether no key is held.
@@ -133,14 +161,14 @@ impl MemoryBuckets {
 
     /// Drops every key whose bucket is full again (it would decide as a new one would).
     pub fn sweep(&self) {
-        for limiter in self.limiters.iter() {
-            limiter.retain_recent();
-            limiter.shrink_to_fit();
+        let now = self.now_nanos();
+        for keys in self.buckets.iter() {
+            keys.retain(|_, tat| *tat > now);
+            keys.shrink_to_fit();
         }
     }
 
-    fn maybe_sweep(&self) {
-        let now = self.now_nanos();
+    fn maybe_sweep(&self, now: u64) {
         let last = self.swept.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= SWEEP_INTERVAL_NANOS;
         // One caller sweeps; the others go on.
@@ -155,7 +183,7 @@ impl MemoryBuckets {
     }
 
     fn now_nanos(&self) -> u64 {
-        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        nanos(self.origin.elapsed())
     }
 }
 
@@ -211,6 +239,58 @@ mod tests {
         b.sweep();
         // The fast buckets are full again and gone; the slow one still counts.
         assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn the_gcra_spaces_requests_after_the_burst() {
+        let q = Quota::per_second(NonZeroU32::new(2).unwrap()); // 500 ms apart, burst 2
+        let ms = |n: u64| n * 1_000_000;
+        // A fresh bucket (TAT = now) takes the burst, then refuses until one interval passed.
+        let (a, tat) = decide(0, 0, q);
+        assert_eq!((a, tat), (Admission::Allowed, Some(ms(500))));
+        let (a, tat) = decide(ms(500), 0, q);
+        assert_eq!((a, tat), (Admission::Allowed, Some(ms(1000))));
+        let (a, tat) = decide(ms(1000), ms(100), q);
+        assert_eq!(
+            (a, tat),
+            (
+                Admission::Limited {
+                    retry_after: Duration::from_millis(400)
+                },
+                None
+            ),
+            "allowed again at TAT - tolerance = 500 ms"
+        );
+        assert_eq!(decide(ms(1000), ms(500), q), (Admission::Allowed, Some(ms(1500))));
+        // Long idle: the bucket is full again, whatever its old TAT.
+        assert_eq!(decide(ms(1500), ms(10_000), q), (Admission::Allowed, Some(ms(10_500))));
+    }
+
+    #[test]
+    fn concurrent_requests_on_one_key_never_take_more_than_the_burst() {
+        let b = std::sync::Arc::new(MemoryBuckets::new());
+        let q = Quota::per_minute(NonZeroU32::new(50).unwrap());
+        let allowed = std::sync::Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (b, allowed) = (b.clone(), allowed.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        if b.check("shared", q).is_allowed() {
+                            allowed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("no panic");
+        }
+        assert_eq!(
+            allowed.load(Ordering::Relaxed),
+            50,
+            "400 attempts, a burst of 50 within a second"
+        );
     }
 
     #[tokio::test]

@@ -88,13 +88,6 @@ impl Quota {
     pub fn burst(&self) -> u32 {
         self.burst.get()
     }
-
-    /// The same limit as a `governor` quota (the in-process buckets).
-    pub(crate) fn to_governor(self) -> governor::Quota {
-        governor::Quota::with_period(self.interval)
-            .expect("an interval of at least a microsecond")
-            .allow_burst(self.burst)
-    }
 }
 
 impl FromStr for Quota {
@@ -141,13 +134,5 @@ mod tests {
             assert!(matches!(bad.parse::<Quota>(), Err(QuotaError::Burst(_))), "{bad}");
         }
         assert!(Quota::with_interval(Duration::from_nanos(999)).is_none());
-    }
-
-    #[test]
-    fn converts_to_governor() {
-        let q = Quota::per_minute(NonZeroU32::new(30).unwrap());
-        let g = q.to_governor();
-        assert_eq!(g.replenish_interval(), Duration::from_secs(2));
-        assert_eq!(g.burst_size().get(), 30);
     }
 }
