@@ -20,11 +20,22 @@
 //!
 //! Validation reports at most [`MAX_VIOLATIONS`] readable messages such as
 //! `at /a/b: 3 is not of type "string"`.
+//!
+//! # Without the `schema-validation` feature
+//!
+//! The `jsonschema` crate (and its forty-odd dependencies) is behind the `schema-validation`
+//! feature, on by default. Without it [`validator`] still refuses schemas over the bounds, and
+//! answers `Ok(None)`: no instance is checked against a schema, so a typed tool's arguments are
+//! checked only by its own deserialization, and an untyped tool gets them as sent. There is no
+//! [`compile`], and [`CompiledSchema`] is an empty enum (no value of it can exist).
 
 use std::fmt;
+#[cfg(feature = "schema-validation")]
 use std::sync::Arc;
 
+#[cfg(feature = "schema-validation")]
 use jsonschema::error::ValidationErrorKind;
+#[cfg(feature = "schema-validation")]
 use jsonschema::{Draft, ReferencingError, Retrieve, Uri, Validator};
 use serde_json::Value;
 
@@ -37,6 +48,7 @@ pub const MAX_SUBSCHEMAS: usize = 10_000;
 /// The most violation messages kept by [`CompiledSchema::validate`].
 pub const MAX_VIOLATIONS: usize = 5;
 /// Longest violation message, in characters, before it is cut.
+#[cfg(feature = "schema-validation")]
 const MAX_MESSAGE_CHARS: usize = 200;
 
 /// Why a schema could not be compiled.
@@ -74,6 +86,7 @@ pub enum Dialect {
     Draft202012,
 }
 
+#[cfg(feature = "schema-validation")]
 impl Dialect {
     fn draft(self) -> Draft {
         match self {
@@ -99,12 +112,47 @@ impl Dialect {
 }
 
 /// A compiled schema: cheap to clone, shareable across threads.
+#[cfg(feature = "schema-validation")]
 #[derive(Clone)]
 pub struct CompiledSchema {
     validator: Arc<Validator>,
     dialect: Dialect,
 }
 
+/// A compiled schema; without the `schema-validation` feature none can exist.
+#[cfg(not(feature = "schema-validation"))]
+#[derive(Clone, Debug)]
+pub enum CompiledSchema {}
+
+#[cfg(not(feature = "schema-validation"))]
+impl CompiledSchema {
+    /// The dialect the schema was compiled with.
+    pub fn dialect(&self) -> Dialect {
+        match *self {}
+    }
+
+    /// Validates an instance, reporting up to [`MAX_VIOLATIONS`] violations.
+    pub fn validate(&self, _: &Value) -> Result<(), SchemaViolations> {
+        match *self {}
+    }
+
+    /// Whether an instance is valid (no messages are built).
+    pub fn is_valid(&self, _: &Value) -> bool {
+        match *self {}
+    }
+}
+
+/// The validator of a schema, after checking its size (and, with the `schema-validation`
+/// feature, its dialect): `Ok(None)` when this build does not validate instances (the feature
+/// is off; see the module's documentation).
+pub fn validator(schema: &Value) -> Result<Option<CompiledSchema>, SchemaError> {
+    #[cfg(feature = "schema-validation")]
+    return compile(schema).map(Some);
+    #[cfg(not(feature = "schema-validation"))]
+    check_bounds(schema).map(|()| None)
+}
+
+#[cfg(feature = "schema-validation")]
 impl fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CompiledSchema")
@@ -144,8 +192,10 @@ impl SchemaViolations {
 }
 
 /// A retriever that refuses everything: references resolve locally or fail.
+#[cfg(feature = "schema-validation")]
 struct NoRetrieval;
 
+#[cfg(feature = "schema-validation")]
 impl Retrieve for NoRetrieval {
     fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         Err(format!("retrieval of {uri} is disabled").into())
@@ -153,6 +203,8 @@ impl Retrieve for NoRetrieval {
 }
 
 /// Compiles a schema after checking its size and dialect.
+#[cfg(feature = "schema-validation")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema-validation")))]
 pub fn compile(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     check_bounds(schema)?;
     let dialect = match schema.as_object().and_then(|o| o.get("$schema")) {
@@ -214,6 +266,7 @@ fn check_bounds(schema: &Value) -> Result<(), SchemaError> {
     Ok(())
 }
 
+#[cfg(feature = "schema-validation")]
 impl CompiledSchema {
     /// The dialect the schema was compiled with.
     pub fn dialect(&self) -> Dialect {
@@ -245,6 +298,7 @@ impl CompiledSchema {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 fn cut(mut s: String) -> String {
     if let Some((at, _)) = s.char_indices().nth(MAX_MESSAGE_CHARS) {
         s.truncate(at);
@@ -253,7 +307,7 @@ fn cut(mut s: String) -> String {
     s
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "schema-validation"))]
 mod tests {
     use serde_json::json;
 

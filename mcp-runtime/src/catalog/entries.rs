@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mcp_protocol::apps::{AppsError, check_resource, check_tool_meta};
 use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
 use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
-use mcp_protocol::schema::{CompiledSchema, SchemaError, compile};
+use mcp_protocol::schema::{CompiledSchema, SchemaError, validator};
 use serde_json::Value;
 
 use super::scopes::{ScopeError, Scopes};
@@ -122,9 +122,9 @@ impl ToolEntry {
             which,
             source,
         };
-        let input = compile(&def.input_schema).map_err(|e| schema_err("input", e))?;
+        let input = validator(&def.input_schema).map_err(|e| schema_err("input", e))?;
         let output = match &def.output_schema {
-            Some(s) => Some(compile(s).map_err(|e| schema_err("output", e))?),
+            Some(s) => validator(s).map_err(|e| schema_err("output", e))?,
             None => None,
         };
         let param_headers =
@@ -136,7 +136,7 @@ impl ToolEntry {
         Ok(ToolEntry {
             def,
             handler,
-            input: validate_input.then_some(input),
+            input: input.filter(|_| validate_input),
             output: output.filter(|_| validate_output),
             param_headers,
             timeout: None,

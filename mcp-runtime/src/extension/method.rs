@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mcp_protocol::RpcError;
 use mcp_protocol::extension::{ExtensionError, check_method};
-use mcp_protocol::schema::{CompiledSchema, compile};
+use mcp_protocol::schema::{CompiledSchema, validator};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -129,7 +129,7 @@ impl CustomMethod {
         Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
     {
         let params_schema = schema_of::<P>();
-        let compiled = compile(&params_schema)
+        let compiled = validator(&params_schema)
             .map_err(|_| ExtensionError::InvalidMethod(name.to_owned(), "its params schema does not compile"))?;
         let typed = Typed {
             schema: compiled,
@@ -202,7 +202,8 @@ fn schema_of<T: JsonSchema>() -> Value {
 
 /// A typed handler: validation, deserialization, the handler, serialization.
 struct Typed<P, R, F> {
-    schema: CompiledSchema,
+    /// The params' validator (none when this build does not validate).
+    schema: Option<CompiledSchema>,
     handler: F,
     marker: std::marker::PhantomData<fn(P) -> R>,
 }
@@ -216,7 +217,9 @@ where
 {
     fn call(&self, params: Map<String, Value>, ctx: Ctx) -> BoxFuture<MethodResult> {
         let params = Value::Object(params);
-        if let Err(violations) = self.schema.validate(&params) {
+        if let Some(schema) = &self.schema
+            && let Err(violations) = schema.validate(&params)
+        {
             let e = RpcError::invalid_params(format!("Invalid params: {violations}"));
             return Box::pin(async move { Err(HandlerError::Rpc(e)) });
         }
