@@ -4,7 +4,7 @@ use crate::balancer::Balancer;
 use crate::oidc::{self, OidcProvider};
 use crate::redis::RedisServer;
 use crate::util::{self, Result};
-use crate::{conformance, fuzz, interop, scaleout, soak};
+use crate::{conformance, fuzz, interop, scaleout, soak, weight};
 
 /// The scale-out passes of the gate: every balancer, two and four instances, one Redis and a
 /// Redis Cluster.
@@ -35,7 +35,17 @@ const SCALEOUT_PASSES: &[scaleout::Pass] = &[
 const FUZZ_SMOKE_SECONDS: u64 = 5;
 
 /// The feature sets of `mcp-server` linted on their own (the default set is the workspace's).
-const FEATURE_SETS: &[&str] = &["", "stdio", "http", "auth", "skills", "http,auth,redis"];
+const FEATURE_SETS: &[&str] = &[
+    "",
+    "stdio",
+    "http",
+    "http,stdio",
+    "tls",
+    "http2",
+    "auth",
+    "skills",
+    "http,auth,redis",
+];
 
 /// Crates a stdio-only `mcp-server` must not depend on: HTTP, TLS and JWT.
 const NOT_IN_STDIO: &[&str] = &[
@@ -104,7 +114,8 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
     found
 }
 
-/// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), tests (with a
+/// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), the weight
+/// comparison with rmcp ([`weight`]), tests (with a
 /// Redis of their own, `MCP_TEST_REDIS_URL`, and an OpenID provider of their own once its smoke
 /// passed, `MCP_TEST_OIDC_*`: see [`oidc`]), the `extension` and `middleware` examples, a fuzz
 /// smoke, interop, conformance, the scale-out legs ([`SCALEOUT_PASSES`]) and the one-minute soak.
@@ -168,17 +179,23 @@ pub(crate) fn run() -> Result {
         .map(Some)
         .chain([None])
         .chain(steps[3..].iter().map(Some));
-    let total = steps.len() + 6;
-    for (i, step) in order.enumerate() {
+    let total = steps.len() + 7;
+    let mut n = 0;
+    for step in order {
+        n += 1;
         let Some((title, args)) = step else {
             util::banner(&format!(
-                "ci [{}/{total}] mcp-server feature matrix; no HTTP, TLS or JWT crate in a stdio-only build",
-                i + 1
+                "ci [{n}/{total}] mcp-server feature matrix; no HTTP, TLS or JWT crate in a stdio-only build"
             ));
             features().map_err(|e| format!("ci: feature matrix failed: {e}"))?;
+            n += 1;
+            util::banner(&format!(
+                "ci [{n}/{total}] weight: the notes server on this library no heavier than on rmcp"
+            ));
+            weight::run(&weight::Options::default()).map_err(|e| format!("ci: {e}"))?;
             continue;
         };
-        util::banner(&format!("ci [{}/{total}] {title}", i + 1));
+        util::banner(&format!("ci [{n}/{total}] {title}"));
         let mut cmd = util::cargo();
         cmd.args(*args)
             .env("RUSTDOCFLAGS", "-D warnings")

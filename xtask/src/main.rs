@@ -70,6 +70,7 @@ mod scaleout;
 mod soak;
 mod tools;
 mod util;
+mod weight;
 
 use std::process::ExitCode;
 
@@ -114,6 +115,10 @@ commands:
                           --baseline REV: ours at commit REV as a fourth target, in the same rounds;
                           --rate-limited Q: ours under rate-limit quota Q too, as the target limited;
                           --rounds N: N interleaved rounds per cell instead of 3)
+  weight [--features]     the notes server of weight/ on this library (mcp-server with http and
+                          stdio) and on rmcp 3.11, dev profile: crates compiled and stripped size
+                          side by side; fails when ours is heavier (--features: each mcp-server
+                          feature's cost too, the README's table)
   soak [--minutes N] [--listeners N] [--rate-limit RATE[:BURST]] [--skip-build]
                           N minutes (default 1) of load and faults against the everything example:
                           2000 listen streams (ci runs 1 minute with 500), callers of both eras,
@@ -188,6 +193,10 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => soak::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
+        "weight" => match parse_weight(rest) {
+            Ok(opts) => weight::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "oidc" => match parse_oidc(rest) {
             Ok(opts) => oidc::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
@@ -202,6 +211,17 @@ fn dispatch(args: &[String]) -> Outcome {
         }
         other => Outcome::Usage(format!("unknown command `{other}`")),
     }
+}
+
+fn parse_weight(args: &[String]) -> Result<weight::Options, String> {
+    let mut opts = weight::Options::default();
+    for arg in args {
+        match arg.as_str() {
+            "--features" => opts.features = true,
+            other => return Err(format!("unknown weight option `{other}`")),
+        }
+    }
+    Ok(opts)
 }
 
 fn no_options(rest: &[String]) -> Result<(), String> {
