@@ -103,6 +103,7 @@ mod guard;
 mod headers;
 mod metadata;
 mod pair;
+mod probes;
 mod response;
 mod routes;
 mod server;
@@ -122,6 +123,7 @@ pub use config::{HttpConfig, HttpMode};
 pub use endpoint::{Endpoint, EndpointHandle};
 pub use error::HttpError;
 pub use server::serve;
+pub use state::Readiness;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
 pub use tokio_rustls::rustls;
 
