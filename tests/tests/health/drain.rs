@@ -12,19 +12,20 @@ use crate::support::{Running, assert_probe, bounded, builder, call_body, call_he
 
 /// A call is in flight when the shutdown begins: `/readyz` answers 503 `draining` at once while
 /// `/livez` answers 200, new requests are still served for the readiness delay, the listener
-/// closes after it, and the call's reply arrives before `serve_http_on` returns.
+/// closes after it while the call still runs, and the call's reply arrives before
+/// `serve_http_on` returns.
 #[tokio::test]
 async fn readiness_falls_first_and_the_call_in_flight_completes() {
     bounded(30, async {
         let started = Arc::new(Notify::new());
         let server = builder(started.clone()).build().expect("server");
-        let delay = Duration::from_millis(1500);
+        let delay = Duration::from_secs(3);
         let s = Running::start(server, HttpConfig::default().readiness_delay(delay)).await;
         let addr = s.addr;
         assert_probe(&get(addr, "/readyz").await, 200, "ok");
         assert_probe(&get(addr, "/livez").await, 200, "ok");
 
-        let call = tokio::spawn(call_slow(addr, 2500));
+        let call = tokio::spawn(call_slow(addr, 4000));
         started.notified().await;
         let stopping = tokio::time::Instant::now();
         s.stop();
@@ -50,15 +51,17 @@ async fn readiness_falls_first_and_the_call_in_flight_completes() {
         assert!(short.body.contains("slept 1 ms"), "{short:?}");
         assert!(stopping.elapsed() < delay, "the checks above ran within the delay");
 
-        // After the delay the listener closes; the call in flight still completes.
-        let answer = call.await.expect("the call task");
-        assert_eq!(answer.status, 200, "{answer:?}");
-        assert!(answer.body.contains("slept 2500 ms"), "{answer:?}");
-        s.stopped().await;
+        // After the delay the listener closes while the call is still running; it completes.
+        tokio::time::sleep_until(stopping + delay + Duration::from_millis(300)).await;
+        assert!(!call.is_finished(), "the call sleeps 4 s");
         assert!(
             tokio::net::TcpStream::connect(addr).await.is_err(),
-            "the listener is closed once serve_http_on returned"
+            "the listener is closed once the readiness delay is over"
         );
+        let answer = call.await.expect("the call task");
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(answer.body.contains("slept 4000 ms"), "{answer:?}");
+        s.stopped().await;
     })
     .await;
 }
