@@ -7,8 +7,8 @@
 //! test owns answers 503 `store unreachable` once that Redis is killed, and 200 again once it
 //! is back. `health/guard.rs`: the probes answer without credentials, whatever the `Host`, and
 //! past the MCP rate limits, while `/mcp` still refuses. `health/signals.rs`: `serve_http` and
-//! `serve_stdio` (in the `drain-server` binary) answer a call in flight after `SIGTERM`, then
-//! exit 0. `health/support.rs`: the servers and a raw HTTP/1.1 client.
+//! `serve_stdio` (in the `drain-server` binary), and the `everything` fixture, answer a call in
+//! flight after `SIGTERM`, then exit 0. `health/support.rs`: the servers and a raw HTTP/1.1 client.
 
 #[path = "health/drain.rs"]
 mod drain;

@@ -1,7 +1,9 @@
 //! `SIGTERM` drains like Ctrl-C: the `drain-server` binary (this crate's, served by
-//! `McpServer::serve_http` or `McpServer::serve_stdio`) gets a slow call, then `SIGTERM`
-//! (`kill -TERM`); the call's reply arrives and the process exits 0.
+//! `McpServer::serve_http` or `McpServer::serve_stdio`) and the `everything` example (the
+//! conformance fixture, which `cargo test` builds beside this suite) get a slow call, then
+//! `SIGTERM` (`kill -TERM`); the call's reply arrives and the process exits 0.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::support::{bounded, call_slow, until_status};
+use crate::support::{bounded, call_body, call_headers, call_slow, send, until_status};
 
 /// Starts `drain-server` with `args`.
 fn spawn(args: &[&str]) -> Child {
@@ -91,6 +93,55 @@ async fn serve_stdio_drains_on_sigterm() {
         let status = child.wait().await.expect("drain-server exits");
         assert!(status.success(), "drain-server exits 0 after draining: {status}");
         drop(stdin);
+    })
+    .await;
+}
+
+/// The `everything` example: `target/<profile>/examples/everything`, beside this test's
+/// directory (`cargo test` of the workspace builds it).
+fn everything() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
+    let path = profile.join("examples").join("everything");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` of the workspace builds it (`cargo build -p mcp-server --example everything`)",
+        path.display()
+    );
+    path
+}
+
+#[tokio::test]
+async fn the_everything_fixture_drains_on_sigterm() {
+    bounded(60, async {
+        let mut child = Command::new(everything())
+            .args(["--host", "127.0.0.1", "--port", "0", "--soak"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("everything starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+        let first = lines.next_line().await.expect("its stdout").expect("a first line");
+        let endpoint = first.strip_prefix("listening on ").expect("`listening on <url>`");
+        let addr: std::net::SocketAddr = endpoint
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .expect("an address");
+        until_status(addr, "/livez", 200, Duration::from_secs(5)).await;
+
+        let body = call_body(1, "soak_sleep", json!({"ms": 1500}));
+        let headers = call_headers("soak_sleep", &[]);
+        let call = tokio::spawn(async move { send(addr, "POST", "/mcp", &headers, &body).await });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        terminate(&child).await;
+        let answer = call.await.expect("the call task");
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(answer.body.contains("slept 1500 ms"), "{answer:?}");
+        let status = child.wait().await.expect("everything exits");
+        assert!(status.success(), "everything exits 0 after draining: {status}");
     })
     .await;
 }
