@@ -14,7 +14,7 @@
 //! cargo run --example apps -- --port 0              # any free port
 //! ```
 //!
-//! It prints `listening on http://HOST:PORT/mcp` on stdout and stops gracefully on Ctrl-C.
+//! It prints `listening on http://HOST:PORT/mcp` on stdout and stops gracefully on Ctrl-C or `SIGTERM`.
 //! `cargo xtask interop` loads the page in headless Chromium inside a host page built on the
 //! official `@modelcontextprotocol/ext-apps` app bridge (`interop/apps/`).
 
@@ -105,8 +105,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
+    let signal = mcp_server::shutdown_signal();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         stop.cancel();
     });
     server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;

@@ -6,13 +6,15 @@
 //! curl http://127.0.0.1:8080/health                                         # ok, no key needed
 //! ```
 //!
-//! - `GET /health` answers `ok` (no authentication: a load balancer's probe);
+//! - `GET /health` answers `ok` (no authentication: the application's own route);
 //! - `/v1/mcp` is the MCP endpoint (both eras), nested under `/v1`; every request to it must
 //!   carry `x-api-key: <MCP_API_KEY>` (or `Authorization: ApiKey <key>`), else 401;
+//! - `/v1/livez` and `/v1/readyz` are the endpoint's probes, nested with it (no key needed;
+//!   `/v1/readyz` answers 503 once the shutdown has begun);
 //! - a tower layer (axum's `middleware::from_fn`) logs every request with its status and
 //!   duration, and another adds a `server` header;
 //! - accepted sockets get `TCP_NODELAY` (axum leaves it off);
-//! - Ctrl-C shuts down gracefully: the MCP streams end, calls in flight get
+//! - Ctrl-C or `SIGTERM` shuts down gracefully: the MCP streams end, calls in flight get
 //!   `HttpConfig::shutdown_grace` to finish, then the server stops.
 
 use std::sync::Arc;
@@ -87,11 +89,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    tracing::info!("listening on http://{local}/v1/mcp (health: http://{local}/health)");
+    // The endpoint's probes are nested with it: /v1/livez and /v1/readyz (503 while draining).
+    tracing::info!(
+        "listening on http://{local}/v1/mcp (health: http://{local}/health, readiness: http://{local}/v1/readyz)"
+    );
 
     let stop = handle.clone();
+    // Ctrl-C or SIGTERM: /readyz answers 503, then the streams end and the calls drain.
+    let signal = mcp_server::shutdown_signal();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         tracing::info!("shutting down");
         stop.trigger();
     });

@@ -846,8 +846,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let endpoint = format!("http://{local}/mcp");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
+    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
+    let signal = mcp_server::shutdown_signal();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         stop.cancel();
     });
     // SEP-1699: the reconnection tool's POST stream is closed at once, and

@@ -5,7 +5,7 @@
 //! cargo run --example http_minimal -- 127.0.0.1:0     # any free port
 //! ```
 //!
-//! It prints the URL it serves on stderr and stops gracefully on Ctrl-C.
+//! It prints the URL it serves on stderr and stops gracefully on Ctrl-C or `SIGTERM`.
 
 use mcp_server::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -42,8 +42,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
+    let signal = mcp_server::shutdown_signal();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         stop.cancel();
     });
     server()?

@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("--stdio") => Ok(server.serve_stdio().await?),
         other => {
             let addr = other.unwrap_or("127.0.0.1:8080");
-            tracing::info!("serving http://{addr}/mcp until Ctrl-C");
+            tracing::info!("serving http://{addr}/mcp until Ctrl-C or SIGTERM");
             Ok(server.serve_http(addr).await?)
         }
     }

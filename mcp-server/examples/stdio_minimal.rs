@@ -34,8 +34,7 @@ async fn main() -> Result<(), ServerError> {
             (i.a + i.b).to_string()
         }))
         .build()?
-        .serve_stdio_until(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        // Until stdin closes, Ctrl-C or SIGTERM; the requests in flight are answered first.
+        .serve_stdio_until(mcp_server::shutdown_signal())
         .await
 }

@@ -76,8 +76,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
+    let signal = mcp_server::shutdown_signal();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         stop.cancel();
     });
     server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;

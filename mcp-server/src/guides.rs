@@ -1,7 +1,8 @@
 //! The guides (`docs/guides/` in the repository), one module each, so that their code is
 //! compiled and run as doc tests.
 //!
-//! - [`getting_started`]: a first server on stdio and on HTTP, the `Cargo.toml` lines;
+//! - [`getting_started`]: a first server on stdio and on HTTP, the `Cargo.toml` lines, graceful
+//!   shutdown on Ctrl-C and `SIGTERM` (stdio and HTTP), the health probes;
 //! - [`tools`]: typed, structured and raw tools, derived schemas, annotations and icons, errors,
 //!   shared state, timeouts;
 //! - [`resources`]: resources, templates, subscriptions, cache hints;

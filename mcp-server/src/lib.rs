@@ -19,7 +19,8 @@
 //! - [`Resource`], [`ResourceTemplate`], [`Prompt`];
 //! - transports: [`McpServer::serve_http`] (Streamable HTTP, both eras on
 //!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
-//!   [`McpServer::serve_stdio`].
+//!   [`McpServer::serve_stdio`], which drain gracefully on Ctrl-C and `SIGTERM`
+//!   ([`shutdown_signal`]); the HTTP ones serve the `/livez` and `/readyz` probes.
 //! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
 //!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
 //! - [`apps`]: MCP Apps, interactive HTML views hosts render for tools
@@ -162,6 +163,7 @@ mod schema;
 #[cfg(any(feature = "http", feature = "stdio"))]
 mod serve;
 mod server;
+mod signal;
 mod tool;
 
 pub mod testing;
@@ -295,6 +297,7 @@ pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoReadResult, Resource, ResourceTemplate};
 pub use schema::{SchemaStyle, schema_of};
 pub use server::{McpServer, McpServerBuilder, ServerError};
+pub use signal::shutdown_signal;
 pub use tool::{IntoToolResult, Tool};
 
 /// The result of a handler: `Result<T>` is `Result<T, HandlerError>`, and `?` converts any

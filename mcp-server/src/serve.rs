@@ -1,4 +1,6 @@
 //! Serving: Streamable HTTP (on an address, a bound listener, or as an axum router) and stdio.
+//! The helpers that run until the process is told to stop drain on Ctrl-C and `SIGTERM`
+//! ([`shutdown_signal`](crate::shutdown_signal)).
 
 #[cfg(feature = "http")]
 use mcp_transport_http::HttpConfig;
@@ -10,28 +12,33 @@ use crate::server::{McpServer, ServerError};
 impl McpServer {
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-    /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the default
-    /// [`HttpConfig`]) until Ctrl-C, then shuts down gracefully (see
-    /// [`McpServer::serve_http_on`]). Accepted sockets get `TCP_NODELAY`.
+    /// Serves Streamable HTTP on `addr` (both eras on `/mcp`, the health
+    /// probes on `/livez` and `/readyz`, the default [`HttpConfig`]) until
+    /// Ctrl-C or `SIGTERM` ([`shutdown_signal`](crate::shutdown_signal)), then
+    /// shuts down gracefully (see [`McpServer::serve_http_on`]). Accepted
+    /// sockets get `TCP_NODELAY`.
     pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
+        let signal = crate::shutdown_signal();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.cancel();
-            }
+            signal.await;
+            stop.cancel();
         });
         self.serve_http_on(listener, HttpConfig::default(), shutdown).await
     }
 
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-    /// Serves Streamable HTTP on a bound listener until `shutdown` is
-    /// cancelled, then shuts down gracefully: nothing more is accepted, every
-    /// SSE stream ends at once (legacy GET streams, `subscriptions/listen`
-    /// streams after their completion result, the 2024-11-05 pair, POST
-    /// streams), and the calls in flight get
+    /// Serves Streamable HTTP on a bound listener, with the health probes
+    /// ([`HttpConfig::probes`]), until `shutdown` is cancelled (for example
+    /// by [`shutdown_signal`](crate::shutdown_signal)), then shuts down
+    /// gracefully: `/readyz` answers 503 at once; after
+    /// [`HttpConfig::readiness_delay`] (default zero) nothing more is
+    /// accepted, every SSE stream ends (legacy GET streams,
+    /// `subscriptions/listen` streams after their completion result, the
+    /// 2024-11-05 pair, POST streams), and the calls in flight get
     /// [`HttpConfig::shutdown_grace`] (default 10 s) to finish; past it the
     /// sessions are closed and the remaining calls cancelled, each handler
     /// with `ServerConfig::cancel_grace` (default 1 s) to clean up. Returns
@@ -44,8 +51,12 @@ impl McpServer {
     ) -> Result<(), ServerError> {
         let runtime = self.runtime.clone();
         let ended = shutdown.clone();
+        let delay = config.readiness_delay;
         tokio::spawn(async move {
             ended.cancelled().await;
+            // Subscriptions end with the endpoint's streams, once readiness has been down
+            // for the delay.
+            tokio::time::sleep(delay).await;
             runtime.shutdown();
         });
         mcp_transport_http::serve(self.runtime, config, listener, shutdown).await?;
@@ -59,8 +70,10 @@ impl McpServer {
     /// [`Endpoint`](mcp_transport_http::Endpoint).
     ///
     /// The router sweeps its own idle legacy sessions (`session_ttl`, every
-    /// [`HttpConfig::session_sweep_interval`]). What the application serving
-    /// it must do:
+    /// [`HttpConfig::session_sweep_interval`]) and serves the health probes
+    /// ([`HttpConfig::probes`]: `/livez` and `/readyz` by default, before the
+    /// endpoint's checks and authentication; other paths, or none, when the
+    /// application has its own). What the application serving it must do:
     ///
     /// - **Shut it down through its handle.** Its SSE streams (a legacy GET
     ///   stream lives as long as its client) end only when the endpoint shuts
@@ -98,9 +111,10 @@ impl McpServer {
     ///         let _ = tcp.set_nodelay(true);
     ///     });
     /// let stop = handle.clone();
+    /// let signal = mcp_server::shutdown_signal(); // Ctrl-C or SIGTERM
     /// tokio::spawn(async move {
-    ///     let _ = tokio::signal::ctrl_c().await;
-    ///     stop.trigger();
+    ///     signal.await;
+    ///     stop.trigger(); // /readyz answers 503; streams end after the readiness delay
     /// });
     /// axum::serve(listener, app)
     ///     .with_graceful_shutdown(handle.triggered())
@@ -119,17 +133,20 @@ impl McpServer {
 
     #[cfg(feature = "stdio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
-    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes
-    /// (see [`McpServer::serve_stdio_until`] for a graceful shutdown).
+    /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes,
+    /// or until Ctrl-C or `SIGTERM` ([`shutdown_signal`](crate::shutdown_signal)):
+    /// then it shuts down gracefully as [`McpServer::serve_stdio_until`] says
+    /// (the requests in flight are answered before it returns).
     pub async fn serve_stdio(self) -> Result<(), ServerError> {
-        self.serve_stdio_with(mcp_transport_stdio::StdioConfig::default(), std::future::pending())
+        self.serve_stdio_with(mcp_transport_stdio::StdioConfig::default(), crate::shutdown_signal())
             .await
     }
 
     #[cfg(feature = "stdio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
     /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes
-    /// or `shutdown` completes (e.g. `async { let _ = tokio::signal::ctrl_c().await; }`),
+    /// or `shutdown` completes (e.g. [`shutdown_signal`](crate::shutdown_signal):
+    /// Ctrl-C or `SIGTERM`),
     /// then shuts down gracefully: reading stops, `subscriptions/listen`
     /// streams end with `notifications/cancelled` and their completion
     /// result, admitted requests get the drain timeout (default 10 s) to

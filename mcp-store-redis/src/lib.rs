@@ -104,6 +104,7 @@
 //! | task list / recover | script: `SMEMBERS`, `GET` each | 1 |
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
+//! | reachability check (`Store::check`, the HTTP `/readyz` probe) | `PING`, unanswered after 800 ms = unreachable | 1 |
 //! | pair open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
 //! | DPoP replay check | `SET NX PX` | 1 |
@@ -144,6 +145,10 @@
 //!   again within `ServerConfig::session_check_interval`, 2 s by default, and ends it too), event
 //!   cursors replay as truncated, tasks are gone. A session record that does not decode is
 //!   treated as gone (logged), not as an outage.
+//! - **Readiness**: [`Store::check`](mcp_runtime::Store::check) sends `PING` (unanswered
+//!   after 800 ms counts as unreachable); the HTTP transport's `/readyz` asks it (at most about
+//!   once a second) and answers 503 while Redis is away, 200 again once it answers, so that a
+//!   balancer sends no new clients to an instance that cannot serve them.
 
 mod buckets;
 mod bus;

@@ -1,10 +1,16 @@
-//! [`Membership`] on Redis: one key per instance, `SET … PX ttl`.
+//! [`Membership`] on Redis: one key per instance, `SET … PX ttl`; the reachability check is a
+//! `PING` bounded by [`CHECK_TIMEOUT`].
 
 use std::time::Duration;
 
+use mcp_runtime::StoreError;
 use mcp_runtime::store::{Membership, StoreFuture};
 
 use crate::conn::{Conn, millis, store_error};
+
+/// How long the reachability check waits for `PONG` (a probe must answer well within the
+/// prober's own timeout, Kubernetes' default being 1 s).
+const CHECK_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// Instance heartbeats in Redis.
 pub(crate) struct RedisMembership {
@@ -56,6 +62,21 @@ impl Membership for RedisMembership {
                 .await
                 .map_err(store_error)?;
             Ok(())
+        })
+    }
+
+    fn check(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let ping = redis::cmd("PING");
+            let mut commands = self.conn.commands();
+            match tokio::time::timeout(CHECK_TIMEOUT, ping.query_async::<redis::Value>(&mut commands)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(store_error(e)),
+                Err(_) => Err(StoreError::Unavailable(format!(
+                    "PING unanswered after {} ms",
+                    CHECK_TIMEOUT.as_millis()
+                ))),
+            }
         })
     }
 }

@@ -39,6 +39,10 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
     let store = redis.into_store();
     let rec = SessionRecord::new("mcp_o", "alice", "2025-06-18", Map::new(), json!({}));
     let key = StreamKey::get_stream("mcp_o");
+    store
+        .check()
+        .await
+        .expect("the reachability check passes while Redis is up");
     store.sessions.create(&rec, LONG).await.unwrap();
     assert_eq!(store.events.append(&key, b"a", 10).await.unwrap(), 1);
     let mut sub = store.bus.subscribe();
@@ -53,6 +57,14 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
     }
     unavailable("task get", timeout(QUICK, store.tasks.get("t")).await);
     unavailable("alive", timeout(QUICK, store.members.alive("i")).await);
+    // The readiness question: a PING given up within 800 ms.
+    let asked = Instant::now();
+    unavailable("check", timeout(QUICK, store.check()).await);
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "the check is bounded: {:?}",
+        asked.elapsed()
+    );
     unavailable("replay", timeout(QUICK, store.events.after(&key, 0)).await);
     match timeout(QUICK, dpop.check_and_insert("proof", LONG)).await {
         Ok(Err(ReplayError::Unavailable(_))) => {}
@@ -77,6 +89,7 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
             Err(_) => panic!("load hung after Redis came back"),
         }
     }
+    store.check().await.expect("the check passes again once Redis is back");
     store.sessions.create(&rec, LONG).await.unwrap();
     assert_eq!(store.sessions.load("mcp_o", LONG).await.unwrap(), Some(rec));
     assert_eq!(dpop.check_and_insert("proof", LONG).await, Ok(true));

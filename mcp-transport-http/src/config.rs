@@ -70,6 +70,13 @@ pub struct HttpConfig {
     /// stream has ended (default 10 s). Past it every session is closed and the calls still
     /// running are cancelled (each with the runtime's `cancel_grace` to clean up).
     pub shutdown_grace: Duration,
+    /// How long a graceful shutdown keeps serving as usual once `/readyz` answers 503, before
+    /// it stops accepting connections and ends the streams (default zero). See
+    /// [`HttpConfig::readiness_delay`].
+    pub readiness_delay: Duration,
+    /// The paths of the health probes, `(liveness, readiness)` (default `/livez` and
+    /// `/readyz`; `None`: not served). See [`HttpConfig::probes`].
+    pub probes: Option<(String, String)>,
     /// TLS for [`serve`](crate::serve) (default none: cleartext HTTP/1.1 and h2c). See
     /// [`HttpConfig::with_tls`]. Feature `tls`.
     #[cfg(feature = "tls")]
@@ -158,6 +165,8 @@ impl fmt::Debug for HttpConfig {
             .field("max_connections", &self.max_connections)
             .field("body_timeout", &self.body_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("readiness_delay", &self.readiness_delay)
+            .field("probes", &self.probes)
             .field("tls", &self.has_tls())
             .field("sse_pair", &self.sse_pair)
             .field("poll_after", &self.poll_after)
@@ -205,6 +214,8 @@ impl Default for HttpConfig {
             max_connections: 16_384,
             body_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            readiness_delay: Duration::ZERO,
+            probes: Some(("/livez".to_owned(), "/readyz".to_owned())),
             #[cfg(feature = "tls")]
             tls: None,
             sse_pair: None,
@@ -373,6 +384,45 @@ impl HttpConfig {
         return self.tls.is_some();
         #[cfg(not(feature = "tls"))]
         false
+    }
+
+    /// Sets how long a graceful shutdown keeps serving once readiness has fallen (default
+    /// zero). When the shutdown begins ([`serve`](crate::serve)'s token,
+    /// [`EndpointHandle::trigger`](crate::EndpointHandle::trigger)), `/readyz` answers 503 at
+    /// once; for `delay` everything else goes on as usual (connections are accepted, streams
+    /// stay open, calls are served), so that a load balancer or the Kubernetes endpoints
+    /// controller sees the probe fail and stops sending clients; then the listener closes,
+    /// the streams end and the calls in flight get [`HttpConfig::shutdown_grace`]. Behind a
+    /// balancer, a delay of a little more than the probe's period times its failure threshold
+    /// (a few seconds) avoids refused connections during a rolling update; keep the delay
+    /// plus the grace below the platform's own kill deadline (Kubernetes'
+    /// `terminationGracePeriodSeconds`, 30 s by default).
+    pub fn readiness_delay(mut self, delay: Duration) -> Self {
+        self.readiness_delay = delay;
+        self
+    }
+
+    /// Serves the health probes on these paths (defaults `/livez` and `/readyz`; each must
+    /// start with `/` and differ from the endpoint's other paths). Both answer `GET` and
+    /// `HEAD` with a plain-text body and `Cache-Control: no-store`, before the Origin and Host
+    /// checks, authentication and every limit of the MCP endpoint (a kubelet probes with the
+    /// pod's IP as `Host` and no credentials):
+    ///
+    /// - liveness answers `200 ok` while the process serves (during a shutdown too);
+    /// - readiness answers `503 draining` once a graceful shutdown has begun (see
+    ///   [`HttpConfig::readiness_delay`]), `503 store unreachable` while the runtime's shared
+    ///   store does not answer its check (`mcp_runtime::Store::check`, asked at most about
+    ///   once a second, answers cached meanwhile), `200 ok` otherwise.
+    pub fn probes(mut self, liveness: impl Into<String>, readiness: impl Into<String>) -> Self {
+        self.probes = Some((liveness.into(), readiness.into()));
+        self
+    }
+
+    /// Serves no health probes (the application answers them itself, for example with
+    /// [`EndpointHandle::readiness`](crate::EndpointHandle::readiness)).
+    pub fn without_probes(mut self) -> Self {
+        self.probes = None;
+        self
     }
 
     /// Serves TLS with a PEM certificate chain (leaf first) and a PEM private key (PKCS#8,

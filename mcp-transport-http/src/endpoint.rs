@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use crate::state::Shared;
+use crate::state::{Readiness, Shared};
 
 /// The MCP endpoint as an `axum::Router` to merge or nest into an application, and the
 /// [`EndpointHandle`] that shuts it down. Built by [`endpoint`](crate::endpoint).
@@ -48,6 +48,13 @@ use crate::state::Shared;
 ///
 /// Without the handle, `axum::serve(..).with_graceful_shutdown(..)` waits for every open SSE
 /// stream (a legacy GET stream lives as long as its client) and never returns.
+///
+/// The router also serves the health probes ([`HttpConfig::probes`](crate::HttpConfig::probes):
+/// `/livez` and `/readyz` by default, outside the endpoint's checks and authentication). An
+/// application that has routes of its own on those paths picks other ones
+/// (`.probes("/mcp-livez", "/mcp-readyz")`) or serves none (`.without_probes()`) and asks
+/// [`EndpointHandle::readiness`] in its own health route. Nested under a prefix, the probes
+/// move with it (`/prefix/readyz`).
 #[derive(Clone)]
 pub struct Endpoint {
     router: Router,
@@ -98,7 +105,10 @@ impl From<Endpoint> for Router {
 /// Shuts an [`Endpoint`] down gracefully (cheap to clone; every clone controls the same
 /// endpoint).
 ///
-/// A shutdown ends every stream of the endpoint at once: legacy GET streams, resumable POST
+/// A shutdown makes readiness fall at once ([`EndpointHandle::readiness`], the `/readyz`
+/// probe), then, after [`HttpConfig::readiness_delay`](crate::HttpConfig::readiness_delay)
+/// (default zero) during which everything is served as usual, ends every stream of the
+/// endpoint: legacy GET streams, resumable POST
 /// streams, `subscriptions/listen` streams (after their completion result), the 2024-11-05
 /// pair (whose calls are cancelled with it). The calls in flight then get
 /// [`HttpConfig::shutdown_grace`](crate::HttpConfig::shutdown_grace) (default 10 s) to finish;
@@ -120,27 +130,37 @@ impl std::fmt::Debug for EndpointHandle {
 }
 
 impl EndpointHandle {
-    /// Begins the shutdown now and returns: streams end, the drain runs in the background.
-    /// Calling it again does nothing. Needs a Tokio runtime.
+    /// Begins the shutdown now and returns: readiness falls; after the readiness delay (at
+    /// once by default) streams end, and the drain runs in the background. Calling it again
+    /// does nothing. Needs a Tokio runtime.
     pub fn trigger(&self) {
         self.shared.begin_shutdown();
     }
 
-    /// Whether the shutdown has begun.
+    /// Whether the shutdown has begun (readiness has fallen).
     pub fn is_triggered(&self) -> bool {
-        self.shared.shutdown.is_cancelled()
+        self.shared.stopping.is_cancelled()
     }
 
-    /// Completes once the shutdown has begun ([`EndpointHandle::trigger`]): give it to
+    /// Whether the endpoint is ready for new clients, as its readiness probe answers: not once
+    /// the shutdown has begun, nor while the runtime's shared store does not answer its check
+    /// (asked at most about once a second; the answer is cached meanwhile).
+    pub async fn readiness(&self) -> Readiness {
+        self.shared.readiness().await
+    }
+
+    /// Completes once the endpoint's streams end: when [`EndpointHandle::trigger`] was called
+    /// and the readiness delay is over. Give it to
     /// `axum::serve(..).with_graceful_shutdown(..)`, so that the server stops accepting
-    /// connections when the endpoint's streams end.
+    /// connections then.
     pub fn triggered(&self) -> impl Future<Output = ()> + Send + 'static {
         self.shared.shutdown.clone().cancelled_owned()
     }
 
     /// Shuts the endpoint down: begins the shutdown (if it had not begun) and completes once
     /// every stream has ended and the calls in flight have drained, or were cancelled after
-    /// the grace and had their `cancel_grace`: at most `shutdown_grace` + `cancel_grace` + 1 s.
+    /// the grace and had their `cancel_grace`: at most `readiness_delay` + `shutdown_grace` +
+    /// `cancel_grace` + 1 s.
     pub async fn shutdown(&self) {
         self.trigger();
         self.shared.drained.cancelled().await;

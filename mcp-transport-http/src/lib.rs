@@ -7,12 +7,19 @@
 //! [`serve`] to run it on a listener, or [`endpoint`] to mount it in an existing axum app (with
 //! the [`EndpointHandle`] that shuts it down).
 //!
-//! ## Shutdown
+//! ## Health probes and shutdown
 //!
-//! A graceful shutdown ([`serve`]'s token, [`EndpointHandle::shutdown`]) ends every SSE stream
-//! at once, gives the calls in flight [`HttpConfig::shutdown_grace`] to finish, then closes the
-//! sessions and cancels what still runs (each handler has the runtime's `cancel_grace` to clean
-//! up): behaviour invariant 27.
+//! Beside the endpoint, [`serve`] and [`endpoint`] answer the health probes
+//! ([`HttpConfig::probes`]): `/livez` (`200 ok` while serving) and `/readyz` (`503 draining`
+//! once a shutdown has begun, `503 store unreachable` while the runtime's shared store fails
+//! its check, `200 ok` otherwise; see [`Readiness`]), before the Origin and Host checks,
+//! authentication and every limit.
+//!
+//! A graceful shutdown ([`serve`]'s token, [`EndpointHandle::shutdown`]) makes readiness fall
+//! at once, serves as usual for [`HttpConfig::readiness_delay`] (zero by default), then ends
+//! every SSE stream, gives the calls in flight [`HttpConfig::shutdown_grace`] to finish, then
+//! closes the sessions and cancels what still runs (each handler has the runtime's
+//! `cancel_grace` to clean up): behaviour invariant 27.
 //!
 //! ## How a POST travels
 //!
@@ -105,6 +112,7 @@ mod guard;
 mod headers;
 mod metadata;
 mod pair;
+mod probes;
 mod response;
 mod routes;
 mod server;
@@ -125,6 +133,7 @@ pub use config::{HttpConfig, HttpMode};
 pub use endpoint::{Endpoint, EndpointHandle};
 pub use error::HttpError;
 pub use server::serve;
+pub use state::Readiness;
 /// The rustls version this crate serves TLS with (for [`HttpConfig::with_rustls`]).
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
@@ -151,9 +160,11 @@ use crate::state::Shared;
 /// - **Connections.** The connection cap, the header-read, idle and stall timeouts, HTTP/2
 ///   limits and TLS are [`serve`]'s; the application's server has its own (or none). The
 ///   body limits and the body-read timeout apply.
-/// - **Paths.** [`HttpConfig::path`] (and the 2024-11-05 pair's paths) are routes of this
-///   router: nested under a prefix, the pair's `endpoint` event must name the prefix too
-///   (see [`HttpConfig::sse_pair`]).
+/// - **Paths.** [`HttpConfig::path`] (and the 2024-11-05 pair's paths, and the health probes'
+///   `/livez` and `/readyz`, [`HttpConfig::probes`]) are routes of this router: nested under a
+///   prefix, the pair's `endpoint` event must name the prefix too (see
+///   [`HttpConfig::sse_pair`]); a route of the application on a probe's path clashes with it
+///   (move the probes, or serve none and ask [`EndpointHandle::readiness`]).
 ///
 /// The router sweeps its own idle sessions (started with its first request, or at once when
 /// built inside a Tokio runtime). Request extensions set by the application's middleware reach

@@ -1,19 +1,20 @@
 //! The router of an endpoint: which path goes where (the Streamable endpoint, the 2024-11-05
-//! pair's two paths, the RFC 9728 document), and the Streamable endpoint's verbs.
+//! pair's two paths, the RFC 9728 document, the health probes), and the Streamable endpoint's
+//! verbs.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use axum::routing::any;
+use axum::routing::{any, get};
 use http::Method;
 
 use crate::admit::{admit, with_cors};
 use crate::config::HttpMode;
 use crate::response::empty;
 use crate::state::Shared;
-use crate::{metadata, pair, status, verbs};
+use crate::{metadata, pair, probes, status, verbs};
 
 /// The routes of the endpoint `shared` describes.
 pub(crate) fn build(shared: Arc<Shared>) -> Router {
@@ -30,6 +31,9 @@ pub(crate) fn build(shared: Arc<Shared>) -> Router {
             let suffixed = format!("{}{}", metadata::PATH, config.path);
             router = router.route(&suffixed, any(metadata::serve));
         }
+    }
+    if let Some((live, ready)) = &config.probes {
+        router = router.route(live, get(probes::live)).route(ready, get(probes::ready));
     }
     router.with_state(shared)
 }

@@ -131,12 +131,16 @@ impl Timing {
 /// limits. A background task sweeps sessions idle for longer than the runtime's `session_ttl`
 /// every [`HttpConfig::session_sweep_interval`].
 ///
-/// When `shutdown` is cancelled, no new connection is accepted and every SSE stream ends at
-/// once (the legacy GET stream, `subscriptions/listen` streams with their completion result,
+/// The health probes ([`HttpConfig::probes`], `/livez` and `/readyz` by default) are served
+/// beside the endpoint, before its checks. When `shutdown` is cancelled, readiness answers 503
+/// at once; after [`HttpConfig::readiness_delay`] (default zero), during which everything is
+/// served as usual, no new connection is accepted and every SSE stream ends at once (the
+/// legacy GET stream, `subscriptions/listen` streams with their completion result,
 /// the 2024-11-05 pair, POST streams); the calls in flight get [`HttpConfig::shutdown_grace`]
 /// (default 10 s) to finish; past it every session is closed and the remaining calls are
 /// cancelled, each with the runtime's `cancel_grace` to clean up. This returns when the calls
-/// have drained: at most `shutdown_grace` + `cancel_grace` + 1 s after the cancellation.
+/// have drained: at most `readiness_delay` + `shutdown_grace` + `cancel_grace` + 1 s after the
+/// cancellation.
 pub async fn serve(
     runtime: Arc<Runtime>,
     config: HttpConfig,
@@ -144,7 +148,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr()?;
-    let shared = Shared::build(runtime, config, Some(addr), shutdown.child_token())?;
+    // The endpoint's own token: its streams end when the readiness delay is over, not when
+    // `shutdown` is cancelled.
+    let shared = Shared::build(runtime, config, Some(addr), CancellationToken::new())?;
     shared.ensure_started();
     let app = routes::build(shared.clone());
     let tls = conn::acceptor(&shared.config);
@@ -158,9 +164,21 @@ pub async fn serve(
     let mut refused = 0u64;
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(%addr, scheme, path = %shared.config.path, "MCP Streamable HTTP endpoint listening");
+    // Set when `shutdown` is cancelled: readiness has fallen, the listener closes then.
+    let mut close_at: Option<Instant> = None;
     loop {
         let accepted = tokio::select! {
-            _ = shutdown.cancelled() => break,
+            _ = shutdown.cancelled(), if close_at.is_none() => {
+                shared.stopping.cancel();
+                let delay = shared.config.readiness_delay;
+                if delay.is_zero() {
+                    break;
+                }
+                tracing::info!(?delay, "shutting down: not ready; serving on for the readiness delay");
+                close_at = Some(Instant::now() + delay);
+                continue;
+            }
+            () = sleep_until_some(close_at) => break,
             r = listener.accept() => r,
         };
         let (tcp, peer) = match accepted {
@@ -171,7 +189,12 @@ pub async fn serve(
                 if first {
                     tracing::warn!(error = %e, shed, "accept failed; pausing until it succeeds again");
                 }
-                pause(&shutdown, wait).await;
+                if close_at.is_none() {
+                    pause(&shutdown, wait).await;
+                } else {
+                    // Already shutting down: the pause still applies (at most a second).
+                    tokio::time::sleep(wait).await;
+                }
                 continue;
             }
         };
@@ -274,6 +297,14 @@ async fn pause(shutdown: &CancellationToken, wait: Duration) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = tokio::time::sleep(wait) => {}
+    }
+}
+
+/// Completes at `deadline`; never without one.
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -1,14 +1,17 @@
 //! What every request of one endpoint shares ([`Shared`]): the runtime and its engine, the
 //! configuration and its Origin and Host policies, the session event hub, the open 2024-11-05
-//! pairs, the in-flight cap, the CORS headers, the tasks a graceful shutdown waits for, and the
-//! idle-session sweep. Its parts live below it; it imports no verb.
+//! pairs, the in-flight cap, the CORS headers, the tasks a graceful shutdown waits for, the
+//! endpoint's readiness, and the idle-session sweep. Its parts live below it; it imports no
+//! verb.
 
 mod cors;
 mod pairs;
 mod permit;
+mod readiness;
 
 pub(crate) use pairs::{Pair, Pairs};
 pub(crate) use permit::Permit;
+pub use readiness::Readiness;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -29,6 +32,7 @@ use crate::response;
 use crate::streams::hub::Hub;
 use cors::AllowHeaders;
 use permit::InFlight;
+use readiness::StoreCheck;
 
 /// The state of one endpoint.
 pub(crate) struct Shared {
@@ -43,6 +47,9 @@ pub(crate) struct Shared {
     pub(crate) pairs: Pairs,
     /// Request tasks and stream pumps, awaited by a graceful shutdown.
     pub(crate) tracker: TaskTracker,
+    /// Cancelled when a graceful shutdown is asked: readiness falls at once, and `shutdown`
+    /// follows [`HttpConfig::readiness_delay`] later.
+    pub(crate) stopping: CancellationToken,
     /// Cancelled when the server shuts down: streams end.
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when a shutdown's drain deadline passed: the calls still running are
@@ -56,6 +63,8 @@ pub(crate) struct Shared {
     started: AtomicBool,
     in_flight: InFlight,
     allow_headers: AllowHeaders,
+    /// The shared store's last check, for readiness.
+    store_check: StoreCheck,
 }
 
 impl Shared {
@@ -70,6 +79,9 @@ impl Shared {
         let mut paths = vec![config.path.as_str()];
         if let Some((sse, message)) = &config.sse_pair {
             paths.extend([sse.as_str(), message.as_str()]);
+        }
+        if let Some((live, ready)) = &config.probes {
+            paths.extend([live.as_str(), ready.as_str()]);
         }
         for (i, p) in paths.iter().enumerate() {
             if !p.starts_with('/') || paths[..i].contains(p) {
@@ -103,6 +115,7 @@ impl Shared {
             hub,
             pairs: Pairs::default(),
             tracker: TaskTracker::new(),
+            stopping: CancellationToken::new(),
             shutdown,
             stop_calls: CancellationToken::new(),
             drained: CancellationToken::new(),
@@ -110,6 +123,7 @@ impl Shared {
             started: AtomicBool::new(false),
             in_flight: InFlight::default(),
             allow_headers: AllowHeaders::default(),
+            store_check: StoreCheck::default(),
         }
     }
 
@@ -125,17 +139,38 @@ impl Shared {
         tokio::spawn(sweep(Arc::downgrade(self)));
     }
 
-    /// Begins a graceful shutdown once (later calls do nothing): every stream ends at once, and
-    /// a task drains the calls in flight ([`Shared::drain`]), then cancels [`Shared::drained`].
+    /// Begins a graceful shutdown once (later calls do nothing): readiness falls at once;
+    /// [`HttpConfig::readiness_delay`] later (at once by default) every stream ends, and a task
+    /// drains the calls in flight ([`Shared::drain`]), then cancels [`Shared::drained`].
     pub(crate) fn begin_shutdown(self: &Arc<Self>) {
-        self.shutdown.cancel();
+        self.stopping.cancel();
+        let delay = self.config.readiness_delay;
+        if delay.is_zero() {
+            self.shutdown.cancel();
+        }
         if self.draining.swap(true, Ordering::AcqRel) {
             return;
         }
         let shared = self.clone();
         tokio::spawn(async move {
+            if !delay.is_zero() {
+                tracing::info!(?delay, "shutting down: not ready; serving on for the readiness delay");
+                tokio::time::sleep(delay).await;
+            }
             shared.drain(std::future::ready(())).await;
         });
+    }
+
+    /// Whether the endpoint is ready for new clients: not once a graceful shutdown has begun,
+    /// nor while the runtime's shared store does not answer its check (cached for a second).
+    pub(crate) async fn readiness(&self) -> Readiness {
+        if self.stopping.is_cancelled() {
+            return Readiness::Draining;
+        }
+        match self.runtime.store() {
+            Some(store) if !self.store_check.reachable(store).await => Readiness::StoreUnreachable,
+            _ => Readiness::Ready,
+        }
     }
 
     /// The drain of a graceful shutdown (behaviour invariant 27): streams end (the shutdown
@@ -145,6 +180,7 @@ impl Shared {
     /// (plus a second for its answer to be written) before the drain gives up on it.
     pub(crate) async fn drain(&self, also: impl Future<Output = ()>) {
         self.draining.store(true, Ordering::Release);
+        self.stopping.cancel();
         self.shutdown.cancel();
         self.tracker.close();
         let grace = self.config.shutdown_grace;

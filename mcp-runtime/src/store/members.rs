@@ -18,6 +18,9 @@ use super::StoreFuture;
 /// - `heartbeat(instance, ttl)` marks the instance alive until `ttl` from now.
 /// - `alive(instance)` is `true` until the last heartbeat's `ttl` ran out, `false` for an
 ///   instance never seen or that `leave`s.
+/// - `check()` answers `Ok` when the backend can be reached now: one light round trip (Redis:
+///   `PING`), no state read or written. A store in this process's memory is always reachable
+///   (the default method). It is what readiness probes ask ([`Store::check`](super::Store::check)).
 pub trait Membership: Send + Sync + 'static {
     /// Marks an instance alive for `ttl`.
     fn heartbeat<'a>(&'a self, instance: &'a str, ttl: Duration) -> StoreFuture<'a, ()>;
@@ -27,6 +30,13 @@ pub trait Membership: Send + Sync + 'static {
 
     /// An instance leaves (a graceful shutdown).
     fn leave<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Whether the backend can be reached now: `Err` (typically
+    /// [`StoreError::Unavailable`](super::StoreError::Unavailable)) when it cannot. The default
+    /// answers `Ok` at once: a store in this process's memory is always there.
+    fn check(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The default: heartbeats in this process's memory, on the Tokio clock.

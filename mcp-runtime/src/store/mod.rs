@@ -106,6 +106,14 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
+    /// Whether the backend can be reached now (one light round trip: Redis answers `PING`):
+    /// what a readiness probe asks. Backends answer it through their
+    /// [`Membership::check`]; a store in this process's memory is always reachable. Callers
+    /// bound it with a timeout of their own and cache the answer briefly.
+    pub fn check(&self) -> StoreFuture<'_, ()> {
+        self.members.check()
+    }
+
     /// A store in this process's memory. Runtimes given clones of it share it as separate
     /// instances would share a backend (one bus, one set of records).
     pub fn memory() -> Store {
