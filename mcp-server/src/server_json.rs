@@ -279,6 +279,69 @@ mod tests {
         }
     }
 
+    fn entry() -> RegistryEntry {
+        RegistryEntry::new("io.github.example/notes", "Notes")
+    }
+
+    #[test]
+    fn what_the_registry_refuses_is_refused() {
+        let long = "n".repeat(MAX_DESCRIPTION_CHARS + 1);
+        assert_eq!(
+            server_json(&RegistryEntry::new("io.github.example/notes", long), "s", "1.0.0"),
+            Err(ServerJsonError::Description(101))
+        );
+        assert_eq!(
+            server_json(&RegistryEntry::new("io.github.example/notes", ""), "s", "1.0.0"),
+            Err(ServerJsonError::Description(0))
+        );
+        assert_eq!(
+            server_json(&entry(), "s", "latest"),
+            Err(ServerJsonError::Version("latest".into()))
+        );
+        assert_eq!(server_json(&entry(), "", "1.0.0"), Err(ServerJsonError::CrateName));
+        assert_eq!(
+            server_json(&entry().without_package(), "s", "1.0.0"),
+            Err(ServerJsonError::Nothing)
+        );
+        // A description of exactly 100 characters (not bytes) is taken.
+        let hundred = "é".repeat(MAX_DESCRIPTION_CHARS);
+        assert!(server_json(&RegistryEntry::new("io.github.example/notes", hundred), "s", "1.0.0").is_ok());
+    }
+
+    #[test]
+    fn a_remote_only_entry_lists_no_package() {
+        let doc = server_json(
+            &entry().without_package().remote("https://mcp.example.com/mcp"),
+            "s",
+            "2.0.0",
+        )
+        .unwrap();
+        assert!(doc.get("packages").is_none());
+        assert_eq!(
+            doc["remotes"],
+            json!([{"type": "streamable-http", "url": "https://mcp.example.com/mcp"}])
+        );
+        assert_eq!(doc["version"], "2.0.0");
+        assert!(doc.get("repository").is_none() && doc.get("websiteUrl").is_none());
+    }
+
+    #[test]
+    fn the_package_is_the_named_crate_at_the_server_s_version() {
+        let doc = server_json(
+            &entry().crate_name("notes-bin").website_url("https://notes.example.com"),
+            "notes",
+            "0.3.1",
+        )
+        .unwrap();
+        assert_eq!(
+            doc["packages"],
+            json!([{"registryType": "cargo", "registryBaseUrl": "https://crates.io", "identifier": "notes-bin",
+                    "version": "0.3.1", "transport": {"type": "stdio"}}])
+        );
+        assert_eq!(doc["websiteUrl"], "https://notes.example.com");
+        assert_eq!(doc["$schema"], SERVER_JSON_SCHEMA);
+    }
+
     #[test]
     fn the_forge_is_named_from_the_host() {
         assert_eq!(source_of("https://github.com/o/r"), "github");
