@@ -28,6 +28,19 @@ pub fn parse_input_responses(value: &Value) -> Result<&Map<String, Value>, RpcEr
     Ok(map)
 }
 
+/// The sealed token a retry carries in `requestState`, if any. A client echoes the token of
+/// the `input_required` result when there was one; a missing member, `null` and an empty
+/// string all mean "no state" (a client that always sends the member, empty when the result
+/// had none, is answered as one that leaves it out). Any other non-string is -32602.
+pub fn request_state_token(value: Option<&Value>) -> Result<Option<&str>, RpcError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(token)) if token.is_empty() => Ok(None),
+        Some(Value::String(token)) => Ok(Some(token)),
+        Some(_) => Err(RpcError::invalid_params("Invalid requestState")),
+    }
+}
+
 /// The answers a handler may see: only those to the keys the server asked for in the round
 /// the retry answers (the keys sealed in its `requestState`). An answer to a key that round did
 /// not ask (a client slipping in the answer to the next question, to skip a confirmation) is
@@ -139,6 +152,17 @@ mod tests {
         assert!(parse_input_responses(&json!({})).is_ok());
         for bad in [json!(null), json!(42), json!([]), json!({"a": 42}), json!({"a": null})] {
             assert_eq!(parse_input_responses(&bad).unwrap_err().code, -32602, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_empty_request_state_is_none() {
+        assert_eq!(request_state_token(None).unwrap(), None);
+        assert_eq!(request_state_token(Some(&json!(null))).unwrap(), None);
+        assert_eq!(request_state_token(Some(&json!(""))).unwrap(), None);
+        assert_eq!(request_state_token(Some(&json!("v1.abc"))).unwrap(), Some("v1.abc"));
+        for bad in [json!(42), json!({}), json!([]), json!(false)] {
+            assert_eq!(request_state_token(Some(&bad)).unwrap_err().code, -32602, "{bad}");
         }
     }
 

@@ -89,7 +89,7 @@ struct Export {
 /// The variables of `notes://{id}`.
 #[derive(serde::Deserialize)]
 struct NoteVars {
-    id: String,
+    id: u64,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -167,14 +167,10 @@ pub(crate) fn server() -> Result<McpServer, ServerError> {
         ))
         .resource_template(
             ResourceTemplate::typed("notes://{id}", "note", |uri, v: NoteVars, ctx| async move {
-                // An unknown note is "resource not found" (-32002 legacy, -32602 in 2026-07-28).
-                let missing = || HandlerError::Rpc(RpcError::resource_not_found(ctx.era(), &uri));
-                let id: u64 = match v.id.parse() {
-                    Ok(id) => id,
-                    Err(_) => return Err(missing()),
-                };
-                let note = ctx.state::<Notes>()?.with(|notes| notes.get(&id).cloned())?;
-                let note = note.ok_or_else(missing)?;
+                // `id` is a number (a template variable that is not one is -32602 naming it); an
+                // unknown note is "resource not found" (-32002 legacy, -32602 in 2026-07-28).
+                let note = ctx.state::<Notes>()?.with(|notes| notes.get(&v.id).cloned())?;
+                let note = note.ok_or_else(|| HandlerError::resource_not_found(uri.as_str()))?;
                 Ok(ResourceContents::text(uri.clone(), "text/markdown", note.markdown()))
             })
             .description("One note, as Markdown")

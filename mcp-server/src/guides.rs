@@ -1,4 +1,5 @@
-//! The guides (`docs/guides/` in the repository), one module each, so that their code is
+//! The guides (`docs/guides/` in the repository, `guides/` in this crate: a link to it, so that
+//! the published crate carries them), one module each, so that their code is
 //! compiled and run as doc tests.
 //!
 //! - [`getting_started`]: a first server on stdio and on HTTP, the `Cargo.toml` lines, graceful
@@ -19,6 +20,7 @@
 //!   `skills`);
 //! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
 //! - [`rate_limits`]: the built-in rate limits, per caller, shared across instances;
+//! - [`publishing`]: the crate's metadata, a `server.json` for the MCP registry;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -35,54 +37,58 @@
 //! [`middleware`]: crate::guides::middleware
 //! [`apps`]: crate::guides::apps
 //! [`rate_limits`]: crate::guides::rate_limits
+//! [`publishing`]: crate::guides::publishing
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
 
-#[doc = include_str!("../../docs/guides/getting-started.md")]
+#[doc = include_str!("../guides/getting-started.md")]
 pub mod getting_started {}
 
-#[doc = include_str!("../../docs/guides/tools.md")]
+#[doc = include_str!("../guides/tools.md")]
 pub mod tools {}
 
-#[doc = include_str!("../../docs/guides/resources.md")]
+#[doc = include_str!("../guides/resources.md")]
 pub mod resources {}
 
-#[doc = include_str!("../../docs/guides/prompts.md")]
+#[doc = include_str!("../guides/prompts.md")]
 pub mod prompts {}
 
-#[doc = include_str!("../../docs/guides/progress-logging-cancellation.md")]
+#[doc = include_str!("../guides/progress-logging-cancellation.md")]
 pub mod progress_logging_cancellation {}
 
-#[doc = include_str!("../../docs/guides/elicitation-sampling.md")]
+#[doc = include_str!("../guides/elicitation-sampling.md")]
 pub mod elicitation_sampling {}
 
-#[doc = include_str!("../../docs/guides/tasks.md")]
+#[doc = include_str!("../guides/tasks.md")]
 pub mod tasks {}
 
-#[doc = include_str!("../../docs/guides/authentication.md")]
+#[doc = include_str!("../guides/authentication.md")]
 pub mod authentication {}
 
-#[doc = include_str!("../../docs/guides/axum.md")]
+#[doc = include_str!("../guides/axum.md")]
 pub mod axum {}
 
-#[doc = include_str!("../../docs/guides/testing.md")]
+#[doc = include_str!("../guides/testing.md")]
 pub mod testing {}
 
-#[doc = include_str!("../../docs/guides/extensions.md")]
+#[doc = include_str!("../guides/extensions.md")]
 pub mod extensions {}
 
-#[doc = include_str!("../../docs/guides/middleware.md")]
+#[doc = include_str!("../guides/middleware.md")]
 pub mod middleware {}
 
-#[doc = include_str!("../../docs/guides/apps.md")]
+#[doc = include_str!("../guides/apps.md")]
 pub mod apps {}
-#[doc = include_str!("../../docs/guides/rate-limits.md")]
+#[doc = include_str!("../guides/rate-limits.md")]
 pub mod rate_limits {}
 
-#[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
+#[doc = include_str!("../guides/publishing.md")]
+pub mod publishing {}
+
+#[doc = include_str!("../guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}
 
 #[cfg(feature = "skills")]
-#[doc = include_str!("../../docs/guides/skills.md")]
+#[doc = include_str!("../guides/skills.md")]
 pub mod skills {}

@@ -163,6 +163,7 @@ mod schema;
 #[cfg(any(feature = "http", feature = "stdio"))]
 mod serve;
 mod server;
+pub mod server_json;
 mod signal;
 mod tool;
 
@@ -256,6 +257,12 @@ pub use mcp_transport_http as http;
 #[doc(inline)]
 pub use mcp_transport_stdio as stdio;
 
+/// `axum` (0.8), the version [`McpServer::router`]'s `Router` is from: an application that
+/// mounts the server can use it through `mcp_server::axum` instead of depending on a matching
+/// `axum = "0.8"` itself.
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use axum;
 /// `schemars`, the version that derives the input and output schemas of typed tools. Deriving
 /// through the re-export needs `#[schemars(crate = "mcp_server::schemars")]` (see the crate docs).
 pub use schemars;
@@ -297,6 +304,7 @@ pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoReadResult, Resource, ResourceTemplate};
 pub use schema::{SchemaStyle, schema_of};
 pub use server::{McpServer, McpServerBuilder, ServerError};
+pub use server_json::{RegistryEntry, ServerJsonError};
 pub use signal::shutdown_signal;
 pub use tool::{IntoToolResult, Tool};
 

@@ -11,6 +11,8 @@ use mcp_runtime::registry::{RegistryError, ResourceEntry, TemplateEntry};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+mod vars;
+
 /// What a resource handler may return: a [`ReadResourceResult`], its contents, one content,
 /// or a `Result` of one of these with a [`HandlerError`].
 pub trait IntoReadResult {
@@ -208,18 +210,26 @@ impl ResourceTemplate {
     }
 
     /// A template whose variables deserialize into `V` (fields named as the template's
-    /// variables; a `{var*}` list is a `Vec<String>`): reads go to `handler(uri, vars, ctx)`.
-    /// Variables that do not fit `V` are -32602. Template variables are strings: declare
-    /// `String` fields and parse numbers in the handler.
+    /// variables): reads go to `handler(uri, vars, ctx)`. Each variable arrives as a string and
+    /// is parsed into what its field asks for, as axum's `Path` does: a number, a `bool`, a
+    /// `char`, a unit enum variant (by name), an `Option` (`None` for a field with no
+    /// variable), a newtype of one of these, or the string itself. A value that does not parse
+    /// is -32602 naming the variable (`invalid value for template variable "id": expected u64,
+    /// got "abc"`), and so is a field the template has no variable for (unless it is an
+    /// `Option` or has a `#[serde(default)]`).
     ///
     /// ```
     /// use mcp_server::prelude::*;
     ///
     /// #[derive(serde::Deserialize)]
-    /// struct NoteVars { id: String }
+    /// struct NoteVars { id: u64 }
     ///
     /// let notes = ResourceTemplate::typed("notes://{id}", "note", |uri, v: NoteVars, _ctx| async move {
-    ///     ResourceContents::text(uri, "text/plain", format!("the note {}", v.id))
+    ///     match v.id {
+    ///         1 => Ok(ResourceContents::text(uri, "text/plain", "the first note")),
+    ///         // -32002 for a legacy client, -32602 for a modern one.
+    ///         _ => Err(HandlerError::resource_not_found(uri)),
+    ///     }
     /// });
     /// # let _ = notes;
     /// ```
@@ -234,9 +244,9 @@ impl ResourceTemplate {
         let raw = move |uri: String, vars: Map<String, Value>, ctx: Ctx| {
             let handler = handler.clone();
             async move {
-                match serde_json::from_value::<V>(Value::Object(vars)) {
+                match vars::from_vars::<V>(&vars) {
                     Ok(v) => handler(uri, v, ctx).await.into_read_result(),
-                    Err(e) => Err(HandlerError::invalid_params(format!("Invalid template variables: {e}"))),
+                    Err(e) => Err(HandlerError::invalid_params(e.to_string())),
                 }
             }
         };

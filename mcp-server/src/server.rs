@@ -80,6 +80,13 @@ impl McpServer {
         &self.runtime
     }
 
+    /// The shared state of type `T` set with the builder's [`state`](McpServerBuilder::state)
+    /// or [`state_arc`](McpServerBuilder::state_arc), if any: the value handlers read with
+    /// `ctx.state::<T>()`, for a test to seed or inspect.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.runtime.config().state.find::<T>()
+    }
+
     /// The registry: add or remove tools, resources and prompts at run time
     /// (clients are told through list-changed notifications).
     pub fn registry(&self) -> &Arc<Registry> {
@@ -397,6 +404,32 @@ impl McpServerBuilder {
     /// ```
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.config.state.insert(value);
+        self
+    }
+
+    /// Shares a value the application already holds in an `Arc` (an axum app's pool or
+    /// store, say): handlers read it with `ctx.state::<T>()` and get this very `Arc`, not an
+    /// `Arc<Arc<T>>` as [`state`](Self::state) would keep. One value per type, as with `state`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_server::prelude::*;
+    ///
+    /// struct Db { name: String }
+    ///
+    /// let db = Arc::new(Db { name: "notes".into() });
+    /// // The same `Arc` in the axum app's state and in the server's.
+    /// let server = McpServer::builder()
+    ///     .state_arc(db.clone())
+    ///     .tool(Tool::new("db_name", "Names the database", |_args, ctx| async move {
+    ///         Ok(ctx.state::<Db>()?.name.clone())
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(Arc::ptr_eq(&server.state::<Db>().unwrap(), &db));
+    /// ```
+    pub fn state_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.config.state.insert_arc(value);
         self
     }
 

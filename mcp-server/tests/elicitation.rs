@@ -387,6 +387,31 @@ async fn request_once_shows_the_input_required_result_and_a_tampered_state_is_re
 }
 
 #[tokio::test]
+async fn an_empty_request_state_is_answered_as_no_state() {
+    let server = server();
+    let c = client_with(&server, Revision::V2026_07_28, "Ada").await;
+    let first = c
+        .request_once("tools/call", json!({"name": "greet", "arguments": {}}))
+        .await
+        .unwrap();
+    assert_eq!(first.result["resultType"], "input_required");
+    // A client that always echoes the member, empty when it had nothing to echo: the retry is
+    // read as one without state, and the answer reaches the handler.
+    let retry = json!({
+        "name": "greet",
+        "arguments": {},
+        "inputResponses": {"who": accept(json!({"name": "Ada"}))},
+        "requestState": "",
+    });
+    let done = c.request_once("tools/call", retry).await.unwrap();
+    assert_eq!(done.result["content"][0]["text"], "Hello, Ada!", "{}", done.result);
+    // A state that is not a string is still refused.
+    let bad = json!({"name": "greet", "arguments": {}, "requestState": 7});
+    let e = c.request_once("tools/call", bad).await.unwrap_err();
+    assert_eq!(e.code(), Some(-32602), "{e}");
+}
+
+#[tokio::test]
 async fn a_server_that_keeps_asking_hits_the_round_limit() {
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();

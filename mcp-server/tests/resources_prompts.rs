@@ -333,3 +333,86 @@ async fn typed_prompts_and_templates_with_shared_state() {
     let read = modern.read_resource("notes://2").await.unwrap();
     assert_eq!(text_of(&read.contents[0]), "third");
 }
+
+#[derive(serde::Deserialize)]
+struct PageVars {
+    book: u64,
+    page: u16,
+    draft: Option<bool>,
+}
+
+/// A store the application already holds in an `Arc`, shared with the server as it is.
+struct Library {
+    pages_per_book: u16,
+}
+
+#[tokio::test]
+async fn typed_template_variables_parse_as_numbers_and_a_missing_one_is_not_found() {
+    let library = std::sync::Arc::new(Library { pages_per_book: 10 });
+    let server = McpServer::builder()
+        .name("books")
+        .version("1")
+        .state_arc(library.clone())
+        .resource_template(ResourceTemplate::typed(
+            "books://{book}/pages/{page}",
+            "page",
+            |uri, v: PageVars, ctx: Ctx| async move {
+                let library = ctx.state::<Library>()?;
+                if v.book != 7 || v.page > library.pages_per_book {
+                    return Err(HandlerError::resource_not_found(uri));
+                }
+                let text = format!("book {} page {} draft {:?}", v.book, v.page, v.draft);
+                Ok(ResourceContents::text(uri, "text/plain", text))
+            },
+        ))
+        .build()
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(&server.state::<Library>().unwrap(), &library));
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let read = c.read_resource("books://7/pages/3").await.unwrap();
+        assert_eq!(text_of(&read.contents[0]), "book 7 page 3 draft None", "{revision:?}");
+        // Not a number: -32602 naming the variable, in both eras.
+        let e = c.read_resource("books://seven/pages/3").await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{revision:?}");
+        assert_eq!(
+            e.rpc().unwrap().message,
+            r#"invalid value for template variable "book": expected u64, got "seven""#
+        );
+        let e = c.read_resource("books://7/pages/70000").await.unwrap_err();
+        assert!(e.to_string().contains(r#""page": expected u16, got "70000""#), "{e}");
+        // The handler's "not found": the era's code, with the URI in data, as the runtime's own.
+        let e = c.read_resource("books://8/pages/1").await.unwrap_err();
+        let code = if revision.era() == Era::Modern { -32602 } else { -32002 };
+        assert_eq!(e.code(), Some(code), "{revision:?}: {e}");
+        assert_eq!(e.rpc().unwrap().message, "Resource not found: books://8/pages/1");
+        assert_eq!(e.rpc().unwrap().data.as_ref().unwrap()["uri"], "books://8/pages/1");
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_finds_no_resource_answers_the_era_s_error() {
+    let server = McpServer::builder()
+        .name("summaries")
+        .version("1")
+        .tool(Tool::new(
+            "summarize",
+            "Summarizes a resource",
+            |args, _ctx| async move {
+                let uri = args["uri"].as_str().unwrap_or_default().to_owned();
+                Err::<String, _>(HandlerError::resource_not_found(uri))
+            },
+        ))
+        .build()
+        .unwrap();
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let e = c
+            .call_tool("summarize", json!({"uri": "memo://gone"}))
+            .await
+            .unwrap_err();
+        let code = if revision.era() == Era::Modern { -32602 } else { -32002 };
+        assert_eq!(e.code(), Some(code), "{revision:?}: {e}");
+        assert_eq!(e.rpc().unwrap().data.as_ref().unwrap()["uri"], "memo://gone");
+    }
+}

@@ -44,6 +44,9 @@
 //!   unexpected 5xx, flat memory and descriptors back to baseline; writes
 //!   `target/soak/report.json` (`--rate-limit RATE[:BURST]`: the server limits `tools/call`, and
 //!   its 429 refusals count as declared).
+//! - `package [--allow-dirty]`: every published crate (not `publish = false`) checked for the
+//!   metadata crates.io shows, then packaged with `cargo package`, each built from its archive
+//!   (`--allow-dirty`: with uncommitted changes, which `cargo package` refuses otherwise).
 //! - `fuzz [--seconds N] [--target NAME]…`: the cargo-fuzz targets of `fuzz/` (nightly; cargo-fuzz
 //!   installed when missing), each for N seconds, one job; prints executions and exec/s per target.
 //!
@@ -64,6 +67,7 @@ mod conformance;
 mod fuzz;
 mod interop;
 mod oidc;
+mod package;
 mod redis;
 mod redis_cluster;
 mod scaleout;
@@ -102,6 +106,10 @@ commands:
                           from xtask/balancers/), or each in turn (all): the Python SDK client
                           (3 HTTP modes) and every conformance leg through it; results in
                           target/conformance/out-scaleout/<balancer>
+  package [--allow-dirty] the published crates' metadata checked (description, license, repository,
+                          documentation, readme, keywords, categories), then `cargo package`
+                          builds each from the archive it would upload (--allow-dirty: with
+                          uncommitted changes)
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
@@ -204,6 +212,11 @@ fn dispatch(args: &[String]) -> Outcome {
         "fuzz" => match fuzz::parse(rest) {
             Ok(opts) => fuzz::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
+        },
+        "package" => match rest {
+            [] => package::run(false).into(),
+            [flag] if flag == "--allow-dirty" => package::run(true).into(),
+            [other, ..] => Outcome::Usage(format!("package: unexpected argument `{other}`")),
         },
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

@@ -8,6 +8,7 @@
 //! | [`Tool`](HandlerError::Tool) | `isError: true` with the message | -32603 with the message |
 //! | [`Internal`](HandlerError::Internal) | `isError: true`, "Internal tool error" (logged) | -32603 "Internal error" (logged) |
 //! | [`Rpc`](HandlerError::Rpc) | the JSON-RPC error as it is | the JSON-RPC error as it is |
+//! | [`ResourceNotFound`](HandlerError::ResourceNotFound) | the era's "resource not found" error | the same |
 //! | [`InputRequired`](HandlerError::InputRequired) | client input first (MRTR or legacy requests) | the same, where the method allows it |
 //!
 //! Like `anyhow::Error`, it does not implement `std::error::Error` itself: that is what lets
@@ -17,7 +18,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use mcp_protocol::RpcError;
+use mcp_protocol::{Era, RpcError};
 
 use serde_json::json;
 
@@ -91,6 +92,10 @@ pub enum HandlerError {
     /// A protocol error to answer with as it is (e.g. -32602, or -32021 when a client
     /// capability the call needs was not declared).
     Rpc(RpcError),
+    /// The resource with this URI does not exist: answered with the code of the request's era
+    /// (-32002 in the legacy era, -32602 in the modern one, `data.uri` in both; see
+    /// [`RpcError::resource_not_found`]). Made by [`HandlerError::resource_not_found`].
+    ResourceNotFound(String),
     /// The handler needs input from the client first (MRTR in the modern era; real
     /// server-to-client requests for legacy clients).
     InputRequired(Box<InputRequired>),
@@ -117,6 +122,36 @@ impl HandlerError {
     /// that the model can correct itself.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         HandlerError::Rpc(RpcError::invalid_params(message))
+    }
+
+    /// The resource `uri` does not exist (a resource template's handler reading an id it does
+    /// not know). The runtime answers with the code of the request's era, which the handler
+    /// need not know:
+    ///
+    /// ```
+    /// use mcp_runtime::HandlerError;
+    ///
+    /// fn note(id: u64) -> Result<String, HandlerError> {
+    ///     match id {
+    ///         1 => Ok("the first note".into()),
+    ///         _ => Err(HandlerError::resource_not_found(format!("notes://{id}"))),
+    ///     }
+    /// }
+    /// # assert!(matches!(note(2), Err(HandlerError::ResourceNotFound(u)) if u == "notes://2"));
+    /// ```
+    pub fn resource_not_found(uri: impl Into<String>) -> Self {
+        HandlerError::ResourceNotFound(uri.into())
+    }
+
+    /// The wire error of a failure answered as a protocol error in every method, for a request
+    /// of `era`: [`Rpc`](Self::Rpc) as it is, [`ResourceNotFound`](Self::ResourceNotFound) with
+    /// the era's code. The other variants are given back.
+    pub(crate) fn into_protocol_error(self, era: Era) -> Result<RpcError, Self> {
+        match self {
+            HandlerError::Rpc(e) => Ok(e),
+            HandlerError::ResourceNotFound(uri) => Ok(RpcError::resource_not_found(era, &uri)),
+            other => Err(other),
+        }
     }
 
     /// The failure as the logs write it: the message and every source.
@@ -161,6 +196,7 @@ impl fmt::Display for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HandlerError::Rpc(e) => fmt::Display::fmt(e, f),
+            HandlerError::ResourceNotFound(uri) => write!(f, "Resource not found: {uri}"),
             HandlerError::InputRequired(_) => f.write_str("input required"),
             HandlerError::Tool(m) => f.write_str(m),
             HandlerError::Internal(e) => write!(f, "internal error: {e}"),
@@ -172,6 +208,7 @@ impl fmt::Debug for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HandlerError::Rpc(e) => f.debug_tuple("Rpc").field(e).finish(),
+            HandlerError::ResourceNotFound(uri) => f.debug_tuple("ResourceNotFound").field(uri).finish(),
             HandlerError::InputRequired(ir) => f.debug_tuple("InputRequired").field(ir).finish(),
             HandlerError::Tool(m) => f.debug_tuple("Tool").field(m).finish(),
             HandlerError::Internal(e) => f.debug_tuple("Internal").field(e).finish(),
@@ -202,6 +239,16 @@ mod tests {
         assert!(matches!(e, HandlerError::Rpc(r) if r.code == -32021));
         let e: HandlerError = ClientRequestError::NoStream.into();
         assert!(matches!(e, HandlerError::Internal(_)));
+    }
+
+    #[test]
+    fn resource_not_found_takes_the_code_of_the_era() {
+        let legacy = HandlerError::resource_not_found("notes://9").into_protocol_error(Era::Legacy);
+        assert!(matches!(&legacy, Ok(e) if e.code == -32002 && e.data == Some(json!({"uri": "notes://9"}))));
+        let modern = HandlerError::resource_not_found("notes://9").into_protocol_error(Era::Modern);
+        assert!(matches!(&modern, Ok(e) if e.code == -32602 && e.message == "Resource not found: notes://9"));
+        let tool = HandlerError::tool("no").into_protocol_error(Era::Modern);
+        assert!(matches!(tool, Err(HandlerError::Tool(_))));
     }
 
     #[test]

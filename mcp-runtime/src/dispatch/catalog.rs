@@ -155,7 +155,7 @@ fn answer<T: serde::Serialize>(
     match outcome {
         Ok(result) => serde_json::to_value(result).map_err(|_| RpcError::internal()),
         Err(HandlerError::InputRequired(ir)) => parts.rounds.input_required(ctx, Some(params), *ir),
-        Err(e) => Err(handler_error(ctx.method(), e)),
+        Err(e) => Err(handler_error(ctx.method(), ctx.era(), e)),
     }
 }
 
@@ -217,11 +217,12 @@ pub(super) async fn complete(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, V
         None => Completion::default(),
         Some(h) => {
             let cancel = ctx.cancellation().clone();
+            let era = ctx.era();
             let fut = h.complete(p, ctx);
             let mut done = run_guarded("completion/complete", fut, parts.config.handler_timeout, &cancel)
                 .await
                 .map_err(|i| interrupted("completion/complete", i))?
-                .map_err(|e| handler_error("completion/complete", e))?;
+                .map_err(|e| handler_error("completion/complete", era, e))?;
             done.values.truncate(Completion::MAX_VALUES);
             done
         }

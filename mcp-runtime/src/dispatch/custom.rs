@@ -23,8 +23,8 @@ pub(super) async fn call(
     own.remove("_meta");
     let handler = entry.method.handler().clone();
     let call = move |ctx: Ctx| handler.call(own.clone(), ctx);
-    let (outcome, _) = run_rounds(parts.limits(), name, ctx, call)
+    let (outcome, ctx) = run_rounds(parts.limits(), name, ctx, call)
         .await
         .map_err(|i| interrupted(name, i))?;
-    outcome.map_err(|e| handler_error(name, e))
+    outcome.map_err(|e| handler_error(name, ctx.era(), e))
 }

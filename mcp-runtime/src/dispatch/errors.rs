@@ -1,18 +1,21 @@
 //! How a method's failures reach the wire: a handler's error, an interrupted run, params that
 //! do not fit.
 
-use mcp_protocol::RpcError;
+use mcp_protocol::{Era, RpcError};
 use serde_json::{Map, Value};
 
 use crate::api::HandlerError;
 use crate::exec::guard::Interrupted;
 
-/// Turns a handler error into the wire error of a non-tool method: a
-/// [`HandlerError::Tool`] is -32603 with its message, internal failures are
-/// logged and answered with a generic -32603.
-pub(crate) fn handler_error(method: &str, e: HandlerError) -> RpcError {
+/// Turns a handler error into the wire error of a non-tool method in a request of `era`: a
+/// protocol error as it is (a missing resource with the era's code), a [`HandlerError::Tool`]
+/// -32603 with its message; internal failures are logged and answered with a generic -32603.
+pub(crate) fn handler_error(method: &str, era: Era, e: HandlerError) -> RpcError {
+    let e = match e.into_protocol_error(era) {
+        Ok(wire) => return wire,
+        Err(e) => e,
+    };
     match e {
-        HandlerError::Rpc(e) => e,
         HandlerError::InputRequired(_) => {
             tracing::warn!(method, "handler asked for client input; not available for this request");
             RpcError::internal()

@@ -58,7 +58,7 @@ impl Rounds {
         params: Option<&Params>,
         principal: &str,
     ) -> Result<Round, mcp_protocol::RpcError> {
-        use mcp_protocol::mrtr::{answers_to, parse_input_responses};
+        use mcp_protocol::mrtr::{answers_to, parse_input_responses, request_state_token};
         use mcp_protocol::request_state::open_ring;
         // A first round carries neither member: nothing to read.
         let Some(raw) = params.filter(|p| p.contains("inputResponses") || p.contains("requestState")) else {
@@ -70,9 +70,10 @@ impl Rounds {
         // The keys the previous round asked, sealed in its state. A call without a state keeps
         // its answers: the protocol lets a server that seals nothing be answered that way, and
         // a stateless retry cannot say what was asked.
-        let (state, mut responses, asked) = match p.get("requestState") {
+        // An empty or null `requestState` is no state (see `request_state_token`).
+        let (state, mut responses, asked) = match request_state_token(p.get("requestState"))? {
             None => (None, Map::new(), None),
-            Some(Value::String(token)) => {
+            Some(token) => {
                 let opened = open_ring(&self.keys, token, principal, method, params, now_ms()).map_err(|e| {
                     tracing::debug!(method, error = %e, "requestState refused");
                     e.to_rpc_error()
@@ -82,7 +83,6 @@ impl Rounds {
                 let asked = opened.get("a").and_then(Value::as_array).cloned();
                 (state, earlier, asked)
             }
-            Some(_) => return Err(mcp_protocol::RpcError::invalid_params("Invalid requestState")),
         };
         let fresh = fresh.map(|fresh| {
             let kept = answers_to(fresh, asked.as_deref());

@@ -88,7 +88,7 @@ pub(crate) async fn execute(
         Err(Interrupted::Panicked) => return Settled::Panicked,
         Err(Interrupted::TimedOut) => return render(CallToolResult::error("Tool execution timed out")),
     };
-    match outcome {
+    let e = match outcome {
         Ok(result) => {
             if let (Some(schema), Some(structured), false) = (&tool.output, &result.structured_content, result.is_error)
                 && let Err(violations) = schema.validate(structured)
@@ -96,17 +96,23 @@ pub(crate) async fn execute(
                 tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
                 return render(CallToolResult::error(format!("Invalid tool output: {violations}")));
             }
-            render(result)
+            return render(result);
         }
-        Err(HandlerError::Rpc(e)) => Settled::Done(Err(e)),
-        Err(HandlerError::InputRequired(ir)) => Settled::Input(ir, ctx),
+        // A protocol error is answered as it is (a missing resource with the era's code).
+        Err(e) => match e.into_protocol_error(ctx.era()) {
+            Ok(wire) => return Settled::Done(Err(wire)),
+            Err(e) => e,
+        },
+    };
+    match e {
+        HandlerError::InputRequired(ir) => Settled::Input(ir, ctx),
         // A handler that gave up because its call was cancelled is not a failure.
-        Err(_) if ctx.is_cancelled() => {
+        _ if ctx.is_cancelled() => {
             tracing::debug!(tool = %tool.def.name, "tool call cancelled");
             Settled::Cancelled
         }
-        Err(HandlerError::Tool(message)) => render(CallToolResult::error(message)),
-        Err(e) => {
+        HandlerError::Tool(message) => render(CallToolResult::error(message)),
+        e => {
             tracing::error!(tool = %tool.def.name, error = %e.log_text(), "tool failed");
             render(CallToolResult::error("Internal tool error"))
         }
