@@ -190,7 +190,7 @@ pub(crate) fn run() -> Result {
             features().map_err(|e| format!("ci: feature matrix failed: {e}"))?;
             n += 1;
             util::banner(&format!(
-                "ci [{n}/{total}] weight: the notes server on this library no heavier than on rmcp"
+                "ci [{n}/{total}] weight: the notes server on this library and on rmcp (crates, stripped size)"
             ));
             weight::run(&weight::Options::default()).map_err(|e| format!("ci: {e}"))?;
             continue;

@@ -125,7 +125,7 @@ commands:
                           --rounds N: N interleaved rounds per cell instead of 3)
   weight [--features]     the notes server of weight/ on this library (mcp-server with http and
                           stdio) and on rmcp 3.11, dev profile: crates compiled and stripped size
-                          side by side; fails when ours is heavier (--features: each mcp-server
+                          side by side; fails when ours compiles more crates (--features: each mcp-server
                           feature's cost too, the README's table)
   soak [--minutes N] [--listeners N] [--rate-limit RATE[:BURST]] [--skip-build]
                           N minutes (default 1) of load and faults against the everything example:
