@@ -18,6 +18,8 @@
 //!   `skills`);
 //! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
 //! - [`rate_limits`]: the built-in rate limits, per caller, shared across instances;
+//! - [`observability`]: the spans and metrics of OpenTelemetry's MCP conventions, to logs,
+//!   Prometheus or an OTLP collector;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -34,6 +36,7 @@
 //! [`middleware`]: crate::guides::middleware
 //! [`apps`]: crate::guides::apps
 //! [`rate_limits`]: crate::guides::rate_limits
+//! [`observability`]: crate::guides::observability
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -78,6 +81,9 @@ pub mod middleware {}
 pub mod apps {}
 #[doc = include_str!("../../docs/guides/rate-limits.md")]
 pub mod rate_limits {}
+
+#[doc = include_str!("../../docs/guides/observability.md")]
+pub mod observability {}
 
 #[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}

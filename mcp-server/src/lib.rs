@@ -30,8 +30,8 @@
 //!   and notification goes through, on every transport.
 //! - `guides` (also `docs/guides/` in the repository): getting started, tools,
 //!   resources, prompts, progress, elicitation and sampling, tasks,
-//!   authentication, axum, testing, extensions, middleware, migrating from
-//!   `rmcp`; their code is tested.
+//!   authentication, axum, testing, extensions, middleware, observability,
+//!   migrating from `rmcp`; their code is tested.
 //!
 //! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
 //! that ask for one (core tasks), and for 2026-07-28 clients that declared
@@ -204,7 +204,7 @@ pub mod observe {
 
 /// The guides (`docs/guides/`): getting started, tools, resources, prompts, progress,
 /// elicitation and sampling, tasks, authentication, axum, testing, extensions, middleware,
-/// migrating from `rmcp`.
+/// observability, migrating from `rmcp`.
 #[cfg(all(feature = "http", feature = "stdio", feature = "auth"))]
 pub mod guides;
 
