@@ -143,6 +143,7 @@ impl Call {
             route.revision,
             env.session.as_ref().map(|s| &**s.id()),
             route.custom_label(),
+            route.tool(),
         );
         let cancel = env.cancel;
         if cancel.is_cancelled() {

@@ -215,8 +215,10 @@ pub(crate) type Known<'k> = &'k dyn Fn(&Method, &str) -> Option<Target>;
 
 impl Observed {
     /// Opens the observation of a request the engine received. `known` resolves the tool or
-    /// prompt it names among the registered ones.
+    /// prompt it names among the registered ones (a tool only for a span some subscriber
+    /// wants, which is named before routing: otherwise routing resolves it, [`Self::routed`]).
     pub(crate) fn start(req: &Request, era: Era, origin: Origin<'_, '_>, known: Known<'_>) -> Self {
+        let start = Instant::now();
         let method = req.method.label();
         let span = tracing::info_span!(
             target: "mcp_runtime::observe",
@@ -245,21 +247,22 @@ impl Observed {
             trace_flags = Empty,
             tracestate = Empty,
         );
-        let target = match req.method {
-            Method::ToolsCall | Method::PromptsGet => req
-                .params
-                .as_ref()
-                .and_then(|p| p.str("name"))
-                .and_then(|name| known(&req.method, &name)),
-            _ => None,
+        let named = match req.method {
+            Method::ToolsCall => !span.is_disabled(),
+            Method::PromptsGet => true,
+            _ => false,
         };
+        let target = named
+            .then(|| req.params.as_ref()?.str("name"))
+            .flatten()
+            .and_then(|name| known(&req.method, &name));
         let revision = match era {
             Era::Modern => meta_version(req.params.as_ref()).and_then(|v| Revision::parse(&v)),
             Era::Legacy => origin.revision,
         };
         let observed = Observed {
             span,
-            start: Instant::now(),
+            start,
             method,
             revision,
             network: origin.network,
@@ -313,11 +316,23 @@ impl Observed {
         &self.span
     }
 
-    /// Records what routing learnt: the revision, the legacy session the call runs in, and the
-    /// label of a custom method (registered by the server, so that its label set stays bounded).
-    pub(crate) fn routed(&mut self, revision: Option<Revision>, session: Option<&str>, label: Option<&'static str>) {
+    /// Records what routing learnt: the revision, the legacy session the call runs in, the
+    /// label of a custom method (registered by the server, so that its label set stays bounded)
+    /// and the registered tool a `tools/call` names.
+    pub(crate) fn routed(
+        &mut self,
+        revision: Option<Revision>,
+        session: Option<&str>,
+        label: Option<&'static str>,
+        tool: Option<&Arc<ToolEntry>>,
+    ) {
         if let Some(label) = label {
             self.method = label;
+        }
+        if self.target.is_none()
+            && let Some(tool) = tool
+        {
+            self.target = Some(Target::Tool(tool.clone()));
         }
         let fresh = revision.filter(|_| self.revision.is_none());
         if fresh.is_some() {
