@@ -95,7 +95,7 @@
 //! | metric | recorded | labels |
 //! | --- | --- | --- |
 //! | [`OPERATION_DURATION`] (`mcp.server.operation.duration`) | once per request | `mcp.method.name`, `error.type`, `rpc.response.status_code`, `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
-//! | [`SESSION_DURATION`] (`mcp.server.session.duration`) | once per legacy session, when it ends (deleted, expired, its connection closed, the server shut down), by the instance that opened it | `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
+//! | [`SESSION_DURATION`] (`mcp.server.session.duration`) | once per legacy session, when it ends (deleted, expired, its connection closed, or dropped with the runtime when the server shuts down; a session shared through a store outlives an instance that shuts down), by the instance that opened it | `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
 //!
 //! A label is present when its attribute is (above): `gen_ai.tool.name` and
 //! `gen_ai.prompt.name` only for a registered tool or prompt, and `mcp.method.name` is

@@ -475,14 +475,19 @@ impl Session {
         *lock(&self.opened) = Some(network);
     }
 
-    /// Ends the session: in-flight calls are cancelled, pending requests fail
-    /// at once, streams watching [`Session::closed`] end. The first close of a session opened
-    /// here records its duration.
-    pub fn close(&self) {
+    /// Records the duration of a session opened here, once.
+    fn ended(&self) {
         let opened = lock(&self.opened).take();
         if let Some(network) = opened {
             crate::observe::session_ended(Some(self.revision), network, self.epoch.elapsed().as_secs_f64());
         }
+    }
+
+    /// Ends the session: in-flight calls are cancelled, pending requests fail
+    /// at once, streams watching [`Session::closed`] end. The first close of a session opened
+    /// here records its duration.
+    pub fn close(&self) {
+        self.ended();
         self.closed.cancel();
         lock(&self.outlet.0).take();
         self.in_flight.cancel_all();
@@ -491,6 +496,17 @@ impl Session {
             let _ = tx.send(Err(RpcError::internal_with("Session terminated")));
         }
         lock(&self.subscriptions).clear();
+    }
+}
+
+/// A session opened here that was never closed ends with its last holder (the server shut
+/// down, the runtime dropped): its duration is recorded then, unless its record is shared, when
+/// it lives on in the other instances.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.is_shared() {
+            self.ended();
+        }
     }
 }
 
