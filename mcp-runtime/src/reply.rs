@@ -12,7 +12,11 @@ use serde_json::value::RawValue;
 /// result decorated as it was serialized): written as it is, never
 /// re-serialized.
 #[derive(Debug, Clone)]
-pub struct EncodedResult(Encoded);
+pub struct EncodedResult {
+    bytes: Encoded,
+    /// A tool result with `isError` (for the request's `error.type`).
+    tool_error: bool,
+}
 
 /// Where the bytes of an [`EncodedResult`] live.
 #[derive(Debug, Clone)]
@@ -26,17 +30,34 @@ enum Encoded {
 impl EncodedResult {
     /// Bytes shared with a cache.
     pub(crate) fn shared(raw: Arc<RawValue>) -> Self {
-        EncodedResult(Encoded::Shared(raw))
+        EncodedResult {
+            bytes: Encoded::Shared(raw),
+            tool_error: false,
+        }
     }
 
     /// Bytes of this reply's own.
     pub(crate) fn owned(raw: Box<RawValue>) -> Self {
-        EncodedResult(Encoded::Owned(raw))
+        EncodedResult {
+            bytes: Encoded::Owned(raw),
+            tool_error: false,
+        }
+    }
+
+    /// Marks the bytes as a tool result with `isError` (or not).
+    pub(crate) fn with_tool_error(mut self, tool_error: bool) -> Self {
+        self.tool_error = tool_error;
+        self
+    }
+
+    /// Whether this is a tool result with `isError`.
+    pub fn is_tool_error(&self) -> bool {
+        self.tool_error
     }
 
     /// The serialized result.
     pub fn as_raw(&self) -> &RawValue {
-        match &self.0 {
+        match &self.bytes {
             Encoded::Shared(raw) => raw,
             Encoded::Owned(raw) => raw,
         }
@@ -49,7 +70,7 @@ impl EncodedResult {
 
     /// The bytes, to share (with a cache).
     pub(crate) fn into_shared(self) -> Arc<RawValue> {
-        match self.0 {
+        match self.bytes {
             Encoded::Shared(raw) => raw,
             Encoded::Owned(raw) => Arc::from(raw),
         }

@@ -358,6 +358,18 @@ impl Runtime {
         &self.subscriptions
     }
 
+    /// The registered tool (`tools/call`) or prompt (`prompts/get`) named `name`, for a
+    /// request's telemetry.
+    pub(crate) fn target(&self, method: &mcp_protocol::Method, name: &str) -> Option<crate::observe::Target> {
+        use crate::observe::Target;
+        let catalog = self.registry.snapshot();
+        match method {
+            mcp_protocol::Method::ToolsCall => catalog.tool(name).cloned().map(Target::Tool),
+            mcp_protocol::Method::PromptsGet => catalog.prompt(name).cloned().map(Target::Prompt),
+            _ => None,
+        }
+    }
+
     /// What the server offers, from the registry and the configuration.
     pub fn features(&self) -> ServerFeatures {
         lifecycle::features(&self.config, &self.registry.snapshot())

@@ -17,8 +17,9 @@
 //! soak flags (`--soak` for the fault tools, `--max-listeners-per-peer` and
 //! the other bounds) in `everything/soak.rs`; the flags that make several processes one
 //! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`; the
-//! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`. The
-//! skills it serves (SEP-2640) are the tree `everything/skills/`.
+//! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`; the
+//! Prometheus endpoint (`--metrics HOST:PORT`) in `everything/metrics.rs`. The skills it serves
+//! (SEP-2640) are the tree `everything/skills/`.
 
 use scope_fixture::ScopeFixture;
 use std::sync::Arc;
@@ -37,6 +38,8 @@ use serde_json::Map;
 mod apps;
 #[path = "everything/auth.rs"]
 mod auth;
+#[path = "everything/metrics.rs"]
+mod metrics;
 #[path = "everything/ratelimit.rs"]
 mod ratelimit;
 #[path = "everything/scope_fixture.rs"]
@@ -75,6 +78,8 @@ struct Args {
     shared: shared::SharedArgs,
     #[command(flatten)]
     rate_limit: ratelimit::RateLimitArgs,
+    #[command(flatten)]
+    metrics: metrics::MetricsArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -836,8 +841,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every provider is built before the port is bound: a bad set-up binds nothing.
     let scopes = args.auth.scope_fixture();
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
+    let metrics = args.metrics.serve().await?;
     let (server, replay) = server(&args.soak, &args.shared, &args.rate_limit, scopes).await?;
     if args.stdio {
+        if let Some(addr) = metrics {
+            eprintln!("metrics on http://{addr}/metrics");
+        }
         server.serve_stdio().await?;
         return Ok(());
     }
@@ -868,6 +877,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|e| auth::exit(&e));
     // The first stdout line tells the harness (`cargo xtask conformance`) where to connect.
     println!("listening on {endpoint}");
+    if let Some(addr) = metrics {
+        println!("metrics on http://{addr}/metrics");
+    }
     server.serve_http_on(listener, config, shutdown).await?;
     Ok(())
 }

@@ -21,6 +21,8 @@
 //! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
 //! - [`rate_limits`]: the built-in rate limits, per caller, shared across instances;
 //! - [`publishing`]: the crate's metadata, a `server.json` for the MCP registry;
+//! - [`observability`]: the spans and metrics of OpenTelemetry's MCP conventions, to logs,
+//!   Prometheus or an OTLP collector;
 //! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
 //!
 //! [`getting_started`]: crate::guides::getting_started
@@ -38,6 +40,7 @@
 //! [`apps`]: crate::guides::apps
 //! [`rate_limits`]: crate::guides::rate_limits
 //! [`publishing`]: crate::guides::publishing
+//! [`observability`]: crate::guides::observability
 //! [`migrating_from_rmcp`]: crate::guides::migrating_from_rmcp
 //!
 //! The modules are empty: only their documentation matters.
@@ -87,6 +90,10 @@ pub mod rate_limits {}
 pub mod publishing {}
 
 #[doc = include_str!("../guides/migrating-from-rmcp.md")]
+#[doc = include_str!("../guides/observability.md")]
+pub mod observability {}
+
+#[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}
 
 #[cfg(feature = "skills")]

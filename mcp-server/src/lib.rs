@@ -31,8 +31,8 @@
 //!   and notification goes through, on every transport.
 //! - `guides` (also `docs/guides/` in the repository): getting started, tools,
 //!   resources, prompts, progress, elicitation and sampling, tasks,
-//!   authentication, axum, testing, extensions, middleware, migrating from
-//!   `rmcp`; their code is tested.
+//!   authentication, axum, testing, extensions, middleware, observability,
+//!   migrating from `rmcp`; their code is tested.
 //!
 //! A tool may run as a task ([`Tool::task_support`]): for 2025-11-25 clients
 //! that ask for one (core tasks), and for 2026-07-28 clients that declared
@@ -128,20 +128,27 @@
 //!
 //! ## Observability
 //!
-//! Every request that reaches the runtime, on any transport, runs inside one
-//! `tracing` span, `mcp.request` (level `INFO`), and is counted through the
-//! [`metrics`](https://docs.rs/metrics) facade. With no subscriber and no
-//! recorder installed both cost little: the span is disabled (nothing is
-//! formatted or parsed) and the facade's no-op recorder takes the counts
-//! (it still builds each metric's key). The field names, metric
-//! names and labels are listed in [`observe`]. Install a
-//! `tracing-subscriber` (or `tracing-opentelemetry`) subscriber and a metrics
-//! exporter (e.g. `metrics-exporter-prometheus`) in `main`; the library
-//! installs neither. A request's W3C trace context (`traceparent`,
-//! `tracestate` in its `_meta`) is recorded on the span as `trace_id`,
-//! `parent_span_id`, `trace_flags` and `tracestate`; to continue the client's
-//! trace with `tracing-opentelemetry`, hand it to `set_parent` from a hook set
-//! with [`observe::set_trace_context_hook`] (the module shows how).
+//! Telemetry follows OpenTelemetry's semantic conventions for MCP. Every
+//! request that reaches the runtime, on any transport, runs inside one
+//! `tracing` span of kind `SERVER` (`mcp.server`, level `INFO`, named
+//! `{mcp.method.name} {tool or prompt}` for OpenTelemetry, with the
+//! conventions' attributes: `mcp.method.name`, `mcp.session.id`,
+//! `gen_ai.tool.name`, `network.transport`, `error.type`, …), and is timed
+//! through the [`metrics`](https://docs.rs/metrics) facade in the histogram
+//! `mcp.server.operation.duration`; a legacy session's length goes to
+//! `mcp.server.session.duration`. With no subscriber and no recorder
+//! installed both cost little: the span is disabled (nothing is formatted or
+//! parsed) and the facade's no-op recorder takes the durations (it still
+//! builds each metric's key). The attributes, metric names and labels are
+//! listed in [`observe`]. Install a `tracing-subscriber` (or
+//! `tracing-opentelemetry`) subscriber and a metrics exporter (e.g.
+//! `metrics-exporter-prometheus`, with [`observe::DURATION_BUCKETS`]) in
+//! `main`; the library installs neither (the observability guide shows both).
+//! A request's W3C trace context (`traceparent`, `tracestate` in its `_meta`)
+//! is recorded on the span as `trace_id`, `parent_span_id`, `trace_flags` and
+//! `tracestate`; to continue the client's trace with `tracing-opentelemetry`,
+//! hand it to `set_parent` from a hook set with
+//! [`observe::set_trace_context_hook`] (the module shows how).
 //!
 //! Beside what a server author needs (the root and the [`prelude`]), a few
 //! modules open the layers below: [`protocol`] (`mcp-protocol`, the sans-IO
@@ -212,7 +219,7 @@ pub mod observe {
 
 /// The guides (`docs/guides/`): getting started, tools, resources, prompts, progress,
 /// elicitation and sampling, tasks, authentication, axum, testing, extensions, middleware,
-/// migrating from `rmcp`.
+/// observability, migrating from `rmcp`.
 #[cfg(all(feature = "http", feature = "stdio", feature = "auth"))]
 pub mod guides;
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
+use mcp_runtime::observe::Network;
 use mcp_runtime::{Engine, Peer, Session, SessionSlot, Sessions};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -52,8 +53,8 @@ impl Shared {
     }
 
     /// What the engine knows of the stdio peer: one session per process, no
-    /// declared revision, no headers, streaming on the writer.
+    /// declared revision, no headers, streaming on the writer, over a pipe.
     pub(crate) fn peer(&self) -> Peer<'_> {
-        Peer::new(self.auth.clone(), Sessions::Slot(&self.slot))
+        Peer::new(self.auth.clone(), Sessions::Slot(&self.slot)).with_network(Network::PIPE)
     }
 }

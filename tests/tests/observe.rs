@@ -1,6 +1,7 @@
 //! Observability: the per-request `tracing` span (its fields, the W3C trace context from
 //! `_meta`, that handler events are its children, that no argument reaches it) and the request
-//! metrics, over stdio in both eras, and the `traceparent` header over HTTP.
+//! duration histogram, over stdio in both eras, and the `traceparent` header over HTTP. (The
+//! names as OpenTelemetry sees them, with its SDK: `telemetry.rs`.)
 //!
 //! Each test runs on a current-thread runtime inside a thread-local subscriber and recorder,
 //! so that the tests of this binary do not see each other's requests.
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_runtime::Runtime;
-use mcp_runtime::observe::{REQUEST_DURATION_SECONDS, REQUESTS_TOTAL, SPAN_NAME};
+use mcp_runtime::observe::{OPERATION_DURATION, SPAN_NAME};
 use mcp_server::{McpServer, Tool};
 use mcp_transport_stdio::{StdioConfig, serve_io};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
@@ -51,7 +52,7 @@ struct SpanRecord {
 struct Captured(Arc<Mutex<Vec<SpanRecord>>>);
 
 impl Captured {
-    /// The closed `mcp.request` spans, in the order they closed.
+    /// The closed request spans, in the order they closed.
     fn requests(&self) -> Vec<SpanRecord> {
         self.0
             .lock()
@@ -66,7 +67,7 @@ impl Captured {
     fn request(&self, id: &str) -> SpanRecord {
         let all = self.requests();
         all.iter()
-            .find(|s| s.fields.get("id").map(String::as_str) == Some(id))
+            .find(|s| s.fields.get("jsonrpc.request.id").map(String::as_str) == Some(id))
             .cloned()
             .unwrap_or_else(|| panic!("no span for request {id} in {all:#?}"))
     }
@@ -248,16 +249,17 @@ fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
         c.finish().await;
     });
     let span = captured.request("1");
-    assert_eq!(field(&span, "method"), Some("tools/call"));
-    assert_eq!(field(&span, "era"), Some("modern"));
-    assert_eq!(field(&span, "revision"), Some(MODERN));
-    assert_eq!(field(&span, "principal"), Some("anonymous"));
-    assert_eq!(field(&span, "session"), None, "a modern request has no session");
+    assert_eq!(field(&span, "mcp.method.name"), Some("tools/call"));
+    assert_eq!(field(&span, "otel.name"), Some("tools/call echo"));
+    assert_eq!(field(&span, "mcp.protocol.version"), Some(MODERN));
+    assert_eq!(field(&span, "user.id"), Some("anonymous"));
+    assert_eq!(field(&span, "network.transport"), Some("pipe"));
+    assert_eq!(field(&span, "mcp.session.id"), None, "a modern request has no session");
     assert_eq!(field(&span, "trace_id"), Some(TRACE_ID));
     assert_eq!(field(&span, "parent_span_id"), Some(PARENT_ID));
     assert_eq!(field(&span, "trace_flags"), Some("01"));
     assert_eq!(field(&span, "tracestate"), Some(TRACESTATE));
-    assert_eq!(field(&span, "outcome"), Some("ok"));
+    assert_eq!(field(&span, "error.type"), None);
     assert!(
         span.events.iter().any(|e| e == "echo handler ran"),
         "the handler runs inside the request span: {span:#?}"
@@ -296,17 +298,15 @@ fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ign
         c.finish().await;
     });
     let init = captured.request("1");
-    assert_eq!(field(&init, "method"), Some("initialize"));
-    assert_eq!(field(&init, "era"), Some("legacy"));
-    assert_eq!(field(&init, "outcome"), Some("ok"));
-    let session = field(&init, "session")
+    assert_eq!(field(&init, "mcp.method.name"), Some("initialize"));
+    assert_eq!(field(&init, "error.type"), None);
+    let session = field(&init, "mcp.session.id")
         .expect("initialize names the session it minted")
         .to_owned();
 
     let call = captured.request("2");
-    assert_eq!(field(&call, "era"), Some("legacy"));
-    assert_eq!(field(&call, "revision"), Some(LEGACY));
-    assert_eq!(field(&call, "session"), Some(session.as_str()));
+    assert_eq!(field(&call, "mcp.protocol.version"), Some(LEGACY));
+    assert_eq!(field(&call, "mcp.session.id"), Some(session.as_str()));
     assert_eq!(
         field(&call, "trace_id"),
         Some(TRACE_ID),
@@ -325,15 +325,19 @@ fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ign
         None,
         "no tracestate without a valid traceparent"
     );
-    assert_eq!(field(&bad, "outcome"), Some("ok"));
+    assert_eq!(field(&bad, "error.type"), None);
 
     let missing = captured.request("4");
-    assert_eq!(field(&missing, "method"), Some("resources/read"));
-    assert_eq!(field(&missing, "outcome"), Some("error"), "{missing:#?}");
+    assert_eq!(field(&missing, "mcp.method.name"), Some("resources/read"));
+    assert_eq!(field(&missing, "mcp.resource.uri"), Some("file:///nowhere"));
+    let code = field(&missing, "error.type").expect("an error answer has an error.type");
+    assert!(code.parse::<i32>().is_ok_and(|c| c < 0), "{missing:#?}");
+    assert_eq!(field(&missing, "rpc.response.status_code"), Some(code));
+    assert_eq!(field(&missing, "otel.status_code"), Some("error"));
 }
 
 #[test]
-fn requests_are_counted_and_timed_by_method_era_and_outcome() {
+fn requests_are_timed_by_method_revision_and_error_type() {
     let (_, snapshotter) = observed(|| async {
         let mut c = Client::start();
         c.call(1, "tools/call", echo(modern_meta(json!({})))).await;
@@ -341,39 +345,43 @@ fn requests_are_counted_and_timed_by_method_era_and_outcome() {
         c.call(3, "tools/list", json!({"_meta": modern_meta(json!({}))})).await;
         // Not served in the modern era: refused before any handler.
         c.call(4, "initialize", json!({"_meta": modern_meta(json!({}))})).await;
-        // A method no table names is counted as `unknown`, whatever its name.
+        // A method no table names is timed as `unknown`, whatever its name.
         c.call(5, "x/made-up", json!({"_meta": modern_meta(json!({}))})).await;
         c.finish().await;
     });
-    let mut counts = HashMap::new();
     let mut timings = HashMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let key = key.key();
         let labels: HashMap<&str, &str> = key.labels().map(|l| (l.key(), l.value())).collect();
         let label = |k: &str| labels.get(k).copied().unwrap_or("-").to_owned();
-        match (key.name(), value) {
-            (REQUESTS_TOTAL, DebugValue::Counter(n)) => {
-                counts.insert((label("method"), label("era"), label("outcome")), n);
+        if let (OPERATION_DURATION, DebugValue::Histogram(samples)) = (key.name(), value) {
+            assert!(samples.iter().all(|s| s.0 >= 0.0 && s.0 < 30.0), "{samples:?}");
+            assert_eq!(label("network.transport"), "pipe", "{labels:?}");
+            let error = label("error.type");
+            if error != "-" {
+                assert!(error.parse::<i32>().is_ok(), "{labels:?}");
+                assert_eq!(label("rpc.response.status_code"), error, "{labels:?}");
             }
-            (REQUEST_DURATION_SECONDS, DebugValue::Histogram(samples)) => {
-                assert!(samples.iter().all(|s| s.0 >= 0.0 && s.0 < 30.0), "{samples:?}");
-                timings.insert((label("method"), label("era")), samples.len());
-            }
-            _ => {}
+            let refused = if error == "-" { "ok" } else { "refused" };
+            let key = (
+                label("mcp.method.name"),
+                label("mcp.protocol.version"),
+                refused.to_owned(),
+            );
+            *timings.entry(key).or_insert(0) += samples.len();
         }
     }
-    let count = |m: &str, e: &str, o: &str| counts.get(&(m.to_owned(), e.to_owned(), o.to_owned())).copied();
-    assert_eq!(count("tools/call", "modern", "ok"), Some(2), "{counts:?}");
-    assert_eq!(count("tools/list", "modern", "ok"), Some(1), "{counts:?}");
-    assert_eq!(count("initialize", "modern", "refused"), Some(1), "{counts:?}");
-    assert_eq!(count("unknown", "modern", "refused"), Some(1), "{counts:?}");
-    assert!(!counts.keys().any(|(m, _, _)| m == "x/made-up"), "{counts:?}");
+    let count = |m: &str, o: &str| timings.get(&(m.to_owned(), MODERN.to_owned(), o.to_owned())).copied();
+    assert_eq!(count("tools/call", "ok"), Some(2), "{timings:?}");
+    assert_eq!(count("tools/list", "ok"), Some(1), "{timings:?}");
+    assert_eq!(count("initialize", "refused"), Some(1), "{timings:?}");
+    assert_eq!(count("unknown", "refused"), Some(1), "{timings:?}");
+    assert!(!timings.keys().any(|(m, _, _)| m == "x/made-up"), "{timings:?}");
     assert_eq!(
-        timings.get(&("tools/call".to_owned(), "modern".to_owned())),
-        Some(&2),
-        "{timings:?}"
+        timings.values().sum::<usize>(),
+        5,
+        "one duration per request: {timings:?}"
     );
-    assert_eq!(counts.values().sum::<u64>(), 5, "one count per request: {counts:?}");
 }
 
 #[test]
@@ -409,8 +417,10 @@ fn over_http_the_traceparent_header_is_used_when_meta_has_none() {
     assert_eq!(field(&header, "trace_id"), Some(TRACE_ID));
     assert_eq!(field(&header, "parent_span_id"), Some(PARENT_ID));
     assert_eq!(field(&header, "tracestate"), Some(TRACESTATE));
-    assert_eq!(field(&header, "principal"), Some("anonymous"));
-    assert_eq!(field(&header, "outcome"), Some("ok"));
+    assert_eq!(field(&header, "user.id"), Some("anonymous"));
+    assert_eq!(field(&header, "network.transport"), Some("tcp"));
+    assert_eq!(field(&header, "network.protocol.name"), Some("http"));
+    assert_eq!(field(&header, "error.type"), None);
 
     let meta = captured.request("2");
     assert_eq!(
@@ -425,20 +435,23 @@ fn over_http_the_traceparent_header_is_used_when_meta_has_none() {
         "the header's tracestate does not pair with _meta's parent"
     );
 
-    assert_eq!(field(&captured.request("3"), "outcome"), Some("refused"));
+    assert_eq!(field(&captured.request("3"), "error.type"), Some("-32020"));
     let refused = snapshotter
         .snapshot()
         .into_vec()
         .into_iter()
         .find_map(|(key, _, _, value)| {
             let key = key.key();
-            let outcome = key
+            let error = key
                 .labels()
-                .find(|l| l.key() == "outcome")
+                .find(|l| l.key() == "error.type")
                 .map(|l| l.value().to_owned());
-            (key.name() == REQUESTS_TOTAL && outcome.as_deref() == Some("refused")).then_some(value)
+            (key.name() == OPERATION_DURATION && error.as_deref() == Some("-32020")).then_some(value)
         });
-    assert_eq!(refused, Some(DebugValue::Counter(1)));
+    assert!(
+        matches!(&refused, Some(DebugValue::Histogram(samples)) if samples.len() == 1),
+        "{refused:?}"
+    );
 }
 
 #[test]

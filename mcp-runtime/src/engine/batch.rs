@@ -84,6 +84,7 @@ fn finish(answers: Vec<Frame>, guards: Vec<InFlightGuard>) -> BatchDone {
 impl Engine {
     /// Checks a decoded batch and prepares its elements.
     pub async fn batch(&self, peer: &Peer<'_>, items: Vec<Result<Message, DecodeError>>) -> BatchStep {
+        let received = std::time::Instant::now();
         self.runtime.ensure_started();
         let refuse = |stage, e: &RpcError| BatchStep::Answer(Answer::error(stage, Era::Legacy, None, e));
         if let TransportRevision::Unknown(v) = &peer.revision {
@@ -125,7 +126,7 @@ impl Engine {
                     let route = match self.runtime.route_in(&req, era, session.as_deref(), &peer.auth) {
                         Ok(r) => r,
                         Err(rej) => {
-                            crate::observe::refused(&req.method, rej.era);
+                            crate::observe::refused(&req.method, &rej.error, revision, peer.network, received);
                             answers.push(encode_error(Some(&req.id), &rej.error));
                             continue;
                         }
@@ -133,7 +134,7 @@ impl Engine {
                     let (guard, cancel) = match register(peer, route.era, session.as_ref(), &req.id) {
                         Ok(r) => r,
                         Err(e) => {
-                            crate::observe::refused(&req.method, route.era);
+                            crate::observe::refused(&req.method, &e, route.revision, peer.network, received);
                             answers.push(encode_error(Some(&req.id), &e));
                             continue;
                         }
@@ -145,6 +146,7 @@ impl Engine {
                         guard,
                         extensions: extensions.clone(),
                         remote: peer.remote,
+                        network: peer.network,
                     };
                     calls.push(Call::new(self.runtime.clone(), req, route, env, true));
                 }

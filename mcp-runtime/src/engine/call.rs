@@ -19,7 +19,7 @@ use crate::dispatch::route::Route;
 use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
 use crate::middleware::{Inbound, Outcome, Terminal};
-use crate::observe::Observed;
+use crate::observe::{Network, Observed, Origin};
 use crate::reply::Reply;
 use crate::runtime::Runtime;
 use crate::session::InFlightGuard;
@@ -36,6 +36,8 @@ pub(crate) struct Env {
     pub(crate) extensions: http::Extensions,
     /// The client's address, where the transport tells clients apart.
     pub(crate) remote: Option<std::net::IpAddr>,
+    /// The transport's network (for the call's telemetry).
+    pub(crate) network: Option<Network>,
 }
 
 /// A routed, registered request: the transport gives it a sink and runs it where it likes (a
@@ -127,11 +129,21 @@ impl Call {
         } = self;
         let id = req.id.clone();
         let era = route.era;
-        let mut observed = observed.unwrap_or_else(|| Observed::start(&req, era, &env.auth, None, None));
+        let mut observed = observed.unwrap_or_else(|| {
+            let origin = Origin {
+                auth: &env.auth,
+                revision: route.revision,
+                headers: None,
+                network: env.network,
+                remote: env.remote,
+            };
+            Observed::start(&req, era, origin, &|m, name| runtime.target(m, name))
+        });
         observed.routed(
             route.revision,
             env.session.as_ref().map(|s| &**s.id()),
             route.custom_label(),
+            route.tool(),
         );
         let cancel = env.cancel;
         if cancel.is_cancelled() {

@@ -53,7 +53,7 @@ use crate::listen::{Holder, ListenError};
 use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
 use crate::middleware::{Inbound, Outcome, Terminal};
-use crate::observe::Observed;
+use crate::observe::{Observed, Origin};
 use crate::runtime::Runtime;
 use crate::session::{InFlight, InFlightGuard};
 use crate::session::{Session, SessionLimit, StartError};
@@ -158,7 +158,14 @@ impl Engine {
     pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
         self.runtime.ensure_started();
         let era = request_era(&req, peer.revision.known());
-        let observed = Observed::start(&req, era, &peer.auth, peer.revision.known(), peer.headers);
+        let origin = Origin {
+            auth: &peer.auth,
+            revision: peer.revision.known(),
+            headers: peer.headers,
+            network: peer.network,
+            remote: peer.remote,
+        };
+        let observed = Observed::start(&req, era, origin, &|m, name| self.runtime.target(m, name));
         let step = async {
             match era {
                 Era::Modern => self.modern(peer, req).await,
@@ -296,6 +303,9 @@ impl Engine {
             ));
         }
         let kept = session.filter(|_| keeping != Keeping::None);
+        if let Some(s) = kept.as_ref().filter(|_| !outcome.is_error()) {
+            s.opened_over(peer.network);
+        }
         if let Some(s) = &kept {
             tracing::debug!(session = %s.id(), revision = %s.revision(), "legacy session started");
         }
@@ -335,6 +345,7 @@ impl Engine {
                 guard,
                 extensions: peer.take_extensions(),
                 remote: peer.remote,
+                network: peer.network,
             },
             stream,
         ))

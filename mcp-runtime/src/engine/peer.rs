@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcp_protocol::TransportRevision;
 use mcp_protocol::auth::AuthInfo;
 
+use crate::observe::Network;
 use crate::session::SessionSlot;
 
 /// Reads one HTTP request header by (lowercase) name.
@@ -54,6 +55,10 @@ pub struct Peer<'a> {
     /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
     /// clients from each other (open subscriptions) count per peer.
     pub remote: Option<std::net::IpAddr>,
+    /// How the transport carries messages (OpenTelemetry's `network.*` attributes of the
+    /// request's telemetry): [`Network::PIPE`] on stdio, [`Network::http`] over HTTP; `None`
+    /// (in process) records none.
+    pub network: Option<Network>,
     /// Transport or middleware extensions handed to handlers: moved into the call the message
     /// becomes (a batch's calls get copies), so that a single request never copies them.
     pub extensions: Mutex<http::Extensions>,
@@ -61,7 +66,7 @@ pub struct Peer<'a> {
 
 impl<'a> Peer<'a> {
     /// A peer with a caller and a session policy: no declared revision, streaming, both eras,
-    /// no headers, no extensions.
+    /// no headers, no network, no extensions.
     pub fn new(auth: Arc<AuthInfo>, sessions: Sessions<'a>) -> Self {
         Peer {
             auth,
@@ -71,8 +76,15 @@ impl<'a> Peer<'a> {
             legacy_only: false,
             headers: None,
             remote: None,
+            network: None,
             extensions: Mutex::default(),
         }
+    }
+
+    /// Sets how the transport carries messages.
+    pub fn with_network(mut self, network: Network) -> Self {
+        self.network = Some(network);
+        self
     }
 
     /// Sets the extensions handed to handlers.

@@ -18,6 +18,8 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::observe::Network;
+
 pub(crate) mod inflight;
 mod replication;
 pub(crate) mod slot;
@@ -69,6 +71,10 @@ pub struct Session {
     in_flight: InFlight,
     last_activity_ms: AtomicU64,
     epoch: Instant,
+    /// Set by the engine at `initialize` to the network of the transport that opened the
+    /// session (`Some(None)` in process), and taken by the first close, which records the
+    /// session's duration; a replica loaded from a shared record has none.
+    opened: Mutex<Option<Option<Network>>>,
     closed: CancellationToken,
     outlet: OutletSlot,
     /// Where the session's record is replicated, when sessions are shared by several
@@ -117,6 +123,7 @@ impl Session {
             in_flight: InFlight::new(),
             last_activity_ms: AtomicU64::new(0),
             epoch: Instant::now(),
+            opened: Mutex::new(None),
             closed: CancellationToken::new(),
             outlet: OutletSlot::default(),
             replication: OnceLock::new(),
@@ -462,9 +469,25 @@ impl Session {
         }
     }
 
+    /// Marks the session as opened here, over `network`: its duration is recorded
+    /// ([`SESSION_DURATION`](crate::observe::SESSION_DURATION)) when it is closed.
+    pub(crate) fn opened_over(&self, network: Option<Network>) {
+        *lock(&self.opened) = Some(network);
+    }
+
+    /// Records the duration of a session opened here, once.
+    fn ended(&self) {
+        let opened = lock(&self.opened).take();
+        if let Some(network) = opened {
+            crate::observe::session_ended(Some(self.revision), network, self.epoch.elapsed().as_secs_f64());
+        }
+    }
+
     /// Ends the session: in-flight calls are cancelled, pending requests fail
-    /// at once, streams watching [`Session::closed`] end.
+    /// at once, streams watching [`Session::closed`] end. The first close of a session opened
+    /// here records its duration.
     pub fn close(&self) {
+        self.ended();
         self.closed.cancel();
         lock(&self.outlet.0).take();
         self.in_flight.cancel_all();
@@ -473,6 +496,17 @@ impl Session {
             let _ = tx.send(Err(RpcError::internal_with("Session terminated")));
         }
         lock(&self.subscriptions).clear();
+    }
+}
+
+/// A session opened here that was never closed ends with its last holder (the server shut
+/// down, the runtime dropped): its duration is recorded then, unless its record is shared, when
+/// it lives on in the other instances.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.is_shared() {
+            self.ended();
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
+use mcp_runtime::observe::Network;
 use mcp_runtime::relay::PairOutcome;
 use mcp_runtime::store::PairRecord;
 use mcp_runtime::{Answer, Peer, Session, Sessions, Sink, Step};
@@ -113,7 +114,9 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
-    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_extensions(parts.extensions);
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot))
+        .with_network(Network::http(parts.version))
+        .with_extensions(parts.extensions);
     peer.legacy_only = true;
     match handle(shared, &pair, &peer, inbound, permit).await {
         Some(a) => answer(&shared.config, a),

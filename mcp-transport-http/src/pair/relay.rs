@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use mcp_protocol::jsonrpc::{decode, encode_error};
+use mcp_runtime::observe::Network;
 use mcp_runtime::relay::{PairMessage, PairOutcome};
 use mcp_runtime::{Peer, Sessions};
 use tokio::sync::mpsc;
@@ -50,7 +51,8 @@ pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Re
                 continue;
             }
         };
-        let mut peer = Peer::new(Arc::new(auth), Sessions::Slot(&pair.slot));
+        // Relayed by another instance: HTTP, of a version the relay does not carry.
+        let mut peer = Peer::new(Arc::new(auth), Sessions::Slot(&pair.slot)).with_network(Network::HTTP);
         peer.legacy_only = true;
         let outcome = match message::handle(&shared, &pair, &peer, inbound, permit).await {
             None => PairOutcome::Accepted,

@@ -19,6 +19,7 @@ use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::jsonrpc::{DecodeError, Inbound, decode};
 use mcp_protocol::{Message, RpcError, TransportRevision};
 use mcp_runtime::engine::HeaderLookup;
+use mcp_runtime::observe::Network;
 use mcp_runtime::{Peer, Sessions, Step};
 
 use crate::body::{limits, read_body, too_large};
@@ -52,7 +53,8 @@ impl PostCtx {
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
         peer.remote = extensions.get::<mcp_auth::ClientAddr>().map(|c| c.0);
-        peer.with_extensions(extensions)
+        peer.with_network(Network::http(self.parts.version))
+            .with_extensions(extensions)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `everything` fixture as a deployment runs it: the example binary that `cargo test`
-//! builds beside this suite, started on a free loopback port with the authentication flags of a
-//! test, killed on drop; and the MCP requests the tests send it (modern, and legacy in a
-//! session).
+//! builds beside this suite, started on a free loopback port with the flags of a test
+//! (authentication, `--metrics`), killed on drop; and the MCP requests the tests send it
+//! (modern, and legacy in a session).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -18,6 +18,10 @@ use crate::net::{Answer, exchange};
 pub(crate) struct Everything {
     /// Its MCP endpoint, `http://127.0.0.1:<port>/mcp`: the resource tokens must name.
     pub(crate) endpoint: String,
+    /// Its Prometheus endpoint, `http://127.0.0.1:<port>/metrics`, when started with
+    /// `--metrics` (the second line it prints).
+    #[allow(dead_code)] // the Prometheus suite's, not the OpenID provider suite's
+    pub(crate) metrics: Option<String>,
     _child: Child,
 }
 
@@ -35,7 +39,8 @@ fn binary() -> PathBuf {
 }
 
 impl Everything {
-    /// Starts `everything` with `flags` and waits for its endpoint.
+    /// Starts `everything` with `flags` and waits for its endpoint (and its metrics endpoint,
+    /// with `--metrics`).
     pub(crate) async fn start(flags: &[&str]) -> Everything {
         let mut child = Command::new(binary())
             .args(["--host", "127.0.0.1", "--port", "0"])
@@ -57,8 +62,24 @@ impl Everything {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line: {first}"))
             .to_owned();
+        let metrics = match flags.contains(&"--metrics") {
+            true => {
+                let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                    .await
+                    .expect("everything names its metrics endpoint")
+                    .expect("its stdout")
+                    .expect("a second line");
+                let url = line.strip_prefix("metrics on ");
+                Some(
+                    url.unwrap_or_else(|| panic!("unexpected second line: {line}"))
+                        .to_owned(),
+                )
+            }
+            false => None,
+        };
         Everything {
             endpoint,
+            metrics,
             _child: child,
         }
     }

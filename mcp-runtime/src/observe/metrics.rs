@@ -1,0 +1,188 @@
+//! The two duration histograms of OpenTelemetry's MCP conventions, through the
+//! [`metrics`](https://docs.rs/metrics) facade: [`OPERATION_DURATION`] per request and
+//! [`SESSION_DURATION`] per legacy session (see the [module docs](super#metrics)).
+
+use std::sync::{LazyLock, PoisonError, RwLock};
+
+use mcp_protocol::Revision;
+
+use super::Network;
+use crate::FastMap;
+
+/// Histogram of request durations in seconds (`mcp.server.operation.duration`): from the
+/// engine receiving a request until its answer is ready.
+pub const OPERATION_DURATION: &str = "mcp.server.operation.duration";
+/// Histogram of legacy session durations in seconds (`mcp.server.session.duration`): from
+/// `initialize` until the session ends.
+pub const SESSION_DURATION: &str = "mcp.server.session.duration";
+/// The bucket boundaries, in seconds, the conventions advise for both histograms (a recorder
+/// is told them by the application: the facade carries no advice; see the module docs).
+pub const DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Why a request failed: its `error.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Failure {
+    /// A tool result with `isError`.
+    ToolError,
+    /// A JSON-RPC error (also its `rpc.response.status_code`).
+    Code(i32),
+    /// Cancelled: nothing was answered.
+    Cancelled,
+    /// The transport gave the call up before it ended.
+    Dropped,
+}
+
+impl Failure {
+    /// The `error.type` value of a failure that has a fixed one.
+    pub(super) fn fixed(self) -> Option<&'static str> {
+        match self {
+            Failure::ToolError => Some("tool_error"),
+            Failure::Cancelled => Some("cancelled"),
+            Failure::Dropped => Some("dropped"),
+            Failure::Code(_) => None,
+        }
+    }
+}
+
+/// Which catalogue entry a request names (the label its name goes under).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum TargetKind {
+    /// `gen_ai.tool.name`.
+    Tool,
+    /// `gen_ai.prompt.name`.
+    Prompt,
+}
+
+impl TargetKind {
+    pub(super) fn attribute(self) -> &'static str {
+        match self {
+            TargetKind::Tool => "gen_ai.tool.name",
+            TargetKind::Prompt => "gen_ai.prompt.name",
+        }
+    }
+}
+
+/// The labels of one request's duration, but the target's name. Every part is a closed set
+/// (the method is a catalogue name or `unknown`, the codes are the server's), and the target
+/// is a registered tool or prompt: a client cannot grow the label set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Operation {
+    pub(super) method: &'static str,
+    pub(super) failure: Option<Failure>,
+    pub(super) revision: Option<Revision>,
+    pub(super) network: Option<Network>,
+    pub(super) target: Option<TargetKind>,
+}
+
+/// The metadata of both histograms (what `metrics::histogram!` would give them here).
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+/// The metric keys built so far, by their labels, so that a request's duration costs a lookup
+/// instead of a label vector and a key hash.
+#[derive(Default)]
+struct Keys {
+    operations: FastMap<Operation, FastMap<Box<str>, metrics::Key>>,
+    sessions: FastMap<(Option<Revision>, Option<Network>), metrics::Key>,
+}
+
+static KEYS: LazyLock<RwLock<Keys>> = LazyLock::new(RwLock::default);
+
+fn label(key: &'static str, value: &'static str) -> metrics::Label {
+    metrics::Label::from_static_parts(key, value)
+}
+
+/// The labels every duration carries: the revision and the network.
+fn common(labels: &mut Vec<metrics::Label>, revision: Option<Revision>, network: Option<Network>) {
+    if let Some(r) = revision {
+        labels.push(label("mcp.protocol.version", r.as_str()));
+    }
+    if let Some(n) = network {
+        labels.push(label("network.transport", n.transport()));
+        labels.extend(n.protocol_name().map(|v| label("network.protocol.name", v)));
+        labels.extend(n.protocol_version().map(|v| label("network.protocol.version", v)));
+    }
+}
+
+fn operation_key(op: Operation, target: &str) -> metrics::Key {
+    let mut labels = vec![label("mcp.method.name", op.method)];
+    if op.method == "tools/call" {
+        labels.push(label("gen_ai.operation.name", "execute_tool"));
+    }
+    if let Some(kind) = op.target {
+        labels.push(metrics::Label::new(kind.attribute(), target.to_owned()));
+    }
+    match op.failure {
+        Some(Failure::Code(code)) => {
+            labels.push(metrics::Label::new("error.type", code.to_string()));
+            labels.push(metrics::Label::new("rpc.response.status_code", code.to_string()));
+        }
+        Some(f) => labels.extend(f.fixed().map(|t| label("error.type", t))),
+        None => {}
+    }
+    common(&mut labels, op.revision, op.network);
+    describe(
+        OPERATION_DURATION,
+        "Duration of MCP requests as observed on the server.",
+    );
+    metrics::Key::from_parts(OPERATION_DURATION, labels)
+}
+
+/// Tells the recorder a histogram's unit and description (when its first key is built).
+fn describe(name: &'static str, description: &'static str) {
+    metrics::with_recorder(|r| {
+        r.describe_histogram(
+            metrics::KeyName::from_const_str(name),
+            Some(metrics::Unit::Seconds),
+            description.into(),
+        );
+    });
+}
+
+fn record(key: &metrics::Key, seconds: f64) {
+    metrics::with_recorder(|r| r.register_histogram(key, &METADATA).record(seconds));
+}
+
+/// Records a request's duration under its labels (`target`: the registered tool or prompt it
+/// names, empty for none).
+pub(super) fn operation(op: Operation, target: &str, seconds: f64) {
+    {
+        let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = keys.operations.get(&op).and_then(|m| m.get(target)) {
+            record(key, seconds);
+            return;
+        }
+    }
+    let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    let key = keys
+        .operations
+        .entry(op)
+        .or_default()
+        .entry(Box::from(target))
+        .or_insert_with(|| operation_key(op, target));
+    record(key, seconds);
+}
+
+/// Records the duration of a legacy session that ended.
+pub(crate) fn session(revision: Option<Revision>, network: Option<Network>, seconds: f64) {
+    {
+        let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = keys.sessions.get(&(revision, network)) {
+            record(key, seconds);
+            return;
+        }
+    }
+    let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    let key = keys.sessions.entry((revision, network)).or_insert_with(|| {
+        let mut labels = Vec::new();
+        common(&mut labels, revision, network);
+        describe(
+            SESSION_DURATION,
+            "Duration of legacy MCP sessions as observed on the server.",
+        );
+        metrics::Key::from_parts(SESSION_DURATION, labels)
+    });
+    record(key, seconds);
+}
