@@ -6,4 +6,5 @@
 //! one request through a runtime's engine.
 
 pub mod drive;
+pub mod pipe;
 pub mod proxy;

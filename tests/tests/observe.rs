@@ -19,17 +19,15 @@ use std::time::Duration;
 use mcp_runtime::Runtime;
 use mcp_runtime::observe::{OPERATION_DURATION, SPAN_NAME};
 use mcp_server::{McpServer, Tool};
-use mcp_transport_stdio::{StdioConfig, serve_io};
+use mcp_tests::pipe::StdioPipe;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
-const WAIT: Duration = Duration::from_secs(5);
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -166,56 +164,6 @@ fn server() -> Arc<Runtime> {
     server.runtime().clone()
 }
 
-struct Client {
-    input: Option<DuplexStream>,
-    output: Lines<BufReader<DuplexStream>>,
-    server: tokio::task::JoinHandle<Result<(), mcp_transport_stdio::StdioError>>,
-}
-
-impl Client {
-    fn start() -> Self {
-        let (input, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let server = tokio::spawn(serve_io(server(), StdioConfig::default(), server_in, server_out));
-        Client {
-            input: Some(input),
-            output: BufReader::new(output).lines(),
-            server,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).unwrap();
-        line.push(b'\n');
-        let input = self.input.as_mut().expect("input open");
-        input.write_all(&line).await.unwrap();
-        input.flush().await.unwrap();
-    }
-
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        let line = tokio::time::timeout(WAIT, self.output.next_line())
-            .await
-            .expect("no answer in time")
-            .unwrap()
-            .expect("output closed");
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(answer["id"], json!(id), "{answer}");
-        answer
-    }
-
-    /// Closes stdin and waits for the server to end (every span closed).
-    async fn finish(mut self) {
-        self.input = None;
-        tokio::time::timeout(WAIT, self.server)
-            .await
-            .expect("serve_io did not return")
-            .unwrap()
-            .unwrap();
-    }
-}
-
 fn traceparent() -> String {
     format!("00-{TRACE_ID}-{PARENT_ID}-01")
 }
@@ -242,7 +190,7 @@ fn field<'a>(span: &'a SpanRecord, name: &str) -> Option<&'a str> {
 #[test]
 fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
     let (captured, _) = observed(|| async {
-        let mut c = Client::start();
+        let mut c = StdioPipe::start(server());
         let meta = modern_meta(json!({"traceparent": traceparent(), "tracestate": TRACESTATE}));
         let answer = c.call(1, "tools/call", echo(meta)).await;
         assert_eq!(answer["result"]["content"][0]["text"], SECRET_ARG, "{answer}");
@@ -275,7 +223,7 @@ fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
 #[test]
 fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ignored() {
     let (captured, _) = observed(|| async {
-        let mut c = Client::start();
+        let mut c = StdioPipe::start(server());
         let init = json!({
             "protocolVersion": LEGACY,
             "capabilities": {},
@@ -339,7 +287,7 @@ fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ign
 #[test]
 fn requests_are_timed_by_method_revision_and_error_type() {
     let (_, snapshotter) = observed(|| async {
-        let mut c = Client::start();
+        let mut c = StdioPipe::start(server());
         c.call(1, "tools/call", echo(modern_meta(json!({})))).await;
         c.call(2, "tools/call", echo(modern_meta(json!({})))).await;
         c.call(3, "tools/list", json!({"_meta": modern_meta(json!({}))})).await;
@@ -470,7 +418,7 @@ fn the_trace_context_hook_gets_the_request_span_and_the_callers_context() {
     let unique = "0af7651916cd43dd8448eb211c80319c";
     let parent = format!("00-{unique}-{PARENT_ID}-01");
     observed(|| async {
-        let mut c = Client::start();
+        let mut c = StdioPipe::start(server());
         let meta = modern_meta(json!({"traceparent": parent.clone(), "tracestate": TRACESTATE}));
         c.call(1, "tools/call", echo(meta)).await;
         c.finish().await;

@@ -20,7 +20,7 @@ use std::time::Duration;
 use mcp_runtime::Runtime;
 use mcp_runtime::observe::{OPERATION_DURATION, SESSION_DURATION};
 use mcp_server::prelude::*;
-use mcp_transport_stdio::{StdioConfig, serve_io};
+use mcp_tests::pipe::StdioPipe;
 use metrics_util::CompositeKey;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use opentelemetry::propagation::TextMapPropagator;
@@ -29,11 +29,9 @@ use opentelemetry::{KeyValue, Value as OtelValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 
-const WAIT: Duration = Duration::from_secs(5);
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -178,68 +176,17 @@ fn server() -> Arc<Runtime> {
     server.runtime().clone()
 }
 
-/// A client of the stdio transport, over in-process pipes.
-struct Stdio {
-    input: Option<DuplexStream>,
-    output: Lines<BufReader<DuplexStream>>,
-    server: tokio::task::JoinHandle<Result<(), mcp_transport_stdio::StdioError>>,
-}
-
-impl Stdio {
-    fn start() -> Self {
-        let (input, server_in) = tokio::io::duplex(64 * 1024);
-        let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let server = tokio::spawn(serve_io(server(), StdioConfig::default(), server_in, server_out));
-        Stdio {
-            input: Some(input),
-            output: BufReader::new(output).lines(),
-            server,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).unwrap();
-        line.push(b'\n');
-        let input = self.input.as_mut().expect("input open");
-        input.write_all(&line).await.unwrap();
-        input.flush().await.unwrap();
-    }
-
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        let line = tokio::time::timeout(WAIT, self.output.next_line())
-            .await
-            .expect("no answer in time")
-            .unwrap()
-            .expect("output closed");
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(answer["id"], json!(id), "{answer}");
-        answer
-    }
-
-    /// Opens the legacy session of the connection.
-    async fn initialize(&mut self) {
-        let init = json!({
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "telemetry-test", "version": "1.0.0"}
-        });
-        let answer = self.call(0, "initialize", init).await;
-        assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-    }
-
-    /// Closes stdin and waits for the server to end (every span closed, the session ended).
-    async fn finish(mut self) {
-        self.input = None;
-        tokio::time::timeout(WAIT, self.server)
-            .await
-            .expect("serve_io did not return")
-            .unwrap()
-            .unwrap();
-    }
+/// Opens the legacy session of the connection.
+async fn initialize(c: &mut StdioPipe) {
+    let init = json!({
+        "protocolVersion": LEGACY,
+        "capabilities": {},
+        "clientInfo": {"name": "telemetry-test", "version": "1.0.0"}
+    });
+    let answer = c.call(0, "initialize", init).await;
+    assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
 }
 
 fn modern_meta() -> Value {
@@ -265,8 +212,8 @@ fn assert_server_span(span: &SpanData, name: &str, method: &str) {
 #[test]
 fn a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe() {
     let t = observed(|| async {
-        let mut c = Stdio::start();
-        c.initialize().await;
+        let mut c = StdioPipe::start(server());
+        initialize(&mut c).await;
         let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
         let answer = c.call(1, "tools/call", echo(json!({"traceparent": traceparent}))).await;
         assert_eq!(answer["result"]["content"][0]["text"], SECRET_ARG, "{answer}");
@@ -323,7 +270,7 @@ fn a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe() {
 #[test]
 fn a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error() {
     let t = observed(|| async {
-        let mut c = Stdio::start();
+        let mut c = StdioPipe::start(server());
         let answer = c.call(1, "tools/call", echo(modern_meta())).await;
         assert_eq!(answer["result"]["content"][0]["text"], SECRET_ARG, "{answer}");
         let fail = json!({"name": "fail", "arguments": {}, "_meta": modern_meta()});
@@ -358,7 +305,7 @@ fn a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error() {
 fn a_json_rpc_error_records_its_code_and_message() {
     let answered = Arc::new(std::sync::Mutex::new(None));
     let t = observed(|| async {
-        let mut c = Stdio::start();
+        let mut c = StdioPipe::start(server());
         let unknown = json!({"name": "no-such-prompt", "_meta": modern_meta()});
         let answer = c.call(1, "prompts/get", unknown).await;
         let code = answer["error"]["code"].as_i64().expect("an error");
