@@ -6,5 +6,6 @@
 //! one request through a runtime's engine.
 
 pub mod drive;
+pub mod fixture;
 pub mod pipe;
 pub mod proxy;

@@ -3,7 +3,6 @@
 //! conformance fixture, which `cargo test` builds beside this suite) get a slow call, then
 //! `SIGTERM` (`kill -TERM`); the call's reply arrives and the process exits 0.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -97,24 +96,10 @@ async fn serve_stdio_drains_on_sigterm() {
     .await;
 }
 
-/// The `everything` example: `target/<profile>/examples/everything`, beside this test's
-/// directory (`cargo test` of the workspace builds it).
-fn everything() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
-    let path = profile.join("examples").join("everything");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` of the workspace builds it (`cargo build -p mcp-server --example everything`)",
-        path.display()
-    );
-    path
-}
-
 #[tokio::test]
 async fn the_everything_fixture_drains_on_sigterm() {
     bounded(60, async {
-        let mut child = Command::new(everything())
+        let mut child = Command::new(mcp_tests::fixture::everything())
             .args(["--host", "127.0.0.1", "--port", "0", "--soak"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -3,7 +3,6 @@
 //! (authentication, `--metrics`), killed on drop; and the MCP requests the tests send it
 //! (modern, and legacy in a session).
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -25,24 +24,11 @@ pub(crate) struct Everything {
     _child: Child,
 }
 
-/// The example binary: `target/<profile>/examples/everything`, beside this test's directory.
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
-    let path = profile.join("examples").join("everything");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it (`cargo build -p mcp-server --example everything`)",
-        path.display()
-    );
-    path
-}
-
 impl Everything {
     /// Starts `everything` with `flags` and waits for its endpoint (and its metrics endpoint,
     /// with `--metrics`).
     pub(crate) async fn start(flags: &[&str]) -> Everything {
-        let mut child = Command::new(binary())
+        let mut child = Command::new(mcp_tests::fixture::everything())
             .args(["--host", "127.0.0.1", "--port", "0"])
             .args(flags)
             .stdin(Stdio::null())
