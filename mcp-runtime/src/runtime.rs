@@ -364,8 +364,8 @@ impl Runtime {
         use crate::observe::Target;
         let catalog = self.registry.snapshot();
         match method {
-            mcp_protocol::Method::ToolsCall => catalog.tool(name).cloned().map(Target::Tool),
-            mcp_protocol::Method::PromptsGet => catalog.prompt(name).cloned().map(Target::Prompt),
+            mcp_protocol::Method::ToolsCall => catalog.tool(name).cloned().map(|t| Target::Tool(t)),
+            mcp_protocol::Method::PromptsGet => catalog.prompt(name).cloned().map(|p| Target::Prompt(p)),
             _ => None,
         }
     }

@@ -101,6 +101,12 @@ impl std::fmt::Debug for ToolEntry {
     }
 }
 
+impl crate::observe::Named for ToolEntry {
+    fn name(&self) -> &str {
+        &self.def.name
+    }
+}
+
 impl ToolEntry {
     /// Validates a tool for registration: the schemas compile, the input
     /// schema is an object schema, `x-mcp-header` annotations are valid, and an MCP Apps
@@ -238,6 +244,12 @@ pub struct PromptEntry {
     pub(crate) handler: Arc<dyn PromptHandler>,
     /// The scopes getting this prompt needs (besides those of `prompts/get`).
     pub scopes: Scopes,
+}
+
+impl crate::observe::Named for PromptEntry {
+    fn name(&self) -> &str {
+        &self.def.name
+    }
 }
 
 impl PromptEntry {

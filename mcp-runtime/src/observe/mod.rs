@@ -140,7 +140,6 @@ pub use self::metrics::{DURATION_BUCKETS, OPERATION_DURATION, SESSION_DURATION};
 use self::metrics::{Failure, Operation, TargetKind};
 pub use self::network::Network;
 pub use self::trace::{TRACEPARENT, TRACESTATE, TraceContext, set_trace_context_hook};
-use crate::catalog::{PromptEntry, ToolEntry};
 use crate::reply::Reply;
 
 /// Reads one HTTP request header by (lowercase) name.
@@ -183,8 +182,15 @@ pub(crate) struct Observed {
 /// carry the name.
 #[derive(Clone)]
 pub(crate) enum Target {
-    Tool(Arc<ToolEntry>),
-    Prompt(Arc<PromptEntry>),
+    Tool(Arc<dyn Named>),
+    Prompt(Arc<dyn Named>),
+}
+
+/// What the observation needs of a registered tool or prompt: its name. (A trait, so that this
+/// module needs nothing of the catalog, which implements it.)
+pub(crate) trait Named: Send + Sync {
+    /// The registered name.
+    fn name(&self) -> &str;
 }
 
 impl std::fmt::Debug for Target {
@@ -203,8 +209,8 @@ impl Target {
 
     fn name(&self) -> &str {
         match self {
-            Target::Tool(t) => &t.def.name,
-            Target::Prompt(p) => &p.def.name,
+            Target::Tool(t) => t.name(),
+            Target::Prompt(p) => p.name(),
         }
     }
 }
@@ -319,12 +325,12 @@ impl Observed {
     /// Records what routing learnt: the revision, the legacy session the call runs in, the
     /// label of a custom method (registered by the server, so that its label set stays bounded)
     /// and the registered tool a `tools/call` names.
-    pub(crate) fn routed(
+    pub(crate) fn routed<T: Named + 'static>(
         &mut self,
         revision: Option<Revision>,
         session: Option<&str>,
         label: Option<&'static str>,
-        tool: Option<&Arc<ToolEntry>>,
+        tool: Option<&Arc<T>>,
     ) {
         if let Some(label) = label {
             self.method = label;
@@ -332,7 +338,7 @@ impl Observed {
         if self.target.is_none()
             && let Some(tool) = tool
         {
-            self.target = Some(Target::Tool(tool.clone()));
+            self.target = Some(Target::Tool(tool.clone() as Arc<dyn Named>));
         }
         let fresh = revision.filter(|_| self.revision.is_none());
         if fresh.is_some() {
