@@ -34,6 +34,7 @@
 //! `docs/INVARIANTS.md`.
 
 mod api;
+pub mod background;
 mod catalog;
 mod cluster;
 mod config;

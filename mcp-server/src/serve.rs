@@ -22,7 +22,7 @@ impl McpServer {
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         let signal = crate::shutdown_signal();
-        tokio::spawn(async move {
+        mcp_runtime::background::spawn(async move {
             signal.await;
             stop.cancel();
         });
@@ -52,7 +52,7 @@ impl McpServer {
         let runtime = self.runtime.clone();
         let ended = shutdown.clone();
         let delay = config.readiness_delay;
-        tokio::spawn(async move {
+        mcp_runtime::background::spawn(async move {
             ended.cancelled().await;
             // Subscriptions end with the endpoint's streams, once readiness has been down
             // for the delay.
@@ -112,7 +112,7 @@ impl McpServer {
     ///     });
     /// let stop = handle.clone();
     /// let signal = mcp_server::shutdown_signal(); // Ctrl-C or SIGTERM
-    /// tokio::spawn(async move {
+    /// mcp_runtime::background::spawn(async move {
     ///     signal.await;
     ///     stop.trigger(); // /readyz answers 503; streams end after the readiness delay
     /// });

@@ -227,12 +227,12 @@ pub async fn serve(
         // each request by the tracking service (no per-connection copy of the router).
         let service = TowerToHyperService::new(app.clone());
         let (tls, builder, drain) = (tls.clone(), builder.clone(), drain.clone());
-        connections.spawn(async move {
+        connections.spawn(mcp_runtime::background::boxed(async move {
             match tls {
                 None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
                 Some(acceptor) => tls_connection(acceptor, tcp, peer, &builder, service, slot, timing, drain).await,
             }
-        });
+        }));
     }
     drop(listener);
     // Streams end at once (the endpoint's shutdown token); connections close once their

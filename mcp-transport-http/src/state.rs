@@ -136,7 +136,7 @@ impl Shared {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        tokio::spawn(sweep(Arc::downgrade(self)));
+        mcp_runtime::background::spawn(sweep(Arc::downgrade(self)));
     }
 
     /// Begins a graceful shutdown once (later calls do nothing): readiness falls at once;
@@ -152,7 +152,7 @@ impl Shared {
             return;
         }
         let shared = self.clone();
-        tokio::spawn(async move {
+        mcp_runtime::background::spawn(async move {
             if !delay.is_zero() {
                 tracing::info!(?delay, "shutting down: not ready; serving on for the readiness delay");
                 tokio::time::sleep(delay).await;

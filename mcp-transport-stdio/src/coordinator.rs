@@ -142,7 +142,7 @@ impl Coordinator {
             self.shared.out.notify(ack).await;
         }
         let shared = self.shared.clone();
-        self.shared.listens.spawn(async move {
+        self.shared.listens.spawn(mcp_runtime::background::boxed(async move {
             let cancelled = guard.as_ref().map(|g| g.token().clone()).unwrap_or_default();
             loop {
                 let ended = tokio::select! {
@@ -170,7 +170,7 @@ impl Coordinator {
                 }
             }
             drop(guard);
-        });
+        }));
     }
 
     async fn batch(&self, items: Vec<Result<Message, DecodeError>>) {

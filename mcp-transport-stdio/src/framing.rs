@@ -122,7 +122,7 @@ mod tests {
     async fn read_all(chunks: &[&[u8]], max: usize) -> Vec<Input> {
         let (mut tx, rx) = tokio::io::duplex(16);
         let owned: Vec<Vec<u8>> = chunks.iter().map(|c| c.to_vec()).collect();
-        let writer = tokio::spawn(async move {
+        let writer = mcp_runtime::background::spawn(async move {
             for c in owned {
                 tx.write_all(&c).await.unwrap();
                 tokio::task::yield_now().await;

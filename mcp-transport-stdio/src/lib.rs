@@ -257,7 +257,7 @@ where
     let changes = runtime.registry().subscribe();
     let (outlets, writer) = writer::spawn(writer);
     let shared = Arc::new(Shared::new(Engine::new(runtime), outlets));
-    let forwarder = tokio::spawn(notify::forward_changes(shared.clone(), changes));
+    let forwarder = mcp_runtime::background::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
     let limits = DecodeLimits::new(config.max_frame_bytes, config.max_depth).with_max_batch(config.max_batch);
     let pool = Pool::new(

@@ -22,7 +22,7 @@ use crate::state::Shared;
 /// Starts the handler of client notifications; returns its bounded queue.
 pub(crate) fn spawn_inbound(shared: Arc<Shared>, capacity: usize) -> (mpsc::Sender<Notification>, JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel::<Notification>(capacity.max(1));
-    let task = tokio::spawn(async move {
+    let task = mcp_runtime::background::spawn(async move {
         while let Some(note) = rx.recv().await {
             let handled = AssertUnwindSafe(async {
                 shared.engine.notification(&shared.peer(), &note).await;

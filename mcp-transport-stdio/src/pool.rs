@@ -108,7 +108,7 @@ impl Pool {
             capacity: count.saturating_add(queue),
             stop,
             grace: cancel_grace + WIND_DOWN,
-            dispatcher: tokio::spawn(dispatch(rx, workers)),
+            dispatcher: mcp_runtime::background::spawn(dispatch(rx, workers)),
         }
     }
 

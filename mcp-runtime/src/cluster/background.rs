@@ -155,14 +155,14 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
     match note {
         Note::TaskCancel { task } => {
             if let Some(tasks) = tasks.filter(|t| t.live(&task).is_some()) {
-                tokio::spawn(async move {
+                crate::background::spawn(async move {
                     let _ = tasks.cancel(&task).await;
                 });
             }
         }
         Note::TaskInput { task, responses } => {
             if let Some(tasks) = tasks.filter(|t| t.live(&task).is_some()) {
-                tokio::spawn(async move {
+                crate::background::spawn(async move {
                     let _ = tasks.feed_input(&task, &responses).await;
                 });
             }

@@ -207,13 +207,13 @@ impl Cluster {
         let _ = self.tasks.set(Arc::downgrade(tasks));
         let _ = self.elicitations.set(Arc::downgrade(elicitations));
         let bus = self.store.bus.subscribe();
-        tokio::spawn(listen(
+        crate::background::spawn(listen(
             Arc::downgrade(&me),
             bus,
             Arc::downgrade(sessions),
             Arc::downgrade(registry),
         ));
-        tokio::spawn(forward_changes(
+        crate::background::spawn(forward_changes(
             Arc::downgrade(&me),
             registry.local_changes(),
             Arc::downgrade(registry),
@@ -221,14 +221,14 @@ impl Cluster {
         // Subscribed to the bus and to the local changes: from now on a local change reaches
         // this instance's streams when the bus brings it back, as it reaches the others'.
         registry.announce_when_heard();
-        tokio::spawn(heartbeat(Arc::downgrade(&me)));
+        crate::background::spawn(heartbeat(Arc::downgrade(&me)));
         let rx = self
             .appends_rx
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(rx) = rx {
-            tokio::spawn(append(Arc::downgrade(&me), rx));
+            crate::background::spawn(append(Arc::downgrade(&me), rx));
         }
     }
 

@@ -35,7 +35,7 @@ impl Replication for Cluster {
             });
         }
         let session = session.to_owned();
-        tokio::spawn(async move {
+        crate::background::spawn(async move {
             if let Err(e) = me.store.sessions.update(&session, &field).await {
                 tracing::warn!(session, error = %e, "session change not stored");
             }
@@ -52,7 +52,7 @@ impl Replication for Cluster {
             return;
         };
         let session = session.to_owned();
-        tokio::spawn(async move {
+        crate::background::spawn(async move {
             if let Err(e) = me.store.sessions.touch(&session, me.session_ttl).await {
                 tracing::debug!(session, error = %e, "session expiry not pushed back");
             }

@@ -85,7 +85,7 @@ impl Cluster {
             },
         );
         let me = self.me.get().cloned().unwrap_or_default();
-        tokio::spawn(keep(me, record, ended));
+        crate::background::spawn(keep(me, record, ended));
         Ok(rx)
     }
 

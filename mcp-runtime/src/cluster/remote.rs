@@ -170,7 +170,7 @@ fn attach_follower(cluster: &Arc<Cluster>, from: &str, task: String) {
     live.relay.attach(sink);
     let weak = Arc::downgrade(cluster);
     let to = from.to_owned();
-    tokio::spawn(async move {
+    crate::background::spawn(async move {
         // Ends when the relay lets the sink go: attached elsewhere, detached, or the task gone.
         while let Some(frame) = frames.recv().await {
             let Some(c) = weak.upgrade() else { return };

@@ -240,7 +240,7 @@ impl Subscriptions {
         self.fanout.get_or_init(|| {
             let mut changes = registry.subscribe();
             let hub = self.clone();
-            tokio::spawn(async move {
+            crate::background::spawn(async move {
                 loop {
                     tokio::select! {
                         _ = hub.closing.cancelled() => break,

@@ -215,7 +215,7 @@ impl Tasks {
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Task(live)),
         });
-        tokio::spawn(run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx));
+        crate::background::spawn(run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx));
         Reply::Result(create_task_result(&rec.task(), Era::Legacy))
     }
 
@@ -243,7 +243,7 @@ impl Tasks {
             slot: Mutex::new(Slot::Inline(Some(tx))),
         });
         let limits = self.limits.run;
-        tokio::spawn(run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx));
+        crate::background::spawn(run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx));
 
         let window = self.limits.inline_window;
         tokio::select! {

@@ -471,7 +471,7 @@ impl Tasks {
         self.sweeper.get_or_init(|| {
             let me = self.me.clone();
             let every = self.limits.sweep_interval.max(std::time::Duration::from_millis(10));
-            tokio::spawn(async move {
+            crate::background::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {

@@ -85,9 +85,11 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
         .await
     {
         Ok(Some(inbox)) => {
-            shared
-                .tracker
-                .spawn(super::relay::inbox(shared.clone(), pair.clone(), inbox));
+            shared.tracker.spawn(mcp_runtime::background::boxed(super::relay::inbox(
+                shared.clone(),
+                pair.clone(),
+                inbox,
+            )));
         }
         Ok(None) => {}
         Err(e) => {
@@ -110,7 +112,9 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
         id,
         pair,
     };
-    shared.tracker.spawn(pump(ending, frames, tx));
+    shared
+        .tracker
+        .spawn(mcp_runtime::background::boxed(pump(ending, frames, tx)));
     sse::response(rx)
 }
 

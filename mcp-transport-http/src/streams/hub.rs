@@ -230,7 +230,7 @@ impl Hub {
             return;
         }
         let rx = runtime.registry().subscribe();
-        tokio::spawn(fan_out(Arc::downgrade(self), rx, shutdown.clone()));
+        mcp_runtime::background::spawn(fan_out(Arc::downgrade(self), rx, shutdown.clone()));
     }
 
     /// Delivers one change to every session channel that wants it.

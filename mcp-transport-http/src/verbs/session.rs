@@ -132,7 +132,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
             shutdown: shared.shutdown.clone(),
             session: session.closed().clone(),
         };
-        shared.tracker.spawn(resume::follow(follow, tx));
+        shared
+            .tracker
+            .spawn(mcp_runtime::background::boxed(resume::follow(follow, tx)));
         tracing::debug!(session = %session.id(), stream = number, "POST stream resumed");
         return sse::response(rx);
     }
@@ -168,7 +170,9 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         shutdown: shared.shutdown.clone(),
     };
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
-    shared.tracker.spawn(hub::pump(spec, tx));
+    shared
+        .tracker
+        .spawn(mcp_runtime::background::boxed(hub::pump(spec, tx)));
     tracing::debug!(session = %session.id(), "GET stream opened");
     sse::response(rx)
 }
