@@ -148,14 +148,19 @@ pub async fn serve_until(
     config: StdioConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), StdioError> {
-    #[cfg(unix)]
-    if let Some((stdin, stdout)) = pipes() {
-        return serve_io_until(runtime, config, stdin, stdout, shutdown).await;
-    }
-    match stdin::spawn() {
-        Some(stdin) => serve_io_until(runtime, config, stdin, tokio::io::stdout(), shutdown).await,
-        None => serve_io_until(runtime, config, tokio::io::stdin(), tokio::io::stdout(), shutdown).await,
-    }
+    // Boxed, whichever ends serve: the serving loop is instantiated once for the process's
+    // stdio instead of once per kind of end (a vtable call per read or write of a buffer).
+    let (reader, writer): (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) = 'ends: {
+        #[cfg(unix)]
+        if let Some((stdin, stdout)) = pipes() {
+            break 'ends (Box::new(stdin), Box::new(stdout));
+        }
+        match stdin::spawn() {
+            Some(stdin) => (Box::new(stdin), Box::new(tokio::io::stdout())),
+            None => (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
+        }
+    };
+    serve_io_until(runtime, config, reader, writer, shutdown).await
 }
 
 /// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes.
