@@ -52,7 +52,9 @@ use crate::config::HttpConfig;
 use crate::error::HttpError;
 use crate::routes;
 use crate::state::Shared;
-use conn::{Acceptor, ConnBuilder, builder};
+#[cfg(feature = "tls")]
+use conn::Acceptor;
+use conn::{ConnBuilder, builder};
 use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
@@ -230,7 +232,11 @@ pub async fn serve(
         connections.spawn(mcp_runtime::background::boxed(async move {
             match tls {
                 None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
+                #[cfg(feature = "tls")]
                 Some(acceptor) => tls_connection(acceptor, tcp, peer, &builder, service, slot, timing, drain).await,
+                // Without the `tls` feature no acceptor can exist.
+                #[cfg(not(feature = "tls"))]
+                Some(acceptor) => match acceptor {},
             }
         }));
     }
@@ -275,22 +281,6 @@ async fn tls_connection(
         }
     })
     .await
-}
-
-/// Without the `tls` feature there is no acceptor: nothing to serve.
-#[cfg(not(feature = "tls"))]
-#[allow(clippy::too_many_arguments)]
-async fn tls_connection(
-    acceptor: Acceptor,
-    _: TcpStream,
-    _: SocketAddr,
-    _: &ConnBuilder,
-    _: TowerToHyperService<Router>,
-    _: Slot,
-    _: Timing,
-    _: CancellationToken,
-) {
-    match acceptor {}
 }
 
 async fn pause(shutdown: &CancellationToken, wait: Duration) {

@@ -170,13 +170,13 @@ pub(crate) async fn handle(
             }
             Step::Call(call) => {
                 let out = pair.clone();
-                shared.tracker.spawn(mcp_runtime::background::boxed(async move {
+                shared.tracker.spawn(async move {
                     let _permit = permit;
                     let done = call.run(Sink::new(out.out.clone())).await;
                     if let Some(frame) = done.frame() {
                         out.push(frame).await;
                     }
-                }));
+                });
             }
             Step::Listen(_) => tracing::debug!("no subscription streams on the HTTP+SSE pair"),
         },
@@ -184,13 +184,13 @@ pub(crate) async fn handle(
             BatchStep::Answer(a) => return Some(a),
             BatchStep::Run(batch) => {
                 let out = pair.clone();
-                shared.tracker.spawn(mcp_runtime::background::boxed(async move {
+                shared.tracker.spawn(async move {
                     let _permit = permit;
                     let done = batch.run(Sink::new(out.out.clone())).await;
                     if let Some(frame) = done.frame {
                         out.push(frame).await;
                     }
-                }));
+                });
             }
         },
     }
