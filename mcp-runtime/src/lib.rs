@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | [`engine`] | the one message pipeline every transport hands its decoded messages to |
 //! | [`Runtime`] | one server's state and services, wired together (all of it in `runtime.rs`) |
-//! | cluster | this instance's part of a shared [`store`]: the ports below, implemented |
+//! | cluster | this instance's part of a shared [`store`]: the ports below, implemented (feature `shared-store`) |
 //! | dispatch | routing (what a request names, decided once) and the methods |
 //! | [`tasks`], [`listen`] | tasks and their hand-off; the `subscriptions/listen` hub |
 //! | exec | running handlers: deadlines, the cancellation grace, panics, MRTR rounds |
@@ -36,6 +36,10 @@
 mod api;
 pub mod background;
 mod catalog;
+#[cfg(feature = "shared-store")]
+mod cluster;
+#[cfg(not(feature = "shared-store"))]
+#[path = "cluster/absent.rs"]
 mod cluster;
 mod config;
 mod dispatch;

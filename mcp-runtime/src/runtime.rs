@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::catalog::{Catalog, CatalogKind, Registry, ToolEntry, visible};
-use crate::cluster::{Cluster, Note};
+use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::dispatch::parts::Parts;
 use crate::dispatch::route::{Rejection, Route, Routing};
@@ -64,6 +64,7 @@ impl Runtime {
     /// every other runtime given the same `store` (instances of one server behind a load
     /// balancer). `Store::memory()` shares between runtimes of one process; a backend crate
     /// (`mcp-store-redis`) between processes.
+    #[cfg(feature = "shared-store")]
     pub fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
         let cluster = Cluster::new(store.clone(), &config);
         let runtime = Self::build(config, registry, store.tasks.clone(), Some(cluster.clone()));
@@ -106,10 +107,7 @@ impl Runtime {
     /// it here and broadcast it, and let the handler add it on the other instances.
     pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), StoreError> {
         match &self.cluster {
-            Some(c) => c.publish(Note::User {
-                topic: topic.to_owned(),
-                payload,
-            }),
+            Some(c) => c.broadcast(topic, payload),
             None => Ok(()),
         }
     }
@@ -126,16 +124,7 @@ impl Runtime {
     ) -> Result<(), StoreError> {
         self.ensure_started();
         match &self.cluster {
-            Some(c) => {
-                c.publish_everywhere(
-                    Note::User {
-                        topic: topic.to_owned(),
-                        payload,
-                    },
-                    wait,
-                )
-                .await
-            }
+            Some(c) => c.broadcast_everywhere(topic, payload, wait).await,
             None => Ok(()),
         }
     }
@@ -185,7 +174,7 @@ impl Runtime {
         let Some(session) = cluster.load(id, principal).await? else {
             return Ok(None);
         };
-        session.attach(cluster.clone());
+        cluster.attach(&session);
         self.sessions.insert(session.clone());
         // A concurrent load may have inserted first: keep whichever the store now holds.
         Ok(self.sessions.get(id, principal))
@@ -239,7 +228,7 @@ impl Runtime {
                 self.sessions.drop_replica(session.id());
                 return Err(e.into());
             }
-            session.attach(cluster.clone());
+            cluster.attach(session);
         }
         Ok(())
     }

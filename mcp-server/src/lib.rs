@@ -78,13 +78,14 @@
 //!
 //! | feature | default | brings |
 //! | --- | --- | --- |
+//! | `shared-store` | yes | `McpServerBuilder::store`: state shared by several instances (sessions, stream events, tasks, notifications, the bus); without it nothing of the cluster is compiled in |
 //! | `http` | yes | [`McpServer::serve_http`], [`McpServer::serve_http_on`], [`McpServer::router`], [`HttpConfig`], [`http`] (axum, hyper; HTTP/1.1), and [`auth`] with the providers that need no JWT library |
 //! | `tls` | yes | TLS on the listener: `HttpConfig::with_tls`, `HttpConfig::with_rustls` (rustls with ring); implies `http` |
 //! | `http2` | yes | HTTP/2 beside HTTP/1.1 on the listener (h2c, and `h2` through ALPN with `tls`); implies `http` |
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
 //! | `skills` | yes | `mcp_server::skills` (`mcp-skills`) and `McpServerBuilder::skills`: Agent Skills served as the `io.modelcontextprotocol/skills` extension (SEP-2640) |
-//! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`): sessions, stream events, tasks and the bus shared by several instances through Redis (one server or a Redis Cluster) |
+//! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`; implies `shared-store`): sessions, stream events, tasks and the bus shared by several instances through Redis (one server or a Redis Cluster) |
 //!
 //! A stdio-only server builds without any HTTP, TLS or JWT code:
 //!

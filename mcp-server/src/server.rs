@@ -198,6 +198,7 @@ pub struct McpServerBuilder {
     config: ServerConfig,
     registry: Registry,
     task_store: Option<Arc<dyn TaskStore>>,
+    #[cfg(feature = "shared-store")]
     store: Option<Store>,
     #[cfg(feature = "skills")]
     skills: Vec<crate::skills::Skills>,
@@ -371,7 +372,9 @@ impl McpServerBuilder {
     /// `.store(RedisStore::connect(url).await?.into_store())` (or
     /// `RedisStore::connect_cluster(&nodes)` on a Redis Cluster). Give every instance the same
     /// request-state key as well ([`ServerConfig::request_state_key`]). A task store set with
-    /// [`task_store`](Self::task_store) is ignored: the store's own is used.
+    /// [`task_store`](Self::task_store) is ignored: the store's own is used. Needs the
+    /// `shared-store` feature (on by default, and implied by `redis`).
+    #[cfg(feature = "shared-store")]
     pub fn store(mut self, store: impl Into<Store>) -> Self {
         self.store = Some(store.into());
         self
@@ -631,16 +634,21 @@ impl McpServerBuilder {
             skills.attach(&registry);
         }
         let mut config = self.config;
+        #[cfg(feature = "shared-store")]
+        let store = self.store;
+        #[cfg(not(feature = "shared-store"))]
+        let store: Option<Store> = None;
         if let Some(mut limit) = self.rate_limit {
-            if let (Some(store), false) = (&self.store, limit.has_buckets()) {
+            if let (Some(store), false) = (&store, limit.has_buckets()) {
                 limit = limit.buckets(store.buckets.clone());
             }
             config.middleware.push_outermost(limit);
         }
-        let runtime = match (self.store, self.task_store) {
+        let runtime = match (store, self.task_store) {
+            #[cfg(feature = "shared-store")]
             (Some(store), _) => Runtime::with_store(config, registry, store),
-            (None, Some(tasks)) => Runtime::with_task_store(config, registry, tasks),
-            (None, None) => Runtime::new(config, registry),
+            (_, Some(tasks)) => Runtime::with_task_store(config, registry, tasks),
+            (_, None) => Runtime::new(config, registry),
         };
         Ok(McpServer {
             runtime: Arc::new(runtime),

@@ -40,6 +40,8 @@ const FEATURE_SETS: &[&str] = &[
     "stdio",
     "http",
     "http,stdio",
+    "shared-store",
+    "http,stdio,shared-store",
     "tls",
     "http2",
     "auth",

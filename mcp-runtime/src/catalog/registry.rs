@@ -138,6 +138,7 @@ impl Registry {
         }
     }
 
+    #[cfg(feature = "shared-store")]
     /// From now on, this registry's own changes are announced to its subscribers only when
     /// [`announce`](Registry::announce)d: the cluster does it when the bus brings the change back
     /// (or at once when the bus cannot take it).
@@ -184,6 +185,7 @@ impl Registry {
         let _ = self.changes.send(change);
     }
 
+    #[cfg(feature = "shared-store")]
     /// The changes made in this registry (not those [`announce`](Registry::announce)d).
     pub(crate) fn local_changes(&self) -> broadcast::Receiver<Change> {
         self.local.subscribe()

@@ -232,6 +232,35 @@ impl Cluster {
         }
     }
 
+    /// Publishes an application message on `topic` to every other instance.
+    pub(crate) fn broadcast(&self, topic: &str, payload: Value) -> Result<(), StoreError> {
+        self.publish(Note::User {
+            topic: topic.to_owned(),
+            payload,
+        })
+    }
+
+    /// [`broadcast`](Self::broadcast), then waits (at most `wait`) until the bus carried it
+    /// everywhere (see [`publish_everywhere`](Self::publish_everywhere)).
+    pub(crate) async fn broadcast_everywhere(
+        &self,
+        topic: &str,
+        payload: Value,
+        wait: Duration,
+    ) -> Result<(), StoreError> {
+        let note = Note::User {
+            topic: topic.to_owned(),
+            payload,
+        };
+        self.publish_everywhere(note, wait).await
+    }
+
+    /// Makes `session` write its changes through to the store and announce them (a session
+    /// created or loaded here).
+    pub(crate) fn attach(self: &Arc<Self>, session: &Session) {
+        session.attach(self.clone());
+    }
+
     /// Registers an application handler of broadcast messages on `topic`.
     pub(crate) fn on_user(&self, topic: String, handler: UserHandler) {
         self.handlers

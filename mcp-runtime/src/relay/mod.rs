@@ -89,6 +89,7 @@ impl std::fmt::Debug for PairReceipt {
 }
 
 impl PairReceipt {
+    #[cfg(feature = "shared-store")]
     pub(crate) fn new(reply: impl FnOnce(PairOutcome) + Send + 'static) -> Self {
         PairReceipt {
             reply: Some(Box::new(reply)),

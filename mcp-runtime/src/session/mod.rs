@@ -28,7 +28,9 @@ mod store;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub(crate) use replication::Replication;
 pub use slot::SessionSlot;
-pub(crate) use store::{Elsewhere, StartedHere};
+pub(crate) use store::Elsewhere;
+#[cfg(feature = "shared-store")]
+pub(crate) use store::StartedHere;
 pub use store::{SessionLimit, SessionStore, StartError};
 
 use crate::sink::Frame;
@@ -135,6 +137,7 @@ impl Session {
         }
     }
 
+    #[cfg(feature = "shared-store")]
     /// Makes the session a replica of a shared record: its changes are written through and
     /// announced to other instances.
     pub(crate) fn attach(&self, replication: Arc<dyn Replication>) {
@@ -152,6 +155,7 @@ impl Session {
         }
     }
 
+    #[cfg(feature = "shared-store")]
     /// Applies a change another instance made to the record.
     pub(crate) fn apply_remote(&self, field: &SessionField) {
         match field {
@@ -174,6 +178,7 @@ impl Session {
         lazy(&self.log_head).subscribe()
     }
 
+    #[cfg(feature = "shared-store")]
     /// An event was appended to one of the session's stream logs.
     pub(crate) fn event_appended(&self, stream: u64, id: u64) {
         if stream != 0 {
@@ -217,6 +222,7 @@ impl Session {
         *lazy(&self.takeovers).borrow()
     }
 
+    #[cfg(feature = "shared-store")]
     /// A GET stream of the session opened on another instance.
     pub(crate) fn stream_taken_elsewhere(&self) {
         lazy(&self.takeovers).send_modify(|n| *n += 1);
@@ -428,6 +434,7 @@ impl Session {
         }
     }
 
+    #[cfg(feature = "shared-store")]
     /// Delivers a response forwarded by another instance (never forwarded again).
     pub(crate) fn deliver_local(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
         match lock(&self.pending).remove(id) {

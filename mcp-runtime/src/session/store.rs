@@ -41,6 +41,7 @@ pub(crate) struct Elsewhere {
     pub(crate) client: usize,
 }
 
+#[cfg(feature = "shared-store")]
 /// What this instance reports of the sessions it started: how many, and the clients holding
 /// at least a given number of them (by their store key, `ClientKey`'s display).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,6 +90,7 @@ impl SessionStore {
         let _ = self.hold(session, client, usize::MAX, usize::MAX, None);
     }
 
+    #[cfg(feature = "shared-store")]
     /// The sessions started here: how many, and the clients holding at least `from` of them
     /// (the `most` largest).
     pub(crate) fn started_here(&self, from: usize, most: usize) -> StartedHere {

@@ -46,7 +46,9 @@ use crate::sink::Relay;
 
 pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
-pub(crate) use sharing::{Following, Sharing};
+#[cfg(feature = "shared-store")]
+pub(crate) use sharing::Following;
+pub(crate) use sharing::Sharing;
 
 /// The status message (and error message) of a task interrupted by a restart.
 pub const INTERRUPTED: &str = "Task interrupted by a restart";
@@ -174,6 +176,7 @@ impl Tasks {
         })
     }
 
+    #[cfg(feature = "shared-store")]
     /// Shares the tasks with the other instances of a store: records name this instance, and
     /// control of a task another instance runs is forwarded to it.
     pub(crate) fn share(&self, sharing: Arc<dyn Sharing>) {
@@ -185,6 +188,7 @@ impl Tasks {
         self.sharing.get()
     }
 
+    #[cfg(feature = "shared-store")]
     /// The open `subscriptions/listen` subscriptions.
     pub(crate) fn subscriptions(&self) -> &Arc<Subscriptions> {
         &self.subscriptions
@@ -406,6 +410,7 @@ impl Tasks {
         n
     }
 
+    #[cfg(feature = "shared-store")]
     /// A session ended on another instance, which deletes its tasks' records: this instance's
     /// workers of those tasks (cancelled as the session closes here) store nothing more.
     pub(crate) fn forget_session(&self, session: &str) {

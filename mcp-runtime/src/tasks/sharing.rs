@@ -33,6 +33,7 @@ pub(crate) trait Sharing: Send + Sync + std::fmt::Debug {
 pub(crate) struct Following(Option<Box<dyn FnOnce() + Send>>);
 
 impl Following {
+    #[cfg(feature = "shared-store")]
     /// A guard that runs `stop` when dropped.
     pub(crate) fn new(stop: impl FnOnce() + Send + 'static) -> Self {
         Following(Some(Box::new(stop)))
