@@ -10,10 +10,11 @@
 //! ```
 //!
 //! It serves Streamable HTTP on the address given (default `127.0.0.1:8080`, `/mcp`), prints it on
-//! stderr, and on Ctrl-C stops, then flushes what is left to export. The spans reach OpenTelemetry
-//! through `tracing-opentelemetry`; a client's trace context in `_meta` becomes the parent of its
-//! request's span (the hook below); the `metrics` facade's histograms are handed to an
-//! OpenTelemetry meter by a small recorder (`bridge.rs`) with the conventions' bucket boundaries.
+//! stderr, and on Ctrl-C or SIGTERM stops, then flushes what is left to export. The spans reach
+//! OpenTelemetry through `tracing-opentelemetry`; a client's trace context in `_meta` becomes the
+//! parent of its request's span (the hook below); the `metrics` facade's histograms are handed to
+//! an OpenTelemetry meter by a small recorder (`bridge.rs`) with the conventions' bucket
+//! boundaries.
 
 mod bridge;
 
@@ -93,11 +94,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
+    // The handlers are installed here, before the address is printed: a signal sent as soon as
+    // it is known is not missed.
+    let signal = mcp_server::shutdown_signal();
     tracing::info!("listening on http://{}/mcp", listener.local_addr()?);
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signal.await;
         stop.cancel();
     });
     server()?
