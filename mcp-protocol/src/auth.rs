@@ -34,9 +34,11 @@ impl AuthInfo {
         }
     }
 
-    /// The anonymous identity of the `none` provider.
+    /// The anonymous identity of the `none` provider (its principal shared, not allocated per
+    /// request).
     pub fn anonymous() -> Self {
-        Self::new(ANONYMOUS)
+        static PRINCIPAL: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+        Self::new(PRINCIPAL.get_or_init(|| Arc::from(ANONYMOUS)).clone())
     }
 
     /// Sets the scopes.

@@ -118,7 +118,9 @@ impl<'de> Visitor<'de> for MembersVisitor<'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-        let mut members: Vec<Member> = Vec::new();
+        // Room for a request's usual members (`name`, `arguments`, `_meta`; `_meta`'s own
+        // handful), so that indexing them allocates once.
+        let mut members: Vec<Member> = Vec::with_capacity(map.size_hint().unwrap_or(0).max(8));
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let value: &'de RawValue = map.next_value()?;
             let key = match key {

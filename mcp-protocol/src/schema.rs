@@ -275,6 +275,11 @@ impl CompiledSchema {
 
     /// Validates an instance, reporting up to [`MAX_VIOLATIONS`] violations.
     pub fn validate(&self, instance: &Value) -> Result<(), SchemaViolations> {
+        // The common case first: a valid instance is checked without building errors (the
+        // error iterator allocates before it yields anything).
+        if self.validator.is_valid(instance) {
+            return Ok(());
+        }
         let mut errors = self.validator.iter_errors(instance);
         let messages: Vec<String> = errors
             .by_ref()

@@ -38,8 +38,15 @@ pub(crate) fn build(shared: Arc<Shared>) -> Router {
     router.with_state(shared)
 }
 
-/// Every verb of the endpoint: Origin and Host first, then the verb, then CORS.
+/// Every verb of the endpoint, as the router's handler.
 async fn entry(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    endpoint(shared, req).await
+}
+
+/// Every verb of the endpoint: Origin and Host first, then the verb, then CORS. The router's
+/// handler, and what [`serve`](crate::serve) calls for the endpoint's path without the router
+/// (the path is the only thing the router decides for it).
+pub(crate) async fn endpoint(shared: Arc<Shared>, req: Request) -> Response {
     let cors = match admit(&shared, &req) {
         Ok(c) => c,
         Err(r) => return *r,

@@ -38,9 +38,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use mcp_runtime::Runtime;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -55,7 +53,7 @@ use crate::state::Shared;
 #[cfg(feature = "tls")]
 use conn::Acceptor;
 use conn::{ConnBuilder, builder};
-use track::{Admitted, Clock, Conns, Reaped, Slot, Tracked};
+use track::{Admitted, Clock, Conns, Endpoint, Reaped, Slot, Tracked};
 
 /// The first pause after a failed accept.
 const BACKOFF_MIN: Duration = Duration::from_millis(5);
@@ -154,7 +152,7 @@ pub async fn serve(
     // `shutdown` is cancelled.
     let shared = Shared::build(runtime, config, Some(addr), CancellationToken::new())?;
     shared.ensure_started();
-    let app = routes::build(shared.clone());
+    let endpoint = Endpoint::new(shared.clone(), routes::build(shared.clone()));
     let tls = conn::acceptor(&shared.config);
     let max = shared.config.max_connections;
     let conns = Conns::new(max, Clock::new());
@@ -227,13 +225,13 @@ pub async fn serve(
         prepare(&tcp);
         // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`, put on
         // each request by the tracking service (no per-connection copy of the router).
-        let service = TowerToHyperService::new(app.clone());
+        let endpoint = endpoint.clone();
         let (tls, builder, drain) = (tls.clone(), builder.clone(), drain.clone());
         connections.spawn(mcp_runtime::background::boxed(async move {
             match tls {
-                None => connection(tcp, peer, &builder, service, slot, timing, drain).await,
+                None => connection(tcp, peer, &builder, endpoint, slot, timing, drain).await,
                 #[cfg(feature = "tls")]
-                Some(acceptor) => tls_connection(acceptor, tcp, peer, &builder, service, slot, timing, drain).await,
+                Some(acceptor) => tls_connection(acceptor, tcp, peer, &builder, endpoint, slot, timing, drain).await,
                 // Without the `tls` feature no acceptor can exist.
                 #[cfg(not(feature = "tls"))]
                 Some(acceptor) => match acceptor {},
@@ -261,7 +259,7 @@ async fn tls_connection(
     tcp: TcpStream,
     peer: SocketAddr,
     builder: &ConnBuilder,
-    service: TowerToHyperService<Router>,
+    endpoint: Endpoint,
     slot: Slot,
     timing: Timing,
     drain: CancellationToken,
@@ -275,7 +273,7 @@ async fn tls_connection(
             () = drain.cancelled() => return,
         };
         match handshake {
-            Ok(Ok(stream)) => connection(stream, peer, builder, service, slot, timing, drain).await,
+            Ok(Ok(stream)) => connection(stream, peer, builder, endpoint, slot, timing, drain).await,
             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
             Err(_) => tracing::debug!("TLS handshake timed out"),
         }
@@ -304,7 +302,7 @@ async fn connection<I>(
     io: I,
     peer: SocketAddr,
     builder: &ConnBuilder,
-    service: TowerToHyperService<Router>,
+    endpoint: Endpoint,
     slot: Slot,
     timing: Timing,
     drain: CancellationToken,
@@ -312,7 +310,7 @@ async fn connection<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let state = slot.conn.clone();
-    let conn = builder.serve_connection(TokioIo::new(io), Tracked::new(service, state.clone(), peer));
+    let conn = builder.serve_connection(TokioIo::new(io), Tracked::new(endpoint, state.clone(), peer));
     tokio::pin!(conn);
     // The check period: stalls are noticed within half a stall timeout.
     let every = (timing.stall / 2).max(MIN_TIMEOUT);

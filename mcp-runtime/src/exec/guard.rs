@@ -27,24 +27,32 @@ pub(crate) async fn run_guarded<T>(
     deadline: Duration,
     cancel: &CancellationToken,
 ) -> Result<T, Interrupted> {
-    let guarded = AssertUnwindSafe(fut).catch_unwind();
     tokio::select! {
-        r = tokio::time::timeout(deadline, guarded) => match r {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(panic)) => {
-                let msg = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic payload".to_owned());
-                tracing::error!(handler = what, panic = %msg, "handler panicked");
-                Err(Interrupted::Panicked)
-            }
-            Err(_) => {
-                tracing::warn!(handler = what, ?deadline, "handler timed out");
-                Err(Interrupted::TimedOut)
-            }
-        },
+        r = run_bounded(what, fut, deadline) => r,
         _ = cancel.cancelled() => Err(Interrupted::Cancelled),
+    }
+}
+
+/// Runs `fut` until it completes, panics or times out.
+pub(crate) async fn run_bounded<T>(
+    what: &str,
+    fut: impl Future<Output = T>,
+    deadline: Duration,
+) -> Result<T, Interrupted> {
+    match tokio::time::timeout(deadline, AssertUnwindSafe(fut).catch_unwind()).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(panic)) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            tracing::error!(handler = what, panic = %msg, "handler panicked");
+            Err(Interrupted::Panicked)
+        }
+        Err(_) => {
+            tracing::warn!(handler = what, ?deadline, "handler timed out");
+            Err(Interrupted::TimedOut)
+        }
     }
 }

@@ -57,10 +57,9 @@ pub(crate) async fn run_graced<T>(
     cancel: &tokio_util::sync::CancellationToken,
     grace: std::time::Duration,
 ) -> Result<T, guard::Interrupted> {
-    // The guard's own cancellation branch would drop the handler at once: it gets a token
-    // that never fires, and the cancellation is watched here.
-    let never = tokio_util::sync::CancellationToken::new();
-    let guarded = guard::run_guarded(name, fut, deadline, &never);
+    // Not `run_guarded`, whose cancellation branch would drop the handler at once: the
+    // cancellation is watched here.
+    let guarded = guard::run_bounded(name, fut, deadline);
     tokio::pin!(guarded);
     tokio::select! {
         biased;

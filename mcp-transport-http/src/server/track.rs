@@ -34,6 +34,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::routes;
+use crate::state::Shared;
+
 /// Locks a mutex, ignoring poisoning (the guarded state stays consistent at every step).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -359,20 +362,51 @@ impl HttpBody for TrackedBody {
     }
 }
 
-/// The router as a hyper service whose requests and responses are tracked on `conn`.
+/// The endpoint as a hyper service whose requests and responses are tracked on `conn`.
+///
+/// A request for the endpoint's path goes straight to its handler
+/// ([`routes::endpoint`]): the router would only have matched the path, at the cost of
+/// several allocations per request (its path parameters, the matched path, a boxed clone of the
+/// route and its futures). Every other path (the pair, the metadata document, the probes, a
+/// 404) goes through the router.
 #[derive(Debug, Clone)]
 pub(super) struct Tracked {
-    inner: TowerToHyperService<Router>,
+    endpoint: Endpoint,
     conn: Arc<Conn>,
     peer: ConnectInfo<SocketAddr>,
 }
 
+/// What serves an endpoint's requests: its state, and its router for the other paths.
+#[derive(Clone)]
+pub(super) struct Endpoint {
+    shared: Arc<Shared>,
+    router: TowerToHyperService<Router>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("path", &self.shared.config.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// The endpoint `shared` describes (`router`: [`routes::build`] of it).
+    pub(super) fn new(shared: Arc<Shared>, router: Router) -> Endpoint {
+        Endpoint {
+            shared,
+            router: TowerToHyperService::new(router),
+        }
+    }
+}
+
 impl Tracked {
-    /// Tracks `inner`'s requests on `conn`; each request carries the peer's address as axum's
-    /// `ConnectInfo`.
-    pub(super) fn new(inner: TowerToHyperService<Router>, conn: Arc<Conn>, peer: SocketAddr) -> Tracked {
+    /// Tracks `endpoint`'s requests on `conn`; each request carries the peer's address as
+    /// axum's `ConnectInfo`.
+    pub(super) fn new(endpoint: Endpoint, conn: Arc<Conn>, peer: SocketAddr) -> Tracked {
         Tracked {
-            inner,
+            endpoint,
             conn,
             peer: ConnectInfo(peer),
         }
@@ -387,8 +421,12 @@ impl hyper::service::Service<http::Request<Incoming>> for Tracked {
     fn call(&self, mut req: http::Request<Incoming>) -> Self::Future {
         req.extensions_mut().insert(self.peer);
         let busy = self.conn.busy();
-        let fut = self.inner.call(req);
         let conn = self.conn.clone();
+        if req.uri().path() == self.endpoint.shared.config.path {
+            let fut = routes::endpoint(self.endpoint.shared.clone(), req.map(Body::new));
+            return Box::pin(async move { Ok(fut.await.map(|body| conn.track(body, busy))) });
+        }
+        let fut = self.endpoint.router.call(req);
         Box::pin(async move {
             let resp = fut.await?;
             Ok(resp.map(|body| conn.track(body, busy)))
