@@ -41,6 +41,16 @@ impl AuthInfo {
         Self::new(PRINCIPAL.get_or_init(|| Arc::from(ANONYMOUS)).clone())
     }
 
+    /// This identity behind an `Arc`, as requests carry it: the plain anonymous identity (no
+    /// scopes, no claims) is one value every request shares; any other is allocated.
+    pub fn into_shared(self) -> Arc<AuthInfo> {
+        static ANONYMOUS_INFO: std::sync::OnceLock<Arc<AuthInfo>> = std::sync::OnceLock::new();
+        if self.scopes.is_empty() && self.claims.is_empty() && &*self.principal == ANONYMOUS {
+            return ANONYMOUS_INFO.get_or_init(|| Arc::new(AuthInfo::anonymous())).clone();
+        }
+        Arc::new(self)
+    }
+
     /// Sets the scopes.
     pub fn with_scopes(mut self, scopes: Vec<String>) -> Self {
         self.scopes = scopes;

@@ -25,6 +25,9 @@ enum Encoded {
     Shared(Arc<RawValue>),
     /// This reply's own.
     Owned(Box<RawValue>),
+    /// This reply's own, as our serializer wrote it (a tool's result: not shrunk to a
+    /// `RawValue`, only copied once into the response).
+    Text(String),
 }
 
 impl EncodedResult {
@@ -44,6 +47,14 @@ impl EncodedResult {
         }
     }
 
+    /// Text our serializer wrote (valid JSON by construction).
+    pub(crate) fn text(json: String) -> Self {
+        EncodedResult {
+            bytes: Encoded::Text(json),
+            tool_error: false,
+        }
+    }
+
     /// Marks the bytes as a tool result with `isError` (or not).
     pub(crate) fn with_tool_error(mut self, tool_error: bool) -> Self {
         self.tool_error = tool_error;
@@ -55,17 +66,18 @@ impl EncodedResult {
         self.tool_error
     }
 
-    /// The serialized result.
-    pub fn as_raw(&self) -> &RawValue {
+    /// The serialized result: its JSON text.
+    pub fn json(&self) -> &str {
         match &self.bytes {
-            Encoded::Shared(raw) => raw,
-            Encoded::Owned(raw) => raw,
+            Encoded::Shared(raw) => raw.get(),
+            Encoded::Owned(raw) => raw.get(),
+            Encoded::Text(text) => text,
         }
     }
 
     /// The result as a JSON value (a parse: for the rare paths that need one).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.as_raw().get()).unwrap_or(Value::Null)
+        serde_json::from_str(self.json()).unwrap_or(Value::Null)
     }
 
     /// The bytes, to share (with a cache).
@@ -73,13 +85,17 @@ impl EncodedResult {
         match self.bytes {
             Encoded::Shared(raw) => raw,
             Encoded::Owned(raw) => Arc::from(raw),
+            // Our serializer's text is JSON: the check cannot fail.
+            Encoded::Text(text) => {
+                RawValue::from_string(text).map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
+            }
         }
     }
 }
 
 impl PartialEq for EncodedResult {
     fn eq(&self, other: &Self) -> bool {
-        self.as_raw().get() == other.as_raw().get()
+        self.json() == other.json()
     }
 }
 
@@ -111,7 +127,7 @@ impl Reply {
     pub fn encode(&self, id: &RequestId) -> Option<Vec<u8>> {
         match self {
             Reply::Result(v) => Some(encode_result(id, v)),
-            Reply::Encoded(e) => Some(encode_raw_result(id, e.as_raw())),
+            Reply::Encoded(e) => Some(encode_raw_result(id, e.json())),
             Reply::Error(e) => Some(encode_error(Some(id), e)),
             Reply::Cancelled => None,
         }

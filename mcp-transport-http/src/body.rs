@@ -30,15 +30,28 @@ async fn read_limited(body: Body, headers: &HeaderMap, max: usize) -> Result<Byt
         return Err(BodyError::TooLarge);
     }
     let mut stream = body.into_data_stream();
-    let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    // A body that arrives in one chunk (most do) is that chunk, neither copied nor allocated;
+    // one in several is gathered into a buffer.
+    let mut first: Option<Bytes> = None;
+    let mut buf = Vec::new();
+    let mut len = 0usize;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| BodyError::Io)?;
-        if buf.len() + chunk.len() > max {
+        len += chunk.len();
+        if len > max {
             return Err(BodyError::TooLarge);
+        }
+        if first.is_none() && buf.is_empty() {
+            first = Some(chunk);
+            continue;
+        }
+        if let Some(first) = first.take() {
+            buf.reserve(declared.map_or(len, |n| n as usize).max(len));
+            buf.extend_from_slice(&first);
         }
         buf.extend_from_slice(&chunk);
     }
-    Ok(Bytes::from(buf))
+    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
 /// 413: a body over `max` bytes.

@@ -215,8 +215,8 @@ impl Shared {
     }
 
     /// Takes one slot of the in-flight cap, or `None` when the server is full.
-    pub(crate) fn permit(&self) -> Option<Arc<Permit>> {
-        self.permits(1).map(Arc::new)
+    pub(crate) fn permit(&self) -> Option<Permit> {
+        self.permits(1)
     }
 
     /// Takes `n` slots of the in-flight cap at once (the requests of a batch), or `None` (and

@@ -84,22 +84,35 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> V
     })
 }
 
-/// Encodes a success response whose result is already serialized (a cached catalog page):
-/// the same bytes as [`encode_result`], written in one pass into a buffer of the right size
-/// (the result copied once, not re-serialized).
-pub fn encode_raw_result(id: &RequestId, result: &serde_json::value::RawValue) -> Vec<u8> {
+/// Encodes a success response whose result is already serialized (`result` is JSON text: a
+/// cached catalog page, a tool's result written as it was rendered): the same bytes as
+/// [`encode_result`], written in one pass into a buffer of the size they take (so that a body
+/// made of it needs no other allocation), the result copied once, not re-serialized.
+pub fn encode_raw_result(id: &RequestId, result: &str) -> Vec<u8> {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
     const RESULT: &[u8] = br#","result":"#;
-    let raw = result.get().as_bytes();
-    let mut out = Vec::with_capacity(HEAD.len() + 24 + RESULT.len() + raw.len() + 1);
+    let raw = result.as_bytes();
+    let mut out = Vec::with_capacity(HEAD.len() + id_len(id) + RESULT.len() + raw.len() + 1);
     out.extend_from_slice(HEAD);
-    if serde_json::to_writer(&mut out, id).is_err() {
-        return encode_result(id, result);
-    }
+    // An id (an integer or a string) always serializes.
+    let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(RESULT);
     out.extend_from_slice(raw);
     out.push(b'}');
     out
+}
+
+/// The length of an id's JSON: exact for a number or a string without escapes, an estimate
+/// otherwise.
+fn id_len(id: &RequestId) -> usize {
+    match id {
+        RequestId::Number(n) => {
+            let digits = n.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1;
+            digits + usize::from(*n < 0)
+        }
+        RequestId::String(s) if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') => s.len() + 2,
+        RequestId::String(s) => s.len() + 8,
+    }
 }
 
 fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {

@@ -6,6 +6,7 @@
 //! `id` is a string or an integer (never `null`), `method` is a string and
 //! `params` an object ([`Params`], indexed rather than built).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -395,10 +396,10 @@ fn not_an_object() -> DecodeError {
 /// The members of a message object that JSON-RPC gives a meaning to (the first occurrence of
 /// each); any other member is ignored.
 #[derive(Debug, Default)]
-struct Envelope {
-    jsonrpc: Option<Value>,
+struct Envelope<'de> {
+    jsonrpc: Option<Text<'de>>,
     id: Option<Value>,
-    method: Option<Value>,
+    method: Option<Text<'de>>,
     params: Option<ParamsIn>,
     result: Option<Value>,
     error: Option<Value>,
@@ -412,12 +413,12 @@ enum ParamsIn {
     Value(Value),
 }
 
-impl Envelope {
+impl Envelope<'_> {
     fn from_object(mut obj: Map<String, Value>) -> Self {
         Envelope {
-            jsonrpc: obj.remove("jsonrpc"),
+            jsonrpc: obj.remove("jsonrpc").map(Text::from),
             id: obj.remove("id"),
-            method: obj.remove("method"),
+            method: obj.remove("method").map(Text::from),
             params: obj.remove("params").map(ParamsIn::Value),
             result: obj.remove("result"),
             error: obj.remove("error"),
@@ -427,11 +428,9 @@ impl Envelope {
     /// Where the value of member `field` goes (`None`: a member without meaning).
     fn slot(&mut self, field: Field) -> Option<&mut Option<Value>> {
         match field {
-            Field::Jsonrpc => Some(&mut self.jsonrpc),
             Field::Id => Some(&mut self.id),
-            Field::Method => Some(&mut self.method),
             // Read as text (see `RootSeed::visit_map`).
-            Field::Params => None,
+            Field::Jsonrpc | Field::Method | Field::Params => None,
             Field::Result => Some(&mut self.result),
             Field::Error => Some(&mut self.error),
             Field::Other => None,
@@ -449,11 +448,11 @@ impl Envelope {
                 }
             },
         };
-        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        if self.jsonrpc.as_ref().and_then(Text::as_str) != Some("2.0") {
             return Err(invalid(id, "jsonrpc must be \"2.0\"", !has_id));
         }
         match self.method {
-            Some(Value::String(method)) => {
+            Some(Text::Str(method)) => {
                 let params = match self.params {
                     None => None,
                     Some(ParamsIn::Value(Value::Object(p))) => Some(Params::from_object(p)),
@@ -550,7 +549,7 @@ impl Visitor<'_> for Field {
 )]
 enum Root<'de> {
     /// One object: a message (or an invalid one).
-    Message(Envelope),
+    Message(Envelope<'de>),
     /// An array: a batch, each element's text (borrowed from the body) still to interpret.
     Batch(Vec<&'de RawValue>),
     /// Anything else: not a message.
@@ -642,6 +641,18 @@ impl<'de> Visitor<'de> for RootSeed {
                 }
                 continue;
             }
+            if let Field::Jsonrpc | Field::Method = field {
+                // Strings, borrowed from the body when they have no escapes.
+                let text = map.next_value_seed(TextSeed { depth_left })?;
+                let slot = match field {
+                    Field::Jsonrpc => &mut envelope.jsonrpc,
+                    _ => &mut envelope.method,
+                };
+                if slot.is_none() {
+                    *slot = Some(text);
+                }
+                continue;
+            }
             // Every member is parsed within the depth limit, meaningful or not.
             let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
             if let Some(slot) = envelope.slot(field)
@@ -651,6 +662,97 @@ impl<'de> Visitor<'de> for RootSeed {
             }
         }
         Ok(Root::Message(envelope))
+    }
+}
+
+/// A member that should be a string (`jsonrpc`, `method`): the string, or that it was not one.
+#[derive(Debug)]
+enum Text<'de> {
+    Str(Cow<'de, str>),
+    Other,
+}
+
+impl Text<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Text::Str(s) => Some(s),
+            Text::Other => None,
+        }
+    }
+}
+
+impl From<Value> for Text<'_> {
+    fn from(v: Value) -> Self {
+        match v {
+            Value::String(s) => Text::Str(Cow::Owned(s)),
+            _ => Text::Other,
+        }
+    }
+}
+
+/// Reads a [`Text`]: a string as it is (borrowed when it can be), anything else parsed within
+/// the depth limit like any member, then set aside.
+struct TextSeed {
+    depth_left: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for TextSeed {
+    type Value = Text<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Text<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextSeed {
+    type Value = Text<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+        Ok(Text::Str(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+        Ok(Text::Str(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+        Ok(Text::Str(Cow::Owned(v)))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_none<E>(self) -> Result<Text<'de>, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<'de>, A::Error> {
+        ValueSeed::nested(self.depth_left).visit_seq(seq).map(|_| Text::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<'de>, A::Error> {
+        ValueSeed::nested(self.depth_left).visit_map(map).map(|_| Text::Other)
     }
 }
 
@@ -760,9 +862,21 @@ mod tests {
     fn a_raw_result_encodes_as_its_value_would() {
         let result = json!({"tools": [{"name": "a"}], "nextCursor": "x\"y", "resultType": "complete"});
         let raw = serde_json::value::to_raw_value(&result).unwrap();
-        for id in [RequestId::from(7), RequestId::from("a\"b"), RequestId::from(-1)] {
-            assert_eq!(encode_raw_result(&id, &raw), encode_result(&id, &result), "{id}");
-            assert_eq!(encode_raw_result(&id, &raw), encode_result(&id, &*raw), "{id}");
+        for id in [
+            RequestId::from(7),
+            RequestId::from("a\"b"),
+            RequestId::from("plain"),
+            RequestId::from(-1),
+            RequestId::from(0),
+            RequestId::from(i64::MIN),
+            RequestId::from(1_000_000),
+        ] {
+            let encoded = encode_raw_result(&id, raw.get());
+            assert_eq!(encoded, encode_result(&id, &result), "{id}");
+            assert_eq!(encoded, encode_result(&id, &*raw), "{id}");
+            if !id.to_string().contains('"') {
+                assert_eq!(encoded.len(), encoded.capacity(), "{id}: sized exactly");
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::CallToolResult;
+use super::{CallToolResult, Content};
 use crate::meta::SERVER_INFO;
 use crate::method::Method;
 use crate::params::Params;
@@ -176,21 +176,48 @@ impl Serialize for Decorated<'_> {
 
 /// A tool's result rendered for its caller's revision ([`CallToolResult::render`]) and decorated
 /// for the era ([`finalize`]) as it is serialized: no value is built on the way. The bytes are
-/// those rendering, finalizing (a `tools/call` gets no cache hint) and serializing would give.
+/// those rendering, finalizing (a `tools/call` gets no cache hint) and serializing would give,
+/// as JSON text, written into a buffer sized from the result (most results fit at once).
 pub fn encode_call_result(
     result: &CallToolResult,
     era: Era,
     revision: Option<Revision>,
     server_info: Option<&RawValue>,
-) -> serde_json::Result<Box<RawValue>> {
-    serde_json::value::to_raw_value(&CallResultOut {
+) -> serde_json::Result<String> {
+    let out = CallResultOut {
         result,
         structured: result.keeps_structured(revision),
         modern: era == Era::Modern,
         info: server_info
             .filter(|_| era == Era::Modern)
             .filter(|_| result.meta.as_ref().is_none_or(|m| !m.contains_key(SERVER_INFO))),
-    })
+    };
+    let mut buf = Vec::with_capacity(size_hint(&out));
+    serde_json::to_writer(&mut buf, &out)?;
+    String::from_utf8(buf).map_err(serde::ser::Error::custom)
+}
+
+/// About the length of a result's JSON: its content's text and data with room for the members
+/// around them (what cannot be known cheaply, structured content and `_meta`, gets a flat
+/// allowance; a larger result grows the buffer).
+fn size_hint(out: &CallResultOut<'_>) -> usize {
+    let content: usize = out
+        .result
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text { text, .. } => text.len() + 48,
+            Content::Image { data, .. } | Content::Audio { data, .. } => data.len() + 96,
+            _ => 256,
+        })
+        .sum();
+    let extra = if out.structured && out.result.structured_content.is_some() {
+        256
+    } else {
+        0
+    } + if out.result.meta.is_some() { 128 } else { 0 }
+        + out.info.map_or(0, |i| i.get().len() + 48);
+    64 + content + extra
 }
 
 /// What [`encode_call_result`] serializes: the members in [`CallToolResult`]'s order, then the
@@ -293,7 +320,7 @@ mod tests {
                         finalize(era, &mut v, as_value.as_ref(), None);
                         let got = encode_call_result(r, era, revision, server_info).unwrap();
                         assert_eq!(
-                            got.get(),
+                            got,
                             serde_json::to_string(&v).unwrap(),
                             "{r:?} {revision:?} {era:?} {server_info:?}"
                         );

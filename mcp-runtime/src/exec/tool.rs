@@ -45,7 +45,7 @@ impl Output {
     /// The answer to an inline call: rendered and decorated for `era` as it is serialized.
     pub(crate) fn answer(&self, era: Era, server_info: Option<&RawValue>) -> Reply {
         match encode_call_result(&self.result, era, self.revision, server_info) {
-            Ok(raw) => Reply::Encoded(EncodedResult::owned(raw).with_tool_error(self.result.is_error)),
+            Ok(json) => Reply::Encoded(EncodedResult::text(json).with_tool_error(self.result.is_error)),
             Err(e) => {
                 tracing::error!(error = %e, "a tool result could not be serialized");
                 Reply::Error(RpcError::internal())

@@ -81,7 +81,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     }
     let (mut parts, body) = req.into_parts();
     let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
-        Ok(a) => Arc::new(a),
+        Ok(a) => a.into_shared(),
         Err(c) => return challenge(&c),
     };
     let Some(id) = session_param(parts.uri.query()) else {
@@ -151,7 +151,7 @@ pub(crate) async fn handle(
     pair: &Arc<Pair>,
     peer: &Peer<'_>,
     inbound: Inbound,
-    permit: Arc<Permit>,
+    permit: Permit,
 ) -> Option<Answer> {
     let engine = &shared.engine;
     match inbound {

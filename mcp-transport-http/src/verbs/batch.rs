@@ -5,8 +5,6 @@
 //! one JSON array (nothing streams: the elements get a detached sink), or 202 when
 //! nothing in the batch expects an answer.
 
-use std::sync::Arc;
-
 use axum::response::Response;
 use mcp_protocol::RpcError;
 use mcp_runtime::Sink;
@@ -17,7 +15,7 @@ use crate::state::{Permit, Shared};
 use crate::status;
 
 /// Answers a batch the engine checked.
-pub(crate) async fn run(shared: &Shared, permit: Arc<Permit>, step: BatchStep) -> Response {
+pub(crate) async fn run(shared: &Shared, permit: Permit, step: BatchStep) -> Response {
     let batch = match step {
         BatchStep::Answer(a) => return answer(&shared.config, a),
         BatchStep::Run(b) => b,

@@ -30,7 +30,7 @@ use crate::streams::resume::{self, Follow, Streams, Tape};
 use crate::streams::sse;
 
 /// Runs a call the engine prepared and answers it.
-pub(crate) async fn run(shared: &Arc<Shared>, permit: Arc<Permit>, call: Call) -> Response {
+pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Response {
     let id = call.id().clone();
     let streams = call.may_stream();
     let session = call.session().cloned();

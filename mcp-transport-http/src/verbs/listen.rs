@@ -6,8 +6,6 @@
 //! ends a subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a
 //! server that shuts down writes the completion result, then closes.
 
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::response::Response;
 use mcp_runtime::Listening;
@@ -21,7 +19,7 @@ use crate::streams::sse;
 /// The response body is the pump ([`pump::body`]): no task and no channel per stream, since a
 /// server may hold thousands of idle subscriptions. The client leaving drops the body, hence
 /// the `Listener`, which unsubscribes.
-pub(crate) fn serve(shared: &Shared, permit: Arc<Permit>, listening: Listening) -> Response {
+pub(crate) fn serve(shared: &Shared, permit: Permit, listening: Listening) -> Response {
     let feed = Subscription(listening.listener);
     sse::with_body(pump::body(
         feed,

@@ -35,7 +35,7 @@ pub(crate) struct PostCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) parts: http::request::Parts,
     pub(crate) auth: Arc<AuthInfo>,
-    pub(crate) permit: Arc<Permit>,
+    pub(crate) permit: Permit,
 }
 
 impl PostCtx {
@@ -78,7 +78,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     };
     let (mut parts, body) = req.into_parts();
     let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
-        Ok(a) => Arc::new(a),
+        Ok(a) => a.into_shared(),
         Err(c) => return challenge(&c),
     };
     let max = shared.config.max_body_bytes;
@@ -92,6 +92,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         Err(e) if !e.wants_reply() => return empty(status::NOTHING_TO_ANSWER),
         Err(e) => return refused(Stage::Envelope, e.id(), &e.to_rpc_error()),
     };
+    // The message owns what it needs: the body (perhaps the connection's read buffer) goes now.
+    drop(bytes);
     let mut cx = PostCtx {
         shared: shared.clone(),
         parts,
@@ -117,14 +119,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
             drop(peer);
             match step {
                 Step::Answer(a) => answer(&shared.config, a),
-                Step::Call(c) => call::run(&cx.shared, cx.permit.clone(), c).await,
-                Step::Listen(l) => listen::serve(&cx.shared, cx.permit.clone(), l),
+                Step::Call(c) => call::run(&cx.shared, cx.permit, c).await,
+                Step::Listen(l) => listen::serve(&cx.shared, cx.permit, l),
             }
         }
         Inbound::Batch(items) => {
             let step = engine.batch(&peer, items).await;
             drop(peer);
-            batch::run(&cx.shared, cx.permit.clone(), step).await
+            batch::run(&cx.shared, cx.permit, step).await
         }
     }
 }
