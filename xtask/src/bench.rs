@@ -191,6 +191,8 @@ fn binary_name(target: &str) -> &'static str {
 /// Where the bench binaries are and how processes are pinned.
 struct Bench {
     bin: PathBuf,
+    /// `ours` built with a shared store (the S cells' instances).
+    shared_bin: PathBuf,
     /// The release directory of the `--baseline` build, if any.
     baseline: Option<PathBuf>,
     /// The `--rate-limited` quota, if any.
@@ -250,6 +252,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     }
     let (server_pin, loadgen_pin, pinning) = pinning();
     let bench = Bench {
+        shared_bin: build_dir.join("shared/release/ours"),
         bin,
         baseline,
         rate_limited: opts.rate_limited.clone(),
@@ -265,7 +268,7 @@ pub(crate) fn run(opts: &Options) -> Result {
     let mut redis = None;
     if ["W1", "W2", "W3"].iter().any(|id| opts.wants(id)) {
         util::banner("redis-server for the S cells");
-        match bench.start_redis() {
+        match build::shared(&build_dir, opts.skip_build).and_then(|_| bench.start_redis()) {
             Ok(r) => redis = Some(r),
             Err(e) => {
                 eprintln!("xtask: S cells: {e}");
@@ -707,7 +710,15 @@ impl Bench {
             "--redis-prefix".to_owned(),
             prefix.to_owned(),
         ];
-        Ok([self.start(target, args.clone())?, self.start(target, args)?])
+        // The baseline's own `ours` has its store built in; ours has it in its `shared` build.
+        let program = match target {
+            BASELINE => self.binary(target),
+            _ => self.shared_bin.clone(),
+        };
+        Ok([
+            self.serve(&program, args.clone(), Stdio::inherit())?,
+            self.serve(&program, args, Stdio::inherit())?,
+        ])
     }
 
     /// Fails if either instance or Redis died during the run.

@@ -33,7 +33,7 @@
 //! `subscriptions/listen` streams from one address) and, with `--page-size`, the page size of the
 //! catalog lists.
 //!
-//! With `--redis URL` the instance keeps its shared state (legacy sessions, stream events, tasks,
+//! With `--redis URL` (built with the `shared` feature) the instance keeps its shared state (legacy sessions, stream events, tasks,
 //! the bus, membership) in Redis (`mcp_store_redis::RedisStore`, keys under `--redis-prefix`) and
 //! seals request states with a fixed key ([`SHARED_STATE_KEY`]) instead of a random one: two
 //! processes given the same URL and prefix are one logical server, each answering requests and
@@ -48,9 +48,11 @@ static GLOBAL: count::Counting = count::Counting;
 
 use clap::Parser;
 use mcp_server::prelude::*;
+#[cfg(feature = "shared")]
 use mcp_server::protocol::request_state::StateKey;
-use mcp_server::store::Quota;
+use mcp_server::store::{Quota, Store};
 use mcp_server::{RateLimit, ServerConfig};
+#[cfg(feature = "shared")]
 use mcp_store_redis::{RedisOptions, RedisStore};
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +87,7 @@ struct Args {
 
 /// The request-state key of every instance started with `--redis` (a bench constant, not a
 /// secret: the instances must open each other's request states).
+#[cfg(feature = "shared")]
 const SHARED_STATE_KEY: [u8; 32] = [7u8; 32];
 
 /// The echo tool's input.
@@ -109,7 +112,7 @@ fn echo_tool(name: String) -> Tool {
 fn server(
     tools: usize,
     page_size: Option<usize>,
-    store: Option<RedisStore>,
+    store: Option<Store>,
     rate_limit: Option<Quota>,
 ) -> Result<McpServer, Box<dyn std::error::Error>> {
     let mut config = ServerConfig::default();
@@ -124,6 +127,9 @@ fn server(
         config.page_size = size;
     }
     let mut builder = McpServer::builder().config(config).name("bench-ours").version("1.0.0");
+    #[cfg(not(feature = "shared"))]
+    let _: Option<Store> = store;
+    #[cfg(feature = "shared")]
     if let Some(store) = store {
         builder = builder
             .store(store)
@@ -137,6 +143,31 @@ fn server(
         builder = builder.tool(echo_tool(name));
     }
     Ok(builder.build()?)
+}
+
+/// The store `--redis` names (`None` without it).
+#[cfg(feature = "shared")]
+async fn shared_store(args: &Args) -> Result<Option<Store>, Box<dyn std::error::Error>> {
+    let Some(url) = &args.redis else {
+        return Ok(None);
+    };
+    let options = RedisOptions {
+        prefix: args.redis_prefix.clone(),
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_with(url, options)
+        .await
+        .map_err(|e| format!("--redis {url}: {e}"))?;
+    Ok(Some(store.into_store()))
+}
+
+/// `--redis` needs the `shared` feature.
+#[cfg(not(feature = "shared"))]
+async fn shared_store(args: &Args) -> Result<Option<Store>, Box<dyn std::error::Error>> {
+    match &args.redis {
+        Some(_) => Err("--redis: this build has no shared store (build with --features shared)".into()),
+        None => Ok(None),
+    }
 }
 
 /// `--stdio-pipes`: the stdio transport on non-blocking pipe ends of duplicates of fds 0 and 1.
@@ -155,19 +186,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     #[cfg(feature = "count-allocs")]
     count::report_on_signal()?;
-    let store = match &args.redis {
-        Some(url) => {
-            let options = RedisOptions {
-                prefix: args.redis_prefix.clone(),
-                ..RedisOptions::default()
-            };
-            let store = RedisStore::connect_with(url, options)
-                .await
-                .map_err(|e| format!("--redis {url}: {e}"))?;
-            Some(store)
-        }
-        None => None,
-    };
+    let store = shared_store(&args).await?;
     let server = server(args.tools, args.page_size, store, args.rate_limit)?;
     if args.stdio {
         server.serve_stdio().await?;

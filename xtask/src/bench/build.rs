@@ -26,13 +26,26 @@ pub(super) fn workspace(build_dir: &Path) -> Result {
 /// Builds `ours --features count-allocs` into its own directory under `build_dir` (unless
 /// `skip_build`) and returns the binary.
 pub(super) fn counted(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
-    let dir = build_dir.join("count-allocs");
+    ours_with("count-allocs", "its counting allocator", build_dir, skip_build)
+}
+
+/// Builds `ours --features shared` (state shared through Redis, for the S cells) into its own
+/// directory under `build_dir` (unless `skip_build`) and returns the binary: the measured `ours`
+/// carries no shared store, as a single-process server would not.
+pub(super) fn shared(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
+    ours_with("shared", "a shared store", build_dir, skip_build)
+}
+
+/// Builds `ours --features FEATURE` into `build_dir/FEATURE` (unless `skip_build`) and returns
+/// the binary.
+fn ours_with(feature: &str, what: &str, build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
+    let dir = build_dir.join(feature);
     if !skip_build {
-        util::banner("build ours with its counting allocator (release, --features count-allocs)");
+        util::banner(&format!("build ours with {what} (release, --features {feature})"));
         let mut cmd = cargo();
         cmd.current_dir(util::root().join("bench"))
             .env("CARGO_TARGET_DIR", &dir)
-            .args(["build", "--release", "-p", "ours", "--features", "count-allocs"]);
+            .args(["build", "--release", "-p", "ours", "--features", feature]);
         util::run(&mut cmd)?;
     }
     let binary = dir.join("release/ours");

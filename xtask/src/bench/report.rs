@@ -186,8 +186,12 @@ impl Report {
 /// How each target is set up, as the report states it.
 fn peers() -> Value {
     json!({
-        "ours": "this library with its defaults (ServerConfig::default() but the session and \
-                 listen caps raised for M1, HttpConfig::default(), page size 50), TCP_NODELAY",
+        "ours": "this library built with the mcp-server features the workloads use (http, http2, \
+                 stdio, schema-validation: tool inputs checked against their schemas; no TLS, \
+                 JWT, skills or shared store), its defaults (ServerConfig::default() but the \
+                 session and listen caps raised for M1, HttpConfig::default(), page size 50), \
+                 TCP_NODELAY; the S cells' instances are the same built with --features shared \
+                 (the shared store, on Redis)",
         "rmcp": "rmcp 3.11 (the official Rust SDK): StreamableHttpService with json_response, \
                  LocalSessionManager, TCP_NODELAY; stdio through stdio_pipes(); tools/list \
                  unpaged (all tools in one answer)",
