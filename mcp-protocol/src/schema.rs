@@ -1,8 +1,8 @@
 //! JSON Schema compilation and validation with bounded cost.
 //!
 //! Tool `inputSchema`/`outputSchema` and similar schemas are compiled once
-//! (at registration) through the `jsonschema` crate and then validate many
-//! instances. The rules:
+//! through the `jsonschema` crate (the runtime does it at registration, or at a derived
+//! schema's first use) and then validate many instances. The rules:
 //!
 //! - **Dialect.** A schema without `$schema` is JSON Schema 2020-12 (the MCP
 //!   default). A declared `$schema` must name a draft the validator
@@ -40,6 +40,10 @@ use jsonschema::{Draft, ReferencingError, Retrieve, Uri, Validator};
 use serde_json::Value;
 
 use crate::error::RpcError;
+
+mod structural;
+
+pub use structural::is_structural;
 
 /// The deepest accepted nesting of a schema (objects and arrays; the root is level 1).
 pub const MAX_DEPTH: usize = 64;

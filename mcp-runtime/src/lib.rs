@@ -84,8 +84,8 @@ pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore
 /// The catalog: registration, snapshots, changes.
 pub mod registry {
     pub use crate::catalog::{
-        Catalog, Change, ChangeFeed, CompletionKey, PromptEntry, Registry, RegistryError, ResourceEntry, TemplateEntry,
-        ToolEntry, Unannounced,
+        Catalog, Change, ChangeFeed, CompletionKey, PromptEntry, Registry, RegistryError, ResourceEntry, SchemaUse,
+        TemplateEntry, ToolEntry, Unannounced,
     };
 }
 

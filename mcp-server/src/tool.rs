@@ -9,7 +9,7 @@ use mcp_protocol::model::{CallToolResult, Content, Icon, ToolAnnotations, ToolDe
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_runtime::Ctx;
 use mcp_runtime::handler::{HandlerError, ToolHandler, ToolResult};
-use mcp_runtime::registry::{RegistryError, ToolEntry};
+use mcp_runtime::registry::{RegistryError, SchemaUse, ToolEntry};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -385,7 +385,8 @@ impl Tool {
     }
 
     /// The registry entry of the tool (to register it in a [`mcp_runtime::Registry`] directly).
-    /// Fails when a schema is invalid, or when the output of a [`Tool::structured`] tool is
+    /// Fails when a schema given as JSON is invalid (one derived from the tool's types is
+    /// valid by construction, and compiled at its first use), or when the output of a [`Tool::structured`] tool is
     /// not an object and its [`SchemaStyle::Verbatim`] schema cannot be wrapped
     /// ([`RegistryError::OutputSchemaNotWrappable`]).
     pub fn into_entry(self) -> Result<ToolEntry, RegistryError> {
@@ -395,8 +396,16 @@ impl Tool {
                 reason: e.to_string(),
             });
         }
-        let entry = ToolEntry::new(self.def, self.handler, self.validate_input, self.validate_output)?
-            .with_scopes(self.scopes)?;
+        // A schema derived from the tool's types is compiled at its first use.
+        let input = match self.derived.input {
+            Some(_) => SchemaUse::derived(self.validate_input),
+            None => SchemaUse::given(self.validate_input),
+        };
+        let output = match self.derived.output {
+            Some(_) => SchemaUse::derived(self.validate_output),
+            None => SchemaUse::given(self.validate_output),
+        };
+        let entry = ToolEntry::with_schemas(self.def, self.handler, input, output)?.with_scopes(self.scopes)?;
         Ok(match self.timeout {
             Some(t) => entry.with_timeout(t),
             None => entry,

@@ -441,3 +441,54 @@ async fn handler_errors_reach_the_model_or_are_masked() {
         assert_eq!(e.rpc().unwrap().message, "bad cursor");
     }
 }
+
+/// A derived schema is compiled at the tool's first call (not at registration), and checks
+/// what deserialization alone would let through: the input's and the output's bounds.
+#[cfg(feature = "schema-validation")]
+#[tokio::test]
+async fn derived_schemas_check_what_serde_does_not_from_the_first_call() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Percent {
+        #[schemars(range(min = 0, max = 100))]
+        value: i64,
+    }
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Small {
+        #[schemars(range(max = 10))]
+        n: i64,
+    }
+    let server = McpServer::builder()
+        .name("derived")
+        .version("1.0.0")
+        .tool(Tool::typed(
+            "percent",
+            "Echoes a percentage",
+            |p: Percent, _ctx| async move { p.value.to_string() },
+        ))
+        .tool(Tool::structured("small", "Returns n", |p: Percent, _ctx| async move {
+            Ok(Small { n: p.value })
+        }))
+        .build()
+        .expect("valid server");
+    for revision in REVISIONS {
+        let c = client(&server, revision).await;
+        let text = |r: &CallToolResult| match &r.content[0] {
+            Content::Text { text, .. } => text.clone(),
+            other => panic!("text expected: {other:?}"),
+        };
+        let r = c.call_tool("percent", json!({"value": 101})).await.expect("a result");
+        assert!(
+            r.is_error && text(&r).starts_with("Invalid tool input"),
+            "{revision:?}: {r:?}"
+        );
+        let r = c.call_tool("percent", json!({"value": 42})).await.expect("a result");
+        assert_eq!((r.is_error, text(&r)), (false, "42".to_owned()), "{revision:?}");
+        let r = c.call_tool("small", json!({"value": 7})).await.expect("a result");
+        assert!(!r.is_error, "{revision:?}: {r:?}");
+        let r = c.call_tool("small", json!({"value": 50})).await.expect("a result");
+        assert!(
+            r.is_error && text(&r).starts_with("Invalid tool output"),
+            "{revision:?}: {r:?}"
+        );
+    }
+}

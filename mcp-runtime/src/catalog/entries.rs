@@ -6,11 +6,12 @@ use std::sync::Arc;
 use mcp_protocol::apps::{AppsError, check_resource, check_tool_meta};
 use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
 use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
-use mcp_protocol::schema::{CompiledSchema, SchemaError, validator};
+use mcp_protocol::schema::SchemaError;
 use serde_json::Value;
 
 use super::scopes::{ScopeError, Scopes};
 use super::uri_template::{TemplateError, UriTemplate};
+use super::validator::{SchemaUse, Validator};
 use crate::api::handler::{PromptHandler, ResourceHandler, ToolHandler};
 
 /// Why a registration was refused.
@@ -80,8 +81,8 @@ pub struct ToolEntry {
     /// The definition, as listed.
     pub def: ToolDef,
     pub(crate) handler: Arc<dyn ToolHandler>,
-    pub(crate) input: Option<CompiledSchema>,
-    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) input: Validator,
+    pub(crate) output: Validator,
     /// The `x-mcp-header` parameters of the input schema.
     pub param_headers: Vec<ParamHeader>,
     /// The deadline of this tool's handler runs, overriding
@@ -113,12 +114,29 @@ impl ToolEntry {
     /// `_meta.ui` follows the specification ([`mcp_protocol::apps::check_tool_meta`]).
     /// Input is validated against the schema at every call when
     /// `validate_input`; structured output against `outputSchema` when
-    /// `validate_output`.
+    /// `validate_output`. Both schemas are taken as given (compiled now); see
+    /// [`ToolEntry::with_schemas`] for schemas derived from types.
     pub fn new(
         def: ToolDef,
         handler: Arc<dyn ToolHandler>,
         validate_input: bool,
         validate_output: bool,
+    ) -> Result<Self, RegistryError> {
+        Self::with_schemas(
+            def,
+            handler,
+            SchemaUse::given(validate_input),
+            SchemaUse::given(validate_output),
+        )
+    }
+
+    /// As [`ToolEntry::new`], each schema used as its [`SchemaUse`] says: one derived from a
+    /// Rust type is compiled at its first use rather than now.
+    pub fn with_schemas(
+        def: ToolDef,
+        handler: Arc<dyn ToolHandler>,
+        input: SchemaUse,
+        output: SchemaUse,
     ) -> Result<Self, RegistryError> {
         if def.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(RegistryError::InputSchemaNotObject(def.name.clone()));
@@ -128,10 +146,10 @@ impl ToolEntry {
             which,
             source,
         };
-        let input = validator(&def.input_schema).map_err(|e| schema_err("input", e))?;
+        let input = Validator::prepare(&def.input_schema, input).map_err(|e| schema_err("input", e))?;
         let output = match &def.output_schema {
-            Some(s) => validator(s).map_err(|e| schema_err("output", e))?,
-            None => None,
+            Some(s) => Validator::prepare(s, output).map_err(|e| schema_err("output", e))?,
+            None => Validator::Off,
         };
         let param_headers =
             parse_param_headers(&def.input_schema).map_err(|source| RegistryError::InvalidHeaderAnnotation {
@@ -142,8 +160,8 @@ impl ToolEntry {
         Ok(ToolEntry {
             def,
             handler,
-            input: input.filter(|_| validate_input),
-            output: output.filter(|_| validate_output),
+            input,
+            output,
             param_headers,
             timeout: None,
             scopes: Scopes::default(),

@@ -8,6 +8,7 @@ mod registry;
 pub(crate) mod scopes;
 mod snapshot;
 pub(crate) mod uri_template;
+pub(crate) mod validator;
 mod visibility;
 
 pub use entries::{CompletionKey, PromptEntry, RegistryError, ResourceEntry, TemplateEntry, ToolEntry};
@@ -16,5 +17,6 @@ pub use registry::{ChangeFeed, Registry, Unannounced};
 pub use scopes::{MethodScopes, ScopeError, Scopes};
 pub use snapshot::Catalog;
 pub(crate) use snapshot::PageKey;
+pub use validator::SchemaUse;
 pub(crate) use visibility::visible;
 pub use visibility::{CatalogKind, Visibility};

@@ -15,6 +15,7 @@ use super::rounds::Rounds;
 use super::{RoundLimits, run_rounds};
 use crate::api::{Ctx, HandlerError, InputRequired};
 use crate::catalog::ToolEntry;
+use crate::catalog::validator::{Uncompiled, Validator};
 use crate::reply::{EncodedResult, Reply};
 
 /// How one run of a tool call ended.
@@ -69,10 +70,8 @@ pub(crate) async fn execute(
     let revision = ctx.revision();
     let render = |result: CallToolResult| Settled::Done(Ok(Output { result, revision }));
     let args = Value::Object(args);
-    if let Some(schema) = &tool.input
-        && let Err(violations) = schema.validate(&args)
-    {
-        return render(CallToolResult::error(format!("Invalid tool input: {violations}")));
+    if let Err(refusal) = check(tool, &tool.input, &tool.def.input_schema, &args, "input") {
+        return render(CallToolResult::error(refusal));
     }
     let first = Mutex::new(match args {
         Value::Object(o) => Some(o),
@@ -90,11 +89,11 @@ pub(crate) async fn execute(
     };
     let e = match outcome {
         Ok(result) => {
-            if let (Some(schema), Some(structured), false) = (&tool.output, &result.structured_content, result.is_error)
-                && let Err(violations) = schema.validate(structured)
+            if let (Some(structured), Some(schema), false) =
+                (&result.structured_content, &tool.def.output_schema, result.is_error)
+                && let Err(refusal) = check(tool, &tool.output, schema, structured, "output")
             {
-                tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
-                return render(CallToolResult::error(format!("Invalid tool output: {violations}")));
+                return render(CallToolResult::error(refusal));
             }
             return render(result);
         }
@@ -116,6 +115,22 @@ pub(crate) async fn execute(
             tracing::error!(tool = %tool.def.name, error = %e.log_text(), "tool failed");
             render(CallToolResult::error("Internal tool error"))
         }
+    }
+}
+
+/// Checks `instance` against `schema` (the tool's `which` schema) with its `validator`: the
+/// message of the tool error to answer instead when it does not match, or when the schema did
+/// not compile.
+fn check(tool: &ToolEntry, validator: &Validator, schema: &Value, instance: &Value, which: &str) -> Result<(), String> {
+    match validator.get(schema, &tool.def.name) {
+        Ok(Some(compiled)) => compiled.validate(instance).map_err(|violations| {
+            if which == "output" {
+                tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
+            }
+            format!("Invalid tool {which}: {violations}")
+        }),
+        Ok(None) => Ok(()),
+        Err(Uncompiled) => Err("Internal tool error".to_owned()),
     }
 }
 
