@@ -129,7 +129,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::meta::{meta_of, meta_version};
+use mcp_protocol::meta::meta_version;
 use mcp_protocol::{Era, Method, Request, Revision, RpcError};
 use serde_json::Value;
 use tracing::Span;
@@ -226,6 +226,12 @@ impl Observed {
     pub(crate) fn start(req: &Request, era: Era, origin: Origin<'_, '_>, known: Known<'_>) -> Self {
         let start = Instant::now();
         let method = req.method.label();
+        let revision = match era {
+            Era::Modern => meta_version(req.params.as_ref()).and_then(|v| Revision::parse(&v)),
+            Era::Legacy => origin.revision,
+        };
+        // What is known now is set as the span is created (one pass of a subscriber's
+        // visitor), rather than recorded afterwards, each `record` a lookup of the span.
         let span = tracing::info_span!(
             target: "mcp_runtime::observe",
             "mcp.server",
@@ -235,17 +241,17 @@ impl Observed {
             otel.status_description = Empty,
             mcp.method.name = req.method.as_str(),
             jsonrpc.request.id = %req.id,
-            mcp.protocol.version = Empty,
+            mcp.protocol.version = revision.map(Revision::as_str),
             mcp.session.id = Empty,
-            gen_ai.operation.name = Empty,
+            gen_ai.operation.name = (req.method == Method::ToolsCall).then_some("execute_tool"),
             gen_ai.tool.name = Empty,
             gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty,
             network.transport = origin.network.map(|n| n.transport()),
             network.protocol.name = origin.network.and_then(|n| n.protocol_name()),
             network.protocol.version = origin.network.and_then(|n| n.protocol_version()),
-            client.address = Empty,
-            user.id = Empty,
+            client.address = origin.remote.map(tracing::field::display),
+            user.id = &*origin.auth.principal,
             error.type = Empty,
             rpc.response.status_code = Empty,
             trace_id = Empty,
@@ -262,10 +268,6 @@ impl Observed {
             .then(|| req.params.as_ref()?.str("name"))
             .flatten()
             .and_then(|name| known(&req.method, &name));
-        let revision = match era {
-            Era::Modern => meta_version(req.params.as_ref()).and_then(|v| Revision::parse(&v)),
-            Era::Legacy => origin.revision,
-        };
         let observed = Observed {
             span,
             start,
@@ -285,9 +287,6 @@ impl Observed {
     /// some subscriber wants: this formats).
     fn describe(&self, req: &Request, origin: Origin<'_, '_>) {
         let span = &self.span;
-        if let Some(r) = self.revision {
-            span.record("mcp.protocol.version", r.as_str());
-        }
         if let Some(target) = &self.target {
             span.record("otel.name", format!("{} {}", self.method, target.name()).as_str());
             span.record(target.kind().attribute(), target.name());
@@ -300,9 +299,6 @@ impl Observed {
             // Named, but not registered: an attribute, never the span's name.
             span.record(kind.attribute(), &*name);
         }
-        if req.method == Method::ToolsCall {
-            span.record("gen_ai.operation.name", "execute_tool");
-        }
         if matches!(
             req.method,
             Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe
@@ -310,11 +306,7 @@ impl Observed {
         {
             span.record("mcp.resource.uri", &*uri);
         }
-        if let Some(ip) = origin.remote {
-            span.record("client.address", tracing::field::display(ip));
-        }
-        span.record("user.id", &*origin.auth.principal);
-        trace::record_trace(span, meta_of(req.params.as_ref()), origin.headers);
+        trace::record_trace(span, req.params.as_ref(), origin.headers);
     }
 
     /// The request's span (for `Instrument`).

@@ -2,9 +2,10 @@
 //! `_meta` (or, over HTTP, its headers), recorded on the request span, and handed to the hook
 //! of [`set_trace_context_hook`] (see the [module docs](super#w3c-trace-context)).
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use mcp_protocol::Params;
 use tracing::Span;
 
 use super::Headers;
@@ -47,25 +48,31 @@ pub fn set_trace_context_hook(hook: impl Fn(&Span, &TraceContext<'_>) + Send + S
     TRACE_CONTEXT_HOOK.set(Box::new(hook)).is_ok()
 }
 
-/// Records the caller's trace context on the span: `_meta` first, then the HTTP header.
-pub(super) fn record_trace(span: &Span, meta: Option<&serde_json::Map<String, Value>>, headers: Option<&Headers<'_>>) {
-    let from_meta = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str);
+/// Records the caller's trace context on the span: `_meta` first, then the HTTP header. The
+/// two `_meta` members are read from the params' index, without building their object.
+pub(super) fn record_trace(span: &Span, params: Option<&Params>, headers: Option<&Headers<'_>>) {
+    let meta = params.and_then(Params::meta);
+    let from_meta = |key: &str| meta.as_ref().and_then(|m| m.str(key));
     let from_header = |key: &str| {
         headers
             .and_then(|get| get(key))
             .and_then(|v| std::str::from_utf8(v).ok())
+            .map(Cow::Borrowed)
     };
     let (parent, state) = match from_meta(TRACEPARENT) {
         Some(p) => (Some(p), from_meta(TRACESTATE)),
         None => (from_header(TRACEPARENT), from_header(TRACESTATE)),
     };
-    let Some((traceparent, parent)) = parent.and_then(|p| Some((p, TraceParent::parse(p)?))) else {
+    let Some(traceparent) = parent.as_deref() else {
+        return;
+    };
+    let Some(parent) = TraceParent::parse(traceparent) else {
         return;
     };
     span.record("trace_id", parent.trace_id);
     span.record("parent_span_id", parent.parent_id);
     span.record("trace_flags", parent.flags);
-    let tracestate = state.filter(|s| valid_tracestate(s));
+    let tracestate = state.as_deref().filter(|s| valid_tracestate(s));
     if let Some(state) = tracestate {
         span.record("tracestate", state);
     }
