@@ -138,7 +138,9 @@ fn measure(package: &str, features: &[&str]) -> Result<Weight> {
         .arg(&manifest)
         .args(["-p", package, "--message-format=json-render-diagnostics"])
         .env("CARGO_TARGET_DIR", &target)
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        // `output()` would capture the compiler's errors too; they belong on the console.
+        .stderr(Stdio::inherit());
     if !features.is_empty() {
         cmd.args(["--features", &features.join(",")]);
     }
