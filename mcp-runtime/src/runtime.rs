@@ -27,7 +27,7 @@ use crate::exec::rounds::Rounds;
 use crate::listen::{self, Holder, ListenError, Listener, Subscriptions};
 use crate::reply::Reply;
 use crate::session::{InFlight, Session, SessionStore, StartError};
-use crate::store::{InMemoryTaskStore, Store, StoreError, TaskOwner, TaskStore};
+use crate::store::{InMemoryTaskStore, SessionField, Store, StoreError, TaskOwner, TaskStore};
 use crate::tasks::Tasks;
 
 /// The protocol state of one server: registry, configuration, sessions, tasks, subscriptions.
@@ -155,6 +155,18 @@ impl Runtime {
     /// principals' sessions all answer `Ok(None)`; a store failure is an error (the caller
     /// answers 503: the session may well exist).
     pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+        self.find_session_changing(id, principal, &[]).await
+    }
+
+    /// [`Runtime::find_session`] for a message that will make `changes` to the session: a
+    /// replica loaded for it has them stored with its load, in one trip to the store rather
+    /// than two (a session held here already is changed as usual, by the message).
+    pub(crate) async fn find_session_changing(
+        &self,
+        id: &str,
+        principal: &str,
+        changes: &[SessionField],
+    ) -> Result<Option<Arc<Session>>, StoreError> {
         if let Some(s) = self.sessions.get(id, principal) {
             if let Some(cluster) = &self.cluster
                 && s.check_due(self.config.session_check_interval)
@@ -171,7 +183,7 @@ impl Runtime {
             // Held here, but another principal's (or closed): absence.
             return Ok(None);
         }
-        let Some(session) = cluster.load(id, principal).await? else {
+        let Some(session) = cluster.load(id, principal, changes).await? else {
             return Ok(None);
         };
         cluster.attach(&session);
@@ -425,6 +437,13 @@ impl Runtime {
     /// transport's session keeping).
     pub(crate) fn initialize(&self, req: &Request, auth: &AuthInfo) -> Result<(Value, Arc<Session>), RpcError> {
         lifecycle::initialize(&self.config, &self.registry.snapshot(), req, auth)
+    }
+
+    /// The change a client notification makes to its session's record, if any (the one
+    /// [`Runtime::notification`] makes): a replica loaded for the notification stores it with
+    /// its load.
+    pub(crate) fn session_change(note: &Notification) -> Option<SessionField> {
+        note.method.is_initialized().then_some(SessionField::Initialized)
     }
 
     /// Handles a client notification. `in_flight` is where the transport

@@ -91,7 +91,7 @@
 //! | --- | --- | --- |
 //! | session create | `MULTI` `DEL` `HSET` `PEXPIRE` `EXEC` | 1 |
 //! | session load | script: `HGETALL`, `PEXPIRE` the record and the event counters | 1 |
-//! | session hold (load, naming the instance a holder) | script: `EXISTS`, `HSET h:<instance>`, `PEXPIRE` both, `HGETALL` | 1 |
+//! | session hold (load, naming the instance a holder, with the loading request's changes) | script: `EXISTS`, `HSET h:<instance>` and `HSET`/`HDEL` each change (`initialized`), `PEXPIRE` both, `HGETALL` | 1 |
 //! | session touch | script: `PEXPIRE` the record and the event counters | 1 |
 //! | session update | script: `EXISTS`, then `HSET` or `HDEL` one field | 1 |
 //! | session delete (with its stream events) | script: `HGETALL`, `DEL` the record, `HKEYS` the counters, `DEL` each stream and the counters | 1 |

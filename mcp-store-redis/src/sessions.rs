@@ -36,13 +36,20 @@ return fields
     )
 });
 
-/// `hold`: `load`, naming an instance among the record's holders first.
-/// KEYS: session, seq. ARGV: ttl ms, holder field.
+/// `hold`: `load`, with changes applied first (the instance named among the holders, and those
+/// of the request that loads), each as `op`, `field`, `value` (`op` as in `update`).
+/// KEYS: session, seq. ARGV: ttl ms, then the changes' triples.
 static HOLD: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-redis.call('HSET', KEYS[1], ARGV[2], '1')
+for i = 2, #ARGV, 3 do
+  if ARGV[i] == 'del' then
+    redis.call('HDEL', KEYS[1], ARGV[i + 1])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+  end
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return redis.call('HGETALL', KEYS[1])
@@ -119,6 +126,18 @@ fn parse_level(bytes: &[u8]) -> Result<LoggingLevel, String> {
     let s = std::str::from_utf8(bytes).map_err(|_| "its logLevel is not text".to_owned())?;
     serde_json::from_value(serde_json::Value::String(s.to_owned()))
         .map_err(|_| format!("its logLevel {s:?} is unknown"))
+}
+
+/// How a change is written to the hash: `set` a field to a value, or `del` it.
+fn change_of(field: &SessionField) -> Result<(&'static str, String, String), StoreError> {
+    Ok(match field {
+        SessionField::LogLevel(l) => ("set", "logLevel".to_owned(), level_name(*l)?),
+        SessionField::Initialized => ("set", "initialized".to_owned(), "1".to_owned()),
+        SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
+        SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
+        SessionField::Holder(instance) => ("set", format!("{HOLDER}{instance}"), "1".to_owned()),
+        SessionField::Tasks => ("set", "tasks".to_owned(), "1".to_owned()),
+    })
 }
 
 /// Rebuilds a record from the flat `HGETALL` reply; why it cannot be, if it cannot (a record
@@ -216,13 +235,21 @@ impl SessionRecords for RedisSessionRecords {
         })
     }
 
-    fn hold<'a>(&'a self, id: &'a str, instance: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+    fn hold<'a>(
+        &'a self,
+        id: &'a str,
+        instance: &'a str,
+        ttl: Duration,
+        changes: &'a [SessionField],
+    ) -> StoreFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
             let keys = &self.conn.keys;
             let mut call = HOLD.key(keys.session(id));
-            call.key(keys.seq(id))
-                .arg(millis(ttl))
-                .arg(format!("{HOLDER}{instance}"));
+            call.key(keys.seq(id)).arg(millis(ttl));
+            for change in std::iter::once(&SessionField::Holder(instance.to_owned())).chain(changes) {
+                let (op, name, value) = change_of(change)?;
+                call.arg(op).arg(name).arg(value);
+            }
             let reply: Value = call
                 .invoke_async(&mut self.conn.commands())
                 .await
@@ -246,14 +273,7 @@ impl SessionRecords for RedisSessionRecords {
 
     fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let (op, name, value) = match field {
-                SessionField::LogLevel(l) => ("set", "logLevel".to_owned(), level_name(*l)?),
-                SessionField::Initialized => ("set", "initialized".to_owned(), "1".to_owned()),
-                SessionField::Subscribe(uri) => ("set", format!("{SUBSCRIPTION}{uri}"), "1".to_owned()),
-                SessionField::Unsubscribe(uri) => ("del", format!("{SUBSCRIPTION}{uri}"), String::new()),
-                SessionField::Holder(instance) => ("set", format!("{HOLDER}{instance}"), "1".to_owned()),
-                SessionField::Tasks => ("set", "tasks".to_owned(), "1".to_owned()),
-            };
+            let (op, name, value) = change_of(field)?;
             let mut call = UPDATE.key(self.conn.keys.session(id));
             call.arg(op).arg(name).arg(value);
             let _: Value = call

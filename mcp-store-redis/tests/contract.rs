@@ -191,16 +191,39 @@ async fn sessions(a: &Store, b: &Store, _: Backend) {
     // Holding: the instance is named among the holders, in the record answered and stored.
     let mut held = expected.clone();
     held.holders = BTreeSet::from(["i1".to_owned()]);
-    assert_eq!(b.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(), Some(held.clone()));
     assert_eq!(
-        a.sessions.hold("mcp_s1", "i1", LONG).await.unwrap(),
+        b.sessions.hold("mcp_s1", "i1", LONG, &[]).await.unwrap(),
+        Some(held.clone())
+    );
+    assert_eq!(
+        a.sessions.hold("mcp_s1", "i1", LONG, &[]).await.unwrap(),
         Some(held.clone()),
         "once"
     );
     held.holders.insert("i2".to_owned());
-    assert_eq!(a.sessions.hold("mcp_s1", "i2", LONG).await.unwrap(), Some(held.clone()));
+    assert_eq!(
+        a.sessions.hold("mcp_s1", "i2", LONG, &[]).await.unwrap(),
+        Some(held.clone())
+    );
     assert_eq!(b.sessions.load("mcp_s1", LONG).await.unwrap(), Some(held.clone()));
-    assert_eq!(a.sessions.hold("mcp_absent", "i1", LONG).await.unwrap(), None);
+    assert_eq!(a.sessions.hold("mcp_absent", "i1", LONG, &[]).await.unwrap(), None);
+    assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None, "not created");
+
+    // Holding with changes: applied with the hold, in the record answered and stored; nothing
+    // is created for an absent record.
+    let fresh = record("mcp_s3");
+    b.sessions.create(&fresh, LONG).await.unwrap();
+    let changes = [SessionField::Initialized, SessionField::LogLevel(LoggingLevel::Warning)];
+    let mut changed = fresh.clone();
+    changed.initialized = true;
+    changed.log_level = LoggingLevel::Warning;
+    changed.holders = BTreeSet::from(["i3".to_owned()]);
+    assert_eq!(
+        a.sessions.hold("mcp_s3", "i3", LONG, &changes).await.unwrap(),
+        Some(changed.clone())
+    );
+    assert_eq!(b.sessions.load("mcp_s3", LONG).await.unwrap(), Some(changed));
+    assert_eq!(a.sessions.hold("mcp_absent", "i3", LONG, &changes).await.unwrap(), None);
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None, "not created");
 
     // Deletion answers the record as it was, and takes the session's stream events with it.

@@ -5,12 +5,15 @@
 //! the other, and a message of an HTTP+SSE pair one holds is forwarded to it by the other. The HTTP-level suite (a round-robin proxy, Redis) is `tests/tests/http/scaleout.rs`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::jsonrpc::{DecodeLimits, Inbound, Message, decode};
 use mcp_protocol::model::{CallToolResult, ToolDef};
+use mcp_runtime::middleware::Next;
 use mcp_runtime::registry::ToolEntry;
+use mcp_runtime::store::{SessionField, SessionRecord, SessionRecords, StoreFuture};
 use mcp_runtime::{Ctx, Engine, Peer, Registry, Runtime, ServerConfig, Sessions, Sink, Step, Store};
 use serde_json::{Map, Value, json};
 
@@ -534,4 +537,95 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
         Ok(PairOutcome::Gone),
         "the holder no longer holds it"
     );
+}
+
+/// Session records that count the trips an instance makes to them (`hold`s and `update`s),
+/// over the memory store.
+struct Counted {
+    inner: Arc<dyn SessionRecords>,
+    holds: AtomicUsize,
+    updates: AtomicUsize,
+}
+
+impl SessionRecords for Counted {
+    fn create<'a>(&'a self, record: &'a SessionRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.inner.create(record, ttl)
+    }
+    fn load<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.inner.load(id, ttl)
+    }
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        self.inner.touch(id, ttl)
+    }
+    fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()> {
+        self.updates.fetch_add(1, Ordering::SeqCst);
+        self.inner.update(id, field)
+    }
+    fn hold<'a>(
+        &'a self,
+        id: &'a str,
+        instance: &'a str,
+        ttl: Duration,
+        changes: &'a [SessionField],
+    ) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.holds.fetch_add(1, Ordering::SeqCst);
+        self.inner.hold(id, instance, ttl, changes)
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.inner.delete(id)
+    }
+}
+
+/// `notifications/initialized` reaching the instance that did not mint the session: the
+/// change is stored with the load of the replica (one trip), unless middleware may still
+/// refuse the notification, when it is stored after (two).
+#[tokio::test]
+async fn initialized_on_another_instance_is_stored_with_the_load() {
+    for layered in [false, true] {
+        let memory = Store::memory();
+        let counted = Arc::new(Counted {
+            inner: memory.sessions.clone(),
+            holds: AtomicUsize::new(0),
+            updates: AtomicUsize::new(0),
+        });
+        let store = Store {
+            sessions: counted.clone(),
+            ..memory
+        };
+        let mut config = ServerConfig::default();
+        if layered {
+            config.middleware.push(|request, next: Next| next.run(request));
+        }
+        let ((a, _), (b, _)) = (instance(&store), instance_with(&store, config));
+        let id = initialize(&a).await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let Message::Notification(n) = message(initialized) else {
+            unreachable!()
+        };
+        assert!(b.notification(&peer(Some(&id)), &n).await.is_none());
+        let on_b = b.runtime().sessions().get(&id, "anonymous").expect("B holds a replica");
+        assert!(on_b.is_initialized());
+        let record = || async {
+            store
+                .sessions
+                .load(&id, Duration::from_secs(60))
+                .await
+                .unwrap()
+                .unwrap()
+        };
+        eventually_async("the record says initialized", || async { record().await.initialized }).await;
+        assert_eq!(counted.holds.load(Ordering::SeqCst), 1, "layered: {layered}");
+        let updates = usize::from(layered);
+        assert_eq!(counted.updates.load(Ordering::SeqCst), updates, "layered: {layered}");
+    }
+}
+
+async fn eventually_async<F: Future<Output = bool>>(what: &str, check: impl Fn() -> F) {
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: not within 2 s");
 }

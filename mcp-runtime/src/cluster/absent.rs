@@ -21,7 +21,7 @@ use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::relay::{PairMessage, PairOutcome};
 use crate::session::{Elsewhere, Session, SessionStore};
-use crate::store::{PairRecord, SessionRecord, Store, StoreError};
+use crate::store::{PairRecord, SessionField, SessionRecord, Store, StoreError};
 use crate::tasks::Tasks;
 
 /// An application's handler of broadcast messages on one topic.
@@ -83,7 +83,7 @@ impl Cluster {
         match *self {}
     }
 
-    pub(crate) async fn load(&self, _: &str, _: &str) -> Result<Option<Arc<Session>>, StoreError> {
+    pub(crate) async fn load(&self, _: &str, _: &str, _: &[SessionField]) -> Result<Option<Arc<Session>>, StoreError> {
         match *self {}
     }
 

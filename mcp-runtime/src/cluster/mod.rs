@@ -347,13 +347,24 @@ impl Cluster {
         self.store.sessions.create(&record, self.session_ttl).await
     }
 
-    /// A replica of a session this instance does not hold, from its record; `None` when the
-    /// record is absent, expired or another principal's.
-    pub(crate) async fn load(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+    /// A replica of a session this instance does not hold, from its record, with `changes`
+    /// stored first (see [`SessionRecords::hold`](crate::store::SessionRecords::hold)); `None` when the record is absent, expired or
+    /// another principal's.
+    pub(crate) async fn load(
+        &self,
+        id: &str,
+        principal: &str,
+        changes: &[SessionField],
+    ) -> Result<Option<Arc<Session>>, StoreError> {
         // Named in the record before serving: a DELETE anywhere waits for this replica. (The
         // record of another principal's session names this instance too, harmlessly: a DELETE
         // then waits for an instance that holds nothing and acknowledges at once.)
-        let Some(record) = self.store.sessions.hold(id, &self.instance, self.session_ttl).await? else {
+        let Some(record) = self
+            .store
+            .sessions
+            .hold(id, &self.instance, self.session_ttl, changes)
+            .await?
+        else {
             return Ok(None);
         };
         if record.principal != principal {

@@ -57,6 +57,7 @@ use crate::observe::{Observed, Origin};
 use crate::runtime::Runtime;
 use crate::session::{InFlight, InFlightGuard};
 use crate::session::{Session, SessionLimit, StartError};
+use crate::store::SessionField;
 
 /// The session a message names, resolved.
 enum Resolved {
@@ -85,8 +86,18 @@ impl Engine {
     }
 
     async fn resolve(&self, peer: &Peer<'_>) -> Resolved {
+        self.resolve_changing(peer, &[]).await
+    }
+
+    /// [`Engine::resolve`] for a message that will make `changes` to its session (see
+    /// [`Runtime::find_session_changing`]).
+    async fn resolve_changing(&self, peer: &Peer<'_>, changes: &[SessionField]) -> Resolved {
         match peer.sessions {
-            Sessions::Store(Some(id)) => match self.runtime.find_session(id, &peer.auth.principal).await {
+            Sessions::Store(Some(id)) => match self
+                .runtime
+                .find_session_changing(id, &peer.auth.principal, changes)
+                .await
+            {
                 Ok(Some(s)) => Resolved::Found(s),
                 Ok(None) => Resolved::Unknown,
                 Err(e) => {
@@ -115,8 +126,11 @@ impl Engine {
     pub async fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
         self.runtime.ensure_started();
         let era = era_of(note.params.as_ref(), peer.revision.known());
+        // The change the notification makes goes with the load of a replica for it; not where
+        // middleware may still refuse the notification (then it is written once admitted).
+        let change = Runtime::session_change(note).filter(|_| self.runtime.config().middleware.is_empty());
         let session = match (era, peer.sessions) {
-            (Era::Legacy, Sessions::Store(_)) => match self.resolve(peer).await {
+            (Era::Legacy, Sessions::Store(_)) => match self.resolve_changing(peer, change.as_slice()).await {
                 Resolved::Found(s) => Some(s),
                 Resolved::Unknown => {
                     return Some(Answer::error(Stage::Session, era, None, &RpcError::session_not_found()));

@@ -122,8 +122,9 @@ pub enum SessionField {
 ///   an expired record loads as `None`.
 /// - **Changes.** `update` applies one [`SessionField`] to a live record (nothing happens when
 ///   it is absent).
-/// - **Holders.** `hold` is `load` plus an `update` naming an instance among the holders, in
-///   one step where the backend can (the default runs the two).
+/// - **Holders.** `hold` is `load` plus the `update`s naming an instance among the holders and
+///   applying the changes the loading request makes, in one step where the backend can (the
+///   default runs them one after the other).
 /// - **Deletion.** `delete` removes the record and the session's stream events (those of the
 ///   [`EventLog`](super::EventLog) bundled with it in the [`Store`](super::Store)), and answers
 ///   the record as it was (`None` when it was absent: the events go either way).
@@ -141,17 +142,26 @@ pub trait SessionRecords: Send + Sync + 'static {
     /// Applies one change to a live record.
     fn update<'a>(&'a self, id: &'a str, field: &'a SessionField) -> StoreFuture<'a, ()>;
 
-    /// The record of a live session, with `instance` named among its holders (its expiry pushed
-    /// back by `ttl`): what an instance loads before it serves a replica.
-    fn hold<'a>(&'a self, id: &'a str, instance: &'a str, ttl: Duration) -> StoreFuture<'a, Option<SessionRecord>> {
+    /// The record of a live session, with `instance` named among its holders and `changes`
+    /// applied (its expiry pushed back by `ttl`): what an instance loads before it serves a
+    /// replica. `changes` are those the request that made it load will make (its
+    /// `notifications/initialized`), stored with the load rather than in a trip of their own.
+    fn hold<'a>(
+        &'a self,
+        id: &'a str,
+        instance: &'a str,
+        ttl: Duration,
+        changes: &'a [SessionField],
+    ) -> StoreFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
             let Some(mut record) = self.load(id, ttl).await? else {
                 return Ok(None);
             };
-            if !record.holders.contains(instance) {
-                let holder = SessionField::Holder(instance.to_owned());
-                self.update(id, &holder).await?;
-                record.apply(&holder);
+            let holder = SessionField::Holder(instance.to_owned());
+            let new_holder = (!record.holders.contains(instance)).then_some(&holder);
+            for change in new_holder.into_iter().chain(changes) {
+                self.update(id, change).await?;
+                record.apply(change);
             }
             Ok(Some(record))
         })
