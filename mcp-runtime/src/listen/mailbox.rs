@@ -2,12 +2,17 @@
 //! one receiver, allocating nothing beyond its header until frames wait in it (an idle
 //! subscription holds a few dozen bytes, where a `tokio::sync::mpsc` channel holds a block of 32
 //! slots from the start).
+//!
+//! The receiver is polled ([`Inbox::poll_recv`]): its waker is kept in the queue, so that a
+//! stream waiting for its next frame holds no future of its own (a server may hold thousands of
+//! idle subscriptions).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
-use tokio::sync::Notify;
+use futures::task::AtomicWaker;
 
 use crate::sink::Frame;
 
@@ -27,10 +32,11 @@ pub(super) enum Refused {
 #[derive(Debug, Default)]
 struct Queue {
     frames: Mutex<VecDeque<Frame>>,
-    notify: Notify,
+    /// The receiver waiting for a frame (or for the end).
+    waker: AtomicWaker,
     /// The [`Inbox`] was dropped.
     receiver_gone: AtomicBool,
-    /// The [`Mailbox`] was dropped.
+    /// The [`Mailbox`] was dropped or closed: the receiver gets what is queued, then the end.
     sender_gone: AtomicBool,
 }
 
@@ -52,7 +58,7 @@ pub(super) fn mailbox() -> (Mailbox, Inbox) {
 impl Mailbox {
     /// Queues `frame`, unless the queue is full or the receiver is gone.
     pub(super) fn try_send(&self, frame: Frame) -> Result<(), Refused> {
-        if self.0.receiver_gone.load(Ordering::Acquire) {
+        if self.0.receiver_gone.load(Ordering::Acquire) || self.0.sender_gone.load(Ordering::Acquire) {
             return Err(Refused::Closed);
         }
         {
@@ -62,40 +68,52 @@ impl Mailbox {
             }
             frames.push_back(frame);
         }
-        // A permit is stored when the receiver is not waiting yet: no wake-up is lost.
-        self.0.notify.notify_one();
+        // The receiver checks the queue after it registers its waker: no wake-up is lost.
+        self.0.waker.wake();
         Ok(())
+    }
+
+    /// Ends the queue while the sender still exists (the server shutting its subscriptions
+    /// down): the receiver gets what is queued, then the end.
+    pub(super) fn close(&self) {
+        self.0.sender_gone.store(true, Ordering::Release);
+        self.0.waker.wake();
     }
 }
 
 impl Drop for Mailbox {
     fn drop(&mut self) {
-        self.0.sender_gone.store(true, Ordering::Release);
-        self.0.notify.notify_one();
+        self.close();
     }
 }
 
 impl Inbox {
-    /// The next frame; `None` once the sender is gone and the queue is empty.
-    pub(super) async fn recv(&mut self) -> Option<Frame> {
-        loop {
-            let next = {
-                let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
-                let next = frames.pop_front();
-                if frames.is_empty() && frames.capacity() > 0 {
-                    // An idle subscription keeps no buffer from a burst.
-                    frames.shrink_to_fit();
-                }
-                next
-            };
-            if next.is_some() {
-                return next;
-            }
-            if self.0.sender_gone.load(Ordering::Acquire) {
-                return None;
-            }
-            self.0.notify.notified().await;
+    /// The next frame; `None` once the sender is gone (or closed the queue) and the queue is
+    /// empty.
+    pub(super) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Frame>> {
+        if let Some(frame) = self.pop() {
+            return Poll::Ready(Some(frame));
         }
+        self.0.waker.register(cx.waker());
+        // Again, now that a frame queued meanwhile wakes this task.
+        if let Some(frame) = self.pop() {
+            return Poll::Ready(Some(frame));
+        }
+        if self.0.sender_gone.load(Ordering::Acquire) {
+            // The end is final; frames queued before it were taken above.
+            return Poll::Ready(self.pop());
+        }
+        Poll::Pending
+    }
+
+    fn pop(&self) -> Option<Frame> {
+        let mut frames = self.0.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = frames.pop_front();
+        if frames.is_empty() && frames.capacity() > 0 {
+            // An idle subscription keeps no buffer from a burst.
+            frames.shrink_to_fit();
+        }
+        next
     }
 }
 

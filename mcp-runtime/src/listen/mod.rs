@@ -258,6 +258,11 @@ impl Subscriptions {
     /// return `None`.
     pub(crate) fn shutdown(&self) {
         self.closing.cancel();
+        // Each waiting listener wakes and sees the end (one opened after this sees it at its
+        // first poll).
+        for entry in &self.entries {
+            entry.tx.close();
+        }
     }
 
     /// How many subscriptions are open.
@@ -340,11 +345,16 @@ impl Listener {
     /// down (write [`Listener::server_cancel_frame`] on stdio, then
     /// [`Listener::completion_frame`]).
     pub async fn next(&mut self) -> Option<Frame> {
-        tokio::select! {
-            biased;
-            _ = self.hub.closing.cancelled() => None,
-            f = self.rx.recv() => f,
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// [`Listener::next`], polled: a stream that waits for its subscription's next
+    /// notification holds no future for it.
+    pub fn poll_next(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Frame>> {
+        if self.hub.closing.is_cancelled() {
+            return std::task::Poll::Ready(None);
         }
+        self.rx.poll_recv(cx)
     }
 
     /// `notifications/cancelled` naming the listen request: how a stdio

@@ -43,13 +43,17 @@
 //! SSE framing stays in [`sse`]: a feed returns finished chunks
 //! ([`sse::event`], [`sse::truncated`], …).
 
+use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Bytes, HttpBody};
+use hyper::body::Frame;
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::streams::sse;
 
@@ -104,6 +108,12 @@ pub(crate) trait Feed: Send {
     }
 }
 
+/// A [`Feed`] whose next step is polled in place: a [`body`] waiting on it holds no future.
+pub(crate) trait PollFeed: Feed {
+    /// [`Feed::next`], polled (`Pending` registers `cx`'s waker for the next step).
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next>;
+}
+
 /// Where a [`Pump`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -116,8 +126,9 @@ enum Phase {
 }
 
 /// One stream's state: the feed, the chunks of its current step not handed out yet, the
-/// keep-alive clock. [`Pump::chunk`] hands out the stream's chunks one by one; [`run`] writes
-/// them into a channel, [`body`] is them (no task, no channel).
+/// keep-alive clock. The state machine is here once; it is driven two ways: [`Pump::chunk`]
+/// awaits the next chunk (for [`run`], which writes into a channel), [`Pump::poll_chunk`] polls
+/// it in place (for [`body`]: no task, no channel, no stored future).
 struct Pump<F> {
     feed: F,
     pending: std::vec::IntoIter<Bytes>,
@@ -125,11 +136,10 @@ struct Pump<F> {
     /// A keep-alive comment was handed out: [`Feed::on_keep_alive`] runs before anything else.
     kept_alive: bool,
     tick: tokio::time::Interval,
-    shutdown: CancellationToken,
 }
 
 impl<F: Feed> Pump<F> {
-    fn new(feed: F, keep_alive: Duration, shutdown: CancellationToken) -> Pump<F> {
+    fn new(feed: F, keep_alive: Duration) -> Pump<F> {
         let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // An interval's first tick is immediate: the first keep-alive is due one period from now.
@@ -140,7 +150,6 @@ impl<F: Feed> Pump<F> {
             phase: Phase::Opening,
             kept_alive: false,
             tick,
-            shutdown,
         }
     }
 
@@ -156,43 +165,92 @@ impl<F: Feed> Pump<F> {
         }
     }
 
-    /// The next chunk of the stream, or its outcome once it ended. Called again only once the
-    /// previous chunk was written; cancel safe (the state changes after the waiting).
-    async fn chunk(&mut self) -> Result<Bytes, Outcome> {
+    /// Runs the keep-alive hook if a comment was handed out since the last call.
+    fn after_keep_alive(&mut self) {
         if std::mem::take(&mut self.kept_alive) {
             self.feed.on_keep_alive();
         }
+    }
+
+    /// What the stream has without waiting: a pending chunk, or its outcome once it ended
+    /// (opening it first); `None` when it must wait for shutdown, the feed or the clock.
+    fn ready(&mut self) -> Option<Result<Bytes, Outcome>> {
         loop {
             if let Some(chunk) = self.pending.next() {
-                return Ok(chunk);
+                return Some(Ok(chunk));
             }
             match self.phase {
-                Phase::Ending(outcome) => return Err(outcome),
+                Phase::Ending(outcome) => return Some(Err(outcome)),
                 Phase::Opening => {
                     self.phase = Phase::Running;
                     let step = self.feed.open();
                     self.take(step);
-                    continue;
                 }
-                Phase::Running => {}
+                Phase::Running => return None,
             }
-            let step = tokio::select! {
+        }
+    }
+
+    /// Whether the stream ended: its outcome is all that is left.
+    fn ended(&self) -> bool {
+        matches!(self.phase, Phase::Ending(_)) && self.pending.as_slice().is_empty()
+    }
+
+    /// Shutdown: the feed's last chunk, if any, then the end.
+    fn shut(&mut self) {
+        self.phase = Phase::Ending(Outcome::Shutdown);
+        self.pending = self
+            .feed
+            .on_shutdown()
+            .map(|last| vec![last])
+            .unwrap_or_default()
+            .into_iter();
+    }
+
+    /// A keep-alive tick: its comment, the hook to run before the next chunk.
+    fn keep_alive(&mut self) -> Bytes {
+        self.kept_alive = true;
+        Bytes::from_static(sse::KEEP_ALIVE)
+    }
+
+    /// The next chunk of the stream, or its outcome once it ended. Called again only once the
+    /// previous chunk was written; cancel safe (the state changes after the waiting).
+    async fn chunk(&mut self, shutdown: &CancellationToken) -> Result<Bytes, Outcome> {
+        self.after_keep_alive();
+        loop {
+            if let Some(chunk) = self.ready() {
+                return chunk;
+            }
+            tokio::select! {
                 biased;
-                () = self.shutdown.cancelled() => {
-                    self.phase = Phase::Ending(Outcome::Shutdown);
-                    self.feed.on_shutdown().map_or(Next::Stop, |last| Next::Write(vec![last]))
-                }
-                step = self.feed.next() => step,
-                _ = self.tick.tick() => {
-                    self.kept_alive = true;
-                    return Ok(Bytes::from_static(sse::KEEP_ALIVE));
-                }
-            };
-            if self.phase == Phase::Running {
+                () = shutdown.cancelled() => self.shut(),
+                step = self.feed.next() => self.take(step),
+                _ = self.tick.tick() => return Ok(self.keep_alive()),
+            }
+        }
+    }
+}
+
+impl<F: PollFeed> Pump<F> {
+    /// [`Pump::chunk`], polled, in the same order: shutdown, the feed, the clock.
+    fn poll_chunk(
+        &mut self,
+        mut shutdown: Pin<&mut WaitForCancellationFutureOwned>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Bytes, Outcome>> {
+        self.after_keep_alive();
+        loop {
+            if let Some(chunk) = self.ready() {
+                return Poll::Ready(chunk);
+            }
+            if shutdown.as_mut().poll(cx).is_ready() {
+                self.shut();
+            } else if let Poll::Ready(step) = self.feed.poll_next(cx) {
                 self.take(step);
-            } else if let Next::Write(chunks) = step {
-                // Shutdown: the last chunk, then the end.
-                self.pending = chunks.into_iter();
+            } else if self.tick.poll_tick(cx).is_ready() {
+                return Poll::Ready(Ok(self.keep_alive()));
+            } else {
+                return Poll::Pending;
             }
         }
     }
@@ -207,14 +265,14 @@ pub(crate) async fn run<F: Feed>(
     keep_alive: Duration,
     shutdown: CancellationToken,
 ) -> Outcome {
-    let mut pump = Pump::new(feed, keep_alive, shutdown);
+    let mut pump = Pump::new(feed, keep_alive);
     loop {
         let chunk = tokio::select! {
             biased;
             () = tx.closed(), if pump.phase == Phase::Running && pump.pending.as_slice().is_empty() => {
                 return Outcome::ClientGone;
             }
-            chunk = pump.chunk() => chunk,
+            chunk = pump.chunk(&shutdown) => chunk,
         };
         match chunk {
             Ok(chunk) => {
@@ -232,23 +290,45 @@ pub(crate) async fn run<F: Feed>(
 }
 
 /// One stream as a response body: the same chunks as [`run`] writes, handed to the body as it
-/// asks for them, with no task and no channel between (a stream that may stay open for hours
-/// holds its feed and its clock, nothing more). The client leaving drops the body, hence the
-/// feed; `hold` (a permit) lives as long as the stream.
-pub(crate) fn body<F: Feed + 'static, H: Send + 'static>(
+/// asks for them, with no task, no channel and no stored future between (a stream that may stay
+/// open for hours holds its feed, its clock and its shutdown waiter, nothing more). The client
+/// leaving drops the body, hence the feed; `hold` (a permit) lives as long as the stream.
+pub(crate) fn body<F: PollFeed + Unpin + 'static, H: Send + Unpin + 'static>(
     feed: F,
     keep_alive: Duration,
     shutdown: CancellationToken,
     hold: H,
 ) -> axum::body::Body {
-    let pump = Pump::new(feed, keep_alive, shutdown);
-    let stream = futures::stream::unfold((pump, hold), |(mut pump, hold)| async move {
-        match pump.chunk().await {
-            Ok(chunk) => Some((Ok::<_, std::convert::Infallible>(chunk), (pump, hold))),
-            Err(_) => None,
-        }
-    });
-    axum::body::Body::from_stream(stream)
+    axum::body::Body::new(PumpBody {
+        pump: Pump::new(feed, keep_alive),
+        shutdown: Box::pin(shutdown.cancelled_owned()),
+        _hold: hold,
+    })
+}
+
+/// The body [`body`] returns.
+struct PumpBody<F, H> {
+    pump: Pump<F>,
+    /// The server's shutdown, waited on in place.
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
+    _hold: H,
+}
+
+impl<F: PollFeed + Unpin, H: Unpin> HttpBody for PumpBody<F, H> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // Once ended, the pump answers its outcome again at every poll: the body stays ended.
+        let this = self.get_mut();
+        this.pump
+            .poll_chunk(this.shutdown.as_mut(), cx)
+            .map(|chunk| chunk.ok().map(|chunk| Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pump.ended()
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +372,95 @@ mod tests {
         fn on_shutdown(&mut self) -> Option<Bytes> {
             self.last.take()
         }
+    }
+
+    impl PollFeed for Script {
+        fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
+            self.steps.poll_recv(cx).map(|step| step.unwrap_or(Next::Stop))
+        }
+    }
+
+    /// A [`body`] over a script, and the test's ends of it.
+    struct BodyHarness {
+        steps: mpsc::UnboundedSender<Next>,
+        body: axum::body::BodyDataStream,
+        keep_alives: Arc<AtomicUsize>,
+        shutdown: CancellationToken,
+        /// Dropped with the body (the permit a stream holds).
+        held: Arc<()>,
+    }
+
+    fn start_body(opening: &[&'static [u8]], last: Option<&'static [u8]>) -> BodyHarness {
+        let (steps, rx) = mpsc::unbounded_channel();
+        let keep_alives = Arc::new(AtomicUsize::new(0));
+        let shutdown = CancellationToken::new();
+        let held = Arc::new(());
+        let feed = Script {
+            opening: opening.iter().map(|c| Bytes::from_static(c)).collect(),
+            steps: rx,
+            keep_alives: keep_alives.clone(),
+            last: last.map(Bytes::from_static),
+        };
+        let body = body(feed, PERIOD, shutdown.clone(), held.clone()).into_data_stream();
+        BodyHarness {
+            steps,
+            body,
+            keep_alives,
+            shutdown,
+            held,
+        }
+    }
+
+    /// The body's next chunk (`None`: it ended).
+    async fn body_next(body: &mut axum::body::BodyDataStream) -> Option<Vec<u8>> {
+        use futures::StreamExt;
+        body.next().await.map(|c| c.expect("infallible").to_vec())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_hands_out_the_same_stream() {
+        let mut h = start_body(&[b"prime"], Some(b"completion"));
+        let opened = Instant::now();
+        h.steps.send(Next::Write(chunks(&[b"a", b"b"]))).unwrap();
+        for want in [&b"prime"[..], b"a", b"b", sse::KEEP_ALIVE] {
+            assert_eq!(body_next(&mut h.body).await.as_deref(), Some(want));
+        }
+        assert_eq!(opened.elapsed(), PERIOD, "the keep-alive, one period after the opening");
+        h.steps.send(Next::Write(chunks(&[b"c"]))).unwrap();
+        assert_eq!(body_next(&mut h.body).await.as_deref(), Some(&b"c"[..]));
+        assert_eq!(h.keep_alives.load(Ordering::SeqCst), 1, "the hook followed the comment");
+        h.steps.send(Next::End(chunks(&[b"last"]))).unwrap();
+        assert_eq!(body_next(&mut h.body).await.as_deref(), Some(&b"last"[..]));
+        assert_eq!(body_next(&mut h.body).await, None, "the end");
+        assert_eq!(body_next(&mut h.body).await, None, "and nothing after it");
+        drop(h.body);
+        assert_eq!(Arc::strong_count(&h.held), 1, "the hold goes with the body");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_ends_with_the_shutdown_frame() {
+        let mut h = start_body(&[b"ack"], Some(b"completion"));
+        assert_eq!(body_next(&mut h.body).await.as_deref(), Some(&b"ack"[..]));
+        h.shutdown.cancel();
+        // Shutdown goes before a feed with steps ready.
+        h.steps.send(Next::Write(chunks(&[b"late"]))).unwrap();
+        assert_eq!(body_next(&mut h.body).await.as_deref(), Some(&b"completion"[..]));
+        assert_eq!(body_next(&mut h.body).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_wakes_for_a_step_while_waiting() {
+        let mut h = start_body(&[], None);
+        let steps = h.steps.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(PERIOD / 2).await;
+            steps.send(Next::Write(chunks(&[b"later"]))).unwrap();
+        });
+        let started = Instant::now();
+        assert_eq!(body_next(&mut h.body).await.as_deref(), Some(&b"later"[..]));
+        assert_eq!(started.elapsed(), PERIOD / 2, "woken by the step, not by the clock");
+        drop(h.steps);
+        assert_eq!(body_next(&mut h.body).await, None, "a closed script stops the stream");
     }
 
     /// A running pump and the test's ends of it.

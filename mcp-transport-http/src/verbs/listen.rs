@@ -12,7 +12,7 @@ use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
 
 use crate::state::{Permit, Shared};
-use crate::streams::pump::{self, Feed, Next};
+use crate::streams::pump::{self, Feed, Next, PollFeed};
 use crate::streams::sse;
 
 /// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
@@ -58,13 +58,19 @@ impl Feed for Subscription {
     }
 
     async fn next(&mut self) -> Next {
-        match self.0.next().await {
-            Some(frame) => Next::Write(vec![sse::event(None, &frame)]),
-            None => Next::End(vec![self.completion()]),
-        }
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 
     fn on_shutdown(&mut self) -> Option<Bytes> {
         Some(self.completion())
+    }
+}
+
+impl PollFeed for Subscription {
+    fn poll_next(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Next> {
+        self.0.poll_next(cx).map(|frame| match frame {
+            Some(frame) => Next::Write(vec![sse::event(None, &frame)]),
+            None => Next::End(vec![self.completion()]),
+        })
     }
 }
