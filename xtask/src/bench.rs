@@ -43,9 +43,13 @@
 //! counted one by one) and divides by the requests the generator sent; after the rounds, a
 //! separate short run with a `MONITOR` tap counts the requests the instances sent Redis (a script
 //! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]).
-//! `--rate-limited RATE[:BURST]` adds the target `limited`: `ours` with the built-in rate limiter
-//! on `tools/call` under that quota (pick one no run reaches: what it measures is the limiter's
-//! bookkeeping, not its refusals), in the same rounds, its ratio to `ours` in a table of its own.
+//! Seam cells: W1 measures three more targets in the same interleaved rounds, `ours` with one of
+//! the runtime's seams in use, each judged by its ratio to `ours` (issue 25: each costs at most
+//! 5%): `layered`, one middleware layer that passes every message on; `limited`, the built-in
+//! rate limiter on `tools/call` under a quota no run reaches ([`SEAM_QUOTA`]: what it measures
+//! is the limiter's bookkeeping, not its refusals); `traced`, the library's spans recorded with
+//! OpenTelemetry (ours built apart with its `otel` feature, `tracing-opentelemetry` over the SDK's
+//! batch processor, an exporter dropping the batches).
 //!
 //! `--baseline REV` adds a fourth target, `baseline`: this repository's `ours` as it was at
 //! commit REV (checked out in a worktree under `target/bench-baseline/src`, built into
@@ -92,9 +96,6 @@ pub(crate) struct Options {
     pub(crate) only: Vec<String>,
     /// A commit whose `ours` is measured too, as the target `baseline`.
     pub(crate) baseline: Option<String>,
-    /// A rate limit (`RATE[:BURST]`) under which `ours` is measured too, as the target
-    /// `limited`: with a quota no run reaches, its ratio to `ours` is the limiter's cost.
-    pub(crate) rate_limited: Option<String>,
 }
 
 impl Options {
@@ -176,13 +177,22 @@ const COUNT_RUN_MS: u64 = 1_000;
 
 /// The target that is `ours` at the `--baseline` commit.
 const BASELINE: &str = "baseline";
-/// The target that is `ours` under the `--rate-limited` quota.
+/// The seam target: `ours` with one pass-through middleware layer.
+const LAYERED: &str = "layered";
+/// The seam target: `ours` with the rate limiter on `tools/call` under [`SEAM_QUOTA`].
 const LIMITED: &str = "limited";
+/// The seam target: `ours` recording its spans with OpenTelemetry (its `otel` build).
+const TRACED: &str = "traced";
+/// The seam targets, measured in W1 only.
+pub(crate) const SEAMS: [&str; 3] = [LAYERED, LIMITED, TRACED];
+/// The rate limit of `limited`: a million calls a second per caller (the most a quota takes),
+/// which no run reaches.
+const SEAM_QUOTA: &str = "1000000";
 
 /// The binary of a target.
 fn binary_name(target: &str) -> &'static str {
     match target {
-        "ours" | BASELINE | LIMITED => "ours",
+        "ours" | BASELINE | LAYERED | LIMITED | TRACED => "ours",
         "rmcp" => "rmcp-peer",
         _ => "floor",
     }
@@ -195,8 +205,8 @@ struct Bench {
     shared_bin: PathBuf,
     /// The release directory of the `--baseline` build, if any.
     baseline: Option<PathBuf>,
-    /// The `--rate-limited` quota, if any.
-    rate_limited: Option<String>,
+    /// `ours` built with OpenTelemetry (the seam target `traced`), if that build succeeded.
+    traced_bin: Option<PathBuf>,
     /// `taskset -c N` prefixes for the server and the generator (empty when not pinning).
     server_pin: Vec<String>,
     loadgen_pin: Vec<String>,
@@ -250,12 +260,20 @@ pub(crate) fn run(opts: &Options) -> Result {
             ));
         }
     }
+    // The OpenTelemetry build, for the seam target `traced` of W1.
+    let traced_bin = if opts.wants("W1") {
+        build::traced(&build_dir, opts.skip_build)
+            .map_err(|e| failures.push(format!("OpenTelemetry build: {e}")))
+            .ok()
+    } else {
+        None
+    };
     let (server_pin, loadgen_pin, pinning) = pinning();
     let bench = Bench {
         shared_bin: build_dir.join("shared/release/ours"),
         bin,
         baseline,
-        rate_limited: opts.rate_limited.clone(),
+        traced_bin,
         server_pin,
         loadgen_pin,
         plan,
@@ -295,7 +313,7 @@ pub(crate) fn run(opts: &Options) -> Result {
             Load::Http(_) => shared_cell(id),
             Load::Stdio(_) => None,
         };
-        let targets = bench.targets();
+        let targets = bench.targets_for(id);
         let mut runs: Vec<Vec<Value>> = vec![Vec::new(); targets.len()];
         let mut shared_runs = Vec::new();
         let mut baseline_shared_runs = Vec::new();
@@ -492,22 +510,31 @@ struct Server {
 }
 
 impl Bench {
-    /// The targets of this run, in the order they run.
+    /// The targets of this run, in the order they run (the seams aside).
     fn targets(&self) -> Vec<&'static str> {
         let mut targets = TARGETS.to_vec();
         if self.baseline.is_some() {
             targets.push(BASELINE);
         }
-        if self.rate_limited.is_some() {
-            targets.push(LIMITED);
+        targets
+    }
+
+    /// The targets of workload row `id`: the run's, and in W1 the seams (`traced` when its
+    /// build succeeded).
+    fn targets_for(&self, id: &str) -> Vec<&'static str> {
+        let mut targets = self.targets();
+        if id == "W1" {
+            let built = |t: &&'static str| *t != TRACED || self.traced_bin.is_some();
+            targets.extend(SEAMS.into_iter().filter(built));
         }
         targets
     }
 
     /// The binary of a target.
     fn binary(&self, target: &str) -> PathBuf {
-        match (target, &self.baseline) {
-            (BASELINE, Some(dir)) => dir.join(binary_name(target)),
+        match (target, &self.baseline, &self.traced_bin) {
+            (BASELINE, Some(dir), _) => dir.join(binary_name(target)),
+            (TRACED, _, Some(traced)) => traced.clone(),
             _ => self.bin.join(binary_name(target)),
         }
     }
@@ -536,8 +563,11 @@ impl Bench {
         } else if tools {
             args.extend(["--tools".to_owned(), self.plan.tools.to_string()]);
         }
-        if let (LIMITED, Some(rate)) = (target, &self.rate_limited) {
-            args.extend(["--rate-limit".to_owned(), rate.clone()]);
+        match target {
+            LAYERED => args.push("--layer".to_owned()),
+            LIMITED => args.extend(["--rate-limit".to_owned(), SEAM_QUOTA.to_owned()]),
+            TRACED => args.push("--otel".to_owned()),
+            _ => {}
         }
         args
     }
@@ -566,9 +596,12 @@ impl Bench {
             }
             for _ in lines.map_while(std::result::Result::ok) {}
         });
-        let first = rx
-            .recv_timeout(Duration::from_secs(30))
-            .map_err(|_| format!("`{line}` did not print `listening on …` within 30 s"))?;
+        let first = rx.recv_timeout(Duration::from_secs(30)).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => format!("`{line}` did not print `listening on …` within 30 s"),
+            mpsc::RecvTimeoutError::Disconnected => {
+                format!("`{line}` closed its stdout (exited?) before printing `listening on …`")
+            }
+        })?;
         let url = first
             .strip_prefix("listening on ")
             .filter(|u| u.starts_with("http://127.0.0.1:"))

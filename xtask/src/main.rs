@@ -31,14 +31,14 @@
 //!   (run in the foreground from the templates under `xtask/balancers/`), or each in turn
 //!   (`all`); driven through it by the Python SDK client in its three HTTP modes and by every
 //!   conformance leg; prints the requests each instance served (each must be > 0).
-//! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited Q]`: our
+//! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV]`: our
 //!   server against rmcp and a
 //!   bare HTTP floor (the bench workspace under `bench/`, built into `target/bench-build`), every
 //!   workload in one run; prints a table and writes `target/bench/report.json` (`--readme`:
 //!   prints the Markdown tables of the saved report, measuring nothing; `--only W5a`: only that
 //!   row, into `target/bench/report-only.json`; `--baseline REV`: `ours` as it was at commit REV
-//!   too, interleaved with the others; `--rate-limited RATE[:BURST]`: `ours` under that rate limit
-//!   too, as the target `limited`).
+//!   too, interleaved with the others). W1 measures the seams too: `ours` with a pass-through
+//!   middleware layer, with the rate limiter, with OpenTelemetry.
 //! - `soak [--minutes N] [--listeners N] [--rate-limit Q] [--skip-build]`: a bounded load-and-fault
 //!   soak of the `everything` example (the `soak` driver crate), checked for lost replies,
 //!   unexpected 5xx, flat memory and descriptors back to baseline; writes
@@ -113,15 +113,15 @@ commands:
   fuzz [--seconds N] [--target NAME]...
                           libFuzzer targets of fuzz/ (cargo +nightly fuzz), N s each (default 60),
                           one job; fails on a crash, timeout or OOM; prints executions and exec/s
-  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rate-limited RATE[:BURST]] [--rounds N]
-                          load test against rmcp and a bare HTTP floor (server CPU per request,
+  bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV] [--rounds N]
+                          load test against rmcp and a bare HTTP floor (W1: ours with each seam
+                          too: a pass-through layer, the rate limiter, OpenTelemetry; server CPU per request,
                           allocations per request from a counting build of ours, issue 25's targets,
                           disturbed cells that decide a target rerun); writes target/bench/report.json
                           (--quick: short runs, under two minutes once built; --readme: print the
                           Markdown tables of the saved report.json, measuring nothing; --only W5a:
                           only that row (W1..W4, W5a, W5b, M1), into target/bench/report-only.json;
                           --baseline REV: ours at commit REV as a fourth target, in the same rounds;
-                          --rate-limited Q: ours under rate-limit quota Q too, as the target limited;
                           --rounds N: N interleaved rounds per cell instead of 3)
   weight [--features]     the notes server of weight/ on this library (mcp-server with http and
                           stdio) and on rmcp 3.11, dev profile: crates compiled and stripped size
@@ -299,7 +299,6 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, String> {
             "--readme" if inline.is_none() => opts.readme = true,
             "--only" => opts.only.push(flags.value(flag, inline)?),
             "--baseline" => opts.baseline = Some(flags.value(flag, inline)?),
-            "--rate-limited" => opts.rate_limited = Some(flags.value(flag, inline)?),
             "--rounds" => {
                 let value = flags.value(flag, inline)?;
                 let rounds = value

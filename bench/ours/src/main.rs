@@ -10,12 +10,22 @@
 //! ours --stdio-pipes              # the same through epoll-driven pipes (an experiment)
 //! ours --http PORT --redis URL [--redis-prefix P]   # one instance of a server shared via Redis
 //! ours --http PORT --rate-limit RATE[:BURST]        # tools/call rate-limited per caller
+//! ours --http PORT --layer                          # one pass-through middleware layer
+//! ours --http PORT --otel                           # spans to OpenTelemetry (built with `otel`)
 //! ```
 //!
-//! `--rate-limit` adds the library's `RateLimit` layer (`tools/call`, RATE per second per
-//! caller, BURST at once; the buckets in Redis with `--redis`). To measure what the limiter
-//! costs rather than what it refuses, give a rate no workload reaches (`--rate-limit 1000000`)
-//! and compare W1 with and without it.
+//! The last three measure what the runtime's seams cost (the bench's W1 seam rows):
+//!
+//! - `--rate-limit` adds the library's `RateLimit` layer (`tools/call`, RATE per second per
+//!   caller, BURST at once; the buckets in Redis with `--redis`). To measure what the limiter
+//!   costs rather than what it refuses, give a rate no workload reaches (`--rate-limit
+//!   1000000`: the most a quota takes).
+//! - `--layer` adds one middleware layer that passes every message on (`next.run(request)`):
+//!   the chain's own cost, which a server with no layer skips.
+//! - `--otel` (the `otel` feature, built apart so that the measured `ours` carries none of its
+//!   code) installs `tracing-opentelemetry` over the OpenTelemetry SDK: every request's span
+//!   (OpenTelemetry's MCP conventions, recorded by the library) built, batched and handed to an
+//!   exporter, which drops them (see `otel.rs`).
 //!
 //! Built with `--features count-allocs` it counts every allocation and prints the totals on
 //! stderr at each `SIGUSR1` (see `count.rs`): allocations per request are the difference of two
@@ -41,6 +51,8 @@
 
 #[cfg(feature = "count-allocs")]
 mod count;
+#[cfg(feature = "otel")]
+mod otel;
 
 #[cfg(feature = "count-allocs")]
 #[global_allocator]
@@ -51,7 +63,7 @@ use mcp_server::prelude::*;
 #[cfg(feature = "shared")]
 use mcp_server::protocol::request_state::StateKey;
 use mcp_server::store::{Quota, Store};
-use mcp_server::{RateLimit, ServerConfig};
+use mcp_server::{Inbound, Next, RateLimit, ServerConfig};
 #[cfg(feature = "shared")]
 use mcp_store_redis::{RedisOptions, RedisStore};
 use tokio_util::sync::CancellationToken;
@@ -83,6 +95,19 @@ struct Args {
     /// Rate-limit `tools/call`: RATE requests per second per caller, BURST at once.
     #[arg(long, value_name = "RATE[:BURST]")]
     rate_limit: Option<Quota>,
+    /// Add one middleware layer that passes every message on.
+    #[arg(long)]
+    layer: bool,
+    /// Record spans with OpenTelemetry (the `otel` feature).
+    #[arg(long)]
+    otel: bool,
+}
+
+/// The seams a run measures: the layers of the server.
+#[derive(Debug, Clone, Default)]
+struct Seams {
+    rate_limit: Option<Quota>,
+    layer: bool,
 }
 
 /// The request-state key of every instance started with `--redis` (a bench constant, not a
@@ -107,13 +132,13 @@ fn echo_tool(name: String) -> Tool {
 }
 
 /// The server: `tools` tools of the echo shape, the first named `echo`; its state in `store`
-/// (with the shared request-state key) when given; `tools/call` limited to `rate_limit` when
-/// given.
+/// (with the shared request-state key) when given; `tools/call` limited to `seams.rate_limit`
+/// when given, and a pass-through layer when `seams.layer`.
 fn server(
     tools: usize,
     page_size: Option<usize>,
     store: Option<Store>,
-    rate_limit: Option<Quota>,
+    seams: Seams,
 ) -> Result<McpServer, Box<dyn std::error::Error>> {
     let mut config = ServerConfig::default();
     // M1 opens 10,000 sessions and 2,000 listen streams from one address, as one principal:
@@ -135,8 +160,11 @@ fn server(
             .store(store)
             .request_state_key(StateKey::new(&SHARED_STATE_KEY).map_err(|e| format!("state key: {e}"))?);
     }
-    if let Some(quota) = rate_limit {
+    if let Some(quota) = seams.rate_limit {
         builder = builder.rate_limit(RateLimit::new(quota));
+    }
+    if seams.layer {
+        builder = builder.middleware(|request: Inbound, next: Next| next.run(request));
     }
     for i in 0..tools.max(1) {
         let name = if i == 0 { "echo".to_owned() } else { format!("echo_{i}") };
@@ -186,8 +214,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     #[cfg(feature = "count-allocs")]
     count::report_on_signal()?;
+    if args.otel {
+        #[cfg(feature = "otel")]
+        otel::install();
+        #[cfg(not(feature = "otel"))]
+        return Err("--otel: this build has no OpenTelemetry (build with --features otel)".into());
+    }
     let store = shared_store(&args).await?;
-    let server = server(args.tools, args.page_size, store, args.rate_limit)?;
+    let seams = Seams {
+        rate_limit: args.rate_limit,
+        layer: args.layer,
+    };
+    let server = server(args.tools, args.page_size, store, seams)?;
     if args.stdio {
         server.serve_stdio().await?;
         return Ok(());

@@ -1,16 +1,22 @@
-//! The builds of the bench: the bench workspace in release (`target/bench-build`), `ours` with
-//! its counting allocator (`--features count-allocs`, in a directory of its own under the bench
-//! build, so that the measured binary stays uncounted) and `ours` at a `--baseline` commit
-//! (`target/bench-baseline`).
+//! The builds of the bench: the bench workspace in release (`target/bench-build`); `ours` with
+//! a feature, each in a directory of its own under the bench build, so that the measured binary
+//! carries none of it (`count-allocs`, its counting allocator; `shared`, the store on Redis;
+//! `otel`, OpenTelemetry); and `ours` at a `--baseline` commit (`target/bench-baseline`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::{self, Result};
 
-/// `cargo` as xtask was run with.
+/// `cargo` as xtask was run with, building every peer (and a `--baseline` commit's `ours`)
+/// alike in the release profile of a deployed server: fat LTO and one codegen unit, so that
+/// each is compared in its fastest honest setup (the bench workspace's own profile adds line
+/// tables for profiling).
 fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.env("CARGO_PROFILE_RELEASE_LTO", "fat")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1");
+    cmd
 }
 
 /// Builds the bench workspace in release into `build_dir`.
@@ -34,6 +40,13 @@ pub(super) fn counted(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
 /// carries no shared store, as a single-process server would not.
 pub(super) fn shared(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
     ours_with("shared", "a shared store", build_dir, skip_build)
+}
+
+/// Builds `ours --features otel` (its spans recorded with OpenTelemetry, for the seam target
+/// `traced`) into its own directory under `build_dir` (unless `skip_build`) and returns the
+/// binary: the measured `ours` carries none of the SDK's code.
+pub(super) fn traced(build_dir: &Path, skip_build: bool) -> Result<PathBuf> {
+    ours_with("otel", "OpenTelemetry", build_dir, skip_build)
 }
 
 /// Builds `ours --features FEATURE` into `build_dir/FEATURE` (unless `skip_build`) and returns

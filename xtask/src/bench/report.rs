@@ -186,12 +186,18 @@ impl Report {
 /// How each target is set up, as the report states it.
 fn peers() -> Value {
     json!({
+        "every peer": "built in release with fat LTO and one codegen unit (the profile of a \
+                       deployed server), unwinding panics",
         "ours": "this library built with the mcp-server features the workloads use (http, http2, \
                  stdio, schema-validation: tool inputs checked against their schemas; no TLS, \
                  JWT, skills or shared store), its defaults (ServerConfig::default() but the \
                  session and listen caps raised for M1, HttpConfig::default(), page size 50), \
                  TCP_NODELAY; the S cells' instances are the same built with --features shared \
-                 (the shared store, on Redis)",
+                 (the shared store, on Redis); W1's seam targets are ours with one pass-through \
+                 middleware layer (layered), with the rate limiter on tools/call under a \
+                 million calls a second per caller (limited), and built with --features otel, recording \
+                 its spans with tracing-opentelemetry over the SDK's batch processor, to an \
+                 exporter that drops them (traced)",
         "rmcp": "rmcp 3.11 (the official Rust SDK): StreamableHttpService with json_response, \
                  LocalSessionManager, TCP_NODELAY; stdio through stdio_pipes(); tools/list \
                  unpaged (all tools in one answer)",
@@ -294,7 +300,13 @@ pub(super) fn markdown(report: &Value) -> String {
         report["scaleout"].as_array().map_or(&[][..], Vec::as_slice),
     ));
     t.push_str(&versus_table(report, "baseline", "against the baseline"));
-    t.push_str(&versus_table(report, "limited", "with the rate limiter (limited)"));
+    for (seam, title) in [
+        ("layered", "with one pass-through layer (layered)"),
+        ("limited", "with the rate limiter (limited)"),
+        ("traced", "with OpenTelemetry (traced)"),
+    ] {
+        t.push_str(&versus_table(report, seam, title));
+    }
     // `--only` without M1 measured no memory.
     if report["memory"].as_object().is_some_and(|m| !m.is_empty()) {
         t.push_str(&memory_table(&report["memory"], plan));
@@ -313,8 +325,8 @@ pub(super) fn markdown(report: &Value) -> String {
 }
 
 /// `ours` against another build or setting of itself, W and S cells (empty when `other` was
-/// not measured): the `--baseline` commit's `ours` (`baseline`), `ours` under the
-/// `--rate-limited` quota (`limited`).
+/// not measured): the `--baseline` commit's `ours` (`baseline`), `ours` with a seam in use
+/// (`layered`, `limited`, `traced`: W1 only).
 fn versus_table(report: &Value, other: &str, title: &str) -> String {
     let rows = report["workloads"].as_array().map_or(&[][..], Vec::as_slice);
     let shared = report["scaleout"].as_array().map_or(&[][..], Vec::as_slice);

@@ -291,6 +291,20 @@ pub(super) fn goals() -> Vec<Goal> {
             memory("ours", "bytes_per_session"),
         ),
     ]);
+    // What each seam costs: at most 5% of W1's rate.
+    for (seam, what) in [
+        ("layered", "one pass-through middleware layer"),
+        ("limited", "the rate limiter on, under a quota never reached"),
+        ("traced", "OpenTelemetry on, every span recorded"),
+    ] {
+        goals.push(Goal::new(
+            format!("W1 {seam}/ours ops/s ({what})"),
+            AtLeast,
+            0.95,
+            Unit::Ratio,
+            ratio("W1", seam, "ours", "rps"),
+        ));
+    }
     goals
 }
 
@@ -462,7 +476,10 @@ mod tests {
 
     #[test]
     fn deciding_cells() {
-        assert_eq!(deciding_peers("W1"), vec!["ours", "floor", "rmcp"]);
+        assert_eq!(
+            deciding_peers("W1"),
+            vec!["ours", "floor", "rmcp", "layered", "limited", "traced"]
+        );
         assert_eq!(deciding_peers("W5b"), vec!["ours", "rmcp"]);
         assert!(deciding_peers("W4").is_empty());
     }
