@@ -2,13 +2,14 @@
 //! types, schemas derived with `schemars`).
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use mcp_protocol::apps::ToolUi;
 use mcp_protocol::model::{CallToolResult, Content, Icon, ToolAnnotations, ToolDef};
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_runtime::Ctx;
-use mcp_runtime::handler::{HandlerError, ToolHandler, ToolResult};
+use mcp_runtime::handler::{BoxFuture, HandlerError, ToolHandler, ToolResult, parse_arguments};
 use mcp_runtime::registry::{RegistryError, SchemaUse, ToolEntry};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -87,6 +88,59 @@ struct Derived {
     unwrappable: Option<WrapError>,
 }
 
+/// The handler of a [`Tool::typed`] tool: its arguments deserialized into `I`, from their JSON
+/// text when the runtime hands that over (no tree of them is built), else from the tree.
+struct Typed<I, F> {
+    handler: Arc<F>,
+    input: PhantomData<fn() -> I>,
+}
+
+impl<I, F, Fut, R> Typed<I, F>
+where
+    I: DeserializeOwned + Send + 'static,
+    F: Fn(I, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    /// Runs the handler on `input`, or answers why the arguments are not an `I`; either when
+    /// the future is first polled, where the runtime guards the run.
+    fn run(&self, input: Result<I, serde_json::Error>, ctx: Ctx) -> BoxFuture<ToolResult> {
+        let handler = self.handler.clone();
+        Box::pin(async move {
+            match input {
+                Ok(input) => handler(input, ctx).await.into_tool_result(),
+                Err(e) => Ok(CallToolResult::error(format!("Invalid tool input: {e}"))),
+            }
+        })
+    }
+}
+
+impl<I, F, Fut, R> ToolHandler for Typed<I, F>
+where
+    I: DeserializeOwned + Send + 'static,
+    F: Fn(I, Ctx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    fn call(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<ToolResult> {
+        self.run(serde_json::from_value(Value::Object(arguments)), ctx)
+    }
+
+    fn reads_text(&self) -> bool {
+        true
+    }
+
+    fn call_text(&self, arguments: &str, ctx: Ctx) -> BoxFuture<ToolResult> {
+        match serde_json::from_str(arguments) {
+            Ok(input) => self.run(Ok(input), ctx),
+            // Refused from the tree instead, as when the arguments are checked first: the same
+            // message, and a name given twice keeps its first occurrence before the type is
+            // asked (serde would refuse a struct's field given twice).
+            Err(_) => self.call(parse_arguments(arguments), ctx),
+        }
+    }
+}
+
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tool").field("def", &self.def).finish_non_exhaustive()
@@ -106,6 +160,11 @@ impl Tool {
             let fut = handler(args, ctx);
             async move { fut.await.into_tool_result() }
         });
+        Tool::with_handler(name, description, handler)
+    }
+
+    /// A tool of `handler`, with the defaults of [`Tool::new`].
+    fn with_handler(name: impl Into<String>, description: impl Into<String>, handler: Arc<dyn ToolHandler>) -> Self {
         Tool {
             def: ToolDef::new(name).with_description(description),
             handler,
@@ -126,17 +185,11 @@ impl Tool {
         Fut: Future<Output = R> + Send + 'static,
         R: IntoToolResult,
     {
-        let handler = Arc::new(handler);
-        let raw = move |args: Map<String, Value>, ctx: Ctx| {
-            let handler = handler.clone();
-            async move {
-                match serde_json::from_value::<I>(Value::Object(args)) {
-                    Ok(input) => handler(input, ctx).await.into_tool_result(),
-                    Err(e) => Ok(CallToolResult::error(format!("Invalid tool input: {e}"))),
-                }
-            }
+        let handler = Typed {
+            handler: Arc::new(handler),
+            input: PhantomData,
         };
-        let mut tool = Tool::new(name, description, raw);
+        let mut tool = Tool::with_handler(name, description, Arc::new(handler));
         tool.derived.input = Some(schema::input_schema::<I>);
         tool.def.input_schema = schema::input_schema::<I>(SchemaStyle::default());
         tool

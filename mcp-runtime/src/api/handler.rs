@@ -24,6 +24,31 @@ pub type ToolResult = Result<CallToolResult, HandlerError>;
 pub trait ToolHandler: Send + Sync + 'static {
     /// Calls the tool with its (validated) arguments.
     fn call(&self, arguments: Map<String, Value>, ctx: Ctx) -> BoxFuture<ToolResult>;
+
+    /// Whether this handler reads its arguments from their JSON text itself
+    /// ([`ToolHandler::call_text`]), as one that deserializes them into a type does: the runtime
+    /// then hands it the text as the client sent it, and builds no tree of the arguments, when no
+    /// input schema is to be checked (a check reads the tree). `false` by default.
+    fn reads_text(&self) -> bool {
+        false
+    }
+
+    /// Calls the tool with its arguments as the JSON text of an object, as the client sent them
+    /// (well-formed, within the decoder's limits); called only when [`ToolHandler::reads_text`]
+    /// says so. The default parses them ([`parse_arguments`]) and calls [`ToolHandler::call`].
+    fn call_text(&self, arguments: &str, ctx: Ctx) -> BoxFuture<ToolResult> {
+        self.call(parse_arguments(arguments), ctx)
+    }
+}
+
+/// The arguments of a tool call from their JSON text, as the runtime parses them for
+/// [`ToolHandler::call`]: a name given twice keeps its first occurrence (the decoder's rule);
+/// anything but an object is no arguments.
+pub fn parse_arguments(text: &str) -> Map<String, Value> {
+    match mcp_protocol::jsonrpc::parse_value(text.as_bytes(), usize::MAX) {
+        Ok(Value::Object(arguments)) => arguments,
+        _ => Map::new(),
+    }
 }
 
 impl<F, Fut> ToolHandler for F

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::parts::Parts;
 use super::route::ToolCall;
 use crate::api::Ctx;
-use crate::exec::tool::{Settled, execute, in_place};
+use crate::exec::tool::{Arguments, Settled, execute, in_place};
 use crate::reply::Reply;
 
 /// Whether the caller enabled tasks for this call: a task-augmented request
@@ -36,17 +36,25 @@ pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &To
     };
     let task_text = params.raw("task").filter(|t| *t != "null");
     let enabled = tasks_enabled(&ctx, task_text);
-    // The arguments are parsed here, once (the route checked they are an object or absent).
+    // The arguments are parsed where they are needed, once (the route checked they are an
+    // object or absent); a handler that reads their text may get that instead.
     let read = || match params.value("arguments") {
         Some(Value::Object(args)) => args,
         _ => Map::new(),
     };
-    let args = read();
     match task_mode(tool.def.task_support, enabled, ctx.era()) {
         TaskMode::Refuse => Reply::Error(refusal()),
         TaskMode::Inline => {
             let era = ctx.era();
-            match execute(parts.limits(), &tool, args, &read, ctx).await {
+            let text = match params.raw("arguments") {
+                Some(text) if text != "null" => text,
+                _ => "{}",
+            };
+            let args = Arguments {
+                text: Some(text),
+                read: &read,
+            };
+            match execute(parts.limits(), &tool, args, ctx).await {
                 // Written straight to JSON, decorated for the era on the way.
                 Settled::Done(Ok(out)) => out.answer(era, parts.server_info),
                 settled => in_place(parts.rounds, params, revision, settled),
@@ -54,8 +62,8 @@ pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &To
         }
         TaskMode::TaskFirst => {
             let task = params.value("task").filter(|t| !t.is_null());
-            parts.tasks.task_first(ctx, tool, args, task.as_ref()).await
+            parts.tasks.task_first(ctx, tool, read(), task.as_ref()).await
         }
-        TaskMode::Escalate => parts.tasks.escalate(parts.rounds, ctx, tool, args, params).await,
+        TaskMode::Escalate => parts.tasks.escalate(parts.rounds, ctx, tool, read(), params).await,
     }
 }

@@ -55,31 +55,47 @@ impl Output {
     }
 }
 
+/// A call's arguments, as [`execute`] gets them.
+#[derive(Clone, Copy)]
+pub(crate) struct Arguments<'a> {
+    /// Their JSON text as the client sent it (an object), when the call has it: handed to a
+    /// handler that reads text when no input schema is to be checked.
+    pub(crate) text: Option<&'a str>,
+    /// Them parsed, for each round that needs the tree (a check, a handler of maps).
+    pub(crate) read: &'a (dyn Fn() -> Map<String, Value> + Sync),
+}
+
 /// Runs one round of a tool call: validates the arguments, runs the
 /// handler (guarded; legacy input rounds included), validates structured
-/// output, and renders the result for the caller's revision. `args` is the
-/// arguments object: validated, then handed to the first round; a later round (legacy client
-/// input) gets them from `again`.
-pub(crate) async fn execute(
-    limits: RoundLimits,
-    tool: &Arc<ToolEntry>,
-    args: Map<String, Value>,
-    again: &(dyn Fn() -> Map<String, Value> + Sync),
-    ctx: Ctx,
-) -> Settled {
+/// output, and renders the result for the caller's revision. The arguments are parsed once
+/// and validated, then handed to the first round (a later round, legacy client input, parses
+/// them again), unless the handler reads their text and nothing is to be checked: then every
+/// round gets the text and no tree is built.
+pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: Arguments<'_>, ctx: Ctx) -> Settled {
     let revision = ctx.revision();
     let render = |result: CallToolResult| Settled::Done(Ok(Output { result, revision }));
-    let args = Value::Object(args);
-    if let Err(refusal) = check(tool, &tool.input, &tool.def.input_schema, &args, "input") {
-        return render(CallToolResult::error(refusal));
-    }
-    let first = Mutex::new(match args {
-        Value::Object(o) => Some(o),
-        _ => None,
-    });
-    let call = |ctx: Ctx| {
-        let args = first.lock().unwrap_or_else(PoisonError::into_inner).take();
-        tool.handler.call(args.unwrap_or_else(again), ctx)
+    let text = args
+        .text
+        .filter(|_| tool.handler.reads_text() && matches!(tool.input, Validator::Off));
+    let first = match text {
+        Some(_) => Mutex::new(None),
+        None => {
+            let parsed = Value::Object((args.read)());
+            if let Err(refusal) = check(tool, &tool.input, &tool.def.input_schema, &parsed, "input") {
+                return render(CallToolResult::error(refusal));
+            }
+            Mutex::new(match parsed {
+                Value::Object(o) => Some(o),
+                _ => None,
+            })
+        }
+    };
+    let call = |ctx: Ctx| match text {
+        Some(text) => tool.handler.call_text(text, ctx),
+        None => {
+            let parsed = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+            tool.handler.call(parsed.unwrap_or_else(args.read), ctx)
+        }
     };
     let (outcome, ctx) = match run_rounds(limits.for_tool(tool), &tool.def.name, ctx, call).await {
         Ok(o) => o,

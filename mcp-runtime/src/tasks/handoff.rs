@@ -24,7 +24,7 @@ use crate::api::{Ctx, InputRequired};
 use crate::catalog::ToolEntry;
 use crate::exec::RoundLimits;
 use crate::exec::rounds::Rounds;
-use crate::exec::tool::{Settled, execute, in_place};
+use crate::exec::tool::{Arguments, Settled, execute, in_place};
 use crate::reply::Reply;
 use crate::sink::{Relay, Sink};
 
@@ -115,8 +115,12 @@ async fn run_worker(
     };
     let mut ctx = ctx;
     let again = || args.clone();
+    let arguments = Arguments {
+        text: None,
+        read: &again,
+    };
     loop {
-        let settled = execute(limits, &tool, args.clone(), &again, ctx.clone()).await;
+        let settled = execute(limits, &tool, arguments, ctx.clone()).await;
         match handoff.offer(settled) {
             Offered::Answered => break,
             Offered::Task(live, Settled::Input(ir, round)) => {
