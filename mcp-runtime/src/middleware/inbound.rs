@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
-use mcp_protocol::{Era, Notification, Params, Request, RequestId, Revision};
+use mcp_protocol::{Era, Method, Notification, NotificationMethod, Params, Request, RequestId, Revision};
 use serde_json::{Map, Value};
 
 use crate::session::Session;
@@ -15,6 +15,32 @@ use crate::session::Session;
 pub(crate) enum Message {
     Request(Request),
     Notification(Notification),
+}
+
+impl Message {
+    /// The method, kept to name the message after it has been handed on (a cheap clone).
+    pub(crate) fn name(&self) -> MethodName {
+        match self {
+            Message::Request(r) => MethodName::Request(r.method.clone()),
+            Message::Notification(n) => MethodName::Notification(n.method.clone()),
+        }
+    }
+}
+
+/// A message's method, request or notification.
+#[derive(Debug, Clone)]
+pub(crate) enum MethodName {
+    Request(Method),
+    Notification(NotificationMethod),
+}
+
+impl std::fmt::Display for MethodName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MethodName::Request(m) => f.write_str(m.as_str()),
+            MethodName::Notification(n) => f.write_str(n.as_str()),
+        }
+    }
 }
 
 /// A request or notification on its way through the middleware chain.
@@ -35,6 +61,14 @@ impl Inbound {
         match &self.message {
             Message::Request(r) => r.method.as_str(),
             Message::Notification(n) => n.method.as_str(),
+        }
+    }
+
+    /// The method of a request, parsed (`None` for a notification).
+    pub(crate) fn request_method(&self) -> Option<&Method> {
+        match &self.message {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(_) => None,
         }
     }
 
@@ -68,7 +102,7 @@ impl Inbound {
     /// The tool a `tools/call` names (`None` for other methods).
     pub fn tool_name(&self) -> Option<Cow<'_, str>> {
         match &self.message {
-            Message::Request(r) if r.method == mcp_protocol::Method::ToolsCall => r.params.as_ref()?.str("name"),
+            Message::Request(r) if r.method == Method::ToolsCall => r.params.as_ref()?.str("name"),
             _ => None,
         }
     }

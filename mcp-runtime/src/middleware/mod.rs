@@ -152,7 +152,7 @@ impl Middlewares {
     /// Runs `request` through every layer, then `terminal`. A layer that panics is answered
     /// -32603 (details in the log).
     pub(crate) async fn run(&self, request: Inbound, terminal: Terminal) -> Outcome {
-        let method = request.method().to_owned();
+        let method = request.message.name();
         let next = Next {
             layers: self.layers.clone(),
             index: 0,
@@ -162,7 +162,7 @@ impl Middlewares {
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
-                tracing::error!(method, "middleware or handler panicked");
+                tracing::error!(%method, "middleware or handler panicked");
                 Outcome::error(RpcError::internal())
             })
     }

@@ -7,10 +7,13 @@
 //! (the `mcp-store-redis` crate keeps them in Redis), or a client would get its rate once per
 //! instance.
 
+use std::borrow::Borrow;
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
+use foldhash::fast::RandomState;
 
 use super::{Quota, StoreFuture};
 
@@ -71,16 +74,21 @@ const SWEEP_INTERVAL_NANOS: u64 = 1_000_000_000;
 /// bucket is full again (its TAT has passed), so memory holds only the keys active within their
 /// refill time (`burst × interval`). Distinct quotas are expected to be few (they come from the
 /// server's configuration and its per-principal hook).
-pub struct MemoryBuckets {
+///
+/// Keys are strings by default (the [`RateBuckets`] seam's); any hashable key will do
+/// (`K`): the rate-limit layer's own buckets are keyed by value, so that deciding formats
+/// nothing. Keys are hashed with a randomly seeded hash (foldhash's), so that callers cannot
+/// choose keys that collide.
+pub struct MemoryBuckets<K = String> {
     /// Per quota, each key's TAT in nanoseconds since `origin`.
-    buckets: DashMap<Quota, DashMap<String, u64>>,
+    buckets: DashMap<Quota, DashMap<K, u64, RandomState>, RandomState>,
     /// What every time here counts from.
     origin: Instant,
     /// When the last sweep ran, in nanoseconds since `origin`.
     swept: AtomicU64,
 }
 
-impl std::fmt::Debug for MemoryBuckets {
+impl<K: Hash + Eq> std::fmt::Debug for MemoryBuckets<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryBuckets")
             .field("quotas", &self.buckets.len())
@@ -89,10 +97,10 @@ impl std::fmt::Debug for MemoryBuckets {
     }
 }
 
-impl Default for MemoryBuckets {
+impl<K: Hash + Eq> Default for MemoryBuckets<K> {
     fn default() -> Self {
         MemoryBuckets {
-            buckets: DashMap::new(),
+            buckets: DashMap::default(),
             origin: Instant::now(),
             swept: AtomicU64::new(0),
         }
@@ -123,10 +131,16 @@ impl MemoryBuckets {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+impl<K: Hash + Eq> MemoryBuckets<K> {
     /// Takes one request from the bucket `key` under `quota`, at once (the in-process decision
-    /// needs no await).
-    pub fn check(&self, key: &str, quota: Quota) -> Admission {
+    /// needs no await). The key is copied only when its bucket is new.
+    pub fn check<Q>(&self, key: &Q, quota: Quota) -> Admission
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let now = self.now_nanos();
         self.maybe_sweep(now);
         let keys = match self.buckets.get(&quota) {
@@ -187,7 +201,7 @@ impl MemoryBuckets {
     }
 }
 
-impl RateBuckets for MemoryBuckets {
+impl RateBuckets for MemoryBuckets<String> {
     fn acquire<'a>(&'a self, key: &'a str, quota: Quota) -> StoreFuture<'a, Admission> {
         let admission = self.check(key, quota);
         Box::pin(async move { Ok(admission) })

@@ -14,7 +14,6 @@
 
 mod key;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +22,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::error::{Stage, retry_after_seconds, status_at};
 use mcp_protocol::{Method, RpcError};
 
+use key::BucketKey;
 pub use key::Bucketing;
 
 use super::{Inbound, Middleware, Next, Outcome};
@@ -47,14 +47,14 @@ pub enum OnStoreFailure {
     Closed,
 }
 
-/// Which requests count.
+/// Which requests count (a few methods each: a list is searched faster than a set is hashed).
 #[derive(Debug, Clone)]
 enum Counted {
     /// The requests of these methods.
-    Methods(HashSet<String>),
+    Methods(Vec<Method>),
     /// Every request but these methods, `initialize`, `ping`, `server/discover` and the list
     /// methods (`…/list`).
-    AllExcept(HashSet<String>),
+    AllExcept(Vec<Method>),
 }
 
 /// Whose quota a request counts against.
@@ -99,7 +99,7 @@ pub struct RateLimit {
     settings: Arc<Settings>,
     /// The in-process buckets: the buckets themselves without a shared seam, the fallback of
     /// [`OnStoreFailure::Local`] with one.
-    local: Arc<MemoryBuckets>,
+    local: Arc<MemoryBuckets<BucketKey>>,
     /// When the layer was made, and when it last warned about the store (ms since then).
     origin: Instant,
     warned: Arc<AtomicU64>,
@@ -157,7 +157,7 @@ impl RateLimit {
     }
 
     fn with(quota: Quotas) -> RateLimit {
-        let counted = Counted::Methods(HashSet::from([Method::ToolsCall.as_str().to_owned()]));
+        let counted = Counted::Methods(vec![Method::ToolsCall]);
         RateLimit {
             settings: Arc::new(Settings {
                 quota,
@@ -167,7 +167,7 @@ impl RateLimit {
                 buckets: None,
                 on_failure: OnStoreFailure::Local,
             }),
-            local: Arc::new(MemoryBuckets::new()),
+            local: Arc::new(MemoryBuckets::default()),
             origin: Instant::now(),
             warned: Arc::new(AtomicU64::new(0)),
         }
@@ -184,8 +184,14 @@ impl RateLimit {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let set = methods.into_iter().map(Into::into).collect();
-        self.set(|s| s.counted = Counted::Methods(set))
+        let mut list: Vec<Method> = Vec::new();
+        for method in methods {
+            let method = Method::parse(&method.into());
+            if !list.contains(&method) {
+                list.push(method);
+            }
+        }
+        self.set(|s| s.counted = Counted::Methods(list))
     }
 
     /// Counts every request except `initialize`, `ping`, `server/discover`, the list methods
@@ -194,7 +200,7 @@ impl RateLimit {
     pub fn all_requests(self) -> Self {
         self.set(|s| {
             if let Counted::Methods(_) = s.counted {
-                s.counted = Counted::AllExcept(HashSet::new());
+                s.counted = Counted::AllExcept(Vec::new());
             }
         })
     }
@@ -202,13 +208,13 @@ impl RateLimit {
     /// Never counts `method` (with [`all_requests`](Self::all_requests); with
     /// [`methods`](Self::methods) it removes it from the counted set).
     pub fn exempt(self, method: impl Into<String>) -> Self {
-        let method = method.into();
+        let method = Method::parse(&method.into());
         self.set(|s| match &mut s.counted {
-            Counted::Methods(set) => {
-                set.remove(&method);
-            }
-            Counted::AllExcept(set) => {
-                set.insert(method);
+            Counted::Methods(list) => list.retain(|m| *m != method),
+            Counted::AllExcept(list) => {
+                if !list.contains(&method) {
+                    list.push(method);
+                }
             }
         })
     }
@@ -248,16 +254,15 @@ impl RateLimit {
 
     /// Whether `request` counts against a bucket.
     fn counts(&self, request: &Inbound) -> bool {
-        if request.is_notification() {
+        let Some(method) = request.request_method() else {
             return self.settings.notifications;
-        }
-        let method = request.method();
+        };
         match &self.settings.counted {
-            Counted::Methods(set) => set.contains(method),
-            Counted::AllExcept(set) => {
-                !(set.contains(method)
-                    || method.ends_with("/list")
-                    || matches!(method, "initialize" | "ping" | "server/discover"))
+            Counted::Methods(list) => list.contains(method),
+            Counted::AllExcept(list) => {
+                !(list.contains(method)
+                    || method.as_str().ends_with("/list")
+                    || matches!(method, Method::Initialize | Method::Ping | Method::Discover))
             }
         }
     }
@@ -270,12 +275,15 @@ impl RateLimit {
         }
     }
 
-    /// Asks the buckets, applying the failure policy; `Err` is the answer to give instead.
-    async fn admit(&self, key: &str, quota: Quota) -> Result<Admission, Outcome> {
-        let Some(shared) = &self.settings.buckets else {
-            return Ok(self.local.check(key, quota));
-        };
-        match shared.acquire(key, quota).await {
+    /// Asks the shared buckets, applying the failure policy; `Err` is the answer to give
+    /// instead.
+    async fn admit_shared(
+        &self,
+        shared: &dyn RateBuckets,
+        key: &BucketKey,
+        quota: Quota,
+    ) -> Result<Admission, Outcome> {
+        match shared.acquire(&key.to_string(), quota).await {
             Ok(admission) => Ok(admission),
             Err(error) => {
                 self.warn(&error);
@@ -304,21 +312,26 @@ impl RateLimit {
         }
     }
 
-    async fn handle(self, request: Inbound, next: Next) -> Outcome {
-        if !self.counts(&request) {
-            return next.run(request).await;
-        }
-        let Some(quota) = self.quota(&request) else {
+    /// A counted request with shared buckets: the decision awaits the store.
+    async fn shared(self, request: Inbound, next: Next, key: BucketKey, quota: Quota) -> Outcome {
+        let Some(shared) = self.settings.buckets.clone() else {
             return next.run(request).await;
         };
-        let key = key::bucket_key(&request, self.settings.bucketing);
-        match self.admit(&key, quota).await {
-            Ok(Admission::Allowed) => next.run(request).await,
-            Ok(Admission::Limited { retry_after }) => {
-                tracing::debug!(method = request.method(), bucket = %key, ?retry_after, "rate limited");
-                refusal(&request, retry_after)
-            }
+        match self.admit_shared(&*shared, &key, quota).await {
+            Ok(admission) => self.decided(admission, &key, request, next).await,
             Err(outcome) => outcome,
+        }
+    }
+
+    /// Passes `request` on, or refuses it, as the buckets decided.
+    fn decided(&self, admission: Admission, key: &BucketKey, request: Inbound, next: Next) -> BoxFuture<Outcome> {
+        match admission {
+            Admission::Allowed => Box::pin(next.run(request)),
+            Admission::Limited { retry_after } => {
+                tracing::debug!(method = request.method(), bucket = %key, ?retry_after, "rate limited");
+                let refused = refusal(&request, retry_after);
+                Box::pin(std::future::ready(refused))
+            }
         }
     }
 }
@@ -334,6 +347,18 @@ fn refusal(request: &Inbound, retry_after: Duration) -> Outcome {
 
 impl Middleware for RateLimit {
     fn call(&self, request: Inbound, next: Next) -> BoxFuture<Outcome> {
-        Box::pin(self.clone().handle(request, next))
+        if !self.counts(&request) {
+            return Box::pin(next.run(request));
+        }
+        let Some(quota) = self.quota(&request) else {
+            return Box::pin(next.run(request));
+        };
+        let key = key::bucket_key(&request, self.settings.bucketing);
+        if self.settings.buckets.is_some() {
+            return Box::pin(self.clone().shared(request, next, key, quota));
+        }
+        // In this process the decision is made at once: no future of the layer's own.
+        let admission = self.local.check(&key, quota);
+        self.decided(admission, &key, request, next)
     }
 }
