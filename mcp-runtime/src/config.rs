@@ -11,6 +11,7 @@ use crate::api::States;
 use crate::catalog::{MethodScopes, Visibility};
 use crate::extension::Extensions;
 use crate::middleware::Middlewares;
+use crate::observe::Tracer;
 
 /// How a server presents itself and the bounds it keeps.
 #[derive(Debug, Clone)]
@@ -155,6 +156,10 @@ pub struct ServerConfig {
     /// The middleware every inbound request and notification goes through, outermost first
     /// (default none). See [`Middlewares`].
     pub middleware: Middlewares,
+    /// The OpenTelemetry tracer each request's span is recorded with, straight (the `otel`
+    /// feature; default none): see [`observe`](crate::observe). Without the feature no
+    /// [`Tracer`] can be made, and the spans are `tracing`'s alone.
+    pub tracer: Option<Tracer>,
 }
 
 impl Default for ServerConfig {
@@ -201,6 +206,14 @@ impl Default for ServerConfig {
             lists_in_scope: false,
             extensions: Extensions::default(),
             middleware: Middlewares::default(),
+            tracer: None,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The tracer request spans are recorded with, if any.
+    pub(crate) fn tracer(&self) -> Option<&Tracer> {
+        self.tracer.as_ref()
     }
 }

@@ -534,6 +534,31 @@ impl McpServerBuilder {
         self
     }
 
+    /// Records each request's span straight with this OpenTelemetry tracer (the `otel`
+    /// feature): the span of the [`observe`](crate::observe) module docs, kind `SERVER`, the
+    /// caller's W3C trace context (`_meta`, or the HTTP `traceparent` header) its parent, and
+    /// the handler run with its context current, so that spans a handler starts with the
+    /// OpenTelemetry API are its children. No `tracing` subscriber is involved (use this or
+    /// `tracing-opentelemetry`, not both, or each request is recorded twice).
+    ///
+    /// ```ignore
+    /// use opentelemetry::trace::TracerProvider as _;
+    ///
+    /// let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+    ///     .with_batch_exporter(exporter)
+    ///     .build();
+    /// let server = McpServer::builder().tracer(provider.tracer("my-server")).build()?;
+    /// ```
+    #[cfg(feature = "otel")]
+    pub fn tracer<T, S>(mut self, tracer: T) -> Self
+    where
+        T: opentelemetry::trace::Tracer<Span = S> + Send + Sync + 'static,
+        S: opentelemetry::trace::Span + Send + Sync + 'static,
+    {
+        self.config.tracer = Some(mcp_runtime::observe::Tracer::new(tracer));
+        self
+    }
+
     /// Rate-limits callers with the built-in [`RateLimit`] layer: by default their `tools/call`
     /// requests, one bucket per principal (per client address for anonymous callers), each
     /// call of a batch counted. A request over its quota is refused before any handler runs

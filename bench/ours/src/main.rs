@@ -23,9 +23,11 @@
 //! - `--layer` adds one middleware layer that passes every message on (`next.run(request)`):
 //!   the chain's own cost, which a server with no layer skips.
 //! - `--otel` (the `otel` feature, built apart so that the measured `ours` carries none of its
-//!   code) installs `tracing-opentelemetry` over the OpenTelemetry SDK: every request's span
-//!   (OpenTelemetry's MCP conventions, recorded by the library) built, batched and handed to an
-//!   exporter, which drops them (see `otel.rs`).
+//!   code) gives the server an OpenTelemetry SDK tracer (`McpServerBuilder::tracer`): every
+//!   request's span (OpenTelemetry's MCP conventions, recorded by the library) built, batched
+//!   and handed to an exporter, which drops them (see `otel.rs`). `--otel-tracing` records the
+//!   same spans through `tracing-opentelemetry` instead (for comparison; the bench uses
+//!   `--otel`).
 //!
 //! Built with `--features count-allocs` it counts every allocation and prints the totals on
 //! stderr at each `SIGUSR1` (see `count.rs`): allocations per request are the difference of two
@@ -98,9 +100,12 @@ struct Args {
     /// Add one middleware layer that passes every message on.
     #[arg(long)]
     layer: bool,
-    /// Record spans with OpenTelemetry (the `otel` feature).
+    /// Record spans with OpenTelemetry, the server's own tracer (the `otel` feature).
     #[arg(long)]
     otel: bool,
+    /// Record spans with OpenTelemetry through `tracing-opentelemetry` (the `otel` feature).
+    #[arg(long)]
+    otel_tracing: bool,
 }
 
 /// The seams a run measures: the layers of the server.
@@ -108,6 +113,9 @@ struct Args {
 struct Seams {
     rate_limit: Option<Quota>,
     layer: bool,
+    /// The OpenTelemetry tracer the server records its spans with.
+    #[cfg(feature = "otel")]
+    tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
 }
 
 /// The request-state key of every instance started with `--redis` (a bench constant, not a
@@ -166,6 +174,10 @@ fn server(
     if seams.layer {
         builder = builder.middleware(|request: Inbound, next: Next| next.run(request));
     }
+    #[cfg(feature = "otel")]
+    if let Some(tracer) = seams.tracer {
+        builder = builder.tracer(tracer);
+    }
     for i in 0..tools.max(1) {
         let name = if i == 0 { "echo".to_owned() } else { format!("echo_{i}") };
         builder = builder.tool(echo_tool(name));
@@ -214,16 +226,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     #[cfg(feature = "count-allocs")]
     count::report_on_signal()?;
-    if args.otel {
-        #[cfg(feature = "otel")]
-        otel::install();
-        #[cfg(not(feature = "otel"))]
+    #[cfg(not(feature = "otel"))]
+    if args.otel || args.otel_tracing {
         return Err("--otel: this build has no OpenTelemetry (build with --features otel)".into());
+    }
+    #[cfg(feature = "otel")]
+    if args.otel_tracing {
+        otel::install_tracing();
     }
     let store = shared_store(&args).await?;
     let seams = Seams {
         rate_limit: args.rate_limit,
         layer: args.layer,
+        #[cfg(feature = "otel")]
+        tracer: args.otel.then(otel::tracer),
     };
     let server = server(args.tools, args.page_size, store, seams)?;
     if args.stdio {

@@ -2,12 +2,15 @@
 //! would have them, except that the exporter drops each batch instead of sending it (the bench
 //! measures what recording, batching and handing spans over costs the server, not a collector).
 //!
-//! The subscriber is `tracing-opentelemetry`'s layer alone at `INFO` (the level of the
-//! library's request spans), over an `SdkTracerProvider` with the SDK's batch processor (its
-//! own thread) and the default sampler (every span). The layer is set up as a server that cares
-//! for its cost sets it up: without the source location and thread attributes of every span
-//! (the library's spans carry OpenTelemetry's MCP attributes), and without busy and idle time
-//! (two clock readings each time a span is entered or left).
+//! Both ways use an `SdkTracerProvider` with the SDK's batch processor (its own thread) and the
+//! default sampler (every span):
+//!
+//! - `--otel` ([`tracer`]): the server's own tracer (`McpServerBuilder::tracer`), which builds
+//!   each request's span straight from what the engine holds; no `tracing` subscriber.
+//! - `--otel-tracing` ([`install_tracing`]): `tracing-opentelemetry`'s layer alone at `INFO`
+//!   (the level of the library's request spans), set up as a server that cares for its cost
+//!   sets it up: without the source location and thread attributes of every span, and without
+//!   busy and idle time (two clock readings each time a span is entered or left).
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -27,8 +30,17 @@ impl SpanExporter for Dropping {
     }
 }
 
+/// A tracer over the batch processor and the dropping exporter (the provider lives as long as
+/// the process).
+pub(crate) fn tracer() -> opentelemetry_sdk::trace::SdkTracer {
+    let provider = SdkTracerProvider::builder().with_batch_exporter(Dropping).build();
+    let tracer = provider.tracer("bench-ours");
+    std::mem::forget(provider);
+    tracer
+}
+
 /// Installs the OpenTelemetry layer as the global subscriber.
-pub(crate) fn install() {
+pub(crate) fn install_tracing() {
     let provider = SdkTracerProvider::builder().with_batch_exporter(Dropping).build();
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench-ours"))

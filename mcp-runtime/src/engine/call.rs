@@ -11,7 +11,6 @@ use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::{Era, Method, Request, RequestId, RpcError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::api::handler::BoxFuture;
 use crate::dispatch::RequestEnv;
@@ -136,6 +135,7 @@ impl Call {
                 headers: None,
                 network: env.network,
                 remote: env.remote,
+                tracer: runtime.config().tracer(),
             };
             Observed::start(&req, era, origin, &|m, name| runtime.target(m, name))
         });
@@ -162,7 +162,7 @@ impl Call {
                 extensions: env.extensions,
                 remote: env.remote,
             };
-            let reply = AssertUnwindSafe(runtime.dispatch(req, &route, renv).instrument(observed.span().clone()))
+            let reply = AssertUnwindSafe(observed.run_in(runtime.dispatch(req, &route, renv)))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| {
@@ -182,7 +182,7 @@ impl Call {
             };
             // Boxed: a call without middleware does not carry the chain's state in its future.
             let layered = layered(runtime.clone(), route, inbound, sink, cancel.clone(), method.clone());
-            layered.instrument(observed.span().clone()).await
+            observed.run_in(layered).await
         };
         let reply = if cancel.is_cancelled() {
             tracing::debug!(%id, %method, "request cancelled; no answer");

@@ -40,7 +40,6 @@ use mcp_protocol::meta::meta_version;
 use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcError, TransportRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
@@ -178,16 +177,17 @@ impl Engine {
             headers: peer.headers,
             network: peer.network,
             remote: peer.remote,
+            tracer: self.runtime.config().tracer(),
         };
         let observed = Observed::start(&req, era, origin, &|m, name| self.runtime.target(m, name));
-        let step = async {
-            match era {
-                Era::Modern => self.modern(peer, req).await,
-                Era::Legacy => self.legacy(peer, req).await,
-            }
-        }
-        .instrument(observed.span().clone())
-        .await;
+        let step = observed
+            .run_in(async {
+                match era {
+                    Era::Modern => self.modern(peer, req).await,
+                    Era::Legacy => self.legacy(peer, req).await,
+                }
+            })
+            .await;
         match step {
             Step::Answer(answer) => {
                 observed.answered(&answer.frame, answer.session.as_ref().map(|s| &**s.id()));

@@ -56,6 +56,15 @@ pub(super) enum TargetKind {
 }
 
 impl TargetKind {
+    /// The kind of entry `method` names (`None`: it names none).
+    pub(super) fn of(method: &mcp_protocol::Method) -> Option<TargetKind> {
+        match method {
+            mcp_protocol::Method::ToolsCall => Some(TargetKind::Tool),
+            mcp_protocol::Method::PromptsGet => Some(TargetKind::Prompt),
+            _ => None,
+        }
+    }
+
     pub(super) fn attribute(self) -> &'static str {
         match self {
             TargetKind::Tool => "gen_ai.tool.name",

@@ -123,6 +123,8 @@
 
 mod metrics;
 mod network;
+#[cfg(feature = "otel")]
+mod otel;
 mod trace;
 
 use std::sync::Arc;
@@ -139,11 +141,18 @@ pub(crate) use self::metrics::session as session_ended;
 pub use self::metrics::{DURATION_BUCKETS, OPERATION_DURATION, SESSION_DURATION};
 use self::metrics::{Failure, Operation, TargetKind};
 pub use self::network::Network;
+#[cfg(feature = "otel")]
+pub use self::otel::Tracer;
 pub use self::trace::{TRACEPARENT, TRACESTATE, TraceContext, set_trace_context_hook};
 use crate::reply::Reply;
 
 /// Reads one HTTP request header by (lowercase) name.
 type Headers<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
+
+/// Without the `otel` feature no tracer exists (an empty type: no value of it can be made).
+#[cfg(not(feature = "otel"))]
+#[derive(Debug, Clone)]
+pub enum Tracer {}
 
 /// The name of the per-request `tracing` span (its OpenTelemetry name is in `otel.name`).
 pub const SPAN_NAME: &str = "mcp.server";
@@ -161,6 +170,9 @@ pub(crate) struct Origin<'a, 'h> {
     pub(crate) network: Option<Network>,
     /// The client's address.
     pub(crate) remote: Option<std::net::IpAddr>,
+    /// The OpenTelemetry tracer the server records its spans with, if any (the `otel`
+    /// feature).
+    pub(crate) tracer: Option<&'a Tracer>,
 }
 
 /// One request under observation: its span and its clock. Measured once, when finished or
@@ -176,6 +188,9 @@ pub(crate) struct Observed {
     target: Option<Target>,
     /// How it ended (`None` until it did: dropped).
     end: Option<Option<Failure>>,
+    /// The OpenTelemetry span, when the server has a tracer.
+    #[cfg(feature = "otel")]
+    otel: Option<otel::RequestSpan>,
 }
 
 /// The registered tool or prompt a request names: its span's name and its duration's labels
@@ -260,7 +275,7 @@ impl Observed {
             tracestate = Empty,
         );
         let named = match req.method {
-            Method::ToolsCall => !span.is_disabled(),
+            Method::ToolsCall => !span.is_disabled() || origin.tracer.is_some(),
             Method::PromptsGet => true,
             _ => false,
         };
@@ -268,6 +283,22 @@ impl Observed {
             .then(|| req.params.as_ref()?.str("name"))
             .flatten()
             .and_then(|name| known(&req.method, &name));
+        #[cfg(feature = "otel")]
+        let otel = origin.tracer.map(|tracer| {
+            let name = match &target {
+                Some(t) => std::borrow::Cow::Owned(format!("{method} {}", t.name())),
+                None => std::borrow::Cow::Borrowed(method),
+            };
+            // The registered tool or prompt, or the one named without being registered (an
+            // attribute, never the span's name).
+            let attribute = match &target {
+                Some(t) => Some((t.kind().attribute(), Arc::from(t.name()))),
+                None => TargetKind::of(&req.method)
+                    .zip(req.params.as_ref().and_then(|p| p.str("name")))
+                    .map(|(kind, name)| (kind.attribute(), Arc::from(&*name))),
+            };
+            otel::RequestSpan::start(tracer, name, req, revision, origin, attribute)
+        });
         let observed = Observed {
             span,
             start,
@@ -276,6 +307,8 @@ impl Observed {
             network: origin.network,
             target,
             end: None,
+            #[cfg(feature = "otel")]
+            otel,
         };
         if !observed.span.is_disabled() {
             observed.describe(req, origin);
@@ -290,11 +323,8 @@ impl Observed {
         if let Some(target) = &self.target {
             span.record("otel.name", format!("{} {}", self.method, target.name()).as_str());
             span.record(target.kind().attribute(), target.name());
-        } else if let Some(kind) = match req.method {
-            Method::ToolsCall => Some(TargetKind::Tool),
-            Method::PromptsGet => Some(TargetKind::Prompt),
-            _ => None,
-        } && let Some(name) = req.params.as_ref().and_then(|p| p.str("name"))
+        } else if let Some(kind) = TargetKind::of(&req.method)
+            && let Some(name) = req.params.as_ref().and_then(|p| p.str("name"))
         {
             // Named, but not registered: an attribute, never the span's name.
             span.record(kind.attribute(), &*name);
@@ -309,9 +339,22 @@ impl Observed {
         trace::record_trace(span, req.params.as_ref(), origin.headers);
     }
 
-    /// The request's span (for `Instrument`).
-    pub(crate) fn span(&self) -> &Span {
-        &self.span
+    /// `fut` run inside the request's span: the `tracing` one entered at each poll, and the
+    /// OpenTelemetry one's context current (with the `otel` feature and a tracer).
+    pub(crate) fn run_in<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
+        use tracing::Instrument as _;
+        let fut = fut.instrument(self.span.clone());
+        #[cfg(feature = "otel")]
+        {
+            use futures::future::Either;
+            use opentelemetry::context::FutureExt as _;
+            match &self.otel {
+                Some(span) => Either::Left(fut.with_context(span.context().clone())),
+                None => Either::Right(fut),
+            }
+        }
+        #[cfg(not(feature = "otel"))]
+        fut
     }
 
     /// Records what routing learnt: the revision, the legacy session the call runs in, the
@@ -331,10 +374,24 @@ impl Observed {
             && let Some(tool) = tool
         {
             self.target = Some(Target::Tool(tool.clone() as Arc<dyn Named>));
+            #[cfg(feature = "otel")]
+            if let Some(span) = &self.otel {
+                span.rename(format!("{} {}", self.method, tool.name()));
+                span.set(TargetKind::Tool.attribute(), Arc::<str>::from(tool.name()));
+            }
         }
         let fresh = revision.filter(|_| self.revision.is_none());
         if fresh.is_some() {
             self.revision = fresh;
+        }
+        #[cfg(feature = "otel")]
+        if let Some(span) = &self.otel {
+            if let Some(r) = fresh {
+                span.set("mcp.protocol.version", r.as_str());
+            }
+            if let Some(s) = session {
+                span.set("mcp.session.id", s.to_owned());
+            }
         }
         if !self.span.is_disabled() {
             if let Some(r) = fresh {
@@ -373,8 +430,12 @@ impl Observed {
         if let Some(s) = session.filter(|_| !self.span.is_disabled()) {
             self.span.record("mcp.session.id", s);
         }
+        #[cfg(feature = "otel")]
+        if let (Some(span), Some(s)) = (&self.otel, session) {
+            span.set("mcp.session.id", s.to_owned());
+        }
         let failure = error_code(frame).map(|code| {
-            if !self.span.is_disabled() {
+            if self.traced() {
                 let message = error_message(frame).unwrap_or_default();
                 self.rpc_error(code, &message);
             }
@@ -388,8 +449,22 @@ impl Observed {
         self.end = Some(None);
     }
 
-    /// Records a JSON-RPC error on the span: its code and the status with its message.
+    /// Whether some span records the request: the `tracing` one is wanted by a subscriber, or
+    /// the OpenTelemetry one exists.
+    fn traced(&self) -> bool {
+        #[cfg(feature = "otel")]
+        if self.otel.is_some() {
+            return true;
+        }
+        !self.span.is_disabled()
+    }
+
+    /// Records a JSON-RPC error on the spans: its code and the status with its message.
     fn rpc_error(&self, code: i32, message: &str) {
+        #[cfg(feature = "otel")]
+        if let Some(span) = &self.otel {
+            span.fail(code.to_string().into(), Some(code), Some(message));
+        }
         if self.span.is_disabled() {
             return;
         }
@@ -404,11 +479,15 @@ impl Observed {
 impl Drop for Observed {
     fn drop(&mut self) {
         let failure = self.end.unwrap_or(Some(Failure::Dropped));
-        if let Some(fixed) = failure.and_then(Failure::fixed)
-            && !self.span.is_disabled()
-        {
-            self.span.record("error.type", fixed);
-            self.span.record("otel.status_code", "error");
+        if let Some(fixed) = failure.and_then(Failure::fixed) {
+            if !self.span.is_disabled() {
+                self.span.record("error.type", fixed);
+                self.span.record("otel.status_code", "error");
+            }
+            #[cfg(feature = "otel")]
+            if let Some(span) = &self.otel {
+                span.fail(fixed.into(), None, None);
+            }
         }
         let (kind, name) = match &self.target {
             Some(target) => (Some(target.kind()), target.name()),

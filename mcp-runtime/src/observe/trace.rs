@@ -48,9 +48,25 @@ pub fn set_trace_context_hook(hook: impl Fn(&Span, &TraceContext<'_>) + Send + S
     TRACE_CONTEXT_HOOK.set(Box::new(hook)).is_ok()
 }
 
-/// Records the caller's trace context on the span: `_meta` first, then the HTTP header. The
-/// two `_meta` members are read from the params' index, without building their object.
+/// Records the caller's trace context on the span, and hands it to the hook.
 pub(super) fn record_trace(span: &Span, params: Option<&Params>, headers: Option<&Headers<'_>>) {
+    read_trace(params, headers, |trace| {
+        span.record("trace_id", trace.trace_id);
+        span.record("parent_span_id", trace.parent_span_id);
+        span.record("trace_flags", trace.trace_flags);
+        if let Some(state) = trace.tracestate {
+            span.record("tracestate", state);
+        }
+        if let Some(hook) = TRACE_CONTEXT_HOOK.get() {
+            hook(span, trace);
+        }
+    });
+}
+
+/// Reads the caller's valid trace context, `_meta` first, then the HTTP header, and hands it
+/// to `f` (not called without a valid `traceparent`). The two `_meta` members are read from
+/// the params' index, without building their object.
+pub(super) fn read_trace(params: Option<&Params>, headers: Option<&Headers<'_>>, f: impl FnOnce(&TraceContext<'_>)) {
     let meta = params.and_then(Params::meta);
     let from_meta = |key: &str| meta.as_ref().and_then(|m| m.str(key));
     let from_header = |key: &str| {
@@ -69,25 +85,13 @@ pub(super) fn record_trace(span: &Span, params: Option<&Params>, headers: Option
     let Some(parent) = TraceParent::parse(traceparent) else {
         return;
     };
-    span.record("trace_id", parent.trace_id);
-    span.record("parent_span_id", parent.parent_id);
-    span.record("trace_flags", parent.flags);
-    let tracestate = state.as_deref().filter(|s| valid_tracestate(s));
-    if let Some(state) = tracestate {
-        span.record("tracestate", state);
-    }
-    if let Some(hook) = TRACE_CONTEXT_HOOK.get() {
-        hook(
-            span,
-            &TraceContext {
-                traceparent,
-                trace_id: parent.trace_id,
-                parent_span_id: parent.parent_id,
-                trace_flags: parent.flags,
-                tracestate,
-            },
-        );
-    }
+    f(&TraceContext {
+        traceparent,
+        trace_id: parent.trace_id,
+        parent_span_id: parent.parent_id,
+        trace_flags: parent.flags,
+        tracestate: state.as_deref().filter(|s| valid_tracestate(s)),
+    });
 }
 
 fn valid_tracestate(s: &str) -> bool {
