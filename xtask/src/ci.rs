@@ -47,6 +47,8 @@ const FEATURE_SETS: &[&str] = &[
     "auth",
     "skills",
     "http,auth,redis",
+    "otel",
+    "http,otel",
 ];
 
 /// Crates a stdio-only `mcp-server` must not depend on: HTTP, TLS and JWT.

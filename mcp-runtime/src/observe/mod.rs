@@ -459,6 +459,19 @@ impl Observed {
         !self.span.is_disabled()
     }
 
+    /// Records a failure of a fixed `error.type` (`tool_error`, `cancelled`, `dropped`) on the
+    /// spans, with the error status.
+    fn fixed_failure(&self, error_type: &'static str) {
+        #[cfg(feature = "otel")]
+        if let Some(span) = &self.otel {
+            span.fail(error_type.into(), None, None);
+        }
+        if !self.span.is_disabled() {
+            self.span.record("error.type", error_type);
+            self.span.record("otel.status_code", "error");
+        }
+    }
+
     /// Records a JSON-RPC error on the spans: its code and the status with its message.
     fn rpc_error(&self, code: i32, message: &str) {
         #[cfg(feature = "otel")]
@@ -480,14 +493,7 @@ impl Drop for Observed {
     fn drop(&mut self) {
         let failure = self.end.unwrap_or(Some(Failure::Dropped));
         if let Some(fixed) = failure.and_then(Failure::fixed) {
-            if !self.span.is_disabled() {
-                self.span.record("error.type", fixed);
-                self.span.record("otel.status_code", "error");
-            }
-            #[cfg(feature = "otel")]
-            if let Some(span) = &self.otel {
-                span.fail(fixed.into(), None, None);
-            }
+            self.fixed_failure(fixed);
         }
         let (kind, name) = match &self.target {
             Some(target) => (Some(target.kind()), target.name()),
