@@ -10,33 +10,32 @@
 //! ```
 //!
 //! It serves Streamable HTTP on the address given (default `127.0.0.1:8080`, `/mcp`), prints it on
-//! stderr, and on Ctrl-C or SIGTERM stops, then flushes what is left to export. The spans reach
-//! OpenTelemetry through `tracing-opentelemetry`; a client's trace context in `_meta` becomes the
-//! parent of its request's span (the hook below); the `metrics` facade's histograms are handed to
-//! an OpenTelemetry meter by a small recorder (`bridge.rs`) with the conventions' bucket
+//! stderr, and on Ctrl-C or SIGTERM stops, then flushes what is left to export. The server
+//! records its request spans with the SDK's tracer itself (`McpServerBuilder::tracer`, the
+//! `otel` feature): a client's trace context in `_meta` (or a `traceparent` header) becomes the
+//! parent of its request's span, and a handler runs with that span's context current. The logs
+//! go to stderr through `tracing`. The `metrics` facade's histograms are handed to an
+//! OpenTelemetry meter by a small recorder (`bridge.rs`) with the conventions' bucket
 //! boundaries.
+//!
+//! (`tracing-opentelemetry` records the same spans from the library's `tracing` ones, with the
+//! trace context handed over by `observe::set_trace_context_hook`; the observability guide
+//! shows it. It costs the server several times more per request.)
 
 mod bridge;
 
-use std::collections::HashMap;
-
-use mcp_server::observe::set_trace_context_hook;
 use mcp_server::prelude::*;
-use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tokio_util::sync::CancellationToken;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
-/// What the example serves.
-fn server() -> Result<McpServer, ServerError> {
+/// What the example serves, its request spans recorded with `tracer`.
+fn server(tracer: SdkTracer) -> Result<McpServer, ServerError> {
     McpServer::builder()
+        .tracer(tracer)
         .name("otel-example")
         .version(env!("CARGO_PKG_VERSION"))
         .tool(Tool::new(
@@ -54,7 +53,7 @@ fn server() -> Result<McpServer, ServerError> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let resource = Resource::builder().with_service_name("mcp-otel-example").build();
 
-    // Traces: `tracing` spans, exported in batches.
+    // Traces: the server's request spans, exported in batches.
     let spans = SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
@@ -63,20 +62,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_batch_exporter(spans)
         .with_resource(resource.clone())
         .build();
-    tracing_subscriber::registry()
-        .with(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
-        .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("mcp-otel-example")))
+    let tracer = tracer_provider.tracer("mcp-otel-example");
+    // Logs: to stderr.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
         .init();
-    // The caller's W3C trace context (from `_meta`) as the parent of its request's span.
-    set_trace_context_hook(|span, trace| {
-        let mut carrier = HashMap::new();
-        carrier.insert("traceparent".to_owned(), trace.traceparent.to_owned());
-        if let Some(state) = trace.tracestate {
-            carrier.insert("tracestate".to_owned(), state.to_owned());
-        }
-        let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
-    });
 
     // Metrics: the facade's histograms, read and exported periodically.
     let metrics = MetricExporter::builder()
@@ -104,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         signal.await;
         stop.cancel();
     });
-    server()?
+    server(tracer)?
         .serve_http_on(listener, HttpConfig::default(), shutdown)
         .await?;
 
