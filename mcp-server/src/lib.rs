@@ -149,7 +149,10 @@
 //! is recorded on the span as `trace_id`, `parent_span_id`, `trace_flags` and
 //! `tracestate`; to continue the client's trace with `tracing-opentelemetry`,
 //! hand it to `set_parent` from a hook set with
-//! [`observe::set_trace_context_hook`] (the module shows how).
+//! [`observe::set_trace_context_hook`] (the module shows how). With the `otel`
+//! feature, `McpServerBuilder::tracer` records the same spans straight with an
+//! OpenTelemetry tracer, the client's trace their parent, for a fraction of the
+//! cost (no `tracing` subscriber in between).
 //!
 //! Beside what a server author needs (the root and the [`prelude`]), a few
 //! modules open the layers below: [`protocol`] (`mcp-protocol`, the sans-IO

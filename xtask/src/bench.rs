@@ -48,8 +48,8 @@
 //! 5%): `layered`, one middleware layer that passes every message on; `limited`, the built-in
 //! rate limiter on `tools/call` under a quota no run reaches ([`SEAM_QUOTA`]: what it measures
 //! is the limiter's bookkeeping, not its refusals); `traced`, the library's spans recorded with
-//! OpenTelemetry (ours built apart with its `otel` feature, `tracing-opentelemetry` over the SDK's
-//! batch processor, an exporter dropping the batches).
+//! OpenTelemetry (ours built apart with its `otel` feature, the server given the SDK's tracer,
+//! `McpServerBuilder::tracer`, over the SDK's batch processor, an exporter dropping the batches).
 //!
 //! `--baseline REV` adds a fourth target, `baseline`: this repository's `ours` as it was at
 //! commit REV (checked out in a worktree under `target/bench-baseline/src`, built into

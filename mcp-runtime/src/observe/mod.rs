@@ -63,11 +63,25 @@
 //! ignored. A `tracestate` is recorded when a valid `traceparent` came with it and it is
 //! printable ASCII of at most 512 bytes.
 //!
-//! The library has no OpenTelemetry dependency. To continue the caller's trace with
-//! `tracing-opentelemetry` (the conventions: the context from `_meta` is the server span's
-//! parent), set a hook with [`set_trace_context_hook`] in `main`: it is called with each
-//! request's span and its [`TraceContext`] right after the span is created, before it is
-//! first entered, which is when `OpenTelemetrySpanExt::set_parent` takes effect:
+//! # Straight to OpenTelemetry (the `otel` feature)
+//!
+//! Give the server an OpenTelemetry tracer ([`ServerConfig::tracer`](crate::ServerConfig#structfield.tracer),
+//! `McpServerBuilder::tracer` in `mcp-server`) and it records each request's span itself, with
+//! the name, kind, attributes and status above, without going through a `tracing` subscriber
+//! (several times cheaper per request than `tracing-opentelemetry`, which visits, copies and
+//! enters the `tracing` span at every poll). The caller's valid `traceparent` is the span's
+//! remote parent, and the handler runs with the span's context current
+//! (`opentelemetry::Context::current()`), so spans it starts with the OpenTelemetry API are the
+//! request span's children. The `trace_id`, `parent_span_id`, `trace_flags` and `tracestate`
+//! fields are the `tracing` span's alone: in OpenTelemetry they are the span's parent.
+//!
+//! # Through `tracing-opentelemetry`
+//!
+//! To continue the caller's trace with `tracing-opentelemetry` instead (the conventions: the
+//! context from `_meta` is the server span's parent), set a hook with
+//! [`set_trace_context_hook`] in `main`: it is called with each request's span and its
+//! [`TraceContext`] right after the span is created, before it is first entered, which is when
+//! `OpenTelemetrySpanExt::set_parent` takes effect:
 //!
 //! ```ignore
 //! use opentelemetry::propagation::TextMapPropagator;
@@ -85,7 +99,8 @@
 //! ```
 //!
 //! The hook runs only for spans some subscriber is interested in (the OpenTelemetry layer must
-//! enable `mcp.server`, target `mcp_runtime::observe`, level `INFO`).
+//! enable `mcp.server`, target `mcp_runtime::observe`, level `INFO`). Use one way or the other:
+//! with both, each request is recorded twice.
 //!
 //! # Metrics
 //!

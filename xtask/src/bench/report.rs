@@ -196,8 +196,9 @@ fn peers() -> Value {
                  (the shared store, on Redis); W1's seam targets are ours with one pass-through \
                  middleware layer (layered), with the rate limiter on tools/call under a \
                  million calls a second per caller (limited), and built with --features otel, recording \
-                 its spans with tracing-opentelemetry over the SDK's batch processor, to an \
-                 exporter that drops them (traced)",
+                 its spans with the OpenTelemetry SDK's tracer given to the server \
+                 (McpServerBuilder::tracer) over the SDK's batch processor, to an exporter that \
+                 drops them (traced)",
         "rmcp": "rmcp 3.11 (the official Rust SDK): StreamableHttpService with json_response, \
                  LocalSessionManager, TCP_NODELAY; stdio through stdio_pipes(); tools/list \
                  unpaged (all tools in one answer)",
