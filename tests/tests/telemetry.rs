@@ -17,24 +17,4 @@ mod cases;
 #[path = "http/support.rs"]
 mod support;
 
-use cases::Way;
-
-#[test]
-fn a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe() {
-    cases::a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe(Way::Tracing)
-}
-
-#[test]
-fn a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error() {
-    cases::a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error(Way::Tracing)
-}
-
-#[test]
-fn a_json_rpc_error_records_its_code_and_message() {
-    cases::a_json_rpc_error_records_its_code_and_message(Way::Tracing)
-}
-
-#[test]
-fn resources_read_and_prompts_get_over_http_are_tcp() {
-    cases::resources_read_and_prompts_get_over_http_are_tcp(Way::Tracing)
-}
+cases::tests_for!(cases::Way::Tracing);

@@ -18,25 +18,7 @@ use std::sync::Arc;
 use cases::{MODERN, PARENT_ID, TRACE_ID, Way};
 use serde_json::json;
 
-#[test]
-fn a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe() {
-    cases::a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe(Way::Direct)
-}
-
-#[test]
-fn a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error() {
-    cases::a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error(Way::Direct)
-}
-
-#[test]
-fn a_json_rpc_error_records_its_code_and_message() {
-    cases::a_json_rpc_error_records_its_code_and_message(Way::Direct)
-}
-
-#[test]
-fn resources_read_and_prompts_get_over_http_are_tcp() {
-    cases::resources_read_and_prompts_get_over_http_are_tcp(Way::Direct)
-}
+cases::tests_for!(Way::Direct);
 
 /// The direct way only: the handler runs with the request span's OpenTelemetry context
 /// current, and over HTTP a `traceparent` header continues the caller's trace when `_meta`

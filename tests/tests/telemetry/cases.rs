@@ -422,3 +422,26 @@ pub(crate) fn resources_read_and_prompts_get_over_http_are_tcp(way: Way) {
     assert_eq!(labels.get("network.transport").map(String::as_str), Some("tcp"));
     assert_eq!(labels.get("mcp.protocol.version").map(String::as_str), Some(LEGACY));
 }
+
+/// The `#[test]` of each case above, run `$way`.
+macro_rules! tests_for {
+    ($way:expr) => {
+        #[test]
+        fn a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe() {
+            $crate::cases::a_legacy_tool_call_over_stdio_carries_its_session_and_the_pipe($way)
+        }
+        #[test]
+        fn a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error() {
+            $crate::cases::a_modern_tool_call_has_no_session_and_a_tool_error_is_an_error($way)
+        }
+        #[test]
+        fn a_json_rpc_error_records_its_code_and_message() {
+            $crate::cases::a_json_rpc_error_records_its_code_and_message($way)
+        }
+        #[test]
+        fn resources_read_and_prompts_get_over_http_are_tcp() {
+            $crate::cases::resources_read_and_prompts_get_over_http_are_tcp($way)
+        }
+    };
+}
+pub(crate) use tests_for;
