@@ -449,12 +449,13 @@ impl Runtime {
     /// Handles a client notification. `in_flight` is where the transport
     /// registered the requests a `notifications/cancelled` may name.
     pub fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
-        match &note.method {
-            m if m.is_initialized() => {
-                if let Some(s) = session {
-                    s.mark_initialized();
-                }
+        if let Some(change) = Self::session_change(note) {
+            if let (SessionField::Initialized, Some(s)) = (change, session) {
+                s.mark_initialized();
             }
+            return;
+        }
+        match &note.method {
             NotificationMethod::Cancelled => {
                 let id = note
                     .params

@@ -81,7 +81,7 @@ pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: Ar
         Some(_) => Mutex::new(None),
         None => {
             let parsed = Value::Object((args.read)());
-            if let Err(refusal) = check(tool, &tool.input, &tool.def.input_schema, &parsed, "input") {
+            if let Err(refusal) = check(tool, &tool.input, &tool.def.input_schema, &parsed, Side::Input) {
                 return render(CallToolResult::error(refusal));
             }
             Mutex::new(match parsed {
@@ -107,7 +107,7 @@ pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: Ar
         Ok(result) => {
             if let (Some(structured), Some(schema), false) =
                 (&result.structured_content, &tool.def.output_schema, result.is_error)
-                && let Err(refusal) = check(tool, &tool.output, schema, structured, "output")
+                && let Err(refusal) = check(tool, &tool.output, schema, structured, Side::Output)
             {
                 return render(CallToolResult::error(refusal));
             }
@@ -134,16 +134,35 @@ pub(crate) async fn execute(limits: RoundLimits, tool: &Arc<ToolEntry>, args: Ar
     }
 }
 
-/// Checks `instance` against `schema` (the tool's `which` schema) with its `validator`: the
+/// Which side of a call a schema checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The arguments, against `inputSchema`: a mismatch is the client's.
+    Input,
+    /// The structured result, against `outputSchema`: a mismatch is the tool's own fault,
+    /// logged as an error.
+    Output,
+}
+
+impl Side {
+    fn as_str(self) -> &'static str {
+        match self {
+            Side::Input => "input",
+            Side::Output => "output",
+        }
+    }
+}
+
+/// Checks `instance` against `schema` (the tool's schema of `side`) with its `validator`: the
 /// message of the tool error to answer instead when it does not match, or when the schema did
 /// not compile.
-fn check(tool: &ToolEntry, validator: &Validator, schema: &Value, instance: &Value, which: &str) -> Result<(), String> {
+fn check(tool: &ToolEntry, validator: &Validator, schema: &Value, instance: &Value, side: Side) -> Result<(), String> {
     match validator.get(schema, &tool.def.name) {
         Ok(Some(compiled)) => compiled.validate(instance).map_err(|violations| {
-            if which == "output" {
+            if side == Side::Output {
                 tracing::error!(tool = %tool.def.name, %violations, "structured output does not match outputSchema");
             }
-            format!("Invalid tool {which}: {violations}")
+            format!("Invalid tool {}: {violations}", side.as_str())
         }),
         Ok(None) => Ok(()),
         Err(Uncompiled) => Err("Internal tool error".to_owned()),
