@@ -55,6 +55,7 @@ pub mod error;
 pub mod event_id;
 pub mod extension;
 pub mod headers;
+mod json;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;

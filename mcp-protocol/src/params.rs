@@ -215,7 +215,7 @@ impl<'a> Object<'a> {
 
 /// Parses text the decoder already checked (valid JSON, within its depth limit).
 fn parse_value(text: &str) -> Value {
-    crate::jsonrpc::parse_value(text.as_bytes(), usize::MAX).unwrap_or(Value::Null)
+    crate::json::first_occurrence(text)
 }
 
 /// Why params text could not be taken.

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
+use crate::json::{TOO_DEEP, ValueSeed};
 use crate::method::{Method, NotificationMethod};
 pub use crate::params::Params;
 use crate::params::{ParamsError, nesting};
@@ -289,7 +290,6 @@ fn capitalize(s: &str) -> String {
     }
 }
 
-const TOO_DEEP: &str = "mcp: nesting limit exceeded";
 const TOO_MANY: &str = "mcp: batch limit exceeded";
 /// How `serde_json` reports its own nesting limit (128).
 const PARSER_TOO_DEEP: &str = "recursion limit exceeded";
@@ -761,95 +761,6 @@ fn invalid(id: Option<RequestId>, message: &str, notification: bool) -> DecodeEr
         id,
         message: message.to_owned(),
         notification,
-    }
-}
-
-struct ValueSeed {
-    depth_left: usize,
-    /// The most elements this array may have (the root of a batch only).
-    max_items: Option<usize>,
-}
-
-impl ValueSeed {
-    fn nested(depth_left: usize) -> Self {
-        ValueSeed {
-            depth_left,
-            max_items: None,
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for ValueSeed {
-    type Value = Value;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ValueSeed {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let Some(depth_left) = self.depth_left.checked_sub(1) else {
-            return Err(de::Error::custom(TOO_DEEP));
-        };
-        let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(ValueSeed::nested(depth_left))? {
-            if self.max_items.is_some_and(|max| out.len() >= max) {
-                return Err(de::Error::custom(TOO_MANY));
-            }
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Some(depth_left) = self.depth_left.checked_sub(1) else {
-            return Err(de::Error::custom(TOO_DEEP));
-        };
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
-            out.entry(key).or_insert(value);
-        }
-        Ok(Value::Object(out))
     }
 }
 

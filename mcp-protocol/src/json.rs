@@ -1,0 +1,107 @@
+//! JSON text read into a [`Value`] the way the decoder reads it: a duplicated member keeps its
+//! first occurrence (the value a client's JSON-RPC message means is the same whether the
+//! decoder or a later reader of its kept text reads it), and arrays and objects nest at most a
+//! given depth. The decoder (`jsonrpc`) reads messages with it, and [`Params`](crate::Params)
+//! reads the members it kept as text.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// The error message of a value nested deeper than its limit.
+pub(crate) const TOO_DEEP: &str = "mcp: nesting limit exceeded";
+
+/// Parses text the decoder already checked (valid JSON within its depth limit): `null` for
+/// text that is not (which the decoder never hands on).
+pub(crate) fn first_occurrence(text: &str) -> Value {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match ValueSeed::nested(usize::MAX).deserialize(&mut de) {
+        Ok(value) if de.end().is_ok() => value,
+        _ => Value::Null,
+    }
+}
+
+/// Reads one JSON value, arrays and objects nested at most `depth_left` deep (deeper is an
+/// error carrying [`TOO_DEEP`]), a duplicated member's first occurrence kept.
+pub(crate) struct ValueSeed {
+    depth_left: usize,
+}
+
+impl ValueSeed {
+    /// A value nested at most `depth_left` deep.
+    pub(crate) fn nested(depth_left: usize) -> Self {
+        ValueSeed { depth_left }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
+        };
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueSeed::nested(depth_left))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let Some(depth_left) = self.depth_left.checked_sub(1) else {
+            return Err(de::Error::custom(TOO_DEEP));
+        };
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ValueSeed::nested(depth_left))?;
+            out.entry(key).or_insert(value);
+        }
+        Ok(Value::Object(out))
+    }
+}
