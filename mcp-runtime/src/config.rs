@@ -210,10 +210,3 @@ impl Default for ServerConfig {
         }
     }
 }
-
-impl ServerConfig {
-    /// The tracer request spans are recorded with, if any.
-    pub(crate) fn tracer(&self) -> Option<&Tracer> {
-        self.tracer.as_ref()
-    }
-}

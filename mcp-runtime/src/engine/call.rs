@@ -135,7 +135,7 @@ impl Call {
                 headers: None,
                 network: env.network,
                 remote: env.remote,
-                tracer: runtime.config().tracer(),
+                tracer: runtime.config().tracer.as_ref(),
             };
             Observed::start(&req, era, origin, &|m, name| runtime.target(m, name))
         });

@@ -177,7 +177,7 @@ impl Engine {
             headers: peer.headers,
             network: peer.network,
             remote: peer.remote,
-            tracer: self.runtime.config().tracer(),
+            tracer: self.runtime.config().tracer.as_ref(),
         };
         let observed = Observed::start(&req, era, origin, &|m, name| self.runtime.target(m, name));
         let step = observed

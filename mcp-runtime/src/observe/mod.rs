@@ -142,6 +142,7 @@ mod network;
 mod otel;
 mod trace;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -289,10 +290,10 @@ impl Observed {
             trace_flags = Empty,
             tracestate = Empty,
         );
-        let named = match req.method {
-            Method::ToolsCall => !span.is_disabled() || origin.tracer.is_some(),
-            Method::PromptsGet => true,
-            _ => false,
+        let named = match TargetKind::of(&req.method) {
+            Some(TargetKind::Tool) => !span.is_disabled() || origin.tracer.is_some(),
+            Some(TargetKind::Prompt) => true,
+            None => false,
         };
         let target = named
             .then(|| req.params.as_ref()?.str("name"))
@@ -301,18 +302,11 @@ impl Observed {
         #[cfg(feature = "otel")]
         let otel = origin.tracer.map(|tracer| {
             let name = match &target {
-                Some(t) => std::borrow::Cow::Owned(format!("{method} {}", t.name())),
-                None => std::borrow::Cow::Borrowed(method),
+                Some(t) => Cow::Owned(span_name(method, t.name())),
+                None => Cow::Borrowed(method),
             };
-            // The registered tool or prompt, or the one named without being registered (an
-            // attribute, never the span's name).
-            let attribute = match &target {
-                Some(t) => Some((t.kind().attribute(), Arc::from(t.name()))),
-                None => TargetKind::of(&req.method)
-                    .zip(req.params.as_ref().and_then(|p| p.str("name")))
-                    .map(|(kind, name)| (kind.attribute(), Arc::from(&*name))),
-            };
-            otel::RequestSpan::start(tracer, name, req, revision, origin, attribute)
+            let entry = entry_attribute(target.as_ref(), req);
+            otel::RequestSpan::start(tracer, name, req, revision, origin, entry)
         });
         let observed = Observed {
             span,
@@ -336,19 +330,12 @@ impl Observed {
     fn describe(&self, req: &Request, origin: Origin<'_, '_>) {
         let span = &self.span;
         if let Some(target) = &self.target {
-            span.record("otel.name", format!("{} {}", self.method, target.name()).as_str());
-            span.record(target.kind().attribute(), target.name());
-        } else if let Some(kind) = TargetKind::of(&req.method)
-            && let Some(name) = req.params.as_ref().and_then(|p| p.str("name"))
-        {
-            // Named, but not registered: an attribute, never the span's name.
-            span.record(kind.attribute(), &*name);
+            span.record("otel.name", span_name(self.method, target.name()).as_str());
         }
-        if matches!(
-            req.method,
-            Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe
-        ) && let Some(uri) = req.params.as_ref().and_then(|p| p.str("uri"))
-        {
+        if let Some((key, name)) = entry_attribute(self.target.as_ref(), req) {
+            span.record(key, &*name);
+        }
+        if let Some(uri) = resource_uri(req) {
             span.record("mcp.resource.uri", &*uri);
         }
         trace::record_trace(span, req.params.as_ref(), origin.headers);
@@ -391,7 +378,7 @@ impl Observed {
             self.target = Some(Target::Tool(tool.clone() as Arc<dyn Named>));
             #[cfg(feature = "otel")]
             if let Some(span) = &self.otel {
-                span.rename(format!("{} {}", self.method, tool.name()));
+                span.rename(span_name(self.method, tool.name()));
                 span.set(TargetKind::Tool.attribute(), Arc::<str>::from(tool.name()));
             }
         }
@@ -542,6 +529,37 @@ pub(crate) fn refused(
         target: None,
     };
     metrics::operation(op, "", received.elapsed().as_secs_f64());
+}
+
+/// A span's name when the request names a registered tool or prompt: `{method} {name}`.
+fn span_name(method: &str, target: &str) -> String {
+    let mut name = String::with_capacity(method.len() + 1 + target.len());
+    name.push_str(method);
+    name.push(' ');
+    name.push_str(target);
+    name
+}
+
+/// The attribute naming the tool or prompt a request names: the registered one, or the name
+/// it gives without being registered (an attribute then, never the span's name).
+fn entry_attribute<'r>(target: Option<&'r Target>, req: &'r Request) -> Option<(&'static str, Cow<'r, str>)> {
+    match target {
+        Some(t) => Some((t.kind().attribute(), Cow::Borrowed(t.name()))),
+        None => TargetKind::of(&req.method)
+            .zip(req.params.as_ref().and_then(|p| p.str("name")))
+            .map(|(kind, name)| (kind.attribute(), name)),
+    }
+}
+
+/// The resource a request names (`mcp.resource.uri`): `resources/read`, `resources/subscribe`
+/// and `resources/unsubscribe`.
+fn resource_uri(req: &Request) -> Option<Cow<'_, str>> {
+    match req.method {
+        Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            req.params.as_ref()?.str("uri")
+        }
+        _ => None,
+    }
 }
 
 /// The error code of an encoded error response (`None` for a result). The id cannot hide the

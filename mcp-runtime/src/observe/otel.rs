@@ -18,7 +18,6 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::{Method, Request, RequestId, Revision};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer as _,
@@ -72,11 +71,6 @@ impl std::fmt::Debug for RequestSpan {
     }
 }
 
-/// The attribute value of a static string, a shared one, or a formatted one.
-fn kv(key: &'static str, value: impl Into<opentelemetry::Value>) -> KeyValue {
-    KeyValue::new(key, value)
-}
-
 impl RequestSpan {
     /// Starts the span of `req` (named `name`), its attributes those known on arrival.
     pub(super) fn start(
@@ -85,43 +79,39 @@ impl RequestSpan {
         req: &Request,
         revision: Option<Revision>,
         origin: Origin<'_, '_>,
-        target: Option<(&'static str, Arc<str>)>,
+        entry: Option<(&'static str, Cow<'_, str>)>,
     ) -> RequestSpan {
         let mut attributes = Vec::with_capacity(12);
         attributes.push(match &req.method {
-            Method::Unknown(name) => kv("mcp.method.name", name.clone()),
-            known => kv("mcp.method.name", known.label()),
+            Method::Unknown(name) => KeyValue::new("mcp.method.name", name.clone()),
+            known => KeyValue::new("mcp.method.name", known.label()),
         });
-        attributes.push(kv("jsonrpc.request.id", id_text(&req.id)));
+        attributes.push(KeyValue::new("jsonrpc.request.id", id_text(&req.id)));
         if let Some(r) = revision {
-            attributes.push(kv("mcp.protocol.version", r.as_str()));
+            attributes.push(KeyValue::new("mcp.protocol.version", r.as_str()));
         }
         if req.method == Method::ToolsCall {
-            attributes.push(kv("gen_ai.operation.name", "execute_tool"));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
-        if let Some((key, name)) = target {
-            attributes.push(kv(key, name));
+        if let Some((key, name)) = entry {
+            attributes.push(KeyValue::new(key, name.into_owned()));
         }
-        if matches!(
-            req.method,
-            Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe
-        ) && let Some(uri) = req.params.as_ref().and_then(|p| p.str("uri"))
-        {
-            attributes.push(kv("mcp.resource.uri", uri.into_owned()));
+        if let Some(uri) = super::resource_uri(req) {
+            attributes.push(KeyValue::new("mcp.resource.uri", uri.into_owned()));
         }
         if let Some(network) = origin.network {
-            attributes.push(kv("network.transport", network.transport()));
+            attributes.push(KeyValue::new("network.transport", network.transport()));
             if let Some(name) = network.protocol_name() {
-                attributes.push(kv("network.protocol.name", name));
+                attributes.push(KeyValue::new("network.protocol.name", name));
             }
             if let Some(version) = network.protocol_version() {
-                attributes.push(kv("network.protocol.version", version));
+                attributes.push(KeyValue::new("network.protocol.version", version));
             }
         }
         if let Some(ip) = origin.remote {
-            attributes.push(kv("client.address", ip_text(ip)));
+            attributes.push(KeyValue::new("client.address", ip_text(ip)));
         }
-        attributes.push(kv("user.id", principal(origin.auth)));
+        attributes.push(KeyValue::new("user.id", origin.auth.principal.clone()));
         let parent = remote_parent(req, origin);
         let builder = tracer
             .0
@@ -146,15 +136,15 @@ impl RequestSpan {
 
     /// Adds an attribute.
     pub(super) fn set(&self, key: &'static str, value: impl Into<opentelemetry::Value>) {
-        self.cx.span().set_attribute(kv(key, value));
+        self.cx.span().set_attribute(KeyValue::new(key, value));
     }
 
     /// Marks the span failed: `error.type`, and the error status with its description.
     pub(super) fn fail(&self, error_type: Cow<'static, str>, code: Option<i32>, message: Option<&str>) {
         let span = self.cx.span();
-        span.set_attribute(kv("error.type", error_type));
+        span.set_attribute(KeyValue::new("error.type", error_type));
         if let Some(code) = code {
-            span.set_attribute(kv("rpc.response.status_code", code.to_string()));
+            span.set_attribute(KeyValue::new("rpc.response.status_code", code.to_string()));
         }
         span.set_status(Status::error(message.unwrap_or_default().to_owned()));
     }
@@ -192,11 +182,6 @@ fn ip_text(ip: IpAddr) -> String {
         }
         IpAddr::V6(v6) => v6.to_string(),
     }
-}
-
-/// The caller's principal as an attribute value (shared, not copied).
-fn principal(auth: &AuthInfo) -> Arc<str> {
-    auth.principal.clone()
 }
 
 /// The caller's trace context as the span's remote parent (an empty context without one).

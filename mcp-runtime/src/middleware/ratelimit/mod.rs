@@ -313,10 +313,14 @@ impl RateLimit {
     }
 
     /// A counted request with shared buckets: the decision awaits the store.
-    async fn shared(self, request: Inbound, next: Next, key: BucketKey, quota: Quota) -> Outcome {
-        let Some(shared) = self.settings.buckets.clone() else {
-            return next.run(request).await;
-        };
+    async fn shared(
+        self,
+        shared: Arc<dyn RateBuckets>,
+        request: Inbound,
+        next: Next,
+        key: BucketKey,
+        quota: Quota,
+    ) -> Outcome {
         match self.admit_shared(&*shared, &key, quota).await {
             Ok(admission) => self.decided(admission, &key, request, next).await,
             Err(outcome) => outcome,
@@ -354,8 +358,8 @@ impl Middleware for RateLimit {
             return Box::pin(next.run(request));
         };
         let key = key::bucket_key(&request, self.settings.bucketing);
-        if self.settings.buckets.is_some() {
-            return Box::pin(self.clone().shared(request, next, key, quota));
+        if let Some(shared) = &self.settings.buckets {
+            return Box::pin(self.clone().shared(shared.clone(), request, next, key, quota));
         }
         // In this process the decision is made at once: no future of the layer's own.
         let admission = self.local.check(&key, quota);
