@@ -12,6 +12,42 @@ use serde_json::{Map, Value};
 /// The error message of a value nested deeper than its limit.
 pub(crate) const TOO_DEEP: &str = "mcp: nesting limit exceeded";
 
+/// Whether arrays and objects nest deeper than `limit` in `text` (valid JSON: `{}` is one
+/// level). Every level opens with a bracket, so a text with no more brackets than `limit`
+/// (counted in strings too, a pass the compiler vectorizes) is not deeper; only a text with
+/// more is walked, strings skipped.
+pub(crate) fn deeper_than(text: &str, limit: usize) -> bool {
+    let brackets = text.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+    brackets > limit && nesting(text) > limit
+}
+
+/// The deepest nesting of arrays and objects in `text` (valid JSON): `{}` is 1.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Parses text the decoder already checked (valid JSON within its depth limit): `null` for
 /// text that is not (which the decoder never hands on).
 pub(crate) fn first_occurrence(text: &str) -> Value {
@@ -103,5 +139,27 @@ impl<'de> Visitor<'de> for ValueSeed {
             out.entry(key).or_insert(value);
         }
         Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_counts_containers_outside_strings() {
+        assert_eq!(nesting("{}"), 1);
+        assert_eq!(nesting(r#"{"a":[{"b":"{[{["}]}"#), 3);
+        assert_eq!(nesting(r#"{"a":"\"{"}"#), 1);
+    }
+
+    #[test]
+    fn deeper_than_walks_only_texts_with_more_brackets_than_the_limit() {
+        assert!(!deeper_than("{}", 1));
+        assert!(deeper_than("[[]]", 1));
+        // Brackets in strings count for the first pass, not for the walk.
+        assert!(!deeper_than(r#"{"a":"[[[[[["}"#, 2));
+        assert!(deeper_than(r#"{"a":[{"b":"{[{["}]}"#, 2));
+        assert!(!deeper_than(r#"{"a":[{"b":"{[{["}]}"#, 3));
     }
 }

@@ -387,33 +387,6 @@ impl From<Map<String, Value>> for Params {
     }
 }
 
-/// The deepest nesting of arrays and objects in `text` (valid JSON): `{}` is 1.
-pub(crate) fn nesting(text: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,12 +449,5 @@ mod tests {
             Params::from_raw(RawValue::from_string("[1]".into()).unwrap()),
             Err(ParamsError::NotAnObject)
         );
-    }
-
-    #[test]
-    fn nesting_counts_containers_outside_strings() {
-        assert_eq!(nesting("{}"), 1);
-        assert_eq!(nesting(r#"{"a":[{"b":"{[{["}]}"#), 3);
-        assert_eq!(nesting(r#"{"a":"\"{"}"#), 1);
     }
 }

@@ -272,28 +272,54 @@ pub(crate) fn origin_of(headers: &HeaderMap) -> Result<Option<&[u8]>, DuplicateO
     Ok(origin)
 }
 
-/// The media types listed in `Accept`, lowercase, parameters dropped.
-/// The media types `Accept` lists (parameters and blanks dropped), as written: compare them
-/// with [`str::eq_ignore_ascii_case`].
-fn accepted(headers: &HeaderMap) -> impl Iterator<Item = &str> {
-    headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|item| item.split(';').next().unwrap_or("").trim())
-        .filter(|m| !m.is_empty())
+/// The media ranges of `Accept` this transport answers with, read in one pass (parameters and
+/// blanks dropped, case-insensitive).
+#[derive(Debug, Default, Clone, Copy)]
+struct Accepted {
+    /// Something is listed.
+    listed: bool,
+    /// `*/*`.
+    any: bool,
+    /// `application/*`.
+    application: bool,
+    /// `application/json`.
+    json: bool,
+    /// `text/*`.
+    text: bool,
+    /// `text/event-stream`.
+    sse: bool,
 }
 
-/// Whether `Accept` lists one of `types` (case-insensitive).
-fn accepts_any(headers: &HeaderMap, types: &[&str]) -> bool {
-    accepted(headers).any(|t| types.iter().any(|m| t.eq_ignore_ascii_case(m)))
+impl Accepted {
+    fn of(headers: &HeaderMap) -> Accepted {
+        let mut a = Accepted::default();
+        let ranges = headers
+            .get_all(ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|item| item.split(';').next().unwrap_or("").trim())
+            .filter(|m| !m.is_empty());
+        for range in ranges {
+            a.listed = true;
+            let flag = match range.len() {
+                3 if range == "*/*" => &mut a.any,
+                6 if range.eq_ignore_ascii_case("text/*") => &mut a.text,
+                13 if range.eq_ignore_ascii_case("application/*") => &mut a.application,
+                16 if range.eq_ignore_ascii_case("application/json") => &mut a.json,
+                17 if range.eq_ignore_ascii_case("text/event-stream") => &mut a.sse,
+                _ => continue,
+            };
+            *flag = true;
+        }
+        a
+    }
 }
 
 /// POST: `*/*`, or both `application/json` and `text/event-stream`.
 pub(crate) fn accepts_post(headers: &HeaderMap) -> bool {
-    accepts_any(headers, &["*/*"])
-        || (accepts_any(headers, &["application/json"]) && accepts_any(headers, &["text/event-stream"]))
+    let a = Accepted::of(headers);
+    a.any || (a.json && a.sse)
 }
 
 /// Whether a POST body is declared as JSON: `Content-Type: application/json`, with or without
@@ -310,12 +336,14 @@ pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
 /// POST in the simple mode (JSON replies only): no `Accept`, or one that lists
 /// `application/json`, `application/*` or `*/*`.
 pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
-    accepted(headers).next().is_none() || accepts_any(headers, &["*/*", "application/*", "application/json"])
+    let a = Accepted::of(headers);
+    !a.listed || a.any || a.application || a.json
 }
 
 /// GET: `*/*` or `text/event-stream`.
 pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
-    accepts_any(headers, &["*/*", "text/event-stream", "text/*"])
+    let a = Accepted::of(headers);
+    a.any || a.sse || a.text
 }
 
 #[cfg(test)]
@@ -489,5 +517,14 @@ mod tests {
         assert!(!accepts_json(&h("text/event-stream")));
         assert!(accepts_sse(&h("text/event-stream")));
         assert!(!accepts_sse(&h("application/json")));
+        // Case-insensitive, parameters and blanks dropped, several headers read as one list.
+        assert!(accepts_post(&h(" Application/JSON ; q=1 , TEXT/Event-Stream")));
+        assert!(accepts_json(&h("application/*")));
+        assert!(!accepts_json(&h("application/jsonx, text/*")));
+        assert!(accepts_sse(&h("text/*;q=0.1")));
+        let mut two = h("application/json");
+        two.append(ACCEPT, "text/event-stream".parse().unwrap());
+        assert!(accepts_post(&two));
+        assert!(accepts_json(&h(" , ")), "a list of blanks lists nothing");
     }
 }

@@ -16,10 +16,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::RpcError;
-use crate::json::{TOO_DEEP, ValueSeed};
+use crate::json::{TOO_DEEP, ValueSeed, deeper_than};
 use crate::method::{Method, NotificationMethod};
 pub use crate::params::Params;
-use crate::params::{ParamsError, nesting};
+use crate::params::ParamsError;
 
 mod encode;
 pub use encode::{
@@ -615,7 +615,7 @@ impl<'de> Visitor<'de> for RootSeed {
             if items.len() >= self.max_items {
                 return Err(de::Error::custom(TOO_MANY));
             }
-            if nesting(item.get()) > depth_left {
+            if deeper_than(item.get(), depth_left) {
                 return Err(de::Error::custom(TOO_DEEP));
             }
             items.push(item);
@@ -633,7 +633,7 @@ impl<'de> Visitor<'de> for RootSeed {
                 // Kept as text, its members indexed when the message is built: only what a
                 // reader asks for is ever parsed (`Params`). Within the same depth limit.
                 let text: Box<RawValue> = map.next_value()?;
-                if nesting(text.get()) > depth_left {
+                if deeper_than(text.get(), depth_left) {
                     return Err(de::Error::custom(TOO_DEEP));
                 }
                 if envelope.params.is_none() {

@@ -15,7 +15,6 @@ use axum::response::Response;
 use http::header::HeaderValue;
 use mcp_auth::AuthInfo;
 use mcp_protocol::error::Stage;
-use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::jsonrpc::{DecodeError, Inbound, decode};
 use mcp_protocol::{Message, RpcError, TransportRevision};
 use mcp_runtime::engine::HeaderLookup;
@@ -24,7 +23,7 @@ use mcp_runtime::{Peer, Sessions, Step};
 
 use crate::body::{limits, read_body, too_large};
 use crate::guard;
-use crate::headers::SESSION_HEADER;
+use crate::headers::{self, SESSION_HEADER, VERSION};
 use crate::response::{answer, challenge, empty, overloaded, refused, rpc_error, unsupported_media_type};
 use crate::state::{Permit, Shared};
 use crate::status;
@@ -49,7 +48,7 @@ impl PostCtx {
             Sessions::None
         };
         let mut peer = Peer::new(self.auth.clone(), sessions);
-        peer.revision = TransportRevision::parse(h.get(PROTOCOL_VERSION_HEADER).map(HeaderValue::as_bytes));
+        peer.revision = TransportRevision::parse(h.get(VERSION).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
         peer.remote = extensions.get::<mcp_auth::ClientAddr>().map(|c| c.0);
@@ -101,8 +100,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         permit,
     };
     let extensions = std::mem::take(&mut cx.parts.extensions);
-    let headers = &cx.parts.headers;
-    let get = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    let map = &cx.parts.headers;
+    let get = |name: &str| headers::lookup(map, name);
     let peer = cx.peer(&get, extensions);
     let engine = &shared.engine;
     match inbound {

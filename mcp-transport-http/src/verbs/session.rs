@@ -7,12 +7,11 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::HeaderMap;
 use mcp_protocol::event_id::{StreamEventId, parse_stream_id};
-use mcp_protocol::headers::PROTOCOL_VERSION_HEADER;
 use mcp_protocol::{Era, Revision};
 use mcp_runtime::Session;
 
 use crate::guard;
-use crate::headers::SESSION_HEADER;
+use crate::headers::{SESSION_HEADER, VERSION};
 use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable};
 use crate::state::Shared;
 use crate::status;
@@ -57,7 +56,7 @@ pub(crate) async fn lookup(shared: &Shared, headers: &HeaderMap, principal: &str
 /// GET stream and no DELETE).
 fn modern_header(headers: &HeaderMap) -> bool {
     headers
-        .get(PROTOCOL_VERSION_HEADER)
+        .get(VERSION)
         .and_then(|v| v.to_str().ok())
         .and_then(Revision::parse)
         .is_some_and(|r| r.era() == Era::Modern)
