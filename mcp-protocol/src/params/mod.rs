@@ -19,13 +19,15 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Range;
 use std::sync::{Arc, LazyLock, OnceLock};
 
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use index::Members;
+
+mod index;
 
 /// The params object of a request or notification.
 #[derive(Clone)]
@@ -40,130 +42,6 @@ struct Inner {
     meta: OnceLock<Option<Members>>,
     /// The whole object, built on first use.
     object: OnceLock<Map<String, Value>>,
-}
-
-/// Where the members of one JSON object lie in a text (first occurrence of each key).
-#[derive(Debug, Default)]
-struct Members(Vec<Member>);
-
-#[derive(Debug)]
-struct Member {
-    key: Key,
-    value: Range<usize>,
-}
-
-/// A member's key: where it lies in the text, or its unescaped form when it had escapes.
-#[derive(Debug)]
-enum Key {
-    At(Range<usize>),
-    Unescaped(Box<str>),
-}
-
-impl Members {
-    /// Indexes the members of the object `text[within]` (which must be an object: the caller
-    /// checked).
-    fn index(text: &str, within: Range<usize>) -> Result<Members, serde_json::Error> {
-        let slice = &text[within.clone()];
-        let mut de = serde_json::Deserializer::from_str(slice);
-        let members = de::Deserializer::deserialize_map(
-            &mut de,
-            MembersVisitor {
-                slice,
-                base: within.start,
-            },
-        )?;
-        de.end()?;
-        Ok(members)
-    }
-
-    fn find(&self, text: &str, key: &str) -> Option<Range<usize>> {
-        self.0.iter().find_map(|m| {
-            let k = match &m.key {
-                Key::At(r) => &text[r.clone()],
-                Key::Unescaped(k) => k,
-            };
-            (k == key).then(|| m.value.clone())
-        })
-    }
-}
-
-/// Indexes an object's members with `serde_json`'s parser (keys and values borrowed from the
-/// text, their places found from the borrowed slices).
-struct MembersVisitor<'de> {
-    slice: &'de str,
-    base: usize,
-}
-
-impl MembersVisitor<'_> {
-    /// Where `part` (a slice of `self.slice`) lies in the whole text.
-    fn place(&self, part: &str) -> Range<usize> {
-        let start = part.as_ptr() as usize - self.slice.as_ptr() as usize + self.base;
-        start..start + part.len()
-    }
-
-    /// The name a key stands for.
-    fn name<'k>(&'k self, key: &'k Key) -> &'k str {
-        match key {
-            Key::At(r) => &self.slice[r.start - self.base..r.end - self.base],
-            Key::Unescaped(k) => k,
-        }
-    }
-}
-
-impl<'de> Visitor<'de> for MembersVisitor<'de> {
-    type Value = Members;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-        // Room for a request's usual members (`name`, `arguments`, `_meta`; `_meta`'s own
-        // handful), so that indexing them allocates once.
-        let mut members: Vec<Member> = Vec::with_capacity(map.size_hint().unwrap_or(0).max(8));
-        while let Some(key) = map.next_key_seed(KeySeed)? {
-            let value: &'de RawValue = map.next_value()?;
-            let key = match key {
-                Cow::Borrowed(k) => Key::At(self.place(k)),
-                Cow::Owned(k) => Key::Unescaped(k.into_boxed_str()),
-            };
-            if members.iter().any(|m| self.name(&m.key) == self.name(&key)) {
-                continue;
-            }
-            members.push(Member {
-                key,
-                value: self.place(value.get()),
-            });
-        }
-        Ok(Members(members))
-    }
-}
-
-/// A member name: borrowed from the text, or unescaped.
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
 }
 
 /// A view of one indexed object: its text and members.
