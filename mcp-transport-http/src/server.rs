@@ -38,6 +38,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use hyper_util::rt::TokioIo;
 use mcp_runtime::Runtime;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -296,8 +298,33 @@ async fn sleep_until_some(deadline: Option<Instant>) {
     }
 }
 
+/// What the watcher of a connection saw.
+enum Watched {
+    /// The connection was shed to admit a new one.
+    Evicted,
+    /// A graceful shutdown began.
+    Drain,
+    /// The check period (or the idle or closing deadline) came.
+    Tick,
+}
+
+/// Waits for what ends or checks a connection: its eviction, the server's drain (unless already
+/// draining), or `wake`.
+async fn watch(evict: CancellationToken, drain: CancellationToken, draining: bool, wake: Instant) -> Watched {
+    tokio::select! {
+        biased;
+        () = evict.cancelled() => Watched::Evicted,
+        () = drain.cancelled(), if !draining => Watched::Drain,
+        () = tokio::time::sleep_until(wake) => Watched::Tick,
+    }
+}
+
 /// Serves one connection (HTTP/1.1 or HTTP/2) until it ends, is shed, idles out, stalls, or a
 /// graceful shutdown (`drain`) closes it.
+///
+/// The connection's task wakes for every read and write; what watches it (two cancellations and
+/// a timer) sits in a `FuturesUnordered`, which polls it only when one of its own wakers fired,
+/// not at each of those wakes.
 async fn connection<I>(
     io: I,
     peer: SocketAddr,
@@ -316,6 +343,7 @@ async fn connection<I>(
     let every = (timing.stall / 2).max(MIN_TIMEOUT);
     let mut draining = false;
     let mut closing: Option<Instant> = None;
+    let mut watcher = FuturesUnordered::new();
     loop {
         let now = Instant::now();
         let mut wake = now + every;
@@ -325,22 +353,27 @@ async fn connection<I>(
         if let Some(hard) = closing {
             wake = wake.min(hard);
         }
-        tokio::select! {
+        watcher.push(watch(state.evict.clone(), drain.clone(), draining, wake));
+        let seen = tokio::select! {
+            biased;
             r = conn.as_mut() => {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 return;
             }
-            () = state.evict.cancelled() => {
+            Some(seen) = watcher.next() => seen,
+        };
+        match seen {
+            Watched::Evicted => {
                 tracing::debug!("idle connection closed to admit a new one");
                 return;
             }
-            () = drain.cancelled(), if !draining => {
+            Watched::Drain => {
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }
-            () = tokio::time::sleep_until(wake) => {
+            Watched::Tick => {
                 if state.reap(timing.stall) == Reaped::Close {
                     tracing::debug!("connection closed: its client took nothing of a response");
                     return;
