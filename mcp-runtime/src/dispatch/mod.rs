@@ -50,7 +50,6 @@ pub(crate) struct RequestEnv {
 
 /// Runs a routed request (anything but a legacy `initialize` and `subscriptions/listen`).
 pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route, env: RequestEnv) -> Reply {
-    let cancel = env.cancel.clone();
     let round = if route.era == Era::Modern && req.method.allows_input_required() {
         match parts
             .rounds
@@ -64,6 +63,9 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
     };
     let raw = req.params.take().unwrap_or_default();
     let ctx = ctx(parts, &req, &raw, route, env, round);
+    // Whether the request was cancelled is read from a handle on the context (shared, not a
+    // clone of its token) once the handler is done with it.
+    let cancel = ctx.clone();
     if let (Method::ToolsCall, Target::Tool(call)) = (&req.method, &route.target) {
         // The hot path reads its members from the text; the rest below read the whole object.
         let reply = tools::call(parts, ctx, &raw, call).await;
@@ -100,7 +102,7 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
             m
             @ (Method::TasksGet | Method::TasksResult | Method::TasksList | Method::TasksCancel | Method::TasksUpdate),
             _,
-        ) => parts.tasks.serve(&ctx, m, params).await,
+        ) => Box::pin(parts.tasks.serve(&ctx, m, params)).await,
         // `initialize` runs through `Runtime::initialize`, `subscriptions/listen` through
         // `Runtime::listen`; anything else is unknown.
         (other, _) => Err(RpcError::method_not_found(other.as_str())),

@@ -62,8 +62,9 @@ pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &To
         }
         TaskMode::TaskFirst => {
             let task = params.value("task").filter(|t| !t.is_null());
-            parts.tasks.task_first(ctx, tool, read(), task.as_ref()).await
+            // Boxed, as the escalation below: a task's start would size every inline call.
+            Box::pin(parts.tasks.task_first(ctx, tool, read(), task.as_ref())).await
         }
-        TaskMode::Escalate => parts.tasks.escalate(parts.rounds, ctx, tool, read(), params).await,
+        TaskMode::Escalate => Box::pin(parts.tasks.escalate(parts.rounds, ctx, tool, read(), params)).await,
     }
 }

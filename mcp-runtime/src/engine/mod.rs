@@ -246,7 +246,8 @@ impl Engine {
         let initialize = req.method == Method::Initialize;
         let session = match (self.resolve(peer).await, initialize) {
             (Resolved::Unavailable, _) => return refuse(Stage::Overload, &RpcError::store_unavailable()),
-            (Resolved::Absent, true) => return self.initialize(peer, req).await,
+            // Boxed: once per session, its state would size every legacy request's future.
+            (Resolved::Absent, true) => return Box::pin(self.initialize(peer, req)).await,
             (Resolved::Found(_), true) => return refuse(Stage::Session, &RpcError::already_initialized()),
             (Resolved::Unknown, _) => return refuse(Stage::Session, &RpcError::session_not_found()),
             (Resolved::Found(s), false) => Some(s),

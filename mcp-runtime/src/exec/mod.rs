@@ -86,11 +86,11 @@ pub(crate) async fn run_rounds<T>(
     ctx: Ctx,
     call: impl Fn(Ctx) -> BoxFuture<Result<T, HandlerError>>,
 ) -> Result<(Result<T, HandlerError>, Ctx), guard::Interrupted> {
-    let cancel = ctx.cancellation().clone();
+    // Every round's context carries the same token: it is read from the context, not cloned.
     let mut ctx = ctx;
     let mut round = 0;
     loop {
-        if cancel.is_cancelled() {
+        if ctx.is_cancelled() {
             // Cancelled between rounds: the next round never starts.
             return Err(guard::Interrupted::Cancelled);
         }
@@ -98,7 +98,7 @@ pub(crate) async fn run_rounds<T>(
             name,
             call(ctx.clone()),
             limits.handler_timeout,
-            &cancel,
+            ctx.cancellation(),
             limits.cancel_grace,
         )
         .await?;
@@ -112,7 +112,9 @@ pub(crate) async fn run_rounds<T>(
         }
         let mut responses = ctx.input_responses().cloned().unwrap_or_default();
         for (key, req) in ir.requests {
-            match ctx.fulfil(&req).await {
+            // Boxed: the legacy input rounds are rare, and their state would size every
+            // handler's run (the hot path included) for them.
+            match Box::pin(ctx.fulfil(&req)).await {
                 Ok(v) => {
                     responses.insert(key, v);
                 }

@@ -423,8 +423,13 @@ impl hyper::service::Service<http::Request<Incoming>> for Tracked {
         let busy = self.conn.busy();
         let conn = self.conn.clone();
         if req.uri().path() == self.endpoint.shared.config.path {
-            let fut = routes::endpoint(self.endpoint.shared.clone(), req.map(Body::new));
-            return Box::pin(async move { Ok(fut.await.map(|body| conn.track(body, busy))) });
+            // The endpoint's future is built inside the boxed one (not built here and moved in,
+            // which sized the box for both and copied each into it).
+            let shared = self.endpoint.shared.clone();
+            return Box::pin(async move {
+                let resp = routes::endpoint(shared, req.map(Body::new)).await;
+                Ok(resp.map(|body| conn.track(body, busy)))
+            });
         }
         let fut = self.endpoint.router.call(req);
         Box::pin(async move {
