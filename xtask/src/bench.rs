@@ -205,6 +205,8 @@ struct Bench {
     shared_bin: PathBuf,
     /// The release directory of the `--baseline` build, if any.
     baseline: Option<PathBuf>,
+    /// The `--baseline` build the S cells run as instances, if any.
+    baseline_shared: Option<PathBuf>,
     /// `ours` built with OpenTelemetry (the seam target `traced`), if that build succeeded.
     traced_bin: Option<PathBuf>,
     /// `taskset -c N` prefixes for the server and the generator (empty when not pinning).
@@ -238,9 +240,12 @@ pub(crate) fn run(opts: &Options) -> Result {
     if !opts.skip_build {
         build::workspace(&build_dir)?;
     }
-    let baseline = match &opts.baseline {
-        Some(rev) => Some(build::baseline(rev, opts.skip_build)?),
-        None => None,
+    let (baseline, baseline_shared) = match &opts.baseline {
+        Some(rev) => {
+            let b = build::baseline(rev, opts.skip_build)?;
+            (Some(b.release), Some(b.shared))
+        }
+        None => (None, None),
     };
     let mut failures = Vec::new();
     // The counting build, for the allocations per request of W1…W3.
@@ -273,6 +278,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         shared_bin: build_dir.join("shared/release/ours"),
         bin,
         baseline,
+        baseline_shared,
         traced_bin,
         server_pin,
         loadgen_pin,
@@ -743,9 +749,11 @@ impl Bench {
             "--redis-prefix".to_owned(),
             prefix.to_owned(),
         ];
-        // The baseline's own `ours` has its store built in; ours has it in its `shared` build.
-        let program = match target {
-            BASELINE => self.binary(target),
+        // Each has its shared store in a build of its own (a baseline from before that split,
+        // in its measured `ours`).
+        let program = match (target, &self.baseline_shared) {
+            (BASELINE, Some(shared)) => shared.clone(),
+            (BASELINE, None) => self.binary(target),
             _ => self.shared_bin.clone(),
         };
         Ok([

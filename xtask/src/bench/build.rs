@@ -70,9 +70,10 @@ fn ours_with(feature: &str, what: &str, build_dir: &Path, skip_build: bool) -> R
 }
 
 /// Checks commit `rev` out in a worktree under `target/bench-baseline/src` (anew when it names
-/// another commit) and builds its bench workspace into `target/bench-baseline/build`; returns
-/// the release directory. With `skip_build`, a binary already built for that commit is used.
-pub(super) fn baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
+/// another commit) and builds its bench workspace into `target/bench-baseline/build` (and its
+/// `ours` with the shared store into `build-shared`, where it has that feature); returns both.
+/// With `skip_build`, binaries already built for that commit are used.
+pub(super) fn baseline(rev: &str, skip_build: bool) -> Result<Baseline> {
     let git = |args: &[&str]| -> Result<String> {
         let out = Command::new("git")
             .current_dir(util::root())
@@ -94,8 +95,10 @@ pub(super) fn baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
     let build = dir.join("build");
     let release = build.join("release");
     let checked_out = std::fs::read_to_string(dir.join("commit")).unwrap_or_default();
+    let shared = dir.join("build-shared/release/ours");
     if skip_build && checked_out.trim() == commit && release.join("ours").is_file() {
-        return Ok(release);
+        let shared = if shared.is_file() { shared } else { release.join("ours") };
+        return Ok(Baseline { release, shared });
     }
     util::banner(&format!("baseline: ours at {rev} ({commit})"));
     if src.exists() {
@@ -110,6 +113,27 @@ pub(super) fn baseline(rev: &str, skip_build: bool) -> Result<PathBuf> {
         .env("CARGO_TARGET_DIR", &build)
         .args(["build", "--release", "-p", "ours"]);
     util::run(&mut cmd)?;
+    // Since the shared store became a feature of `ours`, the S cells' instances are a build of
+    // their own; before, the measured `ours` had the store built in.
+    let manifest = std::fs::read_to_string(src.join("bench/ours/Cargo.toml")).unwrap_or_default();
+    let shared = if manifest.lines().any(|l| l.trim_start().starts_with("shared =")) {
+        let mut cmd = cargo();
+        cmd.current_dir(src.join("bench"))
+            .env("CARGO_TARGET_DIR", dir.join("build-shared"))
+            .args(["build", "--release", "-p", "ours", "--features", "shared"]);
+        util::run(&mut cmd)?;
+        shared
+    } else {
+        release.join("ours")
+    };
     std::fs::write(dir.join("commit"), &commit).map_err(|e| format!("cannot write the baseline's commit: {e}"))?;
-    Ok(release)
+    Ok(Baseline { release, shared })
+}
+
+/// The builds of the `--baseline` commit.
+pub(super) struct Baseline {
+    /// The release directory of its `ours` as measured.
+    pub(super) release: PathBuf,
+    /// The `ours` its S cells run as instances (with its shared store).
+    pub(super) shared: PathBuf,
 }
