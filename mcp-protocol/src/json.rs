@@ -23,29 +23,63 @@ pub(crate) fn deeper_than(text: &str, limit: usize) -> bool {
 
 /// The deepest nesting of arrays and objects in `text` (valid JSON): `{}` is 1.
 fn nesting(text: &str) -> usize {
+    let b = text.as_bytes();
+    match b.iter().position(|c| !c.is_ascii_whitespace()) {
+        Some(at) if matches!(b[at], b'{' | b'[') => container(b, at).1,
+        _ => 0,
+    }
+}
+
+/// The string whose opening quote is at `at` in `b` (valid JSON): where it ends (just past its
+/// closing quote, `None` when it does not close) and whether it has escapes. Strings are
+/// skipped with `memchr`.
+pub(crate) fn string_end(b: &[u8], at: usize) -> (Option<usize>, bool) {
+    let mut i = at + 1;
+    let mut escaped = false;
+    while let Some(found) = b.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+        i += found + 1;
+        if b[i - 1] == b'"' {
+            return (Some(i), escaped);
+        }
+        // A backslash: the character it escapes is skipped.
+        escaped = true;
+        i += 1;
+    }
+    (None, escaped)
+}
+
+/// The array or object whose opening bracket is at `at` in `b` (valid JSON): where it ends (just
+/// past its closing bracket, `None` when it does not close) and the deepest nesting in it (itself
+/// counts 1). Brackets are counted between strings; each string is skipped whole.
+pub(crate) fn container(b: &[u8], at: usize) -> (Option<usize>, usize) {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
+    let mut i = at;
+    loop {
+        let quote = memchr::memchr(b'"', &b[i..]).map_or(b.len(), |q| i + q);
+        while i < quote {
+            match b[i] {
+                b'{' | b'[' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return (Some(i + 1), deepest);
+                    }
+                }
                 _ => {}
             }
-            continue;
+            i += 1;
         }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
+        if quote == b.len() {
+            return (None, deepest);
+        }
+        match string_end(b, quote) {
+            (Some(end), _) => i = end,
+            (None, _) => return (None, deepest),
         }
     }
-    deepest
 }
 
 /// Parses text the decoder already checked (valid JSON within its depth limit): `null` for

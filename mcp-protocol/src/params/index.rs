@@ -7,13 +7,16 @@
 //! time through its visitor machinery, and a request's params are indexed twice (the object,
 //! then its `_meta`). Here a walk over the bytes only finds boundaries: a key's quotes, the
 //! colon, where a value ends (a string's closing quote, the bracket that closes a container,
-//! the delimiter after a scalar). A key with escapes is unescaped with `serde_json`. Text that
+//! the delimiter after a scalar): `json::string_end` and `json::container`, the walkers the
+//! decoder's depth check uses too. A key with escapes is unescaped with `serde_json`. Text that
 //! is not a JSON object (which no caller hands over) is an error, never a panic.
 //!
 //! The first occurrence of a duplicated key wins, as in the decoder.
 
 use std::collections::HashSet;
 use std::ops::Range;
+
+use crate::json;
 
 /// Where the members of one JSON object lie in a text (first occurrence of each key).
 #[derive(Debug, Default)]
@@ -143,18 +146,12 @@ impl Walk<'_> {
     /// The string starting here, quotes included, and whether it has escapes.
     fn string(&mut self) -> Result<(Range<usize>, bool), NotAnObject> {
         let start = self.i;
-        self.expect(b'"')?;
-        let mut escaped = false;
-        loop {
-            let at = memchr::memchr2(b'"', b'\\', &self.b[self.i..self.end]).ok_or(NotAnObject)?;
-            self.i += at + 1;
-            if self.b[self.i - 1] == b'"' {
-                return Ok((start..self.i, escaped));
-            }
-            // A backslash: the character it escapes is skipped.
-            escaped = true;
-            self.next()?;
+        if self.peek() != Some(b'"') {
+            return Err(NotAnObject);
         }
+        let (end, escaped) = json::string_end(&self.b[..self.end], start);
+        self.i = end.ok_or(NotAnObject)?;
+        Ok((start..self.i, escaped))
     }
 
     /// The value starting here.
@@ -165,27 +162,7 @@ impl Walk<'_> {
                 self.string()?;
             }
             b'{' | b'[' => {
-                // Brackets are counted between strings; each string is skipped whole.
-                let mut depth = 0usize;
-                loop {
-                    let rest = &self.b[self.i..self.end];
-                    let quote = memchr::memchr(b'"', rest).map_or(self.end, |q| self.i + q);
-                    while self.i < quote {
-                        match self.b[self.i] {
-                            b'{' | b'[' => depth += 1,
-                            b'}' | b']' => {
-                                depth = depth.checked_sub(1).ok_or(NotAnObject)?;
-                                if depth == 0 {
-                                    self.i += 1;
-                                    return Ok(start..self.i);
-                                }
-                            }
-                            _ => {}
-                        }
-                        self.i += 1;
-                    }
-                    self.string()?;
-                }
+                self.i = json::container(&self.b[..self.end], start).0.ok_or(NotAnObject)?;
             }
             _ => {
                 // A number, `true`, `false` or `null`: up to the next delimiter.

@@ -65,11 +65,11 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
     let ctx = ctx(parts, &req, &raw, route, env, round);
     // Whether the request was cancelled is read from a handle on the context (shared, not a
     // clone of its token) once the handler is done with it.
-    let cancel = ctx.clone();
+    let handle = ctx.clone();
     if let (Method::ToolsCall, Target::Tool(call)) = (&req.method, &route.target) {
         // The hot path reads its members from the text; the rest below read the whole object.
         let reply = tools::call(parts, ctx, &raw, call).await;
-        if cancel.is_cancelled() {
+        if handle.is_cancelled() {
             return Reply::Cancelled;
         }
         return finish::finish(parts, &req.method, &raw, route.era, reply);
@@ -91,7 +91,7 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         (Method::Complete, _) => catalog::complete(parts, ctx, params).await,
         (_, Target::Custom(entry)) => {
             let outcome = custom::call(parts, ctx, params, entry).await;
-            if cancel.is_cancelled() {
+            if handle.is_cancelled() {
                 return Reply::Cancelled;
             }
             let reply = outcome.map_or_else(Reply::Error, Reply::Result);
@@ -107,7 +107,7 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
         // `Runtime::listen`; anything else is unknown.
         (other, _) => Err(RpcError::method_not_found(other.as_str())),
     };
-    if cancel.is_cancelled() {
+    if handle.is_cancelled() {
         return Reply::Cancelled;
     }
     let reply = match outcome {
