@@ -166,19 +166,25 @@ fn id_text(id: &RequestId) -> opentelemetry::Value {
 }
 
 /// A client address as its attribute's text (`Display`'s), an IPv4 one written without the
-/// formatting machinery.
+/// formatting machinery, into a string of its exact length (the attribute keeps it as a boxed
+/// `str`: a longer buffer would be reallocated to fit).
 fn ip_text(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => {
-            let mut text = String::with_capacity(15);
+            let mut text = [0u8; 15];
+            let mut len = 0;
             let mut digits = itoa::Buffer::new();
             for (i, octet) in v4.octets().into_iter().enumerate() {
                 if i > 0 {
-                    text.push('.');
+                    text[len] = b'.';
+                    len += 1;
                 }
-                text.push_str(digits.format(octet));
+                let d = digits.format(octet).as_bytes();
+                text[len..len + d.len()].copy_from_slice(d);
+                len += d.len();
             }
-            text
+            // Digits and dots only.
+            String::from_utf8_lossy(&text[..len]).into_owned()
         }
         IpAddr::V6(v6) => v6.to_string(),
     }
