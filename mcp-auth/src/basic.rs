@@ -534,7 +534,11 @@ mod tests {
                 .user(user())
                 .build()
                 .unwrap_err(),
-            AuthSetupError::InvalidIterations(10)
+            AuthSetupError::InvalidIterations {
+                iterations: 10,
+                min: MIN_PBKDF2_ITERATIONS,
+                max: crate::MAX_PBKDF2_ITERATIONS
+            }
         );
         let p = b().realm("private").user(user()).build().unwrap();
         assert_eq!(p.challenge, Challenge::unauthorized(r#"Basic realm="private""#));

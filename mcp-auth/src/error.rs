@@ -122,9 +122,17 @@ pub enum AuthSetupError {
         /// The repeated name.
         user: String,
     },
-    /// A PBKDF2 iteration count is outside the accepted range.
-    #[error("PBKDF2 iterations {0} outside {min}..={max}", min = crate::MIN_PBKDF2_ITERATIONS, max = crate::MAX_PBKDF2_ITERATIONS)]
-    InvalidIterations(u32),
+    /// A PBKDF2 iteration count is outside the accepted range
+    /// (`MIN_PBKDF2_ITERATIONS..=MAX_PBKDF2_ITERATIONS`).
+    #[error("PBKDF2 iterations {iterations} outside {min}..={max}")]
+    InvalidIterations {
+        /// The count given.
+        iterations: u32,
+        /// The fewest accepted.
+        min: u32,
+        /// The most accepted.
+        max: u32,
+    },
     /// A realm is empty or holds characters a challenge cannot carry (`"`, `\`, controls).
     #[error("invalid realm {realm:?}")]
     InvalidRealm {

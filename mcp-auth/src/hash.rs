@@ -75,7 +75,11 @@ pub fn hash_password(password: &str) -> String {
 /// generator fails.
 pub fn hash_password_with(password: &str, iterations: u32) -> Result<String, AuthSetupError> {
     if !(MIN_PBKDF2_ITERATIONS..=MAX_PBKDF2_ITERATIONS).contains(&iterations) {
-        return Err(AuthSetupError::InvalidIterations(iterations));
+        return Err(AuthSetupError::InvalidIterations {
+            iterations,
+            min: MIN_PBKDF2_ITERATIONS,
+            max: MAX_PBKDF2_ITERATIONS,
+        });
     }
     let mut salt = vec![0u8; SALT_LEN];
     getrandom::fill(&mut salt).map_err(|_| AuthSetupError::Random)?;
@@ -225,7 +229,11 @@ mod tests {
     fn iteration_bounds() {
         assert_eq!(
             hash_password_with("pw", 999),
-            Err(AuthSetupError::InvalidIterations(999))
+            Err(AuthSetupError::InvalidIterations {
+                iterations: 999,
+                min: MIN_PBKDF2_ITERATIONS,
+                max: MAX_PBKDF2_ITERATIONS
+            })
         );
         assert!(hash_password_with("pw", MAX_PBKDF2_ITERATIONS + 1).is_err());
         let too_cheap = format!(

@@ -17,7 +17,8 @@
 //!   `_meta["ui/resourceUri"]` ([`LEGACY_RESOURCE_URI_KEY`]) is written too, as the official
 //!   server helpers do.
 //! - **Declaration**: a server with an app resource or tool declares [`EXTENSION_ID`] in both
-//!   eras with the settings of [`declaration`] (`{"mimeTypes": ["text/html;profile=mcp-app"]}`).
+//!   eras with the settings of [`declaration`] (`{"mimeTypes": ["text/html;profile=mcp-app"]}`),
+//!   which the runtime hands to `model::server_capabilities` among the declared extensions.
 //!
 //! The checks ([`check_resource`], [`check_tool_meta`]) are made when a resource or tool is
 //! registered, so that a server never lists a UI resource a host would refuse.
@@ -29,7 +30,7 @@ use crate::extension::Declared;
 use crate::model::ClientCapabilities;
 
 /// The extension identifier.
-pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
+pub use crate::extension::APPS_EXTENSION as EXTENSION_ID;
 
 /// The MIME type of an HTML app (the only one the specification defines).
 pub const MIME_TYPE: &str = "text/html;profile=mcp-app";

@@ -34,11 +34,16 @@ pub const OFFICIAL: &[&str] = &[
     "io.modelcontextprotocol/enterprise-managed-authorization",
 ];
 
+/// The identifier of MCP Apps (`io.modelcontextprotocol/ui`): here, with the table of built-in
+/// extensions that names it, rather than in [`crate::apps`], which builds on this module
+/// (`apps::EXTENSION_ID` is this constant).
+pub const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
 /// The extensions of the specification the runtime declares itself, from what the server
 /// registers: `io.modelcontextprotocol/tasks` from the tools that support tasks (2026-07-28),
 /// `io.modelcontextprotocol/ui` (MCP Apps, both eras) from the `ui://` resources and the tools
 /// linked to them ([`crate::apps`]).
-pub const BUILTIN: &[&str] = &[TASKS_EXTENSION, crate::apps::EXTENSION_ID];
+pub const BUILTIN: &[&str] = &[TASKS_EXTENSION, APPS_EXTENSION];
 
 /// Why an extension identifier, its settings or a custom method name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

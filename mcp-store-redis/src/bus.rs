@@ -19,7 +19,7 @@ use futures::StreamExt;
 use mcp_runtime::StoreError;
 use mcp_runtime::store::{Bus, BusEvent, Fanout};
 use redis::aio::PubSub;
-use redis::{Client, RedisError, Value};
+use redis::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{MissedTickBehavior, sleep, timeout};
 
@@ -32,8 +32,6 @@ const BATCH: usize = 256;
 const PUBLISH_RETRIES: u32 = 3;
 /// The first wait before a retry of a batch (doubled each time).
 const PUBLISH_BACKOFF: Duration = Duration::from_millis(50);
-/// How long connecting and subscribing may take.
-pub(crate) const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often the subscriber connection is pinged, and how long the answer may take.
 const PING_EVERY: Duration = Duration::from_secs(5);
 const PING_TIMEOUT: Duration = Duration::from_secs(3);
@@ -47,22 +45,6 @@ pub(crate) struct RedisBus {
     subscribers: Arc<Fanout>,
     /// Dropped with the bus: the listener task then ends.
     _stop: oneshot::Sender<()>,
-}
-
-/// Connects a subscriber connection to one node and subscribes it to the channel.
-pub(crate) async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
-    let attempt = async {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(channel).await?;
-        Ok(pubsub)
-    };
-    match timeout(SUBSCRIBE_TIMEOUT, attempt).await {
-        Ok(r) => r,
-        Err(_) => Err(RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "subscribing to the bus channel timed out",
-        ))),
-    }
 }
 
 impl RedisBus {

@@ -5,14 +5,17 @@
 //! (`CLUSTER NODES`, asked at connect and before each reconnection), so a single seed node is
 //! enough.
 
+use std::time::Duration;
+
 use redis::aio::PubSub;
 use redis::{Client, RedisError, Value};
 use tokio::time::timeout;
 
 use crate::RedisOptions;
-use crate::bus::{SUBSCRIBE_TIMEOUT, subscribe};
 use crate::conn::Commands;
 
+/// How long connecting and subscribing may take.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The candidate nodes, in the order they are tried.
 pub(crate) struct Nodes {
     /// Each node's `host:port` and its client.
@@ -157,6 +160,22 @@ pub(crate) fn base(url: &str) -> String {
     let authority = rest.split('/').next().unwrap_or_default();
     let credentials = authority.rfind('@').map_or("", |at| &authority[..=at]);
     format!("{scheme}://{credentials}")
+}
+
+/// Connects a subscriber connection to one node and subscribes it to the channel.
+async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
+    let attempt = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        Ok(pubsub)
+    };
+    match timeout(SUBSCRIBE_TIMEOUT, attempt).await {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "subscribing to the bus channel timed out",
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::TokenError;
+use super::verifier::TokenError;
 
 /// Which audiences are accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgo
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
-use super::TokenError;
+use super::verifier::TokenError;
 use crate::AuthSetupError;
 
 /// The shortest HS256 secret accepted (RFC 7518 §3.2: at least the hash size).

@@ -225,3 +225,21 @@ fn declaration_and_client_support() {
     )));
     assert!(!client_supports(&caps(json!({}))));
 }
+
+/// Declared among the server's extensions, in both eras (beside the tasks extension in the
+/// modern one).
+#[test]
+fn declared_in_the_capabilities_of_both_eras() {
+    use crate::model::{ServerFeatures, server_capabilities};
+    use crate::revision::Revision;
+    let mut f = ServerFeatures::default();
+    f.tasks = true;
+    let ui = json!({"mimeTypes": [MIME_TYPE]});
+    let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[declaration()]);
+    assert_eq!(
+        v["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}, EXTENSION_ID: ui})
+    );
+    let v = server_capabilities(&f, Some(Revision::V2025_06_18), &[declaration()]);
+    assert_eq!(v["extensions"], json!({EXTENSION_ID: ui}));
+}

@@ -87,14 +87,12 @@ pub struct ServerFeatures {
     pub list_changed: bool,
     /// Tasks are offered (core tasks in 2025-11-25, the extension in 2026-07-28).
     pub tasks: bool,
-    /// MCP Apps are offered (a `ui://` resource or a tool linked to one): the
-    /// `io.modelcontextprotocol/ui` extension is declared in both eras.
-    pub apps: bool,
 }
 
 /// Renders the server capabilities for a revision (`None`: a legacy client
 /// before negotiation), with the extensions the server declares (those of the modern era only
-/// stay out of a legacy result).
+/// stay out of a legacy result): the tasks extension from `f`, the others as given, among them
+/// MCP Apps' ([`crate::apps::declaration`]) when the server offers apps.
 pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>, extensions: &[Declared]) -> Value {
     let era = revision.map_or(Era::Legacy, Revision::era);
     let mut caps = Map::new();
@@ -146,9 +144,6 @@ pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>, exten
             Era::Legacy => {}
         }
     }
-    if f.apps {
-        declare(&mut caps, &[crate::apps::declaration()], revision);
-    }
     declare(&mut caps, extensions, revision);
     Value::Object(caps)
 }
@@ -186,7 +181,6 @@ mod tests {
             resource_subscriptions: true,
             list_changed: true,
             tasks: true,
-            apps: true,
         };
         let v = server_capabilities(&f, Some(Revision::V2025_11_25), &[]);
         assert_eq!(v["tasks"]["requests"]["tools"]["call"], json!({}));
@@ -198,13 +192,9 @@ mod tests {
         assert!(v.get("completions").is_none());
         let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[]);
         assert!(v.get("tasks").is_none());
-        let ui = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
-        assert_eq!(
-            v["extensions"],
-            json!({"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/ui": ui})
-        );
+        assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
         let v = server_capabilities(&f, Some(Revision::V2025_06_18), &[]);
-        assert_eq!(v["extensions"], json!({"io.modelcontextprotocol/ui": ui}));
+        assert!(v.get("extensions").is_none());
         let v = server_capabilities(&ServerFeatures::default(), None, &[]);
         assert_eq!(v, json!({}));
     }

@@ -30,7 +30,13 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
         .tools()
         .iter()
         .any(|t| t.def.task_support != TaskSupport::Forbidden);
-    f.apps = catalog.tools().iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
+    f
+}
+
+/// Whether the server offers MCP Apps: a `ui://` resource (or template), or a tool linked to
+/// one.
+fn offers_apps(catalog: &Catalog) -> bool {
+    catalog.tools().iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
         || catalog
             .resources()
             .iter()
@@ -38,13 +44,22 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
         || catalog
             .templates()
             .iter()
-            .any(|t| apps::is_app_resource(&t.def.uri_template, t.def.mime_type.as_deref()));
-    f
+            .any(|t| apps::is_app_resource(&t.def.uri_template, t.def.mime_type.as_deref()))
 }
 
-/// The server capabilities for a revision.
+/// The server capabilities for a revision: MCP Apps declared (both eras) before the extensions
+/// the server declared by hand.
 pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
-    server_capabilities(&features(config, catalog), revision, config.extensions.declared())
+    let features = features(config, catalog);
+    let declared = config.extensions.declared();
+    if offers_apps(catalog) {
+        let all: Vec<_> = std::iter::once(apps::declaration())
+            .chain(declared.iter().cloned())
+            .collect();
+        server_capabilities(&features, revision, &all)
+    } else {
+        server_capabilities(&features, revision, declared)
+    }
 }
 
 /// Answers a legacy `initialize`: validates the params, negotiates the version (echoed when
