@@ -232,8 +232,10 @@ fn declaration_and_client_support() {
 fn declared_in_the_capabilities_of_both_eras() {
     use crate::model::{ServerFeatures, server_capabilities};
     use crate::revision::Revision;
-    let mut f = ServerFeatures::default();
-    f.tasks = true;
+    let f = ServerFeatures {
+        tasks: true,
+        ..ServerFeatures::default()
+    };
     let ui = json!({"mimeTypes": [MIME_TYPE]});
     let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[declaration()]);
     assert_eq!(
