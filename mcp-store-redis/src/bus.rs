@@ -18,8 +18,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use mcp_runtime::StoreError;
 use mcp_runtime::store::{Bus, BusEvent, Fanout};
-use redis::aio::PubSub;
 use redis::Value;
+use redis::aio::PubSub;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{MissedTickBehavior, sleep, timeout};
 

@@ -3,8 +3,10 @@
 //! names, kind, attributes, status and parent, as the OpenTelemetry SDK's in-memory exporter
 //! receives them; and what only this way gives, the handler running in its span's context.
 //!
-//! A binary of its own: the duration histograms are described to the recorder when their
-//! series is first built in the process, so the two ways cannot share one.
+//! A binary of its own: a histogram is described to a recorder with its first series, or when
+//! the recorder is at another address than the last one told; each case's recorder lives on its
+//! test thread's stack, which a later test's thread may reuse, and the two ways' cases record
+//! the same series.
 
 #[allow(dead_code)]
 #[path = "telemetry/cases.rs"]

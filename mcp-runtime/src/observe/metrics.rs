@@ -2,6 +2,7 @@
 //! [`metrics`](https://docs.rs/metrics) facade: [`OPERATION_DURATION`] per request and
 //! [`SESSION_DURATION`] per legacy session (see the [module docs](super#metrics)).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, PoisonError, RwLock};
 
 use mcp_protocol::Revision;
@@ -132,26 +133,49 @@ fn operation_key(op: Operation, target: &str) -> metrics::Key {
         None => {}
     }
     common(&mut labels, op.revision, op.network);
-    describe(
-        OPERATION_DURATION,
-        "Duration of MCP requests as observed on the server.",
-    );
     metrics::Key::from_parts(OPERATION_DURATION, labels)
 }
 
-/// Tells the recorder a histogram's unit and description (when its first key is built).
-fn describe(name: &'static str, description: &'static str) {
-    metrics::with_recorder(|r| {
-        r.describe_histogram(
-            metrics::KeyName::from_const_str(name),
-            Some(metrics::Unit::Seconds),
-            description.into(),
-        );
-    });
+/// One of the two histograms: its name, its description, and the recorder it was last
+/// described to.
+struct Histogram {
+    name: &'static str,
+    description: &'static str,
+    /// The address of the recorder last told the unit and description (0: none yet).
+    described_to: AtomicUsize,
 }
 
-fn record(key: &metrics::Key, seconds: f64) {
-    metrics::with_recorder(|r| r.register_histogram(key, &METADATA).record(seconds));
+static OPERATIONS: Histogram = Histogram {
+    name: OPERATION_DURATION,
+    description: "Duration of MCP requests as observed on the server.",
+    described_to: AtomicUsize::new(0),
+};
+
+static SESSIONS: Histogram = Histogram {
+    name: SESSION_DURATION,
+    description: "Duration of legacy MCP sessions as observed on the server.",
+    described_to: AtomicUsize::new(0),
+};
+
+impl Histogram {
+    /// Records a sample under `key` with the recorder in effect. The recorder is told the unit
+    /// and description first when the key is `new` (its first series) or when it is not the
+    /// recorder they were last told to: a recorder installed after the first requests, or a
+    /// thread's local one, learns them with its first sample.
+    fn record(&self, key: &metrics::Key, new: bool, seconds: f64) {
+        metrics::with_recorder(|r| {
+            let at = std::ptr::from_ref(r).cast::<()>() as usize;
+            if new || self.described_to.load(Ordering::Relaxed) != at {
+                r.describe_histogram(
+                    metrics::KeyName::from_const_str(self.name),
+                    Some(metrics::Unit::Seconds),
+                    self.description.into(),
+                );
+                self.described_to.store(at, Ordering::Relaxed);
+            }
+            r.register_histogram(key, &METADATA).record(seconds);
+        });
+    }
 }
 
 /// Records a request's duration under its labels (`target`: the registered tool or prompt it
@@ -160,18 +184,22 @@ pub(super) fn operation(op: Operation, target: &str, seconds: f64) {
     {
         let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(key) = keys.operations.get(&op).and_then(|m| m.get(target)) {
-            record(key, seconds);
+            OPERATIONS.record(key, false, seconds);
             return;
         }
     }
     let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    let mut new = false;
     let key = keys
         .operations
         .entry(op)
         .or_default()
         .entry(Box::from(target))
-        .or_insert_with(|| operation_key(op, target));
-    record(key, seconds);
+        .or_insert_with(|| {
+            new = true;
+            operation_key(op, target)
+        });
+    OPERATIONS.record(key, new, seconds);
 }
 
 /// Records the duration of a legacy session that ended.
@@ -179,19 +207,83 @@ pub(crate) fn session(revision: Option<Revision>, network: Option<Network>, seco
     {
         let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(key) = keys.sessions.get(&(revision, network)) {
-            record(key, seconds);
+            SESSIONS.record(key, false, seconds);
             return;
         }
     }
     let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    let mut new = false;
     let key = keys.sessions.entry((revision, network)).or_insert_with(|| {
+        new = true;
         let mut labels = Vec::new();
         common(&mut labels, revision, network);
-        describe(
-            SESSION_DURATION,
-            "Duration of legacy MCP sessions as observed on the server.",
-        );
         metrics::Key::from_parts(SESSION_DURATION, labels)
     });
-    record(key, seconds);
+    SESSIONS.record(key, new, seconds);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A recorder that keeps what it was told of histograms: their names and units.
+    #[derive(Default)]
+    struct Told(Mutex<Vec<(String, Option<metrics::Unit>)>>);
+
+    impl metrics::Recorder for Told {
+        fn describe_counter(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
+        fn describe_gauge(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
+        fn describe_histogram(&self, key: metrics::KeyName, unit: Option<metrics::Unit>, _: metrics::SharedString) {
+            self.0.lock().unwrap().push((key.as_str().to_owned(), unit));
+        }
+        fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+            metrics::Counter::noop()
+        }
+        fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+            metrics::Gauge::noop()
+        }
+        fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Histogram {
+            metrics::Histogram::noop()
+        }
+    }
+
+    impl Told {
+        fn told(&self) -> Vec<(String, Option<metrics::Unit>)> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// A recorder that comes after the first samples (the key already built under another)
+    /// learns the unit with its first sample. (Other tests of this binary may record meanwhile,
+    /// on other threads, with other recorders: a recorder may then be told more than once.)
+    #[test]
+    fn each_recorder_learns_the_unit_with_its_first_sample() {
+        let op = Operation {
+            method: "tools/call",
+            failure: None,
+            revision: None,
+            network: None,
+            target: Some(TargetKind::Tool),
+        };
+        let (first, later) = (Told::default(), Told::default());
+        let only = |told: Vec<(String, Option<metrics::Unit>)>, name: &str| {
+            !told.is_empty()
+                && told
+                    .iter()
+                    .all(|(n, unit)| n == name && *unit == Some(metrics::Unit::Seconds))
+        };
+        metrics::with_local_recorder(&first, || operation(op, "described-once", 0.1));
+        metrics::with_local_recorder(&later, || operation(op, "described-once", 0.1));
+        assert!(only(first.told(), OPERATION_DURATION), "{:?}", first.told());
+        assert!(only(later.told(), OPERATION_DURATION), "{:?}", later.told());
+        let before = later.told().len();
+        metrics::with_local_recorder(&later, || session(None, None, 3.0));
+        assert!(
+            only(later.told()[before..].to_vec(), SESSION_DURATION),
+            "{:?}",
+            later.told()
+        );
+    }
 }

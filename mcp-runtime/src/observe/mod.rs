@@ -104,8 +104,9 @@
 //!
 //! # Metrics
 //!
-//! Two histograms, in seconds (the facade is told their unit, [`Unit::Seconds`](::metrics::Unit::Seconds), and
-//! a description when their first series is recorded):
+//! Two histograms, in seconds (the recorder is told their unit,
+//! [`Unit::Seconds`](::metrics::Unit::Seconds), and a description with the first sample it
+//! receives, so that a recorder installed after the first requests learns them too):
 //!
 //! | metric | recorded | labels |
 //! | --- | --- | --- |
