@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_protocol::{Era, Revision};
+use mcp_protocol::task_mode::TaskSupport;
+use mcp_protocol::{Era, Revision, apps};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -27,6 +28,11 @@ pub struct Catalog {
     pages: Arc<PageCache>,
     /// Whether some tool, resource, template or prompt needs scopes.
     scoped: bool,
+    /// Whether some tool may run as a task (its `taskSupport` is not `forbidden`).
+    tasks: bool,
+    /// Whether the catalog holds an MCP App: a `ui://` resource or template, or a tool linked
+    /// to one.
+    apps: bool,
 }
 
 /// Identifies one finalized page of a catalog list.
@@ -158,6 +164,27 @@ impl Catalog {
             || self.resources.iter().any(|r| !r.scopes.is_empty())
             || self.templates.iter().any(|t| !t.scopes.is_empty())
             || self.prompts.iter().any(|p| !p.scopes.is_empty());
+        self.tasks = self.tools.iter().any(|t| t.def.task_support != TaskSupport::Forbidden);
+        self.apps = self.tools.iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
+            || self
+                .resources
+                .iter()
+                .any(|r| apps::is_app_resource(&r.def.uri, r.def.mime_type.as_deref()))
+            || self
+                .templates
+                .iter()
+                .any(|t| apps::is_app_resource(&t.def.uri_template, t.def.mime_type.as_deref()));
+    }
+
+    /// Whether some tool may run as a task: the server then declares the tasks capability.
+    pub fn offers_tasks(&self) -> bool {
+        self.tasks
+    }
+
+    /// Whether the catalog holds an MCP App (a `ui://` resource or template, or a tool linked to
+    /// one): the server then declares the MCP Apps extension.
+    pub fn offers_apps(&self) -> bool {
+        self.apps
     }
 
     /// Whether some tool, resource, template or prompt needs scopes.

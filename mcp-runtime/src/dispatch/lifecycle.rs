@@ -7,7 +7,6 @@ use std::sync::Arc;
 use mcp_protocol::apps;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel, ServerFeatures, server_capabilities};
-use mcp_protocol::task_mode::TaskSupport;
 use mcp_protocol::{Era, Params, Request, Revision, RpcError};
 use serde_json::{Map, Value, json};
 
@@ -26,25 +25,8 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
     f.logging = config.logging;
     f.resource_subscriptions = true;
     f.list_changed = true;
-    f.tasks = catalog
-        .tools()
-        .iter()
-        .any(|t| t.def.task_support != TaskSupport::Forbidden);
+    f.tasks = catalog.offers_tasks();
     f
-}
-
-/// Whether the server offers MCP Apps: a `ui://` resource (or template), or a tool linked to
-/// one.
-fn offers_apps(catalog: &Catalog) -> bool {
-    catalog.tools().iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
-        || catalog
-            .resources()
-            .iter()
-            .any(|r| apps::is_app_resource(&r.def.uri, r.def.mime_type.as_deref()))
-        || catalog
-            .templates()
-            .iter()
-            .any(|t| apps::is_app_resource(&t.def.uri_template, t.def.mime_type.as_deref()))
 }
 
 /// The server capabilities for a revision: MCP Apps declared (both eras) before the extensions
@@ -52,7 +34,7 @@ fn offers_apps(catalog: &Catalog) -> bool {
 pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
     let features = features(config, catalog);
     let declared = config.extensions.declared();
-    if offers_apps(catalog) {
+    if catalog.offers_apps() {
         let all: Vec<_> = std::iter::once(apps::declaration())
             .chain(declared.iter().cloned())
             .collect();
