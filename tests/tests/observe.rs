@@ -431,3 +431,92 @@ fn the_trace_context_hook_gets_the_request_span_and_the_callers_context() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn a_notification_gets_a_span_and_a_duration_without_an_id() {
+    let (captured, snapshotter) = observed(|| async {
+        let mut c = StdioPipe::start(server());
+        let init = json!({
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
+        });
+        c.call(1, "initialize", init).await;
+        let meta = json!({"traceparent": traceparent()});
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"_meta": meta}}))
+            .await;
+        // A request after it: the notification was routed (in order) before this is answered.
+        c.call(2, "ping", json!({})).await;
+        c.finish().await;
+    });
+    let session = field(&captured.request("1"), "mcp.session.id")
+        .expect("initialize names its session")
+        .to_owned();
+    let notes: Vec<_> = captured
+        .requests()
+        .into_iter()
+        .filter(|s| field(s, "mcp.method.name") == Some("notifications/initialized"))
+        .collect();
+    assert_eq!(notes.len(), 1, "one span for the notification: {notes:#?}");
+    let note = &notes[0];
+    assert_eq!(field(note, "otel.name"), Some("notifications/initialized"));
+    assert_eq!(field(note, "otel.kind"), Some("server"));
+    assert_eq!(field(note, "jsonrpc.request.id"), None, "a notification has no id");
+    assert_eq!(field(note, "mcp.session.id"), Some(session.as_str()));
+    assert_eq!(field(note, "mcp.protocol.version"), Some(LEGACY));
+    assert_eq!(field(note, "network.transport"), Some("pipe"));
+    assert_eq!(
+        field(note, "trace_id"),
+        Some(TRACE_ID),
+        "a notification continues its trace too"
+    );
+    assert_eq!(field(note, "error.type"), None);
+
+    let timed = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find_map(|(key, _, _, value)| {
+            let key = key.key();
+            let method = key
+                .labels()
+                .find(|l| l.key() == "mcp.method.name")
+                .map(|l| l.value().to_owned());
+            (key.name() == OPERATION_DURATION && method.as_deref() == Some("notifications/initialized"))
+                .then_some(value)
+        });
+    assert!(
+        matches!(&timed, Some(DebugValue::Histogram(samples)) if samples.len() == 1),
+        "{timed:?}"
+    );
+}
+
+#[test]
+fn a_notification_refused_over_http_records_why() {
+    let (captured, _) = observed(|| async {
+        let s = support::Server::default_config().await;
+        let refused = s
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .header("mcp-protocol-version", LEGACY)
+            .header("mcp-session-id", "no-such-session")
+            .send()
+            .await;
+        assert_eq!(refused.status, http::StatusCode::NOT_FOUND);
+        s.shutdown().await.unwrap();
+    });
+    let notes: Vec<_> = captured
+        .requests()
+        .into_iter()
+        .filter(|s| field(s, "mcp.method.name") == Some("notifications/initialized"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let code = mcp_protocol::codes::SESSION_NOT_FOUND.to_string();
+    assert_eq!(field(&notes[0], "error.type"), Some(code.as_str()));
+    assert_eq!(field(&notes[0], "rpc.response.status_code"), Some(code.as_str()));
+    assert_eq!(field(&notes[0], "otel.status_code"), Some("error"));
+    assert_eq!(
+        field(&notes[0], "mcp.session.id"),
+        None,
+        "an unknown session is not named"
+    );
+}

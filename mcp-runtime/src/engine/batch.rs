@@ -10,6 +10,7 @@ use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
 
 use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, layers, register};
+use crate::observe::Observed;
 use crate::session::InFlightGuard;
 use crate::sink::{Frame, Sink};
 
@@ -113,12 +114,21 @@ impl Engine {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
                 Message::Notification(n) => {
                     // Each item on its own: a notification a layer refuses is dropped.
+                    let mut observed = Observed::notification(&n, Era::Legacy, self.origin(peer));
+                    if let Some(s) = &session {
+                        observed.in_session(Some(s.revision()), Some(&**s.id()));
+                    }
                     let chain = &self.runtime.config().middleware;
-                    if layers::admit(chain, peer, Era::Legacy, session.as_ref(), &n)
+                    match observed
+                        .run_in(layers::admit(chain, peer, Era::Legacy, session.as_ref(), &n))
                         .await
-                        .is_ok()
                     {
-                        self.notify_in(peer, Era::Legacy, session.as_ref(), &n);
+                        Ok(()) => {
+                            self.notify_in(peer, Era::Legacy, session.as_ref(), &n);
+                            observed.acknowledged();
+                        }
+                        Err(Some(refused)) => observed.answered(&refused.frame, None),
+                        Err(None) => {}
                     }
                 }
                 Message::Request(req) => {

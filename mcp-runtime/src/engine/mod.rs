@@ -121,10 +121,38 @@ impl Engine {
     }
 
     /// Routes a client notification. `Some` only when it must be refused: a legacy
-    /// notification naming an unknown session where sessions are kept (404).
+    /// notification naming an unknown session where sessions are kept (404). Observed like a
+    /// request (a span and a duration, without an id), until it is routed or refused.
     pub async fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
         self.runtime.ensure_started();
         let era = era_of(note.params.as_ref(), peer.revision.known());
+        let mut observed = Observed::notification(note, era, self.origin(peer));
+        let (session, outcome) = observed.run_in(self.route_notification(peer, era, note)).await;
+        if let Some(s) = &session {
+            observed.in_session(Some(s.revision()), Some(&**s.id()));
+        }
+        match outcome {
+            Ok(()) => {
+                observed.acknowledged();
+                None
+            }
+            Err(Some(answer)) => {
+                observed.answered(&answer.frame, None);
+                Some(answer)
+            }
+            // Dropped by a layer without an answer: observed as dropped.
+            Err(None) => None,
+        }
+    }
+
+    /// [`Engine::notification`]'s work: the session it names, and whether it was routed (`Err`:
+    /// refused, answered or dropped).
+    async fn route_notification(
+        &self,
+        peer: &Peer<'_>,
+        era: Era,
+        note: &Notification,
+    ) -> (Option<Arc<Session>>, Result<(), Option<Answer>>) {
         // The change the notification makes goes with the load of a replica for it; not where
         // middleware may still refuse the notification (then it is written once admitted).
         let change = Runtime::session_change(note).filter(|_| self.runtime.config().middleware.is_empty());
@@ -132,15 +160,12 @@ impl Engine {
             (Era::Legacy, Sessions::Store(_)) => match self.resolve_changing(peer, change.as_slice()).await {
                 Resolved::Found(s) => Some(s),
                 Resolved::Unknown => {
-                    return Some(Answer::error(Stage::Session, era, None, &RpcError::session_not_found()));
+                    let refused = Answer::error(Stage::Session, era, None, &RpcError::session_not_found());
+                    return (None, Err(Some(refused)));
                 }
                 Resolved::Unavailable => {
-                    return Some(Answer::error(
-                        Stage::Overload,
-                        era,
-                        None,
-                        &RpcError::store_unavailable(),
-                    ));
+                    let refused = Answer::error(Stage::Overload, era, None, &RpcError::store_unavailable());
+                    return (None, Err(Some(refused)));
                 }
                 Resolved::Absent => None,
             },
@@ -149,10 +174,22 @@ impl Engine {
         };
         if let Err(refused) = layers::admit(&self.runtime.config().middleware, peer, era, session.as_ref(), note).await
         {
-            return refused;
+            return (session, Err(refused));
         }
         self.notify_in(peer, era, session.as_ref(), note);
-        None
+        (session, Ok(()))
+    }
+
+    /// What the observation of a message needs to know of its peer.
+    fn origin<'a, 'p>(&'a self, peer: &'a Peer<'p>) -> Origin<'a, 'p> {
+        Origin {
+            auth: &peer.auth,
+            revision: peer.revision.known(),
+            headers: peer.headers,
+            network: peer.network,
+            remote: peer.remote,
+            tracer: self.runtime.config().tracer.as_ref(),
+        }
     }
 
     /// Routes a notification once its session is known: a cancellation reaches the requests
@@ -171,15 +208,7 @@ impl Engine {
     pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
         self.runtime.ensure_started();
         let era = request_era(&req, peer.revision.known());
-        let origin = Origin {
-            auth: &peer.auth,
-            revision: peer.revision.known(),
-            headers: peer.headers,
-            network: peer.network,
-            remote: peer.remote,
-            tracer: self.runtime.config().tracer.as_ref(),
-        };
-        let observed = Observed::start(&req, era, origin, &|m, name| self.runtime.target(m, name));
+        let observed = Observed::start(&req, era, self.origin(peer), &|m, name| self.runtime.target(m, name));
         let step = observed
             .run_in(async {
                 match era {

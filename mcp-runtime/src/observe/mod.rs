@@ -4,16 +4,19 @@
 //! Development). The names below are the contract; this module is the one place that spells
 //! them.
 //!
-//! The engine calls in here once per request, whatever the transport: `Engine::request`
-//! opens the observation, the `Call` it hands back carries it, and `Call::run` closes it
-//! (requests of a batch are observed from `Call::run` on). Each transport tells the engine its
+//! The engine calls in here once per request and once per client notification, whatever the
+//! transport: `Engine::request` opens the observation, the `Call` it hands back carries it,
+//! and `Call::run` closes it (requests of a batch are observed from `Call::run` on);
+//! `Engine::notification` (and a batch, for each notification in it) observes a notification
+//! from its arrival until it is routed or refused. Each transport tells the engine its
 //! [`Network`] (stdio: `pipe`; HTTP: `tcp` with `http` and its version). Nothing here installs
 //! a subscriber or a recorder: with none installed, the span is `Span::none()` (no field is
 //! formatted, no trace context parsed) and the metrics go to the facade's no-op recorder.
 //!
 //! # The span
 //!
-//! One span per request, of kind `SERVER`: `tracing` name [`SPAN_NAME`] (`mcp.server`), level
+//! One span per request or notification (the conventions' server span covers both), of kind
+//! `SERVER`: `tracing` name [`SPAN_NAME`] (`mcp.server`), level
 //! `INFO`, target `mcp_runtime::observe`. Its OpenTelemetry name is in `otel.name` (which
 //! `tracing-opentelemetry` uses): `{mcp.method.name} {target}`, the target being the tool
 //! (`tools/call`) or prompt (`prompts/get`) when it is a registered one, or the method alone
@@ -24,7 +27,7 @@
 //! | --- | --- |
 //! | `otel.kind` | `server` |
 //! | `mcp.method.name` | the JSON-RPC method (`tools/call`, …) |
-//! | `jsonrpc.request.id` | the JSON-RPC request id |
+//! | `jsonrpc.request.id` | the JSON-RPC request id (none on a notification) |
 //! | `mcp.protocol.version` | the protocol revision (`2025-11-25`, `2026-07-28`, …), once known |
 //! | `mcp.session.id` | the legacy session the request runs in (for `initialize`, the one it minted); never on 2026-07-28 requests, which have no session |
 //! | `gen_ai.operation.name` | `execute_tool` on `tools/call` |
@@ -110,7 +113,7 @@
 //!
 //! | metric | recorded | labels |
 //! | --- | --- | --- |
-//! | [`OPERATION_DURATION`] (`mcp.server.operation.duration`) | once per request | `mcp.method.name`, `error.type`, `rpc.response.status_code`, `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
+//! | [`OPERATION_DURATION`] (`mcp.server.operation.duration`) | once per request or notification | `mcp.method.name`, `error.type`, `rpc.response.status_code`, `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
 //! | [`SESSION_DURATION`] (`mcp.server.session.duration`) | once per legacy session, when it ends (deleted, expired, its connection closed, or dropped with the runtime when the server shuts down; a session shared through a store outlives an instance that shuts down), by the instance that opened it | `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `network.protocol.version` |
 //!
 //! A label is present when its attribute is (above): `gen_ai.tool.name` and
@@ -119,7 +122,9 @@
 //! operation runs from the engine receiving the request to its answer being ready (a queued
 //! call's wait included, the write not); a task-augmented call ends when its
 //! `CreateTaskResult` is ready; a request refused inside a batch, from the batch's arrival to
-//! its refusal.
+//! its refusal; a notification, from its arrival to its routing (its session found, every
+//! middleware layer passed) or its refusal (`error.type` the code of the answer, `dropped`
+//! when a layer dropped it without one).
 //!
 //! The conventions advise the bucket boundaries [`DURATION_BUCKETS`] for both; the facade
 //! carries no advice, so an exporter is told them where it is built, e.g.
@@ -149,7 +154,7 @@ use std::time::Instant;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::meta::meta_version;
-use mcp_protocol::{Era, Method, Request, Revision, RpcError};
+use mcp_protocol::{Era, Method, Notification, Params, Request, RequestId, Revision, RpcError};
 use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
@@ -251,15 +256,80 @@ impl Target {
 /// registered ones.
 pub(crate) type Known<'k> = &'k dyn Fn(&Method, &str) -> Option<Target>;
 
+/// What is observed: a request, or a notification (which has no id, and names no tool, prompt
+/// or resource).
+#[derive(Clone, Copy)]
+pub(crate) enum Subject<'r> {
+    Request(&'r Request),
+    Notification(&'r Notification),
+}
+
+impl<'r> Subject<'r> {
+    /// The method as sent.
+    fn method(self) -> &'r str {
+        match self {
+            Subject::Request(r) => r.method.as_str(),
+            Subject::Notification(n) => n.method.as_str(),
+        }
+    }
+
+    /// The method's label: as sent when a table names it, `unknown` otherwise.
+    fn label(self) -> &'static str {
+        match self {
+            Subject::Request(r) => r.method.label(),
+            Subject::Notification(n) => n.method.label(),
+        }
+    }
+
+    /// The request's id (a notification has none).
+    fn id(self) -> Option<&'r RequestId> {
+        match self {
+            Subject::Request(r) => Some(&r.id),
+            Subject::Notification(_) => None,
+        }
+    }
+
+    /// The request's method (a notification's is not one).
+    fn request(self) -> Option<&'r Method> {
+        match self {
+            Subject::Request(r) => Some(&r.method),
+            Subject::Notification(_) => None,
+        }
+    }
+
+    fn params(self) -> Option<&'r Params> {
+        match self {
+            Subject::Request(r) => r.params.as_ref(),
+            Subject::Notification(n) => n.params.as_ref(),
+        }
+    }
+
+    fn is_tool_call(self) -> bool {
+        self.request() == Some(&Method::ToolsCall)
+    }
+}
+
 impl Observed {
     /// Opens the observation of a request the engine received. `known` resolves the tool or
     /// prompt it names among the registered ones (a tool only for a span some subscriber
     /// wants, which is named before routing: otherwise routing resolves it, [`Self::routed`]).
     pub(crate) fn start(req: &Request, era: Era, origin: Origin<'_, '_>, known: Known<'_>) -> Self {
+        Self::open(Subject::Request(req), era, origin, known)
+    }
+
+    /// Opens the observation of a notification the engine received: a span and a duration like
+    /// a request's (the conventions' `mcp.server` span and operation duration cover both),
+    /// without an id, closed by [`Self::acknowledged`] once it is routed, or by
+    /// [`Self::answered`] with the refusal.
+    pub(crate) fn notification(note: &Notification, era: Era, origin: Origin<'_, '_>) -> Self {
+        Self::open(Subject::Notification(note), era, origin, &|_, _| None)
+    }
+
+    fn open(subject: Subject<'_>, era: Era, origin: Origin<'_, '_>, known: Known<'_>) -> Self {
         let start = Instant::now();
-        let method = req.method.label();
+        let method = subject.label();
         let revision = match era {
-            Era::Modern => meta_version(req.params.as_ref()).and_then(|v| Revision::parse(&v)),
+            Era::Modern => meta_version(subject.params()).and_then(|v| Revision::parse(&v)),
             Era::Legacy => origin.revision,
         };
         // What is known now is set as the span is created (one pass of a subscriber's
@@ -271,11 +341,11 @@ impl Observed {
             otel.kind = "server",
             otel.status_code = Empty,
             otel.status_description = Empty,
-            mcp.method.name = req.method.as_str(),
-            jsonrpc.request.id = %req.id,
+            mcp.method.name = subject.method(),
+            jsonrpc.request.id = subject.id().map(tracing::field::display),
             mcp.protocol.version = revision.map(Revision::as_str),
             mcp.session.id = Empty,
-            gen_ai.operation.name = (req.method == Method::ToolsCall).then_some("execute_tool"),
+            gen_ai.operation.name = subject.is_tool_call().then_some("execute_tool"),
             gen_ai.tool.name = Empty,
             gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty,
@@ -291,23 +361,27 @@ impl Observed {
             trace_flags = Empty,
             tracestate = Empty,
         );
-        let named = match TargetKind::of(&req.method) {
+        let kind = subject.request().and_then(TargetKind::of);
+        let named = match kind {
             Some(TargetKind::Tool) => !span.is_disabled() || origin.tracer.is_some(),
             Some(TargetKind::Prompt) => true,
             None => false,
         };
-        let target = named
-            .then(|| req.params.as_ref()?.str("name"))
-            .flatten()
-            .and_then(|name| known(&req.method, &name));
+        let target = match subject.request() {
+            Some(m) if named => subject
+                .params()
+                .and_then(|p| p.str("name"))
+                .and_then(|name| known(m, &name)),
+            _ => None,
+        };
         #[cfg(feature = "otel")]
         let otel = origin.tracer.map(|tracer| {
             let name = match &target {
                 Some(t) => Cow::Owned(span_name(method, t.name())),
                 None => Cow::Borrowed(method),
             };
-            let entry = entry_attribute(target.as_ref(), req);
-            otel::RequestSpan::start(tracer, name, req, revision, origin, entry)
+            let entry = entry_attribute(target.as_ref(), subject);
+            otel::RequestSpan::start(tracer, name, subject, revision, origin, entry)
         });
         let observed = Observed {
             span,
@@ -321,25 +395,25 @@ impl Observed {
             otel,
         };
         if !observed.span.is_disabled() {
-            observed.describe(req, origin);
+            observed.describe(subject, origin);
         }
         observed
     }
 
     /// Records what the span says of the request beyond its creation fields (only for a span
     /// some subscriber wants: this formats).
-    fn describe(&self, req: &Request, origin: Origin<'_, '_>) {
+    fn describe(&self, subject: Subject<'_>, origin: Origin<'_, '_>) {
         let span = &self.span;
         if let Some(target) = &self.target {
             span.record("otel.name", span_name(self.method, target.name()).as_str());
         }
-        if let Some((key, name)) = entry_attribute(self.target.as_ref(), req) {
+        if let Some((key, name)) = entry_attribute(self.target.as_ref(), subject) {
             span.record(key, &*name);
         }
-        if let Some(uri) = resource_uri(req) {
+        if let Some(uri) = resource_uri(subject) {
             span.record("mcp.resource.uri", &*uri);
         }
-        trace::record_trace(span, req.params.as_ref(), origin.headers);
+        trace::record_trace(span, subject.params(), origin.headers);
     }
 
     /// `fut` run inside the request's span: the `tracing` one entered at each poll, and the
@@ -383,6 +457,12 @@ impl Observed {
                 span.set(TargetKind::Tool.attribute(), Arc::<str>::from(tool.name()));
             }
         }
+        self.in_session(revision, session);
+    }
+
+    /// Records the revision (when it was not known on arrival) and the legacy session a request
+    /// or notification runs in.
+    pub(crate) fn in_session(&mut self, revision: Option<Revision>, session: Option<&str>) {
         let fresh = revision.filter(|_| self.revision.is_none());
         if fresh.is_some() {
             self.revision = fresh;
@@ -449,6 +529,12 @@ impl Observed {
 
     /// Closes the observation of a request that opened a listen stream.
     pub(crate) fn listening(mut self) {
+        self.end = Some(None);
+    }
+
+    /// Closes the observation of a notification that was routed (taken: a notification has no
+    /// answer).
+    pub(crate) fn acknowledged(mut self) {
         self.end = Some(None);
     }
 
@@ -543,21 +629,23 @@ fn span_name(method: &str, target: &str) -> String {
 
 /// The attribute naming the tool or prompt a request names: the registered one, or the name
 /// it gives without being registered (an attribute then, never the span's name).
-fn entry_attribute<'r>(target: Option<&'r Target>, req: &'r Request) -> Option<(&'static str, Cow<'r, str>)> {
+fn entry_attribute<'r>(target: Option<&'r Target>, subject: Subject<'r>) -> Option<(&'static str, Cow<'r, str>)> {
     match target {
         Some(t) => Some((t.kind().attribute(), Cow::Borrowed(t.name()))),
-        None => TargetKind::of(&req.method)
-            .zip(req.params.as_ref().and_then(|p| p.str("name")))
+        None => subject
+            .request()
+            .and_then(TargetKind::of)
+            .zip(subject.params().and_then(|p| p.str("name")))
             .map(|(kind, name)| (kind.attribute(), name)),
     }
 }
 
 /// The resource a request names (`mcp.resource.uri`): `resources/read`, `resources/subscribe`
 /// and `resources/unsubscribe`.
-fn resource_uri(req: &Request) -> Option<Cow<'_, str>> {
-    match req.method {
+fn resource_uri(subject: Subject<'_>) -> Option<Cow<'_, str>> {
+    match subject.request()? {
         Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            req.params.as_ref()?.str("uri")
+            subject.params()?.str("uri")
         }
         _ => None,
     }

@@ -18,14 +18,14 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use mcp_protocol::{Method, Request, RequestId, Revision};
+use mcp_protocol::{Method, Notification, NotificationMethod, Request, RequestId, Revision};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer as _,
 };
 use opentelemetry::{Context, KeyValue};
 
-use super::Origin;
 use super::trace::read_trace;
+use super::{Origin, Subject};
 
 /// The OpenTelemetry tracer the server records its request spans with (the `otel` feature;
 /// `ServerConfig::tracer`). Cheap to clone.
@@ -72,31 +72,31 @@ impl std::fmt::Debug for RequestSpan {
 }
 
 impl RequestSpan {
-    /// Starts the span of `req` (named `name`), its attributes those known on arrival.
+    /// Starts the span of a request or notification (named `name`), its attributes those known
+    /// on arrival.
     pub(super) fn start(
         tracer: &Tracer,
         name: Cow<'static, str>,
-        req: &Request,
+        subject: Subject<'_>,
         revision: Option<Revision>,
         origin: Origin<'_, '_>,
         entry: Option<(&'static str, Cow<'_, str>)>,
     ) -> RequestSpan {
         let mut attributes = Vec::with_capacity(12);
-        attributes.push(match &req.method {
-            Method::Unknown(name) => KeyValue::new("mcp.method.name", name.clone()),
-            known => KeyValue::new("mcp.method.name", known.label()),
-        });
-        attributes.push(KeyValue::new("jsonrpc.request.id", id_text(&req.id)));
+        attributes.push(KeyValue::new("mcp.method.name", method_text(subject)));
+        if let Some(id) = subject.id() {
+            attributes.push(KeyValue::new("jsonrpc.request.id", id_text(id)));
+        }
         if let Some(r) = revision {
             attributes.push(KeyValue::new("mcp.protocol.version", r.as_str()));
         }
-        if req.method == Method::ToolsCall {
+        if subject.is_tool_call() {
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
         if let Some((key, name)) = entry {
             attributes.push(KeyValue::new(key, name.into_owned()));
         }
-        if let Some(uri) = super::resource_uri(req) {
+        if let Some(uri) = super::resource_uri(subject) {
             attributes.push(KeyValue::new("mcp.resource.uri", uri.into_owned()));
         }
         if let Some(network) = origin.network {
@@ -112,7 +112,7 @@ impl RequestSpan {
             attributes.push(KeyValue::new("client.address", ip_text(ip)));
         }
         attributes.push(KeyValue::new("user.id", origin.auth.principal.clone()));
-        let parent = remote_parent(req, origin);
+        let parent = remote_parent(subject, origin);
         let builder = tracer
             .0
             .span_builder(name)
@@ -156,6 +156,21 @@ impl Drop for RequestSpan {
     }
 }
 
+/// The method as its attribute's text: the table's `'static` string, or the one sent.
+fn method_text(subject: Subject<'_>) -> opentelemetry::Value {
+    match subject {
+        Subject::Request(Request {
+            method: Method::Unknown(name),
+            ..
+        })
+        | Subject::Notification(Notification {
+            method: NotificationMethod::Unknown(name),
+            ..
+        }) => name.clone().into(),
+        known => known.label().into(),
+    }
+}
+
 /// A request id as its attribute's text (the `tracing` span's `Display`), an integer written
 /// without the formatting machinery.
 fn id_text(id: &RequestId) -> opentelemetry::Value {
@@ -191,9 +206,9 @@ fn ip_text(ip: IpAddr) -> String {
 }
 
 /// The caller's trace context as the span's remote parent (an empty context without one).
-fn remote_parent(req: &Request, origin: Origin<'_, '_>) -> Context {
+fn remote_parent(subject: Subject<'_>, origin: Origin<'_, '_>) -> Context {
     let mut parent = None;
-    read_trace(req.params.as_ref(), origin.headers, |trace| {
+    read_trace(subject.params(), origin.headers, |trace| {
         let (Ok(trace_id), Ok(span_id), Ok(flags)) = (
             TraceId::from_hex(trace.trace_id),
             SpanId::from_hex(trace.parent_span_id),

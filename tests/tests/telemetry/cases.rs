@@ -423,6 +423,58 @@ pub(crate) fn resources_read_and_prompts_get_over_http_are_tcp(way: Way) {
     assert_eq!(labels.get("mcp.protocol.version").map(String::as_str), Some(LEGACY));
 }
 
+pub(crate) fn a_notification_is_a_server_span_without_an_id(way: Way) {
+    let t = observed(way, || async {
+        let mut c = StdioPipe::start(server());
+        initialize(&mut c).await;
+        let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+        let cancel = json!({"requestId": 99, "_meta": {"traceparent": traceparent}});
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}))
+            .await;
+        // Answered after the notification was routed (a connection's messages are taken in
+        // order).
+        c.call(1, "ping", json!({})).await;
+        c.finish().await;
+    });
+    let session = attr(t.span("0"), "mcp.session.id").expect("initialize names the session it minted");
+    let named = |method: &str| {
+        let spans: Vec<_> = t
+            .spans
+            .iter()
+            .filter(|s| attr(s, "mcp.method.name").as_deref() == Some(method))
+            .collect();
+        assert_eq!(spans.len(), 1, "one span for {method}: {:#?}", t.spans);
+        spans[0]
+    };
+    for method in ["notifications/initialized", "notifications/cancelled"] {
+        let span = named(method);
+        assert_server_span(span, method, method);
+        assert_eq!(attr(span, "jsonrpc.request.id"), None, "a notification has no id");
+        assert_eq!(attr(span, "mcp.session.id").as_ref(), Some(&session));
+        assert_eq!(attr(span, "mcp.protocol.version").as_deref(), Some(LEGACY));
+        assert_eq!(attr(span, "network.transport").as_deref(), Some("pipe"));
+        assert_eq!(attr(span, "error.type"), None);
+        assert_eq!(span.status, Status::Unset);
+    }
+    let cancelled = named("notifications/cancelled");
+    assert_eq!(
+        cancelled.span_context.trace_id().to_string(),
+        TRACE_ID,
+        "the caller's trace continues"
+    );
+    assert_eq!(cancelled.parent_span_id.to_string(), PARENT_ID);
+
+    let durations = t.histograms(OPERATION_DURATION);
+    for method in ["notifications/initialized", "notifications/cancelled"] {
+        assert!(
+            durations
+                .iter()
+                .any(|(l, n)| *n == 1 && l.get("mcp.method.name").map(String::as_str) == Some(method)),
+            "{method} is timed: {durations:#?}"
+        );
+    }
+}
+
 /// The `#[test]` of each case above, run `$way`.
 macro_rules! tests_for {
     ($way:expr) => {
@@ -441,6 +493,10 @@ macro_rules! tests_for {
         #[test]
         fn resources_read_and_prompts_get_over_http_are_tcp() {
             $crate::cases::resources_read_and_prompts_get_over_http_are_tcp($way)
+        }
+        #[test]
+        fn a_notification_is_a_server_span_without_an_id() {
+            $crate::cases::a_notification_is_a_server_span_without_an_id($way)
         }
     };
 }
