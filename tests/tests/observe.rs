@@ -61,6 +61,13 @@ impl Captured {
             .collect()
     }
 
+    /// The closed spans of `method` (a notification's: it has no id).
+    fn of_method(&self, method: &str) -> Vec<SpanRecord> {
+        let mut all = self.requests();
+        all.retain(|s| s.fields.get("mcp.method.name").map(String::as_str) == Some(method));
+        all
+    }
+
     /// The request span of the request with `id`.
     fn request(&self, id: &str) -> SpanRecord {
         let all = self.requests();
@@ -164,6 +171,15 @@ fn server() -> Arc<Runtime> {
     server.runtime().clone()
 }
 
+/// `initialize`'s params for a legacy session.
+fn legacy_init() -> Value {
+    json!({
+        "protocolVersion": LEGACY,
+        "capabilities": {},
+        "clientInfo": {"name": "observe-test", "version": "1.0.0"}
+    })
+}
+
 fn traceparent() -> String {
     format!("00-{TRACE_ID}-{PARENT_ID}-01")
 }
@@ -183,6 +199,23 @@ fn echo(meta: Value) -> Value {
 
 fn field<'a>(span: &'a SpanRecord, name: &str) -> Option<&'a str> {
     span.fields.get(name).map(String::as_str)
+}
+
+/// How many operation durations were recorded in the series whose `label` is `value`.
+fn durations_where(snapshotter: &metrics_util::debugging::Snapshotter, label: &str, value: &str) -> usize {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| {
+            let key = key.key();
+            key.name() == OPERATION_DURATION && key.labels().any(|l| l.key() == label && l.value() == value)
+        })
+        .map(|(.., sample)| match sample {
+            DebugValue::Histogram(samples) => samples.len(),
+            other => panic!("a histogram: {other:?}"),
+        })
+        .sum()
 }
 
 // ------------------------------------------------------------------ tests
@@ -224,12 +257,7 @@ fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
 fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ignored() {
     let (captured, _) = observed(|| async {
         let mut c = StdioPipe::start(server());
-        let init = json!({
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
-        });
-        let answer = c.call(1, "initialize", init).await;
+        let answer = c.call(1, "initialize", legacy_init()).await;
         assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
@@ -384,22 +412,7 @@ fn over_http_the_traceparent_header_is_used_when_meta_has_none() {
     );
 
     assert_eq!(field(&captured.request("3"), "error.type"), Some("-32020"));
-    let refused = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find_map(|(key, _, _, value)| {
-            let key = key.key();
-            let error = key
-                .labels()
-                .find(|l| l.key() == "error.type")
-                .map(|l| l.value().to_owned());
-            (key.name() == OPERATION_DURATION && error.as_deref() == Some("-32020")).then_some(value)
-        });
-    assert!(
-        matches!(&refused, Some(DebugValue::Histogram(samples)) if samples.len() == 1),
-        "{refused:?}"
-    );
+    assert_eq!(durations_where(&snapshotter, "error.type", "-32020"), 1);
 }
 
 #[test]
@@ -436,12 +449,7 @@ fn the_trace_context_hook_gets_the_request_span_and_the_callers_context() {
 fn a_notification_gets_a_span_and_a_duration_without_an_id() {
     let (captured, snapshotter) = observed(|| async {
         let mut c = StdioPipe::start(server());
-        let init = json!({
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
-        });
-        c.call(1, "initialize", init).await;
+        c.call(1, "initialize", legacy_init()).await;
         let meta = json!({"traceparent": traceparent()});
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"_meta": meta}}))
             .await;
@@ -452,11 +460,7 @@ fn a_notification_gets_a_span_and_a_duration_without_an_id() {
     let session = field(&captured.request("1"), "mcp.session.id")
         .expect("initialize names its session")
         .to_owned();
-    let notes: Vec<_> = captured
-        .requests()
-        .into_iter()
-        .filter(|s| field(s, "mcp.method.name") == Some("notifications/initialized"))
-        .collect();
+    let notes = captured.of_method("notifications/initialized");
     assert_eq!(notes.len(), 1, "one span for the notification: {notes:#?}");
     let note = &notes[0];
     assert_eq!(field(note, "otel.name"), Some("notifications/initialized"));
@@ -472,22 +476,10 @@ fn a_notification_gets_a_span_and_a_duration_without_an_id() {
     );
     assert_eq!(field(note, "error.type"), None);
 
-    let timed = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find_map(|(key, _, _, value)| {
-            let key = key.key();
-            let method = key
-                .labels()
-                .find(|l| l.key() == "mcp.method.name")
-                .map(|l| l.value().to_owned());
-            (key.name() == OPERATION_DURATION && method.as_deref() == Some("notifications/initialized"))
-                .then_some(value)
-        });
-    assert!(
-        matches!(&timed, Some(DebugValue::Histogram(samples)) if samples.len() == 1),
-        "{timed:?}"
+    assert_eq!(
+        durations_where(&snapshotter, "mcp.method.name", "notifications/initialized"),
+        1,
+        "the notification is timed"
     );
 }
 
@@ -504,11 +496,7 @@ fn a_notification_refused_over_http_records_why() {
         assert_eq!(refused.status, http::StatusCode::NOT_FOUND);
         s.shutdown().await.unwrap();
     });
-    let notes: Vec<_> = captured
-        .requests()
-        .into_iter()
-        .filter(|s| field(s, "mcp.method.name") == Some("notifications/initialized"))
-        .collect();
+    let notes = captured.of_method("notifications/initialized");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     let code = mcp_protocol::codes::SESSION_NOT_FOUND.to_string();
     assert_eq!(field(&notes[0], "error.type"), Some(code.as_str()));
