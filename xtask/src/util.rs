@@ -485,3 +485,9 @@ impl<'a> Flags<'a> {
         format!("{}: unexpected argument `{arg}`", self.command)
     }
 }
+
+/// `x` rounded to `digits` decimals (the figures of the reports).
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}

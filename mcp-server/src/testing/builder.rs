@@ -57,6 +57,13 @@ pub struct TestClientBuilder {
     script: Script,
 }
 
+impl TestClient {
+    /// A builder for a client of `server` (see [`TestClientBuilder`] for the defaults).
+    pub fn builder(server: &crate::McpServer) -> TestClientBuilder {
+        TestClientBuilder::new(server.runtime().clone())
+    }
+}
+
 impl std::fmt::Debug for TestClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TestClientBuilder")

@@ -17,11 +17,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::builder::TestClientBuilder;
 use super::exchange::{ClientError, Exchange, ServerNotification, ServerRequest, decode};
 use super::listen::Subscription;
 use super::listing::{Listed, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
-use super::pending::PendingRequest;
 use super::script::Script;
 
 /// What the builder settled.
@@ -122,11 +120,6 @@ struct Trace {
 }
 
 impl TestClient {
-    /// A builder for a client of `server` (see [`TestClientBuilder`] for the defaults).
-    pub fn builder(server: &crate::McpServer) -> TestClientBuilder {
-        TestClientBuilder::new(server.runtime().clone())
-    }
-
     /// A connected legacy client (2025-11-25, `initialize` done) with the default options.
     pub async fn legacy(server: &crate::McpServer) -> Result<TestClient, ClientError> {
         Self::builder(server).legacy().connect().await
@@ -220,7 +213,7 @@ impl TestClient {
     }
 
     /// The result of the `server/discover` sent on connect (modern era, when
-    /// [`TestClientBuilder::discover`] asked for it).
+    /// [`TestClientBuilder::discover`](super::TestClientBuilder::discover) asked for it).
     pub fn discover_result(&self) -> Option<Value> {
         self.inner
             .discover
@@ -465,7 +458,7 @@ impl TestClient {
     /// stream carried and the number of rounds.
     ///
     /// `params` is an object (or `Null` for none); the client adds the `_meta` it owes (see
-    /// [`TestClientBuilder`]), keeping keys the caller set.
+    /// [`TestClientBuilder`](super::TestClientBuilder)), keeping keys the caller set.
     pub async fn exchange(&self, method: &str, params: Value) -> Result<Exchange<Value>, ClientError> {
         let id = self.next_id();
         let current = Mutex::new(id.clone());
@@ -499,18 +492,6 @@ impl TestClient {
             server_requests: trace.server_requests,
             rounds: 1,
         })
-    }
-
-    /// Starts a request without waiting for it: the handle tells its id, cancels it, and
-    /// waits for its outcome.
-    pub fn start(&self, method: &str, params: Value) -> PendingRequest {
-        PendingRequest::spawn(self.clone(), method.to_owned(), params)
-    }
-
-    /// Starts a `tools/call` without waiting (see [`start`](Self::start)).
-    pub fn start_call_tool(&self, name: &str, arguments: impl serde::Serialize) -> PendingRequest {
-        let arguments = serde_json::to_value(arguments).unwrap_or(Value::Null);
-        self.start("tools/call", json!({"name": name, "arguments": arguments}))
     }
 
     /// Sends `notifications/cancelled` for request `id`.

@@ -43,6 +43,20 @@ pub struct PendingRequest {
     task: JoinHandle<Result<Exchange<Value>, ClientError>>,
 }
 
+impl TestClient {
+    /// Starts a request without waiting for it: the handle tells its id, cancels it, and
+    /// waits for its outcome.
+    pub fn start(&self, method: &str, params: Value) -> PendingRequest {
+        PendingRequest::spawn(self.clone(), method.to_owned(), params)
+    }
+
+    /// Starts a `tools/call` without waiting (see [`start`](Self::start)).
+    pub fn start_call_tool(&self, name: &str, arguments: impl serde::Serialize) -> PendingRequest {
+        let arguments = serde_json::to_value(arguments).unwrap_or(Value::Null);
+        self.start("tools/call", serde_json::json!({"name": name, "arguments": arguments}))
+    }
+}
+
 impl PendingRequest {
     pub(crate) fn spawn(client: TestClient, method: String, params: Value) -> Self {
         let first = client.next_id();

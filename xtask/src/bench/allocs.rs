@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::report::round;
 use super::{Bench, COUNT_RUN_MS, ensure_alive, requests_per_op};
+use crate::util::round;
 use crate::util::{self, ChildGuard, Result};
 
 /// How long the server is left before each reading, for what it does after an answer is sent.

@@ -33,7 +33,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{COUNT_RUN_MS, TARGETS, allocs, disturbed, rerun, targets};
-use crate::util::Result;
+use crate::util::{Result, round};
 
 /// Everything one run measured.
 pub(super) struct Report {
@@ -122,12 +122,6 @@ pub(super) fn shared_row(
         "ratios": ratios,
         "redis": {"commands": commands, "round_trips": round_trips},
     })
-}
-
-/// `x` rounded to `digits` decimals.
-pub(super) fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
 }
 
 /// `nproc` and the CPU model (from `/proc/cpuinfo`).

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::util::Result;
+use crate::util::{Result, round};
 
 /// How long one `INFO` may take.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -115,11 +115,6 @@ pub(super) fn per_request(counts: &BTreeMap<String, u64>, requests: u64, request
         "per_op": per_op,
         "by_command": by_command,
     })
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
 }
 
 /// Pins every thread of the Redis on `port` to `cpu` (`taskset -a -p -c CPU PID`, the pid from

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::disturbed;
+use crate::util::round;
 
 /// How a value must compare with its bound.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -377,11 +378,6 @@ pub(super) fn evaluate(report: &Value) -> Vec<Value> {
             v
         })
         .collect()
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
 }
 
 /// The table "Targets (issue 25)" of a report's JSON (judged anew, so that an older report is
