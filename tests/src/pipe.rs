@@ -57,14 +57,19 @@ impl StdioPipe {
 
     /// Reads the next line, which must be the answer to request `id`.
     pub async fn answer(&mut self, id: i64) -> Value {
-        let line = tokio::time::timeout(WAIT, self.output.next_line())
-            .await
-            .expect("no answer in time")
-            .expect("read")
-            .expect("output closed");
-        let answer: Value = serde_json::from_str(&line).expect("a JSON line");
+        let answer = self.next().await;
         assert_eq!(answer["id"], json!(id), "{answer}");
         answer
+    }
+
+    /// Reads the next line (an answer, a batch's array of answers, a notification).
+    pub async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(WAIT, self.output.next_line())
+            .await
+            .expect("nothing written in time")
+            .expect("read")
+            .expect("output closed");
+        serde_json::from_str(&line).expect("a JSON line")
     }
 
     /// Closes stdin and waits for the server to end (every span closed, every session ended).

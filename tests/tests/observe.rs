@@ -508,3 +508,32 @@ fn a_notification_refused_over_http_records_why() {
         "an unknown session is not named"
     );
 }
+
+#[test]
+fn a_notification_in_a_batch_is_observed_in_its_session() {
+    let (captured, _) = observed(|| async {
+        let mut c = StdioPipe::start(server());
+        let init = json!({
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
+        });
+        c.call(1, "initialize", init).await;
+        c.send(json!([
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        ]))
+        .await;
+        let answers = c.next().await;
+        assert_eq!(answers[0]["id"], 2, "the batch's one request is answered: {answers}");
+        c.finish().await;
+    });
+    let session = field(&captured.request("1"), "mcp.session.id")
+        .expect("initialize names its session")
+        .to_owned();
+    let notes = captured.of_method("notifications/initialized");
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(field(&notes[0], "mcp.session.id"), Some(session.as_str()));
+    assert_eq!(field(&notes[0], "mcp.protocol.version"), Some("2025-03-26"));
+    assert_eq!(field(&notes[0], "error.type"), None);
+}

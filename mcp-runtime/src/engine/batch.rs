@@ -9,7 +9,7 @@ use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch};
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
 
-use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, layers, register};
+use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, noted, register};
 use crate::observe::Observed;
 use crate::session::InFlightGuard;
 use crate::sink::{Frame, Sink};
@@ -114,22 +114,11 @@ impl Engine {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
                 Message::Notification(n) => {
                     // Each item on its own: a notification a layer refuses is dropped.
-                    let mut observed = Observed::notification(&n, Era::Legacy, self.origin(peer));
-                    if let Some(s) = &session {
-                        observed.in_session(Some(s.revision()), Some(&**s.id()));
-                    }
-                    let chain = &self.runtime.config().middleware;
-                    match observed
-                        .run_in(layers::admit(chain, peer, Era::Legacy, session.as_ref(), &n))
-                        .await
-                    {
-                        Ok(()) => {
-                            self.notify_in(peer, Era::Legacy, session.as_ref(), &n);
-                            observed.acknowledged();
-                        }
-                        Err(Some(refused)) => observed.answered(&refused.frame, None),
-                        Err(None) => {}
-                    }
+                    let observed = Observed::notification(&n, Era::Legacy, self.origin(peer));
+                    let outcome = observed
+                        .run_in(self.notify_in(peer, Era::Legacy, session.as_ref(), &n))
+                        .await;
+                    noted(observed, session.as_ref(), &outcome);
                 }
                 Message::Request(req) => {
                     let era = request_era(&req, peer.revision.known());

@@ -126,23 +126,10 @@ impl Engine {
     pub async fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
         self.runtime.ensure_started();
         let era = era_of(note.params.as_ref(), peer.revision.known());
-        let mut observed = Observed::notification(note, era, self.origin(peer));
+        let observed = Observed::notification(note, era, self.origin(peer));
         let (session, outcome) = observed.run_in(self.route_notification(peer, era, note)).await;
-        if let Some(s) = &session {
-            observed.in_session(Some(s.revision()), Some(&**s.id()));
-        }
-        match outcome {
-            Ok(()) => {
-                observed.acknowledged();
-                None
-            }
-            Err(Some(answer)) => {
-                observed.answered(&answer.frame, None);
-                Some(answer)
-            }
-            // Dropped by a layer without an answer: observed as dropped.
-            Err(None) => None,
-        }
+        noted(observed, session.as_ref(), &outcome);
+        outcome.err().flatten()
     }
 
     /// [`Engine::notification`]'s work: the session it names, and whether it was routed (`Err`:
@@ -172,12 +159,8 @@ impl Engine {
             (Era::Legacy, Sessions::Slot(slot)) => slot.session(),
             _ => None,
         };
-        if let Err(refused) = layers::admit(&self.runtime.config().middleware, peer, era, session.as_ref(), note).await
-        {
-            return (session, Err(refused));
-        }
-        self.notify_in(peer, era, session.as_ref(), note);
-        (session, Ok(()))
+        let outcome = self.notify_in(peer, era, session.as_ref(), note).await;
+        (session, outcome)
     }
 
     /// What the observation of a message needs to know of its peer.
@@ -192,9 +175,17 @@ impl Engine {
         }
     }
 
-    /// Routes a notification once its session is known: a cancellation reaches the requests
-    /// of its era's scope (the connection's on a slot, the session's in the store).
-    fn notify_in(&self, peer: &Peer<'_>, era: Era, session: Option<&Arc<Session>>, note: &Notification) {
+    /// Routes a notification once its session is known, if every middleware layer admits it
+    /// (`Err`: refused, with the answer a layer gave, if any): a cancellation reaches the
+    /// requests of its era's scope (the connection's on a slot, the session's in the store).
+    async fn notify_in(
+        &self,
+        peer: &Peer<'_>,
+        era: Era,
+        session: Option<&Arc<Session>>,
+        note: &Notification,
+    ) -> Result<(), Option<Answer>> {
+        layers::admit(&self.runtime.config().middleware, peer, era, session, note).await?;
         let untracked = InFlight::new();
         let in_flight = match (peer.sessions, session) {
             (Sessions::Slot(slot), _) => slot.in_flight(),
@@ -202,6 +193,7 @@ impl Engine {
             _ => &untracked,
         };
         self.runtime.notification(note, session, in_flight);
+        Ok(())
     }
 
     /// Takes a request through every check and hands it back ready to run, or answered.
@@ -518,6 +510,19 @@ fn register<'s>(
             }
         },
         None => Ok((None, CancellationToken::new())),
+    }
+}
+
+/// Closes a notification's observation: the session it ran in, and how its routing ended (a
+/// notification a layer dropped without an answer is observed as dropped).
+fn noted(mut observed: Observed, session: Option<&Arc<Session>>, outcome: &Result<(), Option<Answer>>) {
+    if let Some(s) = session {
+        observed.in_session(Some(s.revision()), Some(&**s.id()));
+    }
+    match outcome {
+        Ok(()) => observed.acknowledged(),
+        Err(Some(answer)) => observed.answered(&answer.frame, None),
+        Err(None) => {}
     }
 }
 
