@@ -30,6 +30,8 @@ use tracing_subscriber::registry::LookupSpan;
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
+/// The one revision with JSON-RPC batches.
+const BATCHING: &str = "2025-03-26";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
@@ -171,10 +173,10 @@ fn server() -> Arc<Runtime> {
     server.runtime().clone()
 }
 
-/// `initialize`'s params for a legacy session.
-fn legacy_init() -> Value {
+/// `initialize`'s params for a legacy session of `version`.
+fn legacy_init(version: &str) -> Value {
     json!({
-        "protocolVersion": LEGACY,
+        "protocolVersion": version,
         "capabilities": {},
         "clientInfo": {"name": "observe-test", "version": "1.0.0"}
     })
@@ -257,7 +259,7 @@ fn a_modern_request_gets_one_span_with_its_fields_and_trace_context() {
 fn legacy_requests_carry_their_session_and_revision_and_bad_trace_context_is_ignored() {
     let (captured, _) = observed(|| async {
         let mut c = StdioPipe::start(server());
-        let answer = c.call(1, "initialize", legacy_init()).await;
+        let answer = c.call(1, "initialize", legacy_init(LEGACY)).await;
         assert_eq!(answer["result"]["protocolVersion"], LEGACY, "{answer}");
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
@@ -449,7 +451,7 @@ fn the_trace_context_hook_gets_the_request_span_and_the_callers_context() {
 fn a_notification_gets_a_span_and_a_duration_without_an_id() {
     let (captured, snapshotter) = observed(|| async {
         let mut c = StdioPipe::start(server());
-        c.call(1, "initialize", legacy_init()).await;
+        c.call(1, "initialize", legacy_init(LEGACY)).await;
         let meta = json!({"traceparent": traceparent()});
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"_meta": meta}}))
             .await;
@@ -513,12 +515,7 @@ fn a_notification_refused_over_http_records_why() {
 fn a_notification_in_a_batch_is_observed_in_its_session() {
     let (captured, _) = observed(|| async {
         let mut c = StdioPipe::start(server());
-        let init = json!({
-            "protocolVersion": "2025-03-26",
-            "capabilities": {},
-            "clientInfo": {"name": "observe-test", "version": "1.0.0"}
-        });
-        c.call(1, "initialize", init).await;
+        c.call(1, "initialize", legacy_init(BATCHING)).await;
         c.send(json!([
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "ping"}
@@ -534,6 +531,6 @@ fn a_notification_in_a_batch_is_observed_in_its_session() {
     let notes = captured.of_method("notifications/initialized");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     assert_eq!(field(&notes[0], "mcp.session.id"), Some(session.as_str()));
-    assert_eq!(field(&notes[0], "mcp.protocol.version"), Some("2025-03-26"));
+    assert_eq!(field(&notes[0], "mcp.protocol.version"), Some(BATCHING));
     assert_eq!(field(&notes[0], "error.type"), None);
 }
