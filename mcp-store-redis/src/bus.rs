@@ -1,8 +1,14 @@
-//! [`Bus`] on Redis pub/sub: one channel, a publisher task and a listener task.
+//! [`Bus`] on Redis pub/sub: a channel to every instance and one per process (its address), a
+//! publisher task and a listener task.
 //!
-//! - `publish` puts the message in a bounded queue and returns; the publisher task sends what
-//!   is queued as one pipeline of `PUBLISH`es on the command connection, retrying a batch that
-//!   failed because Redis could not be reached a few times, then dropping it with a warning.
+//! - `publish` and `publish_to` put the message in a bounded queue and return; the publisher
+//!   task sends what is queued as one pipeline of `PUBLISH`es on the command connection, in
+//!   queue order (so one publisher's messages keep their order across channels for a
+//!   subscriber of several), retrying a batch that failed because Redis could not be reached a
+//!   few times, then dropping it with a warning.
+//! - The process's address is drawn at connect, and its channel subscribed with the channel to
+//!   every instance before the bus is handed out: a message published to the address only
+//!   wakes this process.
 //! - The listener task owns a connection of its own in subscriber mode. It pings it now and
 //!   then; when the connection drops (or a ping goes unanswered), it reconnects with backoff
 //!   and, once subscribed again, hands every subscriber a [`BusEvent::Gap`]. On a Redis
@@ -39,32 +45,75 @@ const PING_TIMEOUT: Duration = Duration::from_secs(3);
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_secs(3);
 
+/// The channels of a bus: to every instance, and to this process.
+#[derive(Debug, Clone)]
+pub(crate) struct Channels {
+    /// The channel to every instance.
+    pub(crate) everyone: String,
+    /// This process's address: its channel is `<everyone>:<address>`.
+    address: String,
+}
+
+impl Channels {
+    /// The channel to every instance, and a fresh address (16 hex digits from the OS CSPRNG:
+    /// two processes drawing the same one would only hear each other's messages, which the
+    /// runtime ignores by their recipient).
+    pub(crate) fn new(everyone: String) -> Self {
+        let mut bytes = [0u8; 8];
+        if getrandom::fill(&mut bytes).is_err() {
+            panic!("the operating system's random number generator failed");
+        }
+        let address = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Channels { everyone, address }
+    }
+
+    /// The channel of `address`.
+    fn to(&self, address: &str) -> String {
+        format!("{}:{address}", self.everyone)
+    }
+
+    /// The channels this process listens to.
+    pub(crate) fn listened(&self) -> [String; 2] {
+        [self.everyone.clone(), self.to(&self.address)]
+    }
+}
+
+/// A message waiting to be published: its channel (`None`: to every instance) and bytes.
+type Queued = (Option<String>, Vec<u8>);
+
 /// The bus over Redis pub/sub.
 pub(crate) struct RedisBus {
-    queue: mpsc::Sender<Vec<u8>>,
+    queue: mpsc::Sender<Queued>,
+    channels: Channels,
     subscribers: Arc<Fanout>,
     /// Dropped with the bus: the listener task then ends.
     _stop: oneshot::Sender<()>,
 }
 
 impl RedisBus {
-    /// Starts the publisher and the listener; `pubsub` is already subscribed to `channel`.
-    pub(crate) fn start(conn: Commands, nodes: Nodes, pubsub: PubSub, channel: String, max_pending: usize) -> Self {
+    /// Starts the publisher and the listener; `pubsub` is already subscribed to the
+    /// [`listened`](Channels::listened) channels.
+    pub(crate) fn start(conn: Commands, nodes: Nodes, pubsub: PubSub, channels: Channels, max_pending: usize) -> Self {
         let (queue, rx) = mpsc::channel(max_pending.max(1));
         let (stop, stopped) = oneshot::channel();
         let subscribers = Arc::new(Fanout::new());
-        tokio::spawn(publisher(conn, channel.clone(), rx, subscribers.clone()));
-        tokio::spawn(listener(nodes, channel, pubsub, subscribers.clone(), stopped));
+        tokio::spawn(publisher(conn, channels.everyone.clone(), rx, subscribers.clone()));
+        tokio::spawn(listener(
+            nodes,
+            channels.listened(),
+            pubsub,
+            subscribers.clone(),
+            stopped,
+        ));
         RedisBus {
             queue,
+            channels,
             subscribers,
             _stop: stop,
         }
     }
-}
 
-impl Bus for RedisBus {
-    fn publish(&self, message: Vec<u8>) -> Result<(), StoreError> {
+    fn queue(&self, message: Queued) -> Result<(), StoreError> {
         self.queue.try_send(message).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
                 StoreError::Unavailable("the bus cannot reach Redis: its publish queue is full".into())
@@ -72,21 +121,36 @@ impl Bus for RedisBus {
             mpsc::error::TrySendError::Closed(_) => StoreError::Unavailable("the bus publisher stopped".into()),
         })
     }
+}
+
+impl Bus for RedisBus {
+    fn publish(&self, message: Vec<u8>) -> Result<(), StoreError> {
+        self.queue((None, message))
+    }
+
+    fn publish_to(&self, address: &str, message: Vec<u8>) -> Result<(), StoreError> {
+        self.queue((Some(self.channels.to(address)), message))
+    }
 
     fn subscribe(&self) -> mpsc::Receiver<BusEvent> {
         self.subscribers.subscribe()
+    }
+
+    fn address(&self) -> Option<&str> {
+        Some(&self.channels.address)
     }
 }
 
 /// Sends what is queued, a batch per round trip, in queue order. A batch Redis would not take
 /// is a gap for this process's subscribers at once (the others see it from the numbers the
 /// runtime puts in its messages).
-async fn publisher(mut conn: Commands, channel: String, mut rx: mpsc::Receiver<Vec<u8>>, subscribers: Arc<Fanout>) {
+async fn publisher(mut conn: Commands, everyone: String, mut rx: mpsc::Receiver<Queued>, subscribers: Arc<Fanout>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut pipe = redis::pipe();
-        for m in &batch {
-            pipe.cmd("PUBLISH").arg(&channel).arg(m.as_slice()).ignore();
+        for (to, m) in &batch {
+            let channel = to.as_ref().unwrap_or(&everyone);
+            pipe.cmd("PUBLISH").arg(channel).arg(m.as_slice()).ignore();
         }
         let mut attempt = 0;
         loop {
@@ -116,7 +180,7 @@ async fn publisher(mut conn: Commands, channel: String, mut rx: mpsc::Receiver<V
 /// next node of a cluster first: the one it was on may be gone for good).
 async fn listener(
     mut nodes: Nodes,
-    channel: String,
+    channels: [String; 2],
     first: PubSub,
     subscribers: Arc<Fanout>,
     mut stop: oneshot::Receiver<()>,
@@ -126,9 +190,9 @@ async fn listener(
     loop {
         let pubsub = match current.take() {
             Some(p) => p,
-            None => match nodes.subscribe(&channel).await {
+            None => match nodes.subscribe(&channels).await {
                 Ok(p) => {
-                    tracing::info!(channel = %channel, "bus subscriber connection to Redis restored");
+                    tracing::info!(channel = %channels[0], "bus subscriber connection to Redis restored");
                     delay = RECONNECT_MIN;
                     subscribers.gap();
                     p
@@ -154,7 +218,7 @@ async fn listener(
                 msg = stream.next() => match msg {
                     Some(msg) => subscribers.deliver(&Arc::from(msg.get_payload_bytes())),
                     None => {
-                        tracing::warn!(channel = %channel, "bus subscriber connection to Redis lost; reconnecting");
+                        tracing::warn!(channel = %channels[0], "bus subscriber connection to Redis lost; reconnecting");
                         break;
                     }
                 },
@@ -162,11 +226,11 @@ async fn listener(
                     match timeout(PING_TIMEOUT, sink.ping::<Value>()).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(e)) => {
-                            tracing::warn!(channel = %channel, error = %e, "bus subscriber ping failed; reconnecting");
+                            tracing::warn!(channel = %channels[0], error = %e, "bus subscriber ping failed; reconnecting");
                             break;
                         }
                         Err(_) => {
-                            tracing::warn!(channel = %channel, "bus subscriber ping unanswered; reconnecting");
+                            tracing::warn!(channel = %channels[0], "bus subscriber ping unanswered; reconnecting");
                             break;
                         }
                     }

@@ -66,13 +66,14 @@
 //! | `P:pair:<id>` | string | an open 2024-11-05 HTTP+SSE pair's record (JSON: id, principal, the instance holding its stream); `PX` = the pair ttl, refreshed by the holder, deleted when the stream ends |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
-//! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages |
+//! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages to every instance |
+//! | `P:bus:<address>` | channel | bus messages to the instances of one process (its bus's address: 16 hex digits drawn at connect) |
 //!
 //! In a Redis Cluster every operation stays on one slot: a session's scripts and pipelines touch
 //! its `{<sid>}` keys only, a task's its `{tasks}` keys only, and the untagged keys
 //! (`P:instance:<id>`, `P:rate:<bucket>`, `P:dpop:<hash>`) are each read and written alone, by
-//! a single command or a script of that one key. The bus channel is a classic one (`PUBLISH`
-//! reaches every node's subscribers), not a sharded one.
+//! a single command or a script of that one key. The bus channels are classic ones (`PUBLISH`
+//! reaches every node's subscribers), not sharded ones.
 //!
 //! The event keys of a session follow its record's expiry: an append gives the counters and the
 //! stream key the record's remaining lifetime, and the record's `load` and `touch` push the
@@ -477,11 +478,12 @@ impl RedisStore {
 
         let keys = Keys::new(&options.prefix);
         let channel = options.bus_channel.clone().unwrap_or_else(|| keys.bus_channel());
+        let channels = bus::Channels::new(channel);
         let pubsub = nodes
-            .subscribe(&channel)
+            .subscribe(&channels.listened())
             .await
-            .map_err(|e| connect_error(&shown, format!("subscribing to {channel}: {e}")))?;
-        let bus = RedisBus::start(commands.clone(), nodes, pubsub, channel, options.max_pending_publishes);
+            .map_err(|e| connect_error(&shown, format!("subscribing to {}: {e}", channels.everyone)))?;
+        let bus = RedisBus::start(commands.clone(), nodes, pubsub, channels, options.max_pending_publishes);
         let conn = Conn::new(commands, keys);
         tracing::debug!(url = %shown, prefix = %options.prefix, "connected to Redis");
         Ok(RedisStore {

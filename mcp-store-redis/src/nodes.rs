@@ -55,15 +55,15 @@ impl Nodes {
 
     /// Connects a subscriber connection to the first node that takes it, trying them in turn
     /// from the one after the node last used (on a cluster, after asking it for its nodes),
-    /// and subscribes it to the channel. The last node's error when none does.
-    pub(crate) async fn subscribe(&mut self, channel: &str) -> Result<PubSub, RedisError> {
+    /// and subscribes it to the channels. The last node's error when none does.
+    pub(crate) async fn subscribe(&mut self, channels: &[String]) -> Result<PubSub, RedisError> {
         self.discover().await;
         let mut last = None;
         for _ in 0..self.clients.len() {
             let i = self.next % self.clients.len();
             self.next = i + 1;
             let (address, client) = &self.clients[i];
-            match subscribe(client, channel).await {
+            match subscribe(client, channels).await {
                 Ok(p) => {
                     tracing::debug!(node = %address, "bus subscriber connected");
                     return Ok(p);
@@ -163,10 +163,10 @@ pub(crate) fn base(url: &str) -> String {
 }
 
 /// Connects a subscriber connection to one node and subscribes it to the channel.
-async fn subscribe(client: &Client, channel: &str) -> Result<PubSub, RedisError> {
+async fn subscribe(client: &Client, channels: &[String]) -> Result<PubSub, RedisError> {
     let attempt = async {
         let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(channel).await?;
+        pubsub.subscribe(channels).await?;
         Ok(pubsub)
     };
     match timeout(SUBSCRIBE_TIMEOUT, attempt).await {

@@ -49,6 +49,7 @@ contract!(session_expiry, session_expiry_memory, session_expiry_redis);
 contract!(events, events_memory, events_redis);
 contract!(concurrent_appends, concurrent_appends_memory, concurrent_appends_redis);
 contract!(bus, bus_memory, bus_redis);
+contract!(addressed_bus, addressed_bus_memory, addressed_bus_redis);
 contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
 contract!(buckets, buckets_memory, buckets_redis);
@@ -94,6 +95,7 @@ async fn every_contract_on_a_redis_cluster() {
         events,
         concurrent_appends,
         bus,
+        addressed_bus,
         tasks,
         membership,
         buckets
@@ -448,6 +450,43 @@ async fn bus(a: &Store, b: &Store, _: Backend) {
     assert!(
         timeout(Duration::from_millis(200), remote.recv()).await.is_err(),
         "no duplicate"
+    );
+}
+
+/// A message to one process's address reaches that process's subscriptions alone, in order with
+/// the publisher's messages to everyone; without addresses (memory), it reaches everyone.
+async fn addressed_bus(a: &Store, b: &Store, backend: Backend) {
+    let mut at_a = a.bus.subscribe();
+    let mut at_b = b.bus.subscribe();
+    let address = match (backend, a.bus.address()) {
+        (Backend::Memory, None) => "anyone".to_owned(),
+        (Backend::Redis, Some(address)) => {
+            assert!(!address.is_empty() && !address.contains('.'), "{address:?}");
+            assert_ne!(
+                b.bus.address(),
+                Some(address),
+                "each connection has an address of its own"
+            );
+            address.to_owned()
+        }
+        (backend, address) => panic!("{backend:?} has the address {address:?}"),
+    };
+    b.bus.publish(b"x".to_vec()).unwrap();
+    b.bus.publish_to(&address, b"y".to_vec()).unwrap();
+    b.bus.publish(b"z".to_vec()).unwrap();
+    for m in ["x", "y", "z"] {
+        assert_eq!(next(&mut at_a).await, msg(m), "in publish order across the two kinds");
+    }
+    let heard_by_b: &[&str] = match backend {
+        Backend::Memory => &["x", "y", "z"],
+        Backend::Redis => &["x", "z"],
+    };
+    for m in heard_by_b {
+        assert_eq!(next(&mut at_b).await, msg(m));
+    }
+    assert!(
+        timeout(Duration::from_millis(200), at_b.recv()).await.is_err(),
+        "a message to another address is not delivered here"
     );
 }
 

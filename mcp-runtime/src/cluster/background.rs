@@ -8,6 +8,7 @@ use mcp_protocol::auth::AuthInfo;
 use tokio::sync::mpsc;
 
 use super::load::REPORT_MOST;
+use super::numbers::Incoming;
 use super::{Append, Cluster, Envelope, HEARTBEAT_EVERY, HEARTBEAT_TTL, Note};
 use crate::catalog::{Change, Registry};
 use crate::session::{SessionStore, StartedHere};
@@ -21,7 +22,7 @@ pub(super) async fn listen(
     sessions: Weak<SessionStore>,
     registry: Weak<Registry>,
 ) {
-    let mut heard = Senders::default();
+    let mut heard = Incoming::default();
     while let Some(event) = bus.recv().await {
         let (Some(cluster), Some(sessions), Some(registry)) =
             (cluster.upgrade(), sessions.upgrade(), registry.upgrade())
@@ -42,7 +43,13 @@ pub(super) async fn listen(
                 continue;
             }
         };
-        if !heard.in_order(&envelope.from, envelope.seq) {
+        let direct = match &envelope.to {
+            // Another instance's (a bus without addresses hands everything to everyone).
+            Some(to) if **to != *cluster.instance => continue,
+            Some(_) => true,
+            None => false,
+        };
+        if !heard.in_order(&envelope.from, envelope.seq, direct) {
             gap(&cluster, &registry, "bus gap: a message of another instance was lost");
         }
         if *envelope.from == *cluster.instance {
@@ -65,16 +72,18 @@ pub(super) async fn listen(
                     tasks.forget_session(session);
                 }
                 sessions.drop_replica(session);
-                let _ = cluster.publish(Note::Ended {
-                    session: session.clone(),
-                });
+                let _ = cluster.publish_to(
+                    &envelope.from,
+                    Note::Ended {
+                        session: session.clone(),
+                    },
+                );
                 continue;
             }
             _ => {}
         }
         match envelope.note {
             Note::PairMessage {
-                to,
                 n,
                 pair,
                 principal,
@@ -82,16 +91,12 @@ pub(super) async fn listen(
                 claims,
                 body,
             } => {
-                if *to == *cluster.instance {
-                    let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
-                    cluster.pair_message(&envelope.from, n, &pair, auth, body);
-                }
+                let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
+                cluster.pair_message(&envelope.from, n, &pair, auth, body);
                 continue;
             }
-            Note::PairReceipt { to, n, outcome } => {
-                if *to == *cluster.instance {
-                    cluster.pair_receipt(n, outcome);
-                }
+            Note::PairReceipt { n, outcome } => {
+                cluster.pair_receipt(n, outcome);
                 continue;
             }
             note => envelope.note = note,
@@ -121,34 +126,6 @@ fn gap(cluster: &Cluster, registry: &Registry, why: &str) {
         registry.announce(change);
     }
     cluster.gaps.send_modify(|n| *n += 1);
-}
-
-/// The last message number heard from each sender.
-#[derive(Debug, Default)]
-struct Senders(std::collections::HashMap<String, u64>);
-
-impl Senders {
-    /// At most this many senders are remembered (instances come and go): past it, the memory
-    /// starts afresh, which only forgoes one comparison per sender.
-    const MAX: usize = 1024;
-
-    /// Records `seq` from `from`; `false` when numbers were skipped since its last message
-    /// (its first message heard, and a sender that does not count, are in order).
-    fn in_order(&mut self, from: &str, seq: u64) -> bool {
-        if seq == 0 {
-            return true;
-        }
-        if let Some(last) = self.0.get_mut(from) {
-            let next = *last + 1;
-            *last = seq;
-            return seq == next;
-        }
-        if self.0.len() >= Self::MAX {
-            self.0.clear();
-        }
-        self.0.insert(from.to_owned(), seq);
-        true
-    }
 }
 
 fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option<Arc<Tasks>>) {
@@ -291,33 +268,5 @@ impl Cluster {
         {
             s.event_appended(stream, id);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Senders;
-
-    #[test]
-    fn a_skipped_number_is_a_gap() {
-        let mut heard = Senders::default();
-        assert!(heard.in_order("a", 7), "the first message heard is in order");
-        assert!(heard.in_order("a", 8));
-        assert!(heard.in_order("b", 1), "senders are counted apart");
-        assert!(!heard.in_order("a", 10), "9 was lost");
-        assert!(heard.in_order("a", 11));
-        assert!(
-            heard.in_order("c", 0) && heard.in_order("c", 0),
-            "a sender that does not count"
-        );
-    }
-
-    #[test]
-    fn the_memory_of_senders_is_bounded() {
-        let mut heard = Senders::default();
-        for n in 0..Senders::MAX + 10 {
-            assert!(heard.in_order(&format!("i{n}"), 1));
-        }
-        assert!(heard.0.len() <= Senders::MAX);
     }
 }

@@ -32,14 +32,20 @@
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
+//! - **Addressing.** A message for one instance (a session's end to its holders and their
+//!   acknowledgements, a response to the instance that asked, a pair's messages and receipts,
+//!   a followed task's messages, an answer) names it, and goes to its process's bus address
+//!   when the bus has addresses (an instance's id starts with it): the others are not woken.
+//!   On a bus without addresses it reaches every instance, and the others ignore it.
 //! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
-//!   a number skipped in another instance's numbered messages) is answered like a lag: every
-//!   list is re-announced and every GET stream re-reads its log.
+//!   a number skipped in another instance's counts, see `numbers`) is answered like a lag:
+//!   every list is re-announced and every GET stream re-reads its log.
 
 mod asks;
 mod background;
 mod load;
 mod note;
+mod numbers;
 mod ports;
 mod relay;
 mod remote;
@@ -111,9 +117,9 @@ pub(crate) struct Cluster {
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
     /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
     acks: std::sync::Mutex<std::collections::HashMap<String, Acks>>,
-    /// The number of the last message published (held while publishing, so that numbers go out
-    /// in order).
-    seq: std::sync::Mutex<u64>,
+    /// The counts of the messages published (held while publishing, so that numbers go out in
+    /// order).
+    numbers: std::sync::Mutex<numbers::Outgoing>,
     /// The sessions the other instances report they started.
     loads: load::Loads,
     /// A client is named in this instance's reports from this many sessions on.
@@ -137,7 +143,7 @@ impl Cluster {
     pub(crate) fn new(store: Store, config: &ServerConfig) -> Arc<Self> {
         let (appends, rx) = mpsc::channel(APPEND_QUEUE);
         let c = Arc::new(Cluster {
-            instance: mint_instance(),
+            instance: mint_instance(store.bus.address()),
             store,
             session_ttl: config.session_ttl,
             event_capacity: config.max_stream_events.max(1),
@@ -153,7 +159,7 @@ impl Cluster {
             remote: remote::Remote::default(),
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
-            seq: std::sync::Mutex::new(0),
+            numbers: std::sync::Mutex::new(numbers::Outgoing::default()),
             loads: load::Loads::default(),
             report_from: (config.max_sessions_per_principal / 16).max(1),
             relay: relay::Relay::default(),
@@ -286,12 +292,11 @@ impl Cluster {
         }
     }
 
-    /// Publishes a note to every instance.
     /// Publishes `note` and waits until the bus has brought it back here: by then the bus has
     /// handed it to every instance (each applies it as it reads its bus, in order). Bounded by
     /// `wait`: past it (a slow or lost bus) the message may still arrive, or be a gap.
     pub(crate) async fn publish_everywhere(&self, note: Note, wait: Duration) -> Result<(), StoreError> {
-        let seq = self.publish_numbered(note)?;
+        let seq = self.send(None, note)?;
         let mut heard = self.heard_own.subscribe();
         match tokio::time::timeout(wait, heard.wait_for(|n| *n >= seq)).await {
             Ok(Ok(_)) => Ok(()),
@@ -312,26 +317,37 @@ impl Cluster {
         });
     }
 
+    /// Publishes `note` to every instance.
     pub(crate) fn publish(&self, note: Note) -> Result<(), StoreError> {
-        self.publish_numbered(note).map(|_| ())
+        self.send(None, note).map(|_| ())
     }
 
-    /// Publishes `note`; its number among this instance's messages.
-    fn publish_numbered(&self, note: Note) -> Result<u64, StoreError> {
-        let mut seq = self.seq.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Publishes `note` to instance `to` alone (to its process's bus address; on a bus without
+    /// addresses, to every instance, and the others ignore it).
+    pub(crate) fn publish_to(&self, to: &str, note: Note) -> Result<(), StoreError> {
+        self.send(Some(to), note).map(|_| ())
+    }
+
+    /// Publishes `note` to `to` (`None`: to every instance); its number in its count.
+    fn send(&self, to: Option<&str>, note: Note) -> Result<u64, StoreError> {
+        let mut numbers = self.numbers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Counted even when the bus cannot take it: the others see the number skipped (a gap).
+        let seq = numbers.next(to);
         let envelope = Envelope {
             from: self.instance.to_string(),
-            seq: *seq + 1,
+            to: to.map(str::to_owned),
+            seq,
             note,
         };
         let bytes = serde_json::to_vec(&envelope).map_err(|e| StoreError::Backend(e.to_string()))?;
-        // Counted even when the bus cannot take it: the others see the number skipped (a gap).
-        *seq += 1;
-        let number = *seq;
-        self.store.bus.publish(bytes).inspect_err(|e| {
+        match to.and_then(address_of) {
+            Some(address) => self.store.bus.publish_to(address, bytes),
+            None => self.store.bus.publish(bytes),
+        }
+        .inspect_err(|e| {
             tracing::warn!(error = %e, "bus publish failed");
         })?;
-        Ok(number)
+        Ok(seq)
     }
 
     /// The record of a new session, written before `initialize` is answered.
@@ -421,9 +437,18 @@ impl Cluster {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(session.to_owned(), (waiting, tx));
         }
-        let published = self.publish(Note::SessionEnded {
-            session: session.to_owned(),
-        });
+        // To the holders alone: no other instance has a replica (a replica is named in the
+        // record before it serves).
+        let mut published = Ok(());
+        for h in record.holders.iter().filter(|h| ***h != *self.instance) {
+            let sent = self.publish_to(
+                h,
+                Note::SessionEnded {
+                    session: session.to_owned(),
+                },
+            );
+            published = published.and(sent);
+        }
         if wait {
             if published.is_ok() && tokio::time::timeout(ACK_WAIT, rx).await.is_err() {
                 tracing::debug!(session, "not every replica acknowledged the end of the session in time");
@@ -466,15 +491,25 @@ impl Cluster {
     }
 }
 
-/// A fresh instance id: `i` and 16 hex digits from the OS CSPRNG.
-fn mint_instance() -> Arc<str> {
+/// A fresh instance id: `i` and 16 hex digits from the OS CSPRNG, after the bus address of
+/// this process and a `.` when the bus has addresses (see [`address_of`]).
+fn mint_instance(address: Option<&str>) -> Arc<str> {
     let mut bytes = [0u8; 8];
     if getrandom::fill(&mut bytes).is_err() {
         panic!("the operating system's random number generator failed");
     }
-    let mut s = String::from("i");
+    let mut s = match address.filter(|a| !a.is_empty() && !a.contains('.')) {
+        Some(a) => format!("{a}.i"),
+        None => String::from("i"),
+    };
     for b in bytes {
         s.push_str(&format!("{b:02x}"));
     }
     Arc::from(s)
+}
+
+/// The bus address of an instance's process: what comes before the `.` of its id (see
+/// [`mint_instance`]), if there is one.
+fn address_of(instance: &str) -> Option<&str> {
+    instance.split_once('.').map(|(address, _)| address)
 }

@@ -80,10 +80,9 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Runtime::broadcast`]).
     User { topic: String, payload: Value },
-    /// A message POSTed to the sender for a 2024-11-05 pair that instance `to` holds, the
-    /// sender's `n`th forwarded, with the identity it authenticated as.
+    /// A message POSTed to the sender for a 2024-11-05 pair the receiver holds, the sender's
+    /// `n`th forwarded, with the identity it authenticated as.
     PairMessage {
-        to: String,
         n: u64,
         pair: String,
         principal: String,
@@ -91,8 +90,8 @@ pub(crate) enum Note {
         claims: serde_json::Map<String, Value>,
         body: String,
     },
-    /// What the holder of a pair made of instance `to`'s `n`th forwarded message.
-    PairReceipt { to: String, n: u64, outcome: PairOutcome },
+    /// What the holder of a pair made of the receiver's `n`th forwarded message.
+    PairReceipt { n: u64, outcome: PairOutcome },
     /// The sessions the sender started, and the clients holding many of them (by store key).
     Load {
         sessions: usize,
@@ -100,23 +99,30 @@ pub(crate) enum Note {
     },
     /// Completes a URL-mode elicitation the sender does not hold; the holder answers `ask`.
     CompleteElicitation { id: String, principal: String, ask: u64 },
-    /// `to`'s question `ask` was done.
-    Answer { to: String, ask: u64 },
+    /// The receiver's question `ask` was done.
+    Answer { ask: u64 },
     /// A 2025-11-25 `tasks/result` on the sender waits for a task another instance runs: its
     /// messages (server-to-client requests, progress) go to the sender from now on.
     TaskFollow { task: String },
-    /// One message of a task, for the instance `to` whose `tasks/result` follows it.
-    TaskFrame { task: String, to: String, frame: String },
+    /// One message of a task, for the receiver, whose `tasks/result` follows it.
+    TaskFrame { task: String, frame: String },
     /// The sender's `tasks/result` stopped following the task.
     TaskUnfollow { task: String },
 }
 
-/// A bus message: who sent it, its place among the sender's messages, and what it says.
+/// A bus message: who sent it, to whom, its place among the sender's messages, and what it
+/// says.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Envelope {
     pub(super) from: String,
-    /// Counts the sender's messages from 1, those it could not send included: a receiver that
-    /// sees a number skipped knows a message was lost (0: a sender that does not count).
+    /// The one instance it is for (`None`: every instance). Other instances ignore it: a bus
+    /// without addresses hands it to them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) to: Option<String>,
+    /// Counts the sender's messages from 1, those it could not send included, to every
+    /// instance in one count and to each one instance in a count of its own (see
+    /// [`numbers`](super::numbers)): a receiver that sees a number skipped knows a message was
+    /// lost (0: a sender that does not count).
     #[serde(default)]
     pub(super) seq: u64,
     #[serde(flatten)]

@@ -8,7 +8,7 @@ use mcp_protocol::{RequestId, RpcError};
 use serde_json::Value;
 
 use super::{Append, Cluster, Note};
-use crate::session::Replication;
+use crate::session::{Replication, Session};
 use crate::sink::Sink;
 use crate::store::{SessionField, StoreError, StoreFuture, StreamKey};
 use crate::tasks::{Following, Sharing};
@@ -90,12 +90,18 @@ impl Replication for Cluster {
         });
     }
 
+    /// To the instance that asked, named in the request's id (to every instance when the id
+    /// does not name one: none of them then holds it, and the response is dropped there).
     fn forward_response(&self, session: &str, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
-        self.publish(Note::Response {
+        let note = Note::Response {
             session: session.to_owned(),
             id: id.clone(),
             outcome,
-        })
+        };
+        match Session::asker(id) {
+            Some(asker) => self.publish_to(asker, note),
+            None => self.publish(note),
+        }
         .is_ok()
     }
 

@@ -41,7 +41,7 @@ impl PairReply {
         match self {
             PairReply::Bus { cluster, to, n } => {
                 if let Some(c) = cluster.upgrade() {
-                    let _ = c.publish(Note::PairReceipt { to, n, outcome });
+                    let _ = c.publish_to(&to, Note::PairReceipt { n, outcome });
                 }
             }
             PairReply::Local(tx) => {
@@ -113,15 +113,17 @@ impl Cluster {
                 .unwrap_or(PairOutcome::Busy));
         }
         let (n, rx) = self.relay.forwarded.open();
-        let published = self.publish(Note::PairMessage {
-            to: pair.holder.clone(),
-            n,
-            pair: pair.id.clone(),
-            principal: auth.principal.to_string(),
-            scopes: auth.scopes.clone(),
-            claims: auth.claims.clone(),
-            body: body.to_owned(),
-        });
+        let published = self.publish_to(
+            &pair.holder,
+            Note::PairMessage {
+                n,
+                pair: pair.id.clone(),
+                principal: auth.principal.to_string(),
+                scopes: auth.scopes.clone(),
+                claims: auth.claims.clone(),
+                body: body.to_owned(),
+            },
+        );
         if let Err(e) = published {
             self.relay.forwarded.close(n);
             return Err(e);

@@ -104,22 +104,12 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
         Note::CompleteElicitation { id, principal, ask } => {
             let held = cluster.elicitations.get().and_then(Weak::upgrade);
             if held.is_some_and(|e| e.complete(&id, &principal).is_ok()) {
-                let _ = cluster.publish(Note::Answer {
-                    to: from.to_owned(),
-                    ask,
-                });
+                let _ = cluster.publish_to(from, Note::Answer { ask });
             }
         }
-        Note::Answer { to, ask } => {
-            if *to == *cluster.instance {
-                cluster.remote.asks.answer(ask, ());
-            }
-        }
+        Note::Answer { ask } => cluster.remote.asks.answer(ask, ()),
         Note::TaskFollow { task } => attach_follower(cluster, from, task),
-        Note::TaskFrame { task, to, frame } => {
-            if *to != *cluster.instance {
-                return None;
-            }
+        Note::TaskFrame { task, frame } => {
             let mut following = lock(&cluster.remote.following);
             let sink = following.get(&task).map(|(_, s)| s.clone());
             match sink {
@@ -132,11 +122,11 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
                 Some(_) => {
                     following.remove(&task);
                     drop(following);
-                    let _ = cluster.publish(Note::TaskUnfollow { task });
+                    let _ = cluster.publish_to(from, Note::TaskUnfollow { task });
                 }
                 None => {
                     drop(following);
-                    let _ = cluster.publish(Note::TaskUnfollow { task });
+                    let _ = cluster.publish_to(from, Note::TaskUnfollow { task });
                 }
             }
         }
@@ -176,10 +166,9 @@ fn attach_follower(cluster: &Arc<Cluster>, from: &str, task: String) {
             let Some(c) = weak.upgrade() else { return };
             let note = Note::TaskFrame {
                 task: task.clone(),
-                to: to.clone(),
                 frame: String::from_utf8_lossy(&frame).into_owned(),
             };
-            if let Err(e) = c.publish(note) {
+            if let Err(e) = c.publish_to(&to, note) {
                 tracing::debug!(task, error = %e, "a followed task's message was not published");
             }
         }

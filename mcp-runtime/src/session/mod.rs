@@ -38,6 +38,9 @@ use crate::store::{SessionField, StoreError};
 
 type Pending = oneshot::Sender<Result<Value, RpcError>>;
 
+/// What the ids of server-to-client requests start with.
+const S2C: &str = "s2c-";
+
 /// Where the notifications meant for one session go (for example
 /// `notifications/elicitation/complete`): installed by the transport that
 /// serves the session (HTTP: the session's event buffer and GET stream;
@@ -409,12 +412,19 @@ impl Session {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         // Shared sessions: the instance's id keeps ids unique across instances.
         let id = match self.replication.get() {
-            Some(c) => RequestId::String(Arc::from(format!("s2c-{}-{n}", c.instance()))),
-            None => RequestId::String(Arc::from(format!("s2c-{n}"))),
+            Some(c) => RequestId::String(Arc::from(format!("{S2C}{}-{n}", c.instance()))),
+            None => RequestId::String(Arc::from(format!("{S2C}{n}"))),
         };
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
         (id, rx)
+    }
+
+    /// The instance that sent a server-to-client request of a shared session, from its id
+    /// (see [`Session::register_request`]); `None` for any other id.
+    pub(crate) fn asker(id: &RequestId) -> Option<&str> {
+        let RequestId::String(s) = id else { return None };
+        s.strip_prefix(S2C)?.rsplit_once('-').map(|(instance, _)| instance)
     }
 
     /// Forgets a pending request (timed out or abandoned).
@@ -572,6 +582,19 @@ mod tests {
         assert!(!s.deliver(&RequestId::from("other"), Ok(Value::Null)));
         assert!(s.deliver(&id, Ok(Value::Bool(true))));
         assert_eq!(rx.await.unwrap(), Ok(Value::Bool(true)));
+    }
+
+    #[test]
+    fn a_shared_request_id_names_its_asker() {
+        let id = RequestId::from("s2c-0123abcd.i00ff-17");
+        assert_eq!(Session::asker(&id), Some("0123abcd.i00ff"));
+        assert_eq!(
+            Session::asker(&RequestId::from("s2c-3")),
+            None,
+            "a session of one process"
+        );
+        assert_eq!(Session::asker(&RequestId::from("c-1-2")), None);
+        assert_eq!(Session::asker(&RequestId::Number(4)), None);
     }
 
     #[test]

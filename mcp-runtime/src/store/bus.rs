@@ -28,22 +28,46 @@ pub enum BusEvent {
     Gap,
 }
 
-/// Messages to every instance.
+/// Messages to every instance, and to one process.
 ///
 /// # Contract
 ///
-/// - `publish` never waits: it queues the message and fails only when the bus cannot take it
-///   (the backend is unreachable and its queue is full), so the caller can answer with a clear
-///   error instead of losing it silently.
+/// - `publish` and `publish_to` never wait: they queue the message and fail only when the bus
+///   cannot take it (the backend is unreachable and its queue is full), so the caller can
+///   answer with a clear error instead of losing it silently.
 /// - Every subscription receives every message published after it was made, by any instance
-///   (the publisher's own included), in publish order per publisher, or a [`BusEvent::Gap`]
-///   where some were lost.
+///   (the publisher's own included), and every message published to its process's
+///   [`address`](Bus::address), in publish order per publisher (the two kinds interleaved as
+///   they were published), or a [`BusEvent::Gap`] where some were lost.
+///
+/// A message for one instance (the end of a session to the instances holding it, a reply to
+/// the instance that asked) goes to that instance's address when the bus has addresses; a bus
+/// without them delivers it to every instance, and the others ignore it. Addresses only spare
+/// the instances a message is not for: with many instances, a message for one then costs one
+/// delivery instead of one per instance.
 pub trait Bus: Send + Sync + 'static {
     /// Sends a message to every instance.
     fn publish(&self, message: Vec<u8>) -> Result<(), StoreError>;
 
-    /// Receives every message published from now on.
+    /// Sends a message to the process listening at `address` (another process's
+    /// [`address`](Bus::address)). The default sends it to every instance, as
+    /// [`publish`](Bus::publish) does.
+    fn publish_to(&self, address: &str, message: Vec<u8>) -> Result<(), StoreError> {
+        let _ = address;
+        self.publish(message)
+    }
+
+    /// Receives every message published from now on, and every message published to this
+    /// process's address.
     fn subscribe(&self) -> mpsc::Receiver<BusEvent>;
+
+    /// Where messages for this process alone go, if the bus can address processes: a
+    /// non-empty name without a `.`, the same for every subscription of this bus. The bus listens there before it is handed out, so a
+    /// subscription receives what is sent to the address from the moment it is made, with no
+    /// wait for the backend. `None` (the default): every message reaches every instance.
+    fn address(&self) -> Option<&str> {
+        None
+    }
 }
 
 #[derive(Debug)]
