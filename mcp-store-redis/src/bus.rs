@@ -67,15 +67,29 @@ impl Channels {
         Channels { everyone, address }
     }
 
-    /// The channel of `address`.
+    /// The channel of `address`: `{<everyone>}:<address>`, or `<everyone>:<address>` when the
+    /// channel to everyone has a hash tag of its own. Either way it is in the same cluster slot
+    /// as the channel to everyone, so that a Redis Cluster connection sends a batch of
+    /// publishes to one node, in order.
     fn to(&self, address: &str) -> String {
-        format!("{}:{address}", self.everyone)
+        if has_hash_tag(&self.everyone) {
+            format!("{}:{address}", self.everyone)
+        } else {
+            format!("{{{}}}:{address}", self.everyone)
+        }
     }
 
     /// The channels this process listens to.
     pub(crate) fn listened(&self) -> [String; 2] {
         [self.everyone.clone(), self.to(&self.address)]
     }
+}
+
+/// Whether Redis Cluster hashes only part of `name`: the part between its first `{` and the
+/// first `}` after it, when that part is not empty.
+fn has_hash_tag(name: &str) -> bool {
+    name.find('{')
+        .is_some_and(|open| name[open + 1..].find('}').is_some_and(|len| len > 0))
 }
 
 /// A message waiting to be published: its channel (`None`: to every instance) and bytes.
@@ -237,5 +251,24 @@ async fn listener(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Channels, has_hash_tag};
+
+    #[test]
+    fn a_process_channel_is_in_the_slot_of_the_channel_to_everyone() {
+        assert!(has_hash_tag("{app}:bus") && has_hash_tag("a{b}c{d}"));
+        assert!(!has_hash_tag("mcp:bus") && !has_hash_tag("a{}b{c}") && !has_hash_tag("a}b{"));
+        let plain = Channels::new("mcp:bus".into());
+        let [everyone, mine] = plain.listened();
+        assert_eq!(everyone, "mcp:bus");
+        assert_eq!(mine, format!("{{mcp:bus}}:{}", plain.address));
+        let tagged = Channels::new("{app}:bus".into());
+        assert_eq!(tagged.to("ab"), "{app}:bus:ab");
+        assert_eq!(plain.address.len(), 16);
+        assert!(plain.address.bytes().all(|b| b.is_ascii_hexdigit()));
     }
 }

@@ -15,7 +15,9 @@
 //! (or does not answer `PING`) at start. Once connected, the store uses two connections: one
 //! multiplexed command connection ([`redis::aio::ConnectionManager`][conn-manager], shared by
 //! every seam and every clone) and one subscriber connection for the bus, owned by a
-//! background task.
+//! background task, subscribed to the channel to every instance and to this store's own (its
+//! [address](mcp_runtime::store::Bus::address), drawn at connect: a message for the instances
+//! of this process only wakes this process).
 //!
 //! [conn-manager]: https://docs.rs/redis/latest/redis/aio/struct.ConnectionManager.html
 //!
@@ -67,7 +69,7 @@
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages to every instance |
-//! | `P:bus:<address>` | channel | bus messages to the instances of one process (its bus's address: 16 hex digits drawn at connect) |
+//! | `{P:bus}:<address>` | channel | bus messages to the instances of one process (its bus's address: 16 hex digits drawn at connect; in the slot of `P:bus`, so that a batch of publishes goes to one node) |
 //!
 //! In a Redis Cluster every operation stays on one slot: a session's scripts and pipelines touch
 //! its `{<sid>}` keys only, a task's its `{tasks}` keys only, and the untagged keys

@@ -422,6 +422,7 @@ impl Session {
 
     /// The instance that sent a server-to-client request of a shared session, from its id
     /// (see [`Session::register_request`]); `None` for any other id.
+    #[cfg(feature = "shared-store")]
     pub(crate) fn asker(id: &RequestId) -> Option<&str> {
         let RequestId::String(s) = id else { return None };
         s.strip_prefix(S2C)?.rsplit_once('-').map(|(instance, _)| instance)
@@ -584,6 +585,7 @@ mod tests {
         assert_eq!(rx.await.unwrap(), Ok(Value::Bool(true)));
     }
 
+    #[cfg(feature = "shared-store")]
     #[test]
     fn a_shared_request_id_names_its_asker() {
         let id = RequestId::from("s2c-0123abcd.i00ff-17");
