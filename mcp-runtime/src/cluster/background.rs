@@ -53,6 +53,10 @@ pub(super) async fn listen(
             gap(&cluster, &registry, "bus gap: a message of another instance was lost");
         }
         if *envelope.from == *cluster.instance {
+            // One to this instance itself is not counted with those to every instance.
+            if direct {
+                continue;
+            }
             cluster.heard_own(envelope.seq);
             // Our own change, back from the bus: every instance has it by now.
             if let Note::Change { change } = envelope.note {
