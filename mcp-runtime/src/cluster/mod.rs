@@ -34,7 +34,7 @@
 //!   session bounds count every instance's, approximately (`load`).
 //! - **Addressing.** A message for one instance (a session's end to its holders and their
 //!   acknowledgements, a response to the instance that asked, a pair's messages and receipts,
-//!   a followed task's messages, an answer) names it, and goes to its process's bus address
+//!   a task's cancellation and a followed task's messages, an answer) names it, and goes to its process's bus address
 //!   when the bus has addresses (an instance's id starts with it): the others are not woken.
 //!   On a bus without addresses it reaches every instance, and the others ignore it.
 //! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or

@@ -123,8 +123,8 @@ impl Sharing for Cluster {
         self.store.members.alive(instance)
     }
 
-    fn forward_cancel(&self, task: &str) -> Result<(), StoreError> {
-        self.publish(Note::TaskCancel { task: task.to_owned() })
+    fn forward_cancel(&self, instance: &str, task: &str) -> Result<(), StoreError> {
+        self.publish_to(instance, Note::TaskCancel { task: task.to_owned() })
     }
 
     fn forward_input(&self, task: &str, responses: &serde_json::Map<String, Value>) -> Result<(), StoreError> {

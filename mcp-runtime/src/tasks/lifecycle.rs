@@ -254,7 +254,7 @@ impl Tasks {
         if owner == s.instance() || !s.is_alive(owner).await.unwrap_or(false) {
             return Ok(None);
         }
-        s.forward_cancel(task_id).map_err(|e| e.unavailable())?;
+        s.forward_cancel(owner, task_id).map_err(|e| e.unavailable())?;
         let deadline = tokio::time::Instant::now() + WAIT;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -14,8 +14,8 @@ pub(crate) trait Sharing: Send + Sync + std::fmt::Debug {
     /// Whether an instance's heartbeat is alive.
     fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool>;
 
-    /// Asks the instance running a task to cancel it.
-    fn forward_cancel(&self, task: &str) -> Result<(), StoreError>;
+    /// Asks `instance`, which runs a task, to cancel it.
+    fn forward_cancel(&self, instance: &str, task: &str) -> Result<(), StoreError>;
 
     /// Brings `tasks/update` input to the instance running a task.
     fn forward_input(&self, task: &str, responses: &Map<String, Value>) -> Result<(), StoreError>;
