@@ -157,10 +157,7 @@ impl Elicitations {
 
 /// A fresh id: `el_` and 32 hex digits from the OS CSPRNG.
 fn mint_id() -> Option<Arc<str>> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Some(Arc::from(format!("el_{hex}")))
+    crate::mint::random_id::<16>("el_").map(Arc::from)
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ mod exec;
 pub mod extension;
 pub mod listen;
 pub mod middleware;
+mod mint;
 pub mod observe;
 mod quota;
 pub mod relay;

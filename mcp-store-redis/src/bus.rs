@@ -50,7 +50,7 @@ const RECONNECT_MAX: Duration = Duration::from_secs(3);
 pub(crate) struct Channels {
     /// The channel to every instance.
     pub(crate) everyone: String,
-    /// This process's address: its channel is `<everyone>:<address>`.
+    /// This process's address (its channel: [`Channels::to`]).
     address: String,
 }
 

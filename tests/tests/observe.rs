@@ -70,6 +70,17 @@ impl Captured {
         all
     }
 
+    /// The session `initialize` (request 1) named, and the one span of
+    /// `notifications/initialized`.
+    fn initialized(&self) -> (String, SpanRecord) {
+        let session = field(&self.request("1"), "mcp.session.id")
+            .expect("initialize names its session")
+            .to_owned();
+        let mut notes = self.of_method("notifications/initialized");
+        assert_eq!(notes.len(), 1, "one span for the notification: {notes:#?}");
+        (session, notes.remove(0))
+    }
+
     /// The request span of the request with `id`.
     fn request(&self, id: &str) -> SpanRecord {
         let all = self.requests();
@@ -459,12 +470,8 @@ fn a_notification_gets_a_span_and_a_duration_without_an_id() {
         c.call(2, "ping", json!({})).await;
         c.finish().await;
     });
-    let session = field(&captured.request("1"), "mcp.session.id")
-        .expect("initialize names its session")
-        .to_owned();
-    let notes = captured.of_method("notifications/initialized");
-    assert_eq!(notes.len(), 1, "one span for the notification: {notes:#?}");
-    let note = &notes[0];
+    let (session, span) = captured.initialized();
+    let note = &span;
     assert_eq!(field(note, "otel.name"), Some("notifications/initialized"));
     assert_eq!(field(note, "otel.kind"), Some("server"));
     assert_eq!(field(note, "jsonrpc.request.id"), None, "a notification has no id");
@@ -525,12 +532,8 @@ fn a_notification_in_a_batch_is_observed_in_its_session() {
         assert_eq!(answers[0]["id"], 2, "the batch's one request is answered: {answers}");
         c.finish().await;
     });
-    let session = field(&captured.request("1"), "mcp.session.id")
-        .expect("initialize names its session")
-        .to_owned();
-    let notes = captured.of_method("notifications/initialized");
-    assert_eq!(notes.len(), 1, "{notes:#?}");
-    assert_eq!(field(&notes[0], "mcp.session.id"), Some(session.as_str()));
-    assert_eq!(field(&notes[0], "mcp.protocol.version"), Some(BATCHING));
-    assert_eq!(field(&notes[0], "error.type"), None);
+    let (session, note) = captured.initialized();
+    assert_eq!(field(&note, "mcp.session.id"), Some(session.as_str()));
+    assert_eq!(field(&note, "mcp.protocol.version"), Some(BATCHING));
+    assert_eq!(field(&note, "error.type"), None);
 }

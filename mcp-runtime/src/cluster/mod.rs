@@ -34,9 +34,10 @@
 //!   session bounds count every instance's, approximately (`load`).
 //! - **Addressing.** A message for one instance (a session's end to its holders and their
 //!   acknowledgements, a response to the instance that asked, a pair's messages and receipts,
-//!   a task's cancellation and a followed task's messages, an answer) names it, and goes to its process's bus address
-//!   when the bus has addresses (an instance's id starts with it): the others are not woken.
-//!   On a bus without addresses it reaches every instance, and the others ignore it.
+//!   a task's cancellation and a followed task's messages, an answer) names it, and goes to
+//!   its process's bus address when the bus has addresses (an instance's id starts with it):
+//!   the others are not woken. On a bus without addresses it reaches every instance, and the
+//!   others ignore it.
 //! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
 //!   a number skipped in another instance's counts, see `numbers`) is answered like a lag:
 //!   every list is re-announced and every GET stream re-reads its log.
@@ -440,7 +441,7 @@ impl Cluster {
         // To the holders alone: no other instance has a replica (a replica is named in the
         // record before it serves).
         let mut published = Ok(());
-        for h in record.holders.iter().filter(|h| ***h != *self.instance) {
+        for h in record.holders.iter().filter(|h| h.as_str() != &*self.instance) {
             let sent = self.publish_to(
                 h,
                 Note::SessionEnded {
@@ -494,18 +495,14 @@ impl Cluster {
 /// A fresh instance id: `i` and 16 hex digits from the OS CSPRNG, after the bus address of
 /// this process and a `.` when the bus has addresses (see [`address_of`]).
 fn mint_instance(address: Option<&str>) -> Arc<str> {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
-        panic!("the operating system's random number generator failed");
-    }
-    let mut s = match address.filter(|a| !a.is_empty() && !a.contains('.')) {
+    let prefix = match address.filter(|a| !a.is_empty() && !a.contains('.')) {
         Some(a) => format!("{a}.i"),
         None => String::from("i"),
     };
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
+    match crate::mint::random_id::<8>(&prefix) {
+        Some(id) => Arc::from(id),
+        None => panic!("the operating system's random number generator failed"),
     }
-    Arc::from(s)
 }
 
 /// The bus address of an instance's process: what comes before the `.` of its id (see

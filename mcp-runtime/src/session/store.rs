@@ -70,18 +70,12 @@ impl SessionStore {
 
     /// Mints a new session id: `mcp_` and 32 hex digits from the OS CSPRNG.
     pub fn mint_id() -> Arc<str> {
-        let mut bytes = [0u8; 16];
-        if getrandom::fill(&mut bytes).is_err() {
+        match crate::mint::random_id::<16>("mcp_") {
+            Some(id) => Arc::from(id),
             // The OS generator failing is unrecoverable for a server that
             // must not hand out guessable ids.
-            panic!("the operating system's random number generator failed");
+            None => panic!("the operating system's random number generator failed"),
         }
-        let mut s = String::with_capacity(36);
-        s.push_str("mcp_");
-        for b in bytes {
-            s.push_str(&format!("{b:02x}"));
-        }
-        Arc::from(s)
     }
 
     /// Stores a session, with no bound (a replica of a session another instance started).

@@ -62,9 +62,10 @@ pub trait Bus: Send + Sync + 'static {
     fn subscribe(&self) -> mpsc::Receiver<BusEvent>;
 
     /// Where messages for this process alone go, if the bus can address processes: a
-    /// non-empty name without a `.`, the same for every subscription of this bus. The bus listens there before it is handed out, so a
-    /// subscription receives what is sent to the address from the moment it is made, with no
-    /// wait for the backend. `None` (the default): every message reaches every instance.
+    /// non-empty name without a `.`, the same for every subscription of this bus. The bus
+    /// listens there before it is handed out, so a subscription receives what is sent to the
+    /// address from the moment it is made, with no wait for the backend. `None` (the
+    /// default): every message reaches every instance.
     fn address(&self) -> Option<&str> {
         None
     }

@@ -496,9 +496,7 @@ impl Tasks {
 
 /// A fresh task id: 32 hex digits from the OS CSPRNG (`None` if it fails).
 fn mint_task_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::mint::random_id::<16>("")
 }
 
 #[cfg(test)]
