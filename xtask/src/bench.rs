@@ -322,6 +322,7 @@ pub(crate) fn run(opts: &Options) -> Result {
         let targets = bench.targets_for(id);
         let mut runs: Vec<Vec<Value>> = vec![Vec::new(); targets.len()];
         let mut shared_runs = Vec::new();
+        let mut floor_runs = Vec::new();
         let mut baseline_shared_runs = Vec::new();
         let mut body_bytes = 0;
         for round in 1..=plan.rounds {
@@ -340,6 +341,11 @@ pub(crate) fn run(opts: &Options) -> Result {
                     &mut failures,
                 ) {
                     shared_runs.push(v);
+                }
+                let outcome = bench.floor_run(redis, workload);
+                let what = format!("{sid} round-trip floor round {round}/{}", plan.rounds);
+                if let Some(v) = record(FLOOR_TARGET, &what, outcome, &mut failures) {
+                    floor_runs.push(v);
                 }
                 if bench.baseline.is_some() {
                     let prefix = format!("bench-{}-b{round}", sid.to_ascii_lowercase());
@@ -384,15 +390,13 @@ pub(crate) fn run(opts: &Options) -> Result {
             };
             let single = results.remove("ours").unwrap_or_else(|| json!({"error": "failed"}));
             let baseline = bench.baseline.is_some().then(|| median(baseline_shared_runs));
-            shared_rows.push(report::shared_row(
-                sid,
-                stitle,
-                id,
+            let runs = report::SharedRuns {
                 single,
-                median(shared_runs),
-                round_trips,
+                shared: median(shared_runs),
+                floor: median(floor_runs),
                 baseline,
-            ));
+            };
+            shared_rows.push(report::shared_row(sid, stitle, id, runs, round_trips));
         }
     }
     drop(redis);
@@ -434,6 +438,8 @@ pub(crate) fn run(opts: &Options) -> Result {
 
 /// How the S cells' runs are named in the output.
 const SHARED_TARGET: &str = "ours×2+redis";
+/// How the S cells' round-trip floor runs are named in the output.
+const FLOOR_TARGET: &str = "ours+PING/message";
 
 /// The JSON of one run, printed; a failure is printed and remembered in `failures`.
 fn record(target: &str, what: &str, outcome: Result<Value>, failures: &mut Vec<String>) -> Option<Value> {
@@ -762,26 +768,47 @@ impl Bench {
         ])
     }
 
-    /// Fails if either instance or Redis died during the run.
-    fn ensure_pair_alive(pair: &mut [Server; 2], redis: &mut RedisServer) -> Result {
-        for server in pair.iter_mut() {
-            ensure_alive(&mut server.child, SHARED_TARGET)?;
+    /// Fails if any of `servers` (named `target`) or Redis died during the run.
+    fn ensure_alive_on(servers: &mut [Server], target: &str, redis: &mut RedisServer) -> Result {
+        for server in servers.iter_mut() {
+            ensure_alive(&mut server.child, target)?;
         }
         redis.ensure_running()
     }
 
-    /// An S cell's measured round: `workload` through two fresh instances on `redis`, and the
+    /// An S cell's measured round: `workload` through two fresh instances on `redis`.
+    fn shared_run(&self, redis: &mut RedisServer, workload: &str, prefix: &str, target: &str) -> Result<Value> {
+        let mut pair = self.start_pair(redis, prefix, target)?;
+        self.measure_on(redis, &mut pair, workload, SHARED_TARGET)
+    }
+
+    /// An S cell's round-trip floor: `workload` through one instance that keeps its state in
+    /// memory and makes one bare round trip to `redis` (`PING`) before each message, pinned
+    /// with it (`ours --round-trip-via`). No server that shares its state through Redis can
+    /// make fewer round trips per message, or cheaper ones.
+    fn floor_run(&self, redis: &mut RedisServer, workload: &str) -> Result<Value> {
+        let args = vec!["--round-trip-via".to_owned(), redis.url()];
+        let mut server = [self.serve(&self.shared_bin, args, Stdio::inherit())?];
+        self.measure_on(redis, &mut server, workload, FLOOR_TARGET)
+    }
+
+    /// One measured run of `workload` through `servers` (named `target`) on `redis`, with the
     /// Redis commands executed meanwhile (`INFO commandstats` before and after) per request
     /// sent, in `redis_commands`.
-    fn shared_run(&self, redis: &mut RedisServer, workload: &str, prefix: &str, target: &str) -> Result<Value> {
+    fn measure_on(
+        &self,
+        redis: &mut RedisServer,
+        servers: &mut [Server],
+        workload: &str,
+        target: &str,
+    ) -> Result<Value> {
         let port = shared::port_of(&redis.url())?;
-        let mut pair = self.start_pair(redis, prefix, target)?;
-        let mut args = self.http_args(&[&pair[0], &pair[1]], workload);
+        let mut args = self.http_args(&servers.iter().collect::<Vec<_>>(), workload);
         args.extend(self.timing());
         let before = shared::commandstats(port)?;
         let outcome = self.loadgen(&args, self.run_timeout());
         let after = shared::commandstats(port);
-        Self::ensure_pair_alive(&mut pair, redis)?;
+        Self::ensure_alive_on(servers, target, redis)?;
         let mut outcome = outcome?;
         let commands = shared::delta(&before, &after?);
         let sent = outcome["requests_sent"].as_u64().unwrap_or(0);
@@ -805,7 +832,7 @@ impl Bench {
         let tap = shared::Tap::start(port)?;
         let outcome = self.loadgen(&args, self.run_timeout());
         let counts = tap.finish();
-        Self::ensure_pair_alive(&mut pair, redis)?;
+        Self::ensure_alive_on(&mut pair, SHARED_TARGET, redis)?;
         let outcome = outcome?;
         let sent = outcome["requests_sent"].as_u64().unwrap_or(0);
         let mut v = shared::per_request(&counts?, sent, requests_per_op(&outcome));

@@ -12,6 +12,7 @@
 //! ours --http PORT --rate-limit RATE[:BURST]        # tools/call rate-limited per caller
 //! ours --http PORT --layer                          # one pass-through middleware layer
 //! ours --http PORT --otel                           # spans to OpenTelemetry (built with `otel`)
+//! ours --http PORT --round-trip-via URL             # in memory, one Redis PING per message
 //! ```
 //!
 //! The last three measure what the runtime's seams cost (the bench's W1 seam rows):
@@ -50,6 +51,12 @@
 //! seals request states with a fixed key ([`SHARED_STATE_KEY`]) instead of a random one: two
 //! processes given the same URL and prefix are one logical server, each answering requests and
 //! sessions begun on the other (the bench's S cells).
+//!
+//! With `--round-trip-via URL` (the `shared` build) the instance keeps every state in its own
+//! memory, as without `--redis`, but makes one bare round trip to that Redis before each message
+//! it handles (`Store::check`: a `PING` on the store's command connection). It is the S cells'
+//! round-trip floor: what the cheapest server that shares anything through Redis could do, one
+//! round trip per message and nothing else, on the same core as the Redis it asks.
 
 #[cfg(feature = "count-allocs")]
 mod count;
@@ -94,6 +101,9 @@ struct Args {
     /// The key prefix in Redis (instances of one server use the same one).
     #[arg(long, value_name = "P", default_value = "bench", requires = "redis")]
     redis_prefix: String,
+    /// State in memory, but one bare round trip (`PING`) to this Redis before every message.
+    #[arg(long, value_name = "URL", requires = "http", conflicts_with = "redis")]
+    round_trip_via: Option<String>,
     /// Rate-limit `tools/call`: RATE requests per second per caller, BURST at once.
     #[arg(long, value_name = "RATE[:BURST]")]
     rate_limit: Option<Quota>,
@@ -113,6 +123,8 @@ struct Args {
 struct Seams {
     rate_limit: Option<Quota>,
     layer: bool,
+    /// The store whose backend every message makes one round trip to (`--round-trip-via`).
+    round_trip: Option<Store>,
     /// The OpenTelemetry tracer the server records its spans with.
     #[cfg(feature = "otel")]
     tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
@@ -174,6 +186,19 @@ fn server(
     if seams.layer {
         builder = builder.middleware(|request: Inbound, next: Next| next.run(request));
     }
+    if let Some(store) = seams.round_trip {
+        builder = builder.middleware(move |request: Inbound, next: Next| {
+            let store = store.clone();
+            async move {
+                if let Err(e) = store.check().await {
+                    // The floor means nothing without its round trips: end the run loudly.
+                    eprintln!("--round-trip-via: {e}");
+                    std::process::exit(70);
+                }
+                next.run(request).await
+            }
+        });
+    }
     #[cfg(feature = "otel")]
     if let Some(tracer) = seams.tracer {
         builder = builder.tracer(tracer);
@@ -199,6 +224,27 @@ async fn shared_store(args: &Args) -> Result<Option<Store>, Box<dyn std::error::
         .await
         .map_err(|e| format!("--redis {url}: {e}"))?;
     Ok(Some(store.into_store()))
+}
+
+/// The store `--round-trip-via` names (`None` without it): connected, never given the server.
+#[cfg(feature = "shared")]
+async fn round_trip_store(args: &Args) -> Result<Option<Store>, Box<dyn std::error::Error>> {
+    let Some(url) = &args.round_trip_via else {
+        return Ok(None);
+    };
+    let store = RedisStore::connect(url)
+        .await
+        .map_err(|e| format!("--round-trip-via {url}: {e}"))?;
+    Ok(Some(store.into_store()))
+}
+
+/// `--round-trip-via` needs the `shared` feature.
+#[cfg(not(feature = "shared"))]
+async fn round_trip_store(args: &Args) -> Result<Option<Store>, Box<dyn std::error::Error>> {
+    match &args.round_trip_via {
+        Some(_) => Err("--round-trip-via: this build has no Redis (build with --features shared)".into()),
+        None => Ok(None),
+    }
 }
 
 /// `--redis` needs the `shared` feature.
@@ -238,6 +284,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seams = Seams {
         rate_limit: args.rate_limit,
         layer: args.layer,
+        round_trip: round_trip_store(&args).await?,
         #[cfg(feature = "otel")]
         tracer: args.otel.then(otel::tracer),
     };

@@ -10,7 +10,9 @@
 //! disturbed before each rerun and which stayed so, see [`super::rerun`]), `scaleout` (per S
 //! cell: `single`, the W row's `ours`
 //! outcome; `shared`, the two instances on Redis, with `redis_commands` of its median round;
-//! `ratios`: `shared_single` of operations per second, `p99_shared_single`; `redis`: `commands`,
+//! `floor`, the round-trip floor (one in-memory instance making one bare Redis round trip before
+//! each message, on the same CPU as Redis, with its `redis_commands`); `ratios`: `shared_single`
+//! and `floor_single` of operations per second, `p99_shared_single`; `redis`: `commands`,
 //! the commands Redis executed (`INFO commandstats`), and `round_trips`, the requests the
 //! instances sent it (a script or a transaction once, from the `MONITOR` counting run), each as
 //! `total`, `requests` (what the generator sent), `per_request`, `per_op` and `by_command` per
@@ -84,24 +86,35 @@ pub(super) fn row(id: &str, title: &str, results: Map<String, Value>) -> Value {
     })
 }
 
-/// An S cell's row: `workload`'s one in-memory instance (`single`, the W row's `ours`) against
-/// two instances on Redis (`shared`), and the Redis figures.
-pub(super) fn shared_row(
-    id: &str,
-    title: &str,
-    workload: &str,
-    single: Value,
-    shared: Value,
-    round_trips: Value,
-    baseline: Option<Value>,
-) -> Value {
-    let ratio = |key: &str| match (shared[key].as_f64(), single[key].as_f64()) {
+/// The measured outcomes of an S cell (each the median of its rounds).
+pub(super) struct SharedRuns {
+    /// The W row's one in-memory instance (`ours`).
+    pub single: Value,
+    /// Two instances on Redis.
+    pub shared: Value,
+    /// The round-trip floor: one in-memory instance, a bare Redis round trip per message.
+    pub floor: Value,
+    /// Two instances of the `--baseline` commit on Redis, when asked for.
+    pub baseline: Option<Value>,
+}
+
+/// An S cell's row: `workload`'s one in-memory instance against two instances on Redis and
+/// against the round-trip floor, and the Redis figures.
+pub(super) fn shared_row(id: &str, title: &str, workload: &str, runs: SharedRuns, round_trips: Value) -> Value {
+    let SharedRuns {
+        single,
+        shared,
+        floor,
+        baseline,
+    } = runs;
+    let ratio = |of: &Value, key: &str| match (of[key].as_f64(), single[key].as_f64()) {
         (Some(a), Some(b)) if b > 0.0 => json!(round(a / b, 3)),
         _ => Value::Null,
     };
     let mut ratios = json!({
-        "shared_single": ratio("rps"),
-        "p99_shared_single": ratio("p99_ms"),
+        "shared_single": ratio(&shared, "rps"),
+        "p99_shared_single": ratio(&shared, "p99_ms"),
+        "floor_single": ratio(&floor, "rps"),
     });
     if let Some(b) = &baseline {
         let versus = |key: &str| match (shared[key].as_f64(), b[key].as_f64()) {
@@ -118,6 +131,7 @@ pub(super) fn shared_row(
         "workload": workload,
         "single": single,
         "shared": shared,
+        "floor": floor,
         "baseline": baseline.unwrap_or(Value::Null),
         "ratios": ratios,
         "redis": {"commands": commands, "round_trips": round_trips},
@@ -382,9 +396,10 @@ fn shared_table(shared: &[Value]) -> String {
     }
     let mut t = String::from(concat!(
         "\n| scale-out | one in-memory ops/s | two on Redis ops/s | shared/single ",
+        "| round-trip floor ops/s (/single) | its PINGs per op ",
         "| p50 ms single / shared | p99 ms single / shared | Redis round trips per request (per op) ",
         "| round trips by kind per request | Redis commands per request (per op) | top commands per request |\n",
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n"
     ));
     for row in shared {
         let cell = |side: &str, key: &str| -> String {
@@ -415,16 +430,31 @@ fn shared_table(shared: &[Value]) -> String {
         };
         let commands = &row["redis"]["commands"];
         let round_trips = &row["redis"]["round_trips"];
-        let ratio = row["ratios"]["shared_single"]
-            .as_f64()
-            .map_or("–".to_owned(), |v| format!("{v:.2}"));
+        let ratio = |key: &str| {
+            row["ratios"][key]
+                .as_f64()
+                .map_or("–".to_owned(), |v| format!("{v:.2}"))
+        };
+        let floor = &row["floor"]["redis_commands"];
+        let pings = match (
+            floor["by_command"]["ping"].as_f64(),
+            floor["per_request"].as_f64(),
+            floor["per_op"].as_f64(),
+        ) {
+            // `by_command` is per request: scaled to the op as `per_op` is.
+            (Some(ping), Some(request), Some(op)) if request > 0.0 => format!("{:.2}", ping * op / request),
+            _ => "–".to_owned(),
+        };
         let _ = writeln!(
             t,
-            "| {} {} | {} | {} | {ratio} | {} | {} | {} | {} | {} | {} |",
+            "| {} {} | {} | {} | {} | {} ({}) | {pings} | {} | {} | {} | {} | {} | {} |",
             row["id"].as_str().unwrap_or_default(),
             row["title"].as_str().unwrap_or_default(),
             cell("single", "rps"),
             cell("shared", "rps"),
+            ratio("shared_single"),
+            cell("floor", "rps"),
+            ratio("floor_single"),
             both("p50_ms"),
             both("p99_ms"),
             per(round_trips),
@@ -439,7 +469,11 @@ fn shared_table(shared: &[Value]) -> String {
         "Redis commands: `INFO commandstats` around the median round (commands run by scripts and ",
         "MULTI/EXEC counted one by one); round trips: the requests the instances sent Redis during a separate ",
         "counting run with a MONITOR tap (a script or a MULTI/EXEC counts once; PUBLISH is pipelined by a ",
-        "background task, off the request path), both divided by every request the generator sent.\n"
+        "background task, off the request path), both divided by every request the generator sent. ",
+        "Round-trip floor: one `ours --round-trip-via` instance, its state in memory, making one bare round ",
+        "trip (`PING`) to the same Redis before each message it handles, pinned with Redis: the most a server ",
+        "could do that asked Redis anything per message (W3 passes three messages per op through it; DELETE ",
+        "is not a message).\n"
     ));
     t
 }
