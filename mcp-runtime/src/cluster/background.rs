@@ -144,7 +144,7 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
         Note::TaskInput { task, responses } => {
             if let Some(tasks) = tasks.filter(|t| t.live(&task).is_some()) {
                 crate::background::spawn(async move {
-                    let _ = tasks.feed_input(&task, &responses).await;
+                    let _ = tasks.feed_input(&task, None, &responses).await;
                 });
             }
         }

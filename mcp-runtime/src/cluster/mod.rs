@@ -34,10 +34,10 @@
 //!   session bounds count every instance's, approximately (`load`).
 //! - **Addressing.** A message for one instance (a session's end to its holders and their
 //!   acknowledgements, a response to the instance that asked, a pair's messages and receipts,
-//!   a task's cancellation and a followed task's messages, an answer) names it, and goes to
-//!   its process's bus address when the bus has addresses (an instance's id starts with it):
-//!   the others are not woken. On a bus without addresses it reaches every instance, and the
-//!   others ignore it.
+//!   a task's cancellation, input and following to the instance its record names, a followed
+//!   task's messages back, an answer) names it, and goes to its process's bus address when
+//!   the bus has addresses (an instance's id starts with it): the others are not woken. On a
+//!   bus without addresses it reaches every instance, and the others ignore it.
 //! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
 //!   a number skipped in another instance's counts, see `numbers`) is answered like a lag:
 //!   every list is re-announced and every GET stream re-reads its log.

@@ -127,11 +127,19 @@ impl Sharing for Cluster {
         self.publish_to(instance, Note::TaskCancel { task: task.to_owned() })
     }
 
-    fn forward_input(&self, task: &str, responses: &serde_json::Map<String, Value>) -> Result<(), StoreError> {
-        self.publish(Note::TaskInput {
-            task: task.to_owned(),
-            responses: responses.clone(),
-        })
+    fn forward_input(
+        &self,
+        instance: &str,
+        task: &str,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Result<(), StoreError> {
+        self.publish_to(
+            instance,
+            Note::TaskInput {
+                task: task.to_owned(),
+                responses: responses.clone(),
+            },
+        )
     }
 
     fn task_changed(&self, task: &str, params: &serde_json::Map<String, Value>) {
@@ -141,7 +149,7 @@ impl Sharing for Cluster {
         });
     }
 
-    fn follow(&self, task: &str, sink: Sink) -> Following {
-        Cluster::follow(self, task, sink)
+    fn follow(&self, instance: &str, task: &str, sink: Sink) -> Following {
+        Cluster::follow(self, instance, task, sink)
     }
 }

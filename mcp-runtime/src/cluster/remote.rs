@@ -72,13 +72,14 @@ impl Cluster {
         done
     }
 
-    /// Sends the messages of `task` (run by another instance) to `sink` until the returned
-    /// guard is dropped.
-    pub(crate) fn follow(&self, task: &str, sink: Sink) -> Following {
+    /// Sends the messages of `task` (run by `runner`, another instance) to `sink` until the
+    /// returned guard is dropped.
+    pub(crate) fn follow(&self, runner: &str, task: &str, sink: Sink) -> Following {
         let number = self.remote.number();
         lock(&self.remote.following).insert(task.to_owned(), (number, sink));
-        let _ = self.publish(Note::TaskFollow { task: task.to_owned() });
+        let _ = self.publish_to(runner, Note::TaskFollow { task: task.to_owned() });
         let cluster = self.me.get().cloned().unwrap_or_default();
+        let runner = runner.to_owned();
         let task = task.to_owned();
         Following::new(move || {
             let Some(c) = cluster.upgrade() else { return };
@@ -92,7 +93,7 @@ impl Cluster {
             };
             // A newer `tasks/result` here follows the task now: the runner keeps sending here.
             if mine {
-                let _ = c.publish(Note::TaskUnfollow { task });
+                let _ = c.publish_to(&runner, Note::TaskUnfollow { task });
             }
         })
     }

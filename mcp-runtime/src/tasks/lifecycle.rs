@@ -334,14 +334,22 @@ impl Tasks {
 
     /// `tasks/update`: records the responses to outstanding input requests
     /// (others are ignored); when none is left the task works again and its
-    /// handler resumes with them.
-    pub(crate) async fn feed_input(&self, task_id: &str, responses: &Map<String, Value>) -> Result<(), RpcError> {
+    /// handler resumes with them. A task this process does not run goes to `runner`, the
+    /// instance its record names.
+    pub(crate) async fn feed_input(
+        &self,
+        task_id: &str,
+        runner: Option<&str>,
+        responses: &Map<String, Value>,
+    ) -> Result<(), RpcError> {
         let Some(live) = self.live(task_id) else {
-            if let Some(s) = self.sharing() {
+            match (self.sharing(), runner) {
                 // Another instance runs the worker and gathers its input.
-                return s.forward_input(task_id, responses).map_err(|e| e.unavailable());
+                (Some(s), Some(runner)) if runner != s.instance() => {
+                    return s.forward_input(runner, task_id, responses).map_err(|e| e.unavailable());
+                }
+                _ => tracing::debug!(task = task_id, "input for a task no instance runs: ignored"),
             }
-            tracing::debug!(task = task_id, "input for a task this process does not run: ignored");
             return Ok(());
         };
         self.update(task_id, |r| {
@@ -514,11 +522,11 @@ mod tests {
             m.insert("unknown".into(), serde_json::json!({}));
             m
         };
-        tasks.feed_input(&live.id, &answer("a")).await.unwrap();
+        tasks.feed_input(&live.id, None, &answer("a")).await.unwrap();
         let rec = tasks.store().get(&live.id).await.unwrap().unwrap();
         assert_eq!(rec.status, TaskStatus::InputRequired);
         assert_eq!(rec.input_requests.keys().collect::<Vec<_>>(), ["b"]);
-        tasks.feed_input(&live.id, &answer("b")).await.unwrap();
+        tasks.feed_input(&live.id, None, &answer("b")).await.unwrap();
         let got = waiter.await.unwrap().unwrap();
         assert_eq!(got.keys().collect::<Vec<_>>(), ["a", "b"]);
         let rec = tasks.store().get(&live.id).await.unwrap().unwrap();

@@ -61,8 +61,8 @@ impl Tasks {
                     .get("inputResponses")
                     .ok_or_else(|| RpcError::invalid_params("inputResponses must be an object"))
                     .and_then(parse_input_responses)?;
-                self.lookup(id, owner.as_ref()).await?;
-                self.feed_input(id, responses).await?;
+                let rec = self.lookup(id, owner.as_ref()).await?;
+                self.feed_input(id, rec.instance.as_deref(), responses).await?;
                 Ok(Value::Object(Map::new()))
             }
             (other, _) => Err(RpcError::method_not_found(other.as_str())),
@@ -92,15 +92,19 @@ impl Tasks {
     /// task runs), then answers
     /// exactly what the call would have, with the `related-task` `_meta`.
     async fn task_result(&self, ctx: &Ctx, id: &str, owner: Option<&TaskOwner>) -> Result<Value, RpcError> {
-        self.lookup(id, owner).await?;
+        let rec = self.lookup(id, owner).await?;
         // The task's messages come on this request's stream while it waits: from the relay of
-        // a task run here, through the bus from one run elsewhere.
+        // a task run here, through the bus from one run elsewhere (the instance its record
+        // names).
         let _following = match (ctx.sink().can_stream(), self.live(id)) {
             (true, Some(live)) => {
                 live.relay.attach(ctx.sink().clone());
                 None
             }
-            (true, None) => self.sharing().map(|s| s.follow(id, ctx.sink().clone())),
+            (true, None) => match (self.sharing(), rec.instance.as_deref()) {
+                (Some(s), Some(runner)) if runner != s.instance() => Some(s.follow(runner, id, ctx.sink().clone())),
+                _ => None,
+            },
             (false, _) => None,
         };
         let timeout = self.limits.result_timeout;

@@ -17,15 +17,15 @@ pub(crate) trait Sharing: Send + Sync + std::fmt::Debug {
     /// Asks `instance`, which runs a task, to cancel it.
     fn forward_cancel(&self, instance: &str, task: &str) -> Result<(), StoreError>;
 
-    /// Brings `tasks/update` input to the instance running a task.
-    fn forward_input(&self, task: &str, responses: &Map<String, Value>) -> Result<(), StoreError>;
+    /// Brings `tasks/update` input to `instance`, which runs a task.
+    fn forward_input(&self, instance: &str, task: &str, responses: &Map<String, Value>) -> Result<(), StoreError>;
 
     /// A modern task's status changed here: listen streams on other instances hear it.
     fn task_changed(&self, task: &str, params: &Map<String, Value>);
 
-    /// Sends the messages of a task another instance runs (its server-to-client requests, its
+    /// Sends the messages of a task `instance` runs (its server-to-client requests, its
     /// progress) to `sink`, a waiting 2025-11-25 `tasks/result` here, until the guard is dropped.
-    fn follow(&self, task: &str, sink: Sink) -> Following;
+    fn follow(&self, instance: &str, task: &str, sink: Sink) -> Following;
 }
 
 /// While held, a task run elsewhere sends its messages here ([`Sharing::follow`]); dropping it
