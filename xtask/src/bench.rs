@@ -42,7 +42,10 @@
 //! xtask reads Redis's `INFO commandstats` (commands executed, script and transaction bodies
 //! counted one by one) and divides by the requests the generator sent; after the rounds, a
 //! separate short run with a `MONITOR` tap counts the requests the instances sent Redis (a script
-//! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]).
+//! or a `MULTI`/`EXEC` once: one round trip each; see [`shared`]). Each round also measures the
+//! cell's round-trip floor, a fifth target: one `ours --round-trip-via` instance, its state in
+//! memory, making one bare round trip (`PING`) to the same Redis before every message, pinned
+//! with it; no server that asks Redis anything per message can do better.
 //! Seam cells: W1 measures three more targets in the same interleaved rounds, `ours` with one of
 //! the runtime's seams in use, each judged by its ratio to `ours` (issue 25: each costs at most
 //! 5%): `layered`, one middleware layer that passes every message on; `limited`, the built-in
