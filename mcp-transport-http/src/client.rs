@@ -1,5 +1,5 @@
 //! Who is calling: the client address handed to the `AuthProvider` (as [`ClientAddr`]) and to
-//! the engine.
+//! the engine, with the client's port when the connection is with the client itself.
 //!
 //! It is the socket's peer, unless that peer is one of [`HttpConfig::trusted_proxies`]: then
 //! `X-Forwarded-For` is read from the right (the entry the nearest proxy appended) and the first
@@ -12,6 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::ConnectInfo;
 use http::request::Parts;
 use mcp_auth::{AuthInfo, Challenge, ClientAddr};
+use mcp_runtime::engine::Peer;
 
 use crate::config::HttpConfig;
 
@@ -43,6 +44,20 @@ pub(crate) fn client_addr(config: &HttpConfig, parts: &Parts) -> Option<IpAddr> 
         }
     }
     Some(client)
+}
+
+/// The client's port: the socket's, unless its peer is a trusted proxy (a forwarded address
+/// comes without one).
+fn client_port(config: &HttpConfig, extensions: &http::Extensions) -> Option<u16> {
+    let peer = extensions.get::<ConnectInfo<SocketAddr>>()?.0;
+    (!config.trusted_proxies.contains(&peer.ip().to_canonical())).then_some(peer.port())
+}
+
+/// Tells `peer` who is calling: the address [`authenticate`] named in `extensions`, and the
+/// client's port.
+pub(crate) fn tell(config: &HttpConfig, extensions: &http::Extensions, peer: &mut Peer<'_>) {
+    peer.remote = extensions.get::<ClientAddr>().map(|c| c.0);
+    peer.remote_port = peer.remote.and(client_port(config, extensions));
 }
 
 /// Names the client in `parts` ([`ClientAddr`]) and asks the configured provider.
@@ -108,6 +123,42 @@ mod tests {
         assert_eq!(client_addr(&lb, &garbage), ip("10.0.0.2"), "the walk stops at garbage");
         let all_proxies = parts(Some("10.0.0.1:5"), &["10.0.0.2"]);
         assert_eq!(client_addr(&lb, &all_proxies), ip("10.0.0.2"));
+    }
+
+    #[test]
+    fn the_port_of_a_direct_client_only() {
+        let direct = HttpConfig::default();
+        let lb = behind(&["10.0.0.1"]);
+        let port = |config: &HttpConfig, peer: &str, forwarded: &[&str]| {
+            client_port(config, &parts(Some(peer), forwarded).extensions)
+        };
+        assert_eq!(port(&direct, "192.0.2.1:5", &[]), Some(5));
+        assert_eq!(
+            port(&lb, "192.0.2.1:7", &["198.51.100.9"]),
+            Some(7),
+            "an untrusted peer is the client"
+        );
+        assert_eq!(
+            port(&lb, "10.0.0.1:5", &["198.51.100.9"]),
+            None,
+            "a forwarded address has no port"
+        );
+        assert_eq!(port(&lb, "10.0.0.1:5", &[]), None, "nor has the proxy's own");
+        assert_eq!(client_port(&direct, &parts(None, &[]).extensions), None);
+    }
+
+    #[test]
+    fn a_peer_is_told_the_address_and_its_port_together() {
+        let told = |extensions: &http::Extensions| {
+            let mut peer = Peer::new(AuthInfo::anonymous().into_shared(), mcp_runtime::Sessions::None);
+            tell(&HttpConfig::default(), extensions, &mut peer);
+            (peer.remote, peer.remote_port)
+        };
+        let mut named = parts(Some("192.0.2.1:5"), &[]);
+        named.extensions.insert(ClientAddr(ip("192.0.2.1").unwrap()));
+        assert_eq!(told(&named.extensions), (ip("192.0.2.1"), Some(5)));
+        let unnamed = parts(Some("192.0.2.1:5"), &[]);
+        assert_eq!(told(&unnamed.extensions), (None, None), "no address, no port");
     }
 
     #[test]

@@ -145,6 +145,7 @@ impl Engine {
                         guard,
                         extensions: extensions.clone(),
                         remote: peer.remote,
+                        remote_port: peer.remote_port,
                         network: peer.network,
                     };
                     calls.push(Call::new(self.runtime.clone(), req, route, env, true));

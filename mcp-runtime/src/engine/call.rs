@@ -35,6 +35,8 @@ pub(crate) struct Env {
     pub(crate) extensions: http::Extensions,
     /// The client's address, where the transport tells clients apart.
     pub(crate) remote: Option<std::net::IpAddr>,
+    /// The client's port, where the transport knows it (for the call's telemetry).
+    pub(crate) remote_port: Option<u16>,
     /// The transport's network (for the call's telemetry).
     pub(crate) network: Option<Network>,
 }
@@ -135,6 +137,7 @@ impl Call {
                 headers: None,
                 network: env.network,
                 remote: env.remote,
+                remote_port: env.remote_port,
                 tracer: runtime.config().tracer.as_ref(),
             };
             Observed::start(&req, era, origin, &|m, name| runtime.target(m, name))

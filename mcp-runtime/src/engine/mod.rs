@@ -171,6 +171,7 @@ impl Engine {
             headers: peer.headers,
             network: peer.network,
             remote: peer.remote,
+            remote_port: peer.remote_port,
             tracer: self.runtime.config().tracer.as_ref(),
         }
     }
@@ -381,6 +382,7 @@ impl Engine {
                 guard,
                 extensions: peer.take_extensions(),
                 remote: peer.remote,
+                remote_port: peer.remote_port,
                 network: peer.network,
             },
             stream,

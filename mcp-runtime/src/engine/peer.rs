@@ -55,6 +55,9 @@ pub struct Peer<'a> {
     /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
     /// clients from each other (open subscriptions) count per peer.
     pub remote: Option<std::net::IpAddr>,
+    /// The client's port, when the transport's connection is with the client itself (an
+    /// address a proxy forwarded comes without one): OpenTelemetry's `client.port`.
+    pub remote_port: Option<u16>,
     /// How the transport carries messages (OpenTelemetry's `network.*` attributes of the
     /// request's telemetry): [`Network::PIPE`] on stdio, [`Network::http`] over HTTP; `None`
     /// (in process) records none.
@@ -76,6 +79,7 @@ impl<'a> Peer<'a> {
             legacy_only: false,
             headers: None,
             remote: None,
+            remote_port: None,
             network: None,
             extensions: Mutex::default(),
         }

@@ -37,6 +37,7 @@
 //! | `network.transport` | `pipe` (stdio) or `tcp` (HTTP) |
 //! | `network.protocol.name`, `network.protocol.version` | `http` and `1.1` or `2` over HTTP |
 //! | `client.address` | the client's IP address, where the transport knows it (HTTP) |
+//! | `client.port` | the client's port, with `client.address` when the connection is with the client itself (not with a trusted proxy that forwarded its address) |
 //! | `user.id` | the authenticated caller ([`AuthInfo::principal`]; `anonymous` without authentication) |
 //! | `error.type` | why it failed (below); absent when it succeeded |
 //! | `rpc.response.status_code` | the JSON-RPC error code of an error answer (`-32602`) |
@@ -192,6 +193,8 @@ pub(crate) struct Origin<'a, 'h> {
     pub(crate) network: Option<Network>,
     /// The client's address.
     pub(crate) remote: Option<std::net::IpAddr>,
+    /// The client's port (only with its address).
+    pub(crate) remote_port: Option<u16>,
     /// The OpenTelemetry tracer the server records its spans with, if any (the `otel`
     /// feature).
     pub(crate) tracer: Option<&'a Tracer>,
@@ -353,6 +356,7 @@ impl Observed {
             network.protocol.name = origin.network.and_then(|n| n.protocol_name()),
             network.protocol.version = origin.network.and_then(|n| n.protocol_version()),
             client.address = origin.remote.map(tracing::field::display),
+            client.port = origin.remote.and(origin.remote_port),
             user.id = &*origin.auth.principal,
             error.type = Empty,
             rpc.response.status_code = Empty,

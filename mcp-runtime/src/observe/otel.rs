@@ -110,6 +110,9 @@ impl RequestSpan {
         }
         if let Some(ip) = origin.remote {
             attributes.push(KeyValue::new("client.address", ip_text(ip)));
+            if let Some(port) = origin.remote_port {
+                attributes.push(KeyValue::new("client.port", i64::from(port)));
+            }
         }
         attributes.push(KeyValue::new("user.id", origin.auth.principal.clone()));
         let parent = remote_parent(subject, origin);

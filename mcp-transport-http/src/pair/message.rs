@@ -114,10 +114,10 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
-    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot))
-        .with_network(Network::http(parts.version))
-        .with_extensions(parts.extensions);
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_network(Network::http(parts.version));
+    crate::client::tell(&shared.config, &parts.extensions, &mut peer);
     peer.legacy_only = true;
+    let peer = peer.with_extensions(parts.extensions);
     match handle(shared, &pair, &peer, inbound, permit).await {
         Some(a) => answer(&shared.config, a),
         None => empty(status::NOTHING_TO_ANSWER),

@@ -51,7 +51,7 @@ impl PostCtx {
         peer.revision = TransportRevision::parse(h.get(VERSION).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
-        peer.remote = extensions.get::<mcp_auth::ClientAddr>().map(|c| c.0);
+        crate::client::tell(&self.shared.config, &extensions, &mut peer);
         peer.with_network(Network::http(self.parts.version))
             .with_extensions(extensions)
     }

@@ -395,6 +395,8 @@ pub(crate) fn resources_read_and_prompts_get_over_http_are_tcp(way: Way) {
     assert_eq!(attr(read, "network.protocol.name").as_deref(), Some("http"));
     assert_eq!(attr(read, "network.protocol.version").as_deref(), Some("1.1"));
     assert_eq!(attr(read, "client.address").as_deref(), Some("127.0.0.1"));
+    let port = attr(read, "client.port").expect("client.port beside client.address");
+    assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "client.port {port}");
     assert_eq!(attr(read, "mcp.session.id"), None);
 
     let get = t.span("2");
