@@ -339,7 +339,6 @@ async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
 
 #[tokio::test]
 async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
-    use mcp_runtime::registry::Change;
     let (bus, (a, _), b) = gated_pair();
     let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
     for n in 1..=3 {
@@ -349,19 +348,41 @@ async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
     // announce every list (a GET stream re-reads its log the same way).
     bus.release(|m| m.contains(r#""n":2"#));
     for feed in [&mut on_a, &mut on_b] {
-        let mut heard = Vec::new();
-        while let Some(changes) = hears(feed, Duration::from_secs(2)).await {
-            heard.extend(changes);
-            if heard.len() >= Change::EVERY_LIST.len() {
-                break;
-            }
-        }
-        assert_eq!(heard, Change::EVERY_LIST.to_vec());
+        assert!(hears_a_gap(feed).await);
     }
     // Nothing lost, nothing announced.
     a.runtime().broadcast("t", json!({ "n": 4 })).unwrap();
     bus.release(|_| false);
     assert_eq!(hears(&mut on_b, Duration::from_millis(300)).await, None);
+}
+
+/// Every list announced on `feed` (what a bus gap does), within 2 s.
+async fn hears_a_gap(feed: &mut mcp_runtime::registry::ChangeFeed) -> bool {
+    use mcp_runtime::registry::Change;
+    let mut heard = Vec::new();
+    while let Some(changes) = hears(feed, Duration::from_secs(2)).await {
+        heard.extend(changes);
+        if heard.len() >= Change::EVERY_LIST.len() {
+            break;
+        }
+    }
+    heard == Change::EVERY_LIST.to_vec()
+}
+
+#[tokio::test]
+async fn a_message_an_instance_cannot_read_is_a_gap() {
+    let (bus, _, b) = gated_pair();
+    let mut on_b = b.runtime().registry().subscribe();
+    // Another build's: a version this build does not write, a note it does not know. Reported
+    // once per instance, a gap the first time.
+    let stranger = |seq: u64| format!(r#"{{"v":99,"from":"ffff.i1","seq":{seq},"t":"somethingNew"}}"#);
+    bus.inner.publish(stranger(1).into_bytes()).unwrap();
+    assert!(hears_a_gap(&mut on_b).await, "the first message of another build");
+    bus.inner.publish(stranger(2).into_bytes()).unwrap();
+    assert_eq!(hears(&mut on_b, Duration::from_millis(300)).await, None);
+    // Not a bus message at all: a gap each time (it may have been one for this instance).
+    bus.inner.publish(b"\x00 not json".to_vec()).unwrap();
+    assert!(hears_a_gap(&mut on_b).await, "an unreadable message");
 }
 
 /// The answer to an `initialize` as `principal`.

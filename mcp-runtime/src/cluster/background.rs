@@ -2,6 +2,7 @@
 //! forwarder of this instance's registry changes, the heartbeat, and the appender of stream
 //! events.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 use mcp_protocol::auth::AuthInfo;
@@ -9,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::load::REPORT_MOST;
 use super::numbers::Incoming;
-use super::{Append, Cluster, Envelope, HEARTBEAT_EVERY, HEARTBEAT_TTL, Note};
+use super::{Append, BUS_VERSION, Cluster, HEARTBEAT_EVERY, HEARTBEAT_TTL, Heard, Note};
 use crate::catalog::{Change, Registry};
 use crate::session::{SessionStore, StartedHere};
 use crate::store::BusEvent;
@@ -23,6 +24,7 @@ pub(super) async fn listen(
     registry: Weak<Registry>,
 ) {
     let mut heard = Incoming::default();
+    let mut strangers = Strangers::default();
     while let Some(event) = bus.recv().await {
         let (Some(cluster), Some(sessions), Some(registry)) =
             (cluster.upgrade(), sessions.upgrade(), registry.upgrade())
@@ -36,10 +38,25 @@ pub(super) async fn listen(
                 continue;
             }
         };
-        let mut envelope: Envelope = match serde_json::from_slice(&bytes) {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "unreadable bus message ignored");
+        let mut envelope = match Heard::read(&bytes) {
+            Heard::Envelope(e) => e,
+            // What this instance cannot read may have been for it: lost, as far as it knows.
+            Heard::Foreign { from, version } => {
+                if strangers.first(&from) {
+                    tracing::error!(
+                        instance = %from,
+                        version,
+                        expected = BUS_VERSION,
+                        "an instance of another build shares the store: its bus messages are ignored \
+                         (the instances sharing a store must run one build)"
+                    );
+                    gap(&cluster, &registry, "bus gap: an instance's messages cannot be read");
+                }
+                continue;
+            }
+            Heard::Unreadable(e) => {
+                tracing::warn!(error = %e, "unreadable bus message");
+                gap(&cluster, &registry, "bus gap: a message could not be read");
                 continue;
             }
         };
@@ -124,6 +141,21 @@ pub(super) async fn listen(
 }
 
 /// Answers a loss like a lag: every list re-announced, every GET stream re-reading its log.
+/// The instances heard writing another version of the bus format: each is reported, and
+/// counted as a gap, the first time only (a bounded number of them).
+#[derive(Default)]
+struct Strangers(HashSet<String>);
+
+impl Strangers {
+    /// The most remembered; a stranger beyond them is not reported.
+    const MOST: usize = 64;
+
+    /// Whether `instance` is heard for the first time.
+    fn first(&mut self, instance: &str) -> bool {
+        self.0.len() < Self::MOST && self.0.insert(instance.to_owned())
+    }
+}
+
 fn gap(cluster: &Cluster, registry: &Registry, why: &str) {
     tracing::warn!("{why}; every list is re-announced and every stream re-reads its log");
     for change in Change::EVERY_LIST {

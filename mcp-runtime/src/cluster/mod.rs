@@ -38,8 +38,10 @@
 //!   task's messages back, an answer) names it, and goes to its process's bus address when
 //!   the bus has addresses (an instance's id starts with it): the others are not woken. On a
 //!   bus without addresses it reaches every instance, and the others ignore it.
-//! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, or
-//!   a number skipped in another instance's counts, see `numbers`) is answered like a lag:
+//! - **Loss.** A bus gap (a backlog overflow, a lost connection, a publish that failed here, a
+//!   number skipped in another instance's counts, see `numbers`, or a message this instance
+//!   cannot read: another build's, whose format version differs, the first time, an unreadable
+//!   one each time) is answered like a lag:
 //!   every list is re-announced and every GET stream re-reads its log.
 
 mod asks;
@@ -71,7 +73,7 @@ use crate::session::{Session, SessionStore};
 use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
 use background::{append, forward_changes, heartbeat, listen};
-use note::Envelope;
+use note::{BUS_VERSION, Envelope, Heard};
 
 /// How often the heartbeat is renewed, and how long it lasts.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
@@ -335,6 +337,7 @@ impl Cluster {
         // Counted even when the bus cannot take it: the others see the number skipped (a gap).
         let seq = numbers.next(to);
         let envelope = Envelope {
+            v: BUS_VERSION,
             from: self.instance.to_string(),
             to: to.map(str::to_owned),
             seq,

@@ -110,10 +110,18 @@ pub(crate) enum Note {
     TaskUnfollow { task: String },
 }
 
+/// The version of the bus messages' format. Instances sharing a store read each other's
+/// messages only if they write the same version: raised whenever a build writes or reads them
+/// differently (a message without one is of a build from before versions, 0).
+pub(super) const BUS_VERSION: u64 = 1;
+
 /// A bus message: who sent it, to whom, its place among the sender's messages, and what it
 /// says.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Envelope {
+    /// Its format's version ([`BUS_VERSION`] when this build wrote it).
+    #[serde(default)]
+    pub(super) v: u64,
     pub(super) from: String,
     /// The one instance it is for (`None`: every instance). Other instances ignore it: a bus
     /// without addresses hands it to them too.
@@ -127,4 +135,106 @@ pub(super) struct Envelope {
     pub(super) seq: u64,
     #[serde(flatten)]
     pub(super) note: Note,
+}
+
+/// What a message heard on the bus turned out to be.
+// Matched as soon as read: boxing the envelope would cost every message an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(super) enum Heard {
+    /// A message of this build's format.
+    Envelope(Envelope),
+    /// A message of another version, from instance `from`.
+    Foreign { from: String, version: u64 },
+    /// Nothing this build can read.
+    Unreadable(serde_json::Error),
+}
+
+impl Heard {
+    /// Reads a message. One that does not read as this build's but names its sender and another
+    /// version is known as such, even when its notes are not this build's.
+    pub(super) fn read(bytes: &[u8]) -> Heard {
+        let error = match serde_json::from_slice::<Envelope>(bytes) {
+            Ok(e) if e.v == BUS_VERSION => return Heard::Envelope(e),
+            Ok(e) => {
+                return Heard::Foreign {
+                    from: e.from,
+                    version: e.v,
+                };
+            }
+            Err(error) => error,
+        };
+        let head = serde_json::from_slice::<Value>(bytes).ok();
+        let head = head.as_ref().and_then(Value::as_object);
+        let from = head.and_then(|h| h.get("from")).and_then(Value::as_str);
+        let version = head.map(|h| h.get("v").and_then(Value::as_u64).unwrap_or(0));
+        match (from, version) {
+            (Some(from), Some(version)) if version != BUS_VERSION => Heard::Foreign {
+                from: from.to_owned(),
+                version,
+            },
+            _ => Heard::Unreadable(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(v: u64) -> Vec<u8> {
+        let envelope = Envelope {
+            v,
+            from: "a.i1".into(),
+            to: None,
+            seq: 1,
+            note: Note::User {
+                topic: "t".into(),
+                payload: Value::Null,
+            },
+        };
+        serde_json::to_vec(&envelope).unwrap()
+    }
+
+    #[test]
+    fn this_builds_messages_are_read() {
+        let heard = Heard::read(&written(BUS_VERSION));
+        assert!(
+            matches!(&heard, Heard::Envelope(e) if e.from == "a.i1" && e.seq == 1),
+            "{heard:?}"
+        );
+    }
+
+    #[test]
+    fn another_versions_messages_are_known_as_such() {
+        // One from before versions, whose notes this build reads.
+        let before = String::from_utf8(written(BUS_VERSION))
+            .unwrap()
+            .replace(&format!(r#""v":{BUS_VERSION},"#), "");
+        assert!(!before.contains(r#""v""#), "{before}");
+        let heard = Heard::read(before.as_bytes());
+        assert!(
+            matches!(&heard, Heard::Foreign { from, version: 0 } if from == "a.i1"),
+            "{heard:?}"
+        );
+        // One from a later build, with a note this build does not know.
+        let later = br#"{"v":9,"from":"b.i2","seq":3,"t":"somethingNew","x":1}"#;
+        let heard = Heard::read(later);
+        assert!(
+            matches!(&heard, Heard::Foreign { from, version: 9 } if from == "b.i2"),
+            "{heard:?}"
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_bus_message_is_unreadable() {
+        for bytes in [
+            &b"\x00\x01\xff"[..],
+            br#"{"v":1,"from":"a.i1","t":"somethingNew"}"#,
+            b"[]",
+        ] {
+            let heard = Heard::read(bytes);
+            assert!(matches!(&heard, Heard::Unreadable(_)), "{heard:?}");
+        }
+    }
 }
