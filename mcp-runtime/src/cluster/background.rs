@@ -140,7 +140,6 @@ pub(super) async fn listen(
     }
 }
 
-/// Answers a loss like a lag: every list re-announced, every GET stream re-reading its log.
 /// The instances heard writing another version of the bus format: each is reported, and
 /// counted as a gap, the first time only (a bounded number of them).
 #[derive(Default)]
@@ -156,6 +155,7 @@ impl Strangers {
     }
 }
 
+/// Answers a loss like a lag: every list re-announced, every GET stream re-reading its log.
 fn gap(cluster: &Cluster, registry: &Registry, why: &str) {
     tracing::warn!("{why}; every list is re-announced and every stream re-reads its log");
     for change in Change::EVERY_LIST {
