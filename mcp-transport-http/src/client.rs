@@ -13,6 +13,7 @@ use axum::extract::ConnectInfo;
 use http::request::Parts;
 use mcp_auth::{AuthInfo, Challenge, ClientAddr};
 use mcp_runtime::engine::Peer;
+use mcp_runtime::relay::PairClient;
 
 use crate::config::HttpConfig;
 
@@ -53,11 +54,25 @@ fn client_port(config: &HttpConfig, extensions: &http::Extensions) -> Option<u16
     (!config.trusted_proxies.contains(&peer.ip().to_canonical())).then_some(peer.port())
 }
 
-/// Tells `peer` who is calling: the address [`authenticate`] named in `extensions`, and the
-/// client's port.
+/// Who is calling: the address [`authenticate`] named in `extensions`, and the client's port
+/// (only with an address).
+pub(crate) fn caller(config: &HttpConfig, extensions: &http::Extensions) -> PairClient {
+    let address = extensions.get::<ClientAddr>().map(|c| c.0);
+    PairClient {
+        address,
+        port: address.and(client_port(config, extensions)),
+    }
+}
+
+/// Tells `peer` who is calling ([`caller`]).
 pub(crate) fn tell(config: &HttpConfig, extensions: &http::Extensions, peer: &mut Peer<'_>) {
-    peer.remote = extensions.get::<ClientAddr>().map(|c| c.0);
-    peer.remote_port = peer.remote.and(client_port(config, extensions));
+    told(caller(config, extensions), peer);
+}
+
+/// Tells `peer` that `client` is calling (a message another instance forwarded).
+pub(crate) fn told(client: PairClient, peer: &mut Peer<'_>) {
+    peer.remote = client.address;
+    peer.remote_port = client.port;
 }
 
 /// Names the client in `parts` ([`ClientAddr`]) and asks the configured provider.

@@ -484,11 +484,11 @@ async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
 
 /// The HTTP+SSE pair relay, through the runtime's entry points: a pair held by A is found by B
 /// (for its principal only), a message B forwards reaches A's inbox with the identity it was
-/// posted with and B gets A's outcome; another principal's message, and one A drops unanswered,
+/// posted with and its client's address and port, and B gets A's outcome; another principal's message, and one A drops unanswered,
 /// are `Gone`; once the pair ends its record is gone and a message is `Gone` too.
 #[tokio::test]
 async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
-    use mcp_runtime::relay::PairOutcome;
+    use mcp_runtime::relay::{PairClient, PairOutcome};
     let store = Store::memory();
     let ((a, _), (b, _)) = (instance(&store), instance(&store));
     let (a, b) = (a.runtime().clone(), b.runtime().clone());
@@ -507,15 +507,22 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
 
     let alice = AuthInfo::new("alice").with_scopes(vec!["s1".into()]);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let client = PairClient {
+        address: Some("127.0.0.2".parse().unwrap()),
+        port: Some(40_000),
+    };
     let forwarded = tokio::spawn({
         let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
-        async move { b.forward_pair_message(&record, &alice, body).await }
+        async move { b.forward_pair_message(&record, &alice, client, body).await }
     });
     let m = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
         .await
         .expect("forwarded within 5 s")
         .expect("a message");
-    assert_eq!((m.auth.clone(), m.body.as_str()), (alice.clone(), body));
+    assert_eq!(
+        (m.auth.clone(), m.client, m.body.as_str()),
+        (alice.clone(), client, body)
+    );
     m.receipt.answer(PairOutcome::Answered {
         status: 200,
         body: "[]".into(),
@@ -530,13 +537,13 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
 
     let bob = AuthInfo::new("bob");
     assert_eq!(
-        b.forward_pair_message(&record, &bob, body).await,
+        b.forward_pair_message(&record, &bob, client, body).await,
         Ok(PairOutcome::Gone),
         "not alice's: refused by the holder"
     );
     let dropped = tokio::spawn({
         let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
-        async move { b.forward_pair_message(&record, &alice, body).await }
+        async move { b.forward_pair_message(&record, &alice, client, body).await }
     });
     drop(inbox.recv().await.expect("a message"));
     assert_eq!(dropped.await.unwrap(), Ok(PairOutcome::Gone), "dropped unanswered");
@@ -554,7 +561,7 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
         "the record went with the pair"
     );
     assert_eq!(
-        b.forward_pair_message(&record, &alice, body).await,
+        b.forward_pair_message(&record, &alice, client, body).await,
         Ok(PairOutcome::Gone),
         "the holder no longer holds it"
     );

@@ -110,10 +110,11 @@ pub(super) async fn listen(
                 principal,
                 scopes,
                 claims,
+                client,
                 body,
             } => {
                 let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
-                cluster.pair_message(&envelope.from, n, &pair, auth, body);
+                cluster.pair_message(&envelope.from, n, &pair, auth, client, body);
                 continue;
             }
             Note::PairReceipt { n, outcome } => {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::asks::Asks;
 use super::{Cluster, Note};
-use crate::relay::{PAIR_INBOX, PAIR_TTL, PairMessage, PairOutcome, PairReceipt};
+use crate::relay::{PAIR_INBOX, PAIR_TTL, PairClient, PairMessage, PairOutcome, PairReceipt};
 use crate::store::{PairRecord, StoreError};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,6 +94,7 @@ impl Cluster {
         &self,
         pair: &PairRecord,
         auth: &AuthInfo,
+        client: PairClient,
         body: &str,
         wait: Duration,
     ) -> Result<PairOutcome, StoreError> {
@@ -102,6 +103,7 @@ impl Cluster {
             // Held here (or it was: the record outlived the stream by a moment).
             let message = PairMessage {
                 auth: auth.clone(),
+                client,
                 body: body.to_owned(),
                 receipt: PairReceipt::new(move |o| PairReply::Local(tx).send(o)),
             };
@@ -121,6 +123,7 @@ impl Cluster {
                 principal: auth.principal.to_string(),
                 scopes: auth.scopes.clone(),
                 claims: auth.claims.clone(),
+                client,
                 body: body.to_owned(),
             },
         );
@@ -144,7 +147,15 @@ impl Cluster {
 
     /// A message forwarded to this instance by `from`, its `n`th, posted as `auth` (in the bus
     /// listener: in bus order).
-    pub(super) fn pair_message(&self, from: &str, n: u64, pair: &str, auth: AuthInfo, body: String) {
+    pub(super) fn pair_message(
+        &self,
+        from: &str,
+        n: u64,
+        pair: &str,
+        auth: AuthInfo,
+        client: PairClient,
+        body: String,
+    ) {
         let reply = PairReply::Bus {
             cluster: self.me.get().cloned().unwrap_or_default(),
             to: from.to_owned(),
@@ -152,6 +163,7 @@ impl Cluster {
         };
         let message = PairMessage {
             auth,
+            client,
             body,
             receipt: PairReceipt::new(move |o| reply.send(o)),
         };

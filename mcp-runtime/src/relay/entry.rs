@@ -4,7 +4,7 @@ use mcp_protocol::auth::AuthInfo;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{FORWARD_WAIT, PairMessage, PairOutcome};
+use super::{FORWARD_WAIT, PairClient, PairMessage, PairOutcome};
 use crate::runtime::Runtime;
 use crate::store::{PairRecord, StoreError};
 
@@ -51,12 +51,13 @@ impl Runtime {
         &self,
         pair: &PairRecord,
         auth: &AuthInfo,
+        client: PairClient,
         body: &str,
     ) -> Result<PairOutcome, StoreError> {
         self.ensure_started();
         let Some(cluster) = self.cluster() else {
             return Ok(PairOutcome::Gone);
         };
-        cluster.forward_pair(pair, auth, body, FORWARD_WAIT).await
+        cluster.forward_pair(pair, auth, client, body, FORWARD_WAIT).await
     }
 }

@@ -13,7 +13,7 @@ use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::observe::Network;
-use mcp_runtime::relay::PairOutcome;
+use mcp_runtime::relay::{PairClient, PairOutcome};
 use mcp_runtime::store::PairRecord;
 use mcp_runtime::{Answer, Peer, Session, Sessions, Sink, Step};
 
@@ -110,7 +110,10 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     let pair = match holder {
         Holder::Here(pair) => pair,
-        Holder::Elsewhere(record) => return forward(shared, &record, &auth, &bytes).await,
+        Holder::Elsewhere(record) => {
+            let client = crate::client::caller(&shared.config, &parts.extensions);
+            return forward(shared, &record, &auth, client, &bytes).await;
+        }
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
@@ -126,12 +129,12 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
 
 /// Forwards a message to the instance holding its pair, and answers as it says: `202` once
 /// the holder handed it to its engine, as a local POST.
-async fn forward(shared: &Shared, record: &PairRecord, auth: &AuthInfo, bytes: &[u8]) -> Response {
+async fn forward(shared: &Shared, record: &PairRecord, auth: &AuthInfo, client: PairClient, bytes: &[u8]) -> Response {
     // It decoded: it is UTF-8.
     let Ok(body) = std::str::from_utf8(bytes) else {
         return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));
     };
-    match shared.runtime.forward_pair_message(record, auth, body).await {
+    match shared.runtime.forward_pair_message(record, auth, client, body).await {
         Ok(PairOutcome::Accepted) => empty(status::NOTHING_TO_ANSWER),
         Ok(PairOutcome::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
         Ok(PairOutcome::Busy) => overloaded(),
