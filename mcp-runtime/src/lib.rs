@@ -70,7 +70,7 @@ pub use catalog::Registry;
 pub use catalog::{CatalogKind, Visibility};
 pub use config::ServerConfig;
 pub use elicitation::ElicitationError;
-pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, SessionSlot, Sessions, Step};
+pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, Remote, SessionSlot, Sessions, Step};
 pub use handler::ToolResult;
 pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use listen::{Holder, ListenError, Listener, Subscriptions};

@@ -12,8 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::ConnectInfo;
 use http::request::Parts;
 use mcp_auth::{AuthInfo, Challenge, ClientAddr};
-use mcp_runtime::engine::Peer;
-use mcp_runtime::relay::PairClient;
+use mcp_runtime::engine::Remote;
 
 use crate::config::HttpConfig;
 
@@ -54,25 +53,14 @@ fn client_port(config: &HttpConfig, extensions: &http::Extensions) -> Option<u16
     (!config.trusted_proxies.contains(&peer.ip().to_canonical())).then_some(peer.port())
 }
 
-/// Who is calling: the address [`authenticate`] named in `extensions`, and the client's port
-/// (only with an address).
-pub(crate) fn caller(config: &HttpConfig, extensions: &http::Extensions) -> PairClient {
-    let address = extensions.get::<ClientAddr>().map(|c| c.0);
-    PairClient {
+/// Who is calling, as the engine is told: the address [`authenticate`] named in `extensions`,
+/// and the client's port.
+pub(crate) fn remote(config: &HttpConfig, extensions: &http::Extensions) -> Option<Remote> {
+    let address = extensions.get::<ClientAddr>()?.0;
+    Some(Remote {
         address,
-        port: address.and(client_port(config, extensions)),
-    }
-}
-
-/// Tells `peer` who is calling ([`caller`]).
-pub(crate) fn tell(config: &HttpConfig, extensions: &http::Extensions, peer: &mut Peer<'_>) {
-    told(caller(config, extensions), peer);
-}
-
-/// Tells `peer` that `client` is calling (a message another instance forwarded).
-pub(crate) fn told(client: PairClient, peer: &mut Peer<'_>) {
-    peer.remote = client.address;
-    peer.remote_port = client.port;
+        port: client_port(config, extensions),
+    })
 }
 
 /// Names the client in `parts` ([`ClientAddr`]) and asks the configured provider.
@@ -163,17 +151,22 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_is_told_the_address_and_its_port_together() {
-        let told = |extensions: &http::Extensions| {
-            let mut peer = Peer::new(AuthInfo::anonymous().into_shared(), mcp_runtime::Sessions::None);
-            tell(&HttpConfig::default(), extensions, &mut peer);
-            (peer.remote, peer.remote_port)
-        };
+    fn the_remote_is_the_named_address_with_its_port() {
         let mut named = parts(Some("192.0.2.1:5"), &[]);
         named.extensions.insert(ClientAddr(ip("192.0.2.1").unwrap()));
-        assert_eq!(told(&named.extensions), (ip("192.0.2.1"), Some(5)));
+        assert_eq!(
+            remote(&HttpConfig::default(), &named.extensions),
+            Some(Remote {
+                address: ip("192.0.2.1").unwrap(),
+                port: Some(5)
+            })
+        );
         let unnamed = parts(Some("192.0.2.1:5"), &[]);
-        assert_eq!(told(&unnamed.extensions), (None, None), "no address, no port");
+        assert_eq!(
+            remote(&HttpConfig::default(), &unnamed.extensions),
+            None,
+            "no address, no port"
+        );
     }
 
     #[test]

@@ -408,7 +408,7 @@ async fn one_peer_cannot_lock_the_others_out_of_subscriptions() {
     // Every caller is the same principal (no authentication): only their addresses differ.
     let peer = |addr: &str| {
         let mut p = Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::None);
-        p.remote = Some(addr.parse().unwrap());
+        p.remote = Some(addr.parse::<std::net::IpAddr>().unwrap().into());
         p
     };
     let (a, b) = (peer("10.0.0.1"), peer("10.0.0.2"));

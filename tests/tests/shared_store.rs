@@ -488,7 +488,8 @@ async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
 /// are `Gone`; once the pair ends its record is gone and a message is `Gone` too.
 #[tokio::test]
 async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
-    use mcp_runtime::relay::{PairClient, PairOutcome};
+    use mcp_runtime::Remote;
+    use mcp_runtime::relay::PairOutcome;
     let store = Store::memory();
     let ((a, _), (b, _)) = (instance(&store), instance(&store));
     let (a, b) = (a.runtime().clone(), b.runtime().clone());
@@ -507,10 +508,10 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
 
     let alice = AuthInfo::new("alice").with_scopes(vec!["s1".into()]);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    let client = PairClient {
-        address: Some("127.0.0.2".parse().unwrap()),
+    let client = Some(Remote {
+        address: "127.0.0.2".parse().unwrap(),
         port: Some(40_000),
-    };
+    });
     let forwarded = tokio::spawn({
         let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
         async move { b.forward_pair_message(&record, &alice, client, body).await }

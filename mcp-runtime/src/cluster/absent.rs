@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Registry;
 use crate::elicitation::Elicitations;
+use crate::engine::Remote;
 use crate::quota::ClientKey;
-use crate::relay::{PairClient, PairMessage, PairOutcome};
+use crate::relay::{PairMessage, PairOutcome};
 use crate::session::{Elsewhere, Session, SessionStore};
 use crate::store::{PairRecord, SessionField, SessionRecord, Store, StoreError};
 use crate::tasks::Tasks;
@@ -108,7 +109,7 @@ impl Cluster {
         &self,
         _: &PairRecord,
         _: &AuthInfo,
-        _: PairClient,
+        _: Option<Remote>,
         _: &str,
         _: Duration,
     ) -> Result<PairOutcome, StoreError> {

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Change;
-use crate::relay::{PairClient, PairOutcome};
+use crate::engine::Remote;
+use crate::relay::PairOutcome;
 use crate::store::SessionField;
 
 /// A change as it travels on the bus.
@@ -88,9 +89,9 @@ pub(crate) enum Note {
         principal: String,
         scopes: Vec<String>,
         claims: serde_json::Map<String, Value>,
-        /// Who POSTed it (a forwarding build from before it: nobody known).
-        #[serde(default)]
-        client: PairClient,
+        /// Who POSTed it, as the forwarding instance's transport knew it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<Remote>,
         body: String,
     },
     /// What the holder of a pair made of the receiver's `n`th forwarded message.

@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::asks::Asks;
 use super::{Cluster, Note};
-use crate::relay::{PAIR_INBOX, PAIR_TTL, PairClient, PairMessage, PairOutcome, PairReceipt};
+use crate::engine::Remote;
+use crate::relay::{PAIR_INBOX, PAIR_TTL, PairMessage, PairOutcome, PairReceipt};
 use crate::store::{PairRecord, StoreError};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,7 +95,7 @@ impl Cluster {
         &self,
         pair: &PairRecord,
         auth: &AuthInfo,
-        client: PairClient,
+        client: Option<Remote>,
         body: &str,
         wait: Duration,
     ) -> Result<PairOutcome, StoreError> {
@@ -153,7 +154,7 @@ impl Cluster {
         n: u64,
         pair: &str,
         auth: AuthInfo,
-        client: PairClient,
+        client: Option<Remote>,
         body: String,
     ) {
         let reply = PairReply::Bus {

@@ -145,7 +145,6 @@ impl Engine {
                         guard,
                         extensions: extensions.clone(),
                         remote: peer.remote,
-                        remote_port: peer.remote_port,
                         network: peer.network,
                     };
                     calls.push(Call::new(self.runtime.clone(), req, route, env, true));

@@ -34,9 +34,7 @@ pub(crate) struct Env {
     pub(crate) guard: Option<InFlightGuard>,
     pub(crate) extensions: http::Extensions,
     /// The client's address, where the transport tells clients apart.
-    pub(crate) remote: Option<std::net::IpAddr>,
-    /// The client's port, where the transport knows it (for the call's telemetry).
-    pub(crate) remote_port: Option<u16>,
+    pub(crate) remote: Option<super::Remote>,
     /// The transport's network (for the call's telemetry).
     pub(crate) network: Option<Network>,
 }
@@ -137,7 +135,6 @@ impl Call {
                 headers: None,
                 network: env.network,
                 remote: env.remote,
-                remote_port: env.remote_port,
                 tracer: runtime.config().tracer.as_ref(),
             };
             Observed::start(&req, era, origin, &|m, name| runtime.target(m, name))
@@ -163,7 +160,7 @@ impl Call {
                 sink,
                 cancel: cancel.clone(),
                 extensions: env.extensions,
-                remote: env.remote,
+                remote: env.remote.map(|r| r.address),
             };
             let reply = AssertUnwindSafe(observed.run_in(runtime.dispatch(req, &route, renv)))
                 .catch_unwind()
@@ -180,7 +177,7 @@ impl Call {
                 era,
                 revision: route.revision,
                 session: env.session,
-                remote: env.remote,
+                remote: env.remote.map(|r| r.address),
                 extensions: env.extensions,
             };
             // Boxed: a call without middleware does not carry the chain's state in its future.

@@ -61,7 +61,7 @@ pub(super) fn inbound(
         era,
         revision,
         session,
-        remote: peer.remote,
+        remote: peer.address(),
         extensions: peer.take_extensions(),
     }
 }

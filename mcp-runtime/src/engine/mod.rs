@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
-pub use peer::{HeaderLookup, Peer, Sessions};
+pub use peer::{HeaderLookup, Peer, Remote, Sessions};
 pub use step::{Answer, Listening, Step};
 
 use crate::dispatch::route::Route;
@@ -171,7 +171,6 @@ impl Engine {
             headers: peer.headers,
             network: peer.network,
             remote: peer.remote,
-            remote_port: peer.remote_port,
             tracer: self.runtime.config().tracer.as_ref(),
         }
     }
@@ -300,14 +299,15 @@ impl Engine {
         let chain = &self.runtime.config().middleware;
         let (outcome, session) = if chain.is_empty() {
             let minted = std::sync::Mutex::new(None);
-            let outcome = start(&self.runtime, &req, &peer.auth, peer.remote, keeping, &minted).await;
+            let outcome = start(&self.runtime, &req, &peer.auth, peer.address(), keeping, &minted).await;
             (
                 outcome,
                 minted.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner),
             )
         } else {
             let minted = Arc::new(std::sync::Mutex::new(None));
-            let (runtime, auth, cell, remote) = (self.runtime.clone(), peer.auth.clone(), minted.clone(), peer.remote);
+            let (runtime, auth, cell, remote) =
+                (self.runtime.clone(), peer.auth.clone(), minted.clone(), peer.address());
             let terminal: Terminal = Box::new(move |inbound: Inbound| {
                 Box::pin(async move {
                     let Message::Request(req) = inbound.message else {
@@ -382,7 +382,6 @@ impl Engine {
                 guard,
                 extensions: peer.take_extensions(),
                 remote: peer.remote,
-                remote_port: peer.remote_port,
                 network: peer.network,
             },
             stream,
@@ -406,7 +405,7 @@ impl Engine {
             .is_some_and(|m| m.client_capabilities.tasks_extension());
         let holder = Holder {
             principal: peer.auth.principal.clone(),
-            peer: peer.remote.map(|ip| Arc::from(ip.to_string())),
+            peer: peer.address().map(|ip| Arc::from(ip.to_string())),
         };
         let id = req.id.clone();
         let chain = &self.runtime.config().middleware;

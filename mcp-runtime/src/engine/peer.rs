@@ -2,6 +2,7 @@
 //! declared beside the body, how legacy sessions are kept, whether replies may stream, the
 //! headers, the client's address, extensions for the handler).
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_protocol::TransportRevision;
@@ -9,6 +10,24 @@ use mcp_protocol::auth::AuthInfo;
 
 use crate::observe::Network;
 use crate::session::SessionSlot;
+
+/// Who is calling, as the transport knows it: the client's address, and its port when the
+/// connection is with the client itself (an address a proxy forwarded comes without one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Remote {
+    /// The client's IP address (OpenTelemetry's `client.address`).
+    pub address: IpAddr,
+    /// The client's port (`client.port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+impl From<IpAddr> for Remote {
+    /// An address without a port.
+    fn from(address: IpAddr) -> Self {
+        Remote { address, port: None }
+    }
+}
 
 /// Reads one HTTP request header by (lowercase) name.
 pub type HeaderLookup<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
@@ -54,10 +73,7 @@ pub struct Peer<'a> {
     pub headers: Option<&'a HeaderLookup<'a>>,
     /// The client's address, where the transport tells peers apart (HTTP): bounds that protect
     /// clients from each other (open subscriptions) count per peer.
-    pub remote: Option<std::net::IpAddr>,
-    /// The client's port, when the transport's connection is with the client itself (an
-    /// address a proxy forwarded comes without one): OpenTelemetry's `client.port`.
-    pub remote_port: Option<u16>,
+    pub remote: Option<Remote>,
     /// How the transport carries messages (OpenTelemetry's `network.*` attributes of the
     /// request's telemetry): [`Network::PIPE`] on stdio, [`Network::http`] over HTTP; `None`
     /// (in process) records none.
@@ -79,10 +95,14 @@ impl<'a> Peer<'a> {
             legacy_only: false,
             headers: None,
             remote: None,
-            remote_port: None,
             network: None,
             extensions: Mutex::default(),
         }
+    }
+
+    /// The client's address, where the transport knows it.
+    pub(crate) fn address(&self) -> Option<IpAddr> {
+        self.remote.map(|r| r.address)
     }
 
     /// Sets how the transport carries messages.

@@ -191,10 +191,8 @@ pub(crate) struct Origin<'a, 'h> {
     pub(crate) headers: Option<&'a Headers<'h>>,
     /// The transport's network.
     pub(crate) network: Option<Network>,
-    /// The client's address.
-    pub(crate) remote: Option<std::net::IpAddr>,
-    /// The client's port (only with its address).
-    pub(crate) remote_port: Option<u16>,
+    /// The client.
+    pub(crate) remote: Option<crate::engine::Remote>,
     /// The OpenTelemetry tracer the server records its spans with, if any (the `otel`
     /// feature).
     pub(crate) tracer: Option<&'a Tracer>,
@@ -355,8 +353,8 @@ impl Observed {
             network.transport = origin.network.map(|n| n.transport()),
             network.protocol.name = origin.network.and_then(|n| n.protocol_name()),
             network.protocol.version = origin.network.and_then(|n| n.protocol_version()),
-            client.address = origin.remote.map(tracing::field::display),
-            client.port = origin.remote.and(origin.remote_port),
+            client.address = origin.remote.map(|r| tracing::field::display(r.address)),
+            client.port = origin.remote.and_then(|r| r.port),
             user.id = &*origin.auth.principal,
             error.type = Empty,
             rpc.response.status_code = Empty,

@@ -108,9 +108,9 @@ impl RequestSpan {
                 attributes.push(KeyValue::new("network.protocol.version", version));
             }
         }
-        if let Some(ip) = origin.remote {
-            attributes.push(KeyValue::new("client.address", ip_text(ip)));
-            if let Some(port) = origin.remote_port {
+        if let Some(remote) = origin.remote {
+            attributes.push(KeyValue::new("client.address", ip_text(remote.address)));
+            if let Some(port) = remote.port {
                 attributes.push(KeyValue::new("client.port", i64::from(port)));
             }
         }

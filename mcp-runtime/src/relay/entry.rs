@@ -4,7 +4,8 @@ use mcp_protocol::auth::AuthInfo;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{FORWARD_WAIT, PairClient, PairMessage, PairOutcome};
+use super::{FORWARD_WAIT, PairMessage, PairOutcome};
+use crate::engine::Remote;
 use crate::runtime::Runtime;
 use crate::store::{PairRecord, StoreError};
 
@@ -51,7 +52,7 @@ impl Runtime {
         &self,
         pair: &PairRecord,
         auth: &AuthInfo,
-        client: PairClient,
+        client: Option<Remote>,
         body: &str,
     ) -> Result<PairOutcome, StoreError> {
         self.ensure_started();

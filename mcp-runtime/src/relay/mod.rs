@@ -21,10 +21,11 @@
 //! **Size.** A forwarded message travels whole on the bus (to the holder's address when the bus
 //! has addresses, else to every instance), bounded by the transport's body limit.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
+
+use crate::engine::Remote;
 use serde::{Deserialize, Serialize};
 
 mod entry;
@@ -61,24 +62,13 @@ pub enum PairOutcome {
     Busy,
 }
 
-/// Who POSTed a forwarded message, as the forwarding instance's transport knew it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairClient {
-    /// The client's address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub address: Option<IpAddr>,
-    /// The client's port, when the connection was with the client itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
-}
-
 /// A message of a pair this instance holds, POSTed to another instance and forwarded here.
 #[derive(Debug)]
 pub struct PairMessage {
     /// The identity the POST authenticated as (its principal is the pair's).
     pub auth: AuthInfo,
-    /// Who POSTed it.
-    pub client: PairClient,
+    /// Who POSTed it, as the forwarding instance's transport knew it.
+    pub client: Option<Remote>,
     /// The JSON-RPC message, as POSTed (checked by the forwarding instance: it decodes).
     pub body: String,
     /// Where the outcome goes.

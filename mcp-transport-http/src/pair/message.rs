@@ -12,8 +12,9 @@ use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
+use mcp_runtime::engine::Remote;
 use mcp_runtime::observe::Network;
-use mcp_runtime::relay::{PairClient, PairOutcome};
+use mcp_runtime::relay::PairOutcome;
 use mcp_runtime::store::PairRecord;
 use mcp_runtime::{Answer, Peer, Session, Sessions, Sink, Step};
 
@@ -111,14 +112,14 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     let pair = match holder {
         Holder::Here(pair) => pair,
         Holder::Elsewhere(record) => {
-            let client = crate::client::caller(&shared.config, &parts.extensions);
+            let client = crate::client::remote(&shared.config, &parts.extensions);
             return forward(shared, &record, &auth, client, &bytes).await;
         }
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
     let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_network(Network::http(parts.version));
-    crate::client::tell(&shared.config, &parts.extensions, &mut peer);
+    peer.remote = crate::client::remote(&shared.config, &parts.extensions);
     peer.legacy_only = true;
     let peer = peer.with_extensions(parts.extensions);
     match handle(shared, &pair, &peer, inbound, permit).await {
@@ -129,7 +130,13 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
 
 /// Forwards a message to the instance holding its pair, and answers as it says: `202` once
 /// the holder handed it to its engine, as a local POST.
-async fn forward(shared: &Shared, record: &PairRecord, auth: &AuthInfo, client: PairClient, bytes: &[u8]) -> Response {
+async fn forward(
+    shared: &Shared,
+    record: &PairRecord,
+    auth: &AuthInfo,
+    client: Option<Remote>,
+    bytes: &[u8],
+) -> Response {
     // It decoded: it is UTF-8.
     let Ok(body) = std::str::from_utf8(bytes) else {
         return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));

@@ -57,7 +57,7 @@ pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Re
         };
         // Relayed by another instance: HTTP, of a version the relay does not carry.
         let mut peer = Peer::new(Arc::new(auth), Sessions::Slot(&pair.slot)).with_network(Network::HTTP);
-        crate::client::told(client, &mut peer);
+        peer.remote = client;
         peer.legacy_only = true;
         let outcome = match message::handle(&shared, &pair, &peer, inbound, permit).await {
             None => PairOutcome::Accepted,

@@ -51,7 +51,7 @@ impl PostCtx {
         peer.revision = TransportRevision::parse(h.get(VERSION).map(HeaderValue::as_bytes));
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
-        crate::client::tell(&self.shared.config, &extensions, &mut peer);
+        peer.remote = crate::client::remote(&self.shared.config, &extensions);
         peer.with_network(Network::http(self.parts.version))
             .with_extensions(extensions)
     }
