@@ -53,6 +53,7 @@ mod mint;
 pub mod observe;
 mod quota;
 pub mod relay;
+mod remote;
 mod reply;
 mod runtime;
 mod session;

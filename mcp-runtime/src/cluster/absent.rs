@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Registry;
 use crate::elicitation::Elicitations;
-use crate::engine::Remote;
 use crate::quota::ClientKey;
 use crate::relay::{PairMessage, PairOutcome};
+use crate::remote::Remote;
 use crate::session::{Elsewhere, Session, SessionStore};
 use crate::store::{PairRecord, SessionField, SessionRecord, Store, StoreError};
 use crate::tasks::Tasks;

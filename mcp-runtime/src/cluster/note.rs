@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Change;
-use crate::engine::Remote;
 use crate::relay::PairOutcome;
+use crate::remote::Remote;
 use crate::store::SessionField;
 
 /// A change as it travels on the bus.

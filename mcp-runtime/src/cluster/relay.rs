@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::asks::Asks;
 use super::{Cluster, Note};
-use crate::engine::Remote;
 use crate::relay::{PAIR_INBOX, PAIR_TTL, PairMessage, PairOutcome, PairReceipt};
+use crate::remote::Remote;
 use crate::store::{PairRecord, StoreError};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -34,7 +34,7 @@ pub(crate) struct Env {
     pub(crate) guard: Option<InFlightGuard>,
     pub(crate) extensions: http::Extensions,
     /// The client's address, where the transport tells clients apart.
-    pub(crate) remote: Option<super::Remote>,
+    pub(crate) remote: Option<crate::remote::Remote>,
     /// The transport's network (for the call's telemetry).
     pub(crate) network: Option<Network>,
 }

@@ -41,10 +41,11 @@ use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcE
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::remote::Remote;
 pub use crate::session::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
-pub use peer::{HeaderLookup, Peer, Remote, Sessions};
+pub use peer::{HeaderLookup, Peer, Sessions};
 pub use step::{Answer, Listening, Step};
 
 use crate::dispatch::route::Route;

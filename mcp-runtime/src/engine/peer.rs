@@ -9,25 +9,8 @@ use mcp_protocol::TransportRevision;
 use mcp_protocol::auth::AuthInfo;
 
 use crate::observe::Network;
+use crate::remote::Remote;
 use crate::session::SessionSlot;
-
-/// Who is calling, as the transport knows it: the client's address, and its port when the
-/// connection is with the client itself (an address a proxy forwarded comes without one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Remote {
-    /// The client's IP address (OpenTelemetry's `client.address`).
-    pub address: IpAddr,
-    /// The client's port (`client.port`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
-}
-
-impl From<IpAddr> for Remote {
-    /// An address without a port.
-    fn from(address: IpAddr) -> Self {
-        Remote { address, port: None }
-    }
-}
 
 /// Reads one HTTP request header by (lowercase) name.
 pub type HeaderLookup<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;

@@ -192,7 +192,7 @@ pub(crate) struct Origin<'a, 'h> {
     /// The transport's network.
     pub(crate) network: Option<Network>,
     /// The client.
-    pub(crate) remote: Option<crate::engine::Remote>,
+    pub(crate) remote: Option<crate::remote::Remote>,
     /// The OpenTelemetry tracer the server records its spans with, if any (the `otel`
     /// feature).
     pub(crate) tracer: Option<&'a Tracer>,

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{FORWARD_WAIT, PairMessage, PairOutcome};
-use crate::engine::Remote;
+use crate::remote::Remote;
 use crate::runtime::Runtime;
 use crate::store::{PairRecord, StoreError};
 

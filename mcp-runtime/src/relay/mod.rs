@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
 
-use crate::engine::Remote;
+use crate::remote::Remote;
 use serde::{Deserialize, Serialize};
 
 mod entry;
