@@ -193,6 +193,17 @@ impl RpcError {
         Self::internal_with("Too many stored tasks for this client, none of them finished")
     }
 
+    /// -32603: the server holds as many long-lived streams (subscriptions, SSE streams) as it
+    /// holds at once, every client together; calls are still served.
+    pub fn too_many_streams() -> Self {
+        Self::internal_with("Too many open streams")
+    }
+
+    /// -32603: the caller's address holds as many long-lived streams as one address may.
+    pub fn too_many_streams_from_address() -> Self {
+        Self::internal_with("Too many open streams from this address")
+    }
+
     /// -32603: the server refuses work over one of its bounds.
     pub fn overloaded() -> Self {
         Self::internal_with("Server is overloaded")

@@ -53,10 +53,15 @@ fn client_port(config: &HttpConfig, extensions: &http::Extensions) -> Option<u16
     (!config.trusted_proxies.contains(&peer.ip().to_canonical())).then_some(peer.port())
 }
 
+/// The client address [`authenticate`] named in `extensions`.
+pub(crate) fn address(extensions: &http::Extensions) -> Option<IpAddr> {
+    extensions.get::<ClientAddr>().map(|a| a.0)
+}
+
 /// Who is calling, as the engine is told: the address [`authenticate`] named in `extensions`,
 /// and the client's port.
 pub(crate) fn remote(config: &HttpConfig, extensions: &http::Extensions) -> Option<Remote> {
-    let address = extensions.get::<ClientAddr>()?.0;
+    let address = address(extensions)?;
     Some(Remote {
         address,
         port: client_port(config, extensions),

@@ -34,7 +34,19 @@ pub struct HttpConfig {
     /// Deepest accepted JSON nesting (default 64).
     pub max_depth: usize,
     /// Most POST requests handled at once (default 10,000); over it, 503 with a JSON-RPC error.
+    /// Long-lived streams take no slot of it once open: they have
+    /// [`HttpConfig::max_streams`].
     pub max_in_flight: usize,
+    /// Most long-lived streams held at once, every kind and client together (default 8,192): a
+    /// `subscriptions/listen`, a session's GET stream (or its resumption of a POST stream), the
+    /// 2024-11-05 pair's SSE stream. Over it a stream is refused with 503, `Retry-After` and a
+    /// JSON-RPC error; calls are served as before. Never more than
+    /// [`HttpConfig::max_connections`] less a quarter of it: that quarter of the connections
+    /// is always left to calls. See [`HttpConfig::max_streams`].
+    pub max_streams: usize,
+    /// Most long-lived streams one client address holds at once (default 64); over it a
+    /// stream is refused with 429 and `Retry-After`. See [`HttpConfig::max_streams`].
+    pub max_streams_per_address: usize,
     /// Most messages in one JSON-RPC batch (default 128): a longer batch is refused with 400
     /// and -32600 before it is decoded whole. Each request of a batch also takes a slot of
     /// [`HttpConfig::max_in_flight`] while it runs.
@@ -155,6 +167,8 @@ impl fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_depth", &self.max_depth)
             .field("max_in_flight", &self.max_in_flight)
+            .field("max_streams", &self.max_streams)
+            .field("max_streams_per_address", &self.max_streams_per_address)
             .field("max_batch", &self.max_batch)
             .field("sse_buffer_size", &self.sse_buffer_size)
             .field("session_sweep_interval", &self.session_sweep_interval)
@@ -203,6 +217,8 @@ impl Default for HttpConfig {
             max_body_bytes: mcp_protocol::jsonrpc::DEFAULT_MAX_BYTES,
             max_depth: mcp_protocol::jsonrpc::DEFAULT_MAX_DEPTH,
             max_in_flight: 10_000,
+            max_streams: 8_192,
+            max_streams_per_address: 64,
             max_batch: mcp_protocol::jsonrpc::DEFAULT_MAX_BATCH,
             sse_buffer_size: 256,
             session_sweep_interval: Duration::from_secs(60),
@@ -291,6 +307,21 @@ impl HttpConfig {
     /// Sets the cap on POST requests handled at once (default 10,000).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n;
+        self
+    }
+
+    /// Sets the stream budget: the most long-lived streams held at once, in all (default 8,192)
+    /// and per client address (default 64). A stream is a `subscriptions/listen`, a session's GET
+    /// stream or its resumption of a POST stream, or the 2024-11-05 pair's SSE stream; it takes
+    /// no slot of [`HttpConfig::max_in_flight`] once open, so that streams never starve calls.
+    /// Over the total a new stream is refused with 503 and `Retry-After`, over its address's
+    /// share with 429 and `Retry-After` (a JSON-RPC error naming the bound in both cases). The
+    /// total is held to [`HttpConfig::max_connections`] less a quarter of it (rounded up), so
+    /// that connections holding no stream always remain for calls. Clients behind one address
+    /// (a NAT, a proxy not named in [`HttpConfig::trusted_proxies`]) share its share.
+    pub fn max_streams(mut self, total: usize, per_address: usize) -> Self {
+        self.max_streams = total;
+        self.max_streams_per_address = per_address;
         self
     }
 

@@ -1,6 +1,6 @@
 //! What every request of one endpoint shares ([`Shared`]): the runtime and its engine, the
 //! configuration and its Origin and Host policies, the session event hub, the open 2024-11-05
-//! pairs, the in-flight cap, the CORS headers, the tasks a graceful shutdown waits for, the
+//! pairs, the in-flight cap, the stream budget, the CORS headers, the tasks a graceful shutdown waits for, the
 //! endpoint's readiness, and the idle-session sweep. Its parts live below it; it imports no
 //! verb.
 
@@ -8,10 +8,12 @@ mod cors;
 mod pairs;
 mod permit;
 mod readiness;
+mod stream_budget;
 
 pub(crate) use pairs::{Pair, Pairs};
 pub(crate) use permit::Permit;
 pub use readiness::Readiness;
+pub(crate) use stream_budget::{StreamPermit, StreamRefusal};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -33,6 +35,7 @@ use crate::streams::hub::Hub;
 use cors::AllowHeaders;
 use permit::InFlight;
 use readiness::StoreCheck;
+use stream_budget::StreamBudget;
 
 /// The state of one endpoint.
 pub(crate) struct Shared {
@@ -62,6 +65,8 @@ pub(crate) struct Shared {
     /// Whether the background tasks (registry fan-out, session sweep) were started.
     started: AtomicBool,
     in_flight: InFlight,
+    /// The long-lived streams held, apart from the calls' in-flight cap.
+    stream_budget: StreamBudget,
     allow_headers: AllowHeaders,
     /// The shared store's last check, for readiness.
     store_check: StoreCheck,
@@ -106,6 +111,10 @@ impl Shared {
         shutdown: CancellationToken,
     ) -> Self {
         let hub = Arc::new(Hub::new(config.sse_buffer_size));
+        let stream_budget = StreamBudget::new(
+            stream_budget::cap(config.max_streams, config.max_connections),
+            config.max_streams_per_address,
+        );
         Shared {
             engine: Engine::new(runtime.clone()),
             runtime,
@@ -122,6 +131,7 @@ impl Shared {
             draining: AtomicBool::new(false),
             started: AtomicBool::new(false),
             in_flight: InFlight::default(),
+            stream_budget,
             allow_headers: AllowHeaders::default(),
             store_check: StoreCheck::default(),
         }
@@ -223,6 +233,19 @@ impl Shared {
     /// nothing taken) when they do not all fit.
     pub(crate) fn permits(&self, n: usize) -> Option<Permit> {
         self.in_flight.take(n, self.config.max_in_flight)
+    }
+
+    /// Takes one stream of the budget for a client at `address`, or says why not.
+    pub(crate) fn stream(&self, address: Option<std::net::IpAddr>) -> Result<StreamPermit, StreamRefusal> {
+        self.stream_budget.take(address).inspect_err(|refusal| {
+            tracing::warn!(
+                limit = self.config.max_streams,
+                per_address = self.config.max_streams_per_address,
+                ?address,
+                %refusal,
+                "stream refused"
+            );
+        })
     }
 
     /// Adds the CORS headers for a validated `Origin`.

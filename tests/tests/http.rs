@@ -3,7 +3,8 @@
 //! `127.0.0.1:0` and bounds itself with a timeout.
 //!
 //! This file holds the session and call tests; `http/checks.rs` the checks before any handler
-//! (both eras); `http/limits.rs` every limit; `http/ownership.rs` session ownership of client
+//! (both eras); `http/limits.rs` every limit; `http/budgets.rs` the stream budget, which never
+//! starves calls; `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
 //! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
 //! `http/scaleout.rs` several instances behind a round-robin proxy (both
@@ -12,6 +13,8 @@
 
 #[path = "http/bounds.rs"]
 mod bounds;
+#[path = "http/budgets.rs"]
+mod budgets;
 #[path = "http/checks.rs"]
 mod checks;
 #[path = "http/hardening.rs"]

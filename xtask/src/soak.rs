@@ -154,6 +154,7 @@ fn start_server(binary: &Path, opts: &Options, log: &Path) -> Result<(ChildGuard
             .args(["--soak-hang-ms", &HANG_MS.to_string()])
             .args(["--max-listeners-per-peer", &bound])
             .args(["--max-listeners-per-principal", &bound])
+            .args(["--max-streams-per-address", &bound])
             .args(["--max-body-bytes", &MAX_BODY_BYTES.to_string()])
             .args(opts.rate_limit.iter().flat_map(|q| ["--rate-limit", q.as_str()]))
             .env("NO_COLOR", "1")

@@ -5,7 +5,7 @@
 //! `tools/list` workload.
 //!
 //! ```text
-//! ours --http PORT [--tools N]    # Streamable HTTP on 127.0.0.1:PORT/mcp, HttpConfig::default()
+//! ours --http PORT [--tools N]    # Streamable HTTP on 127.0.0.1:PORT/mcp, HttpConfig::default() (stream budget raised)
 //! ours --stdio [--tools N]        # newline-delimited JSON-RPC on stdin/stdout
 //! ours --stdio-pipes              # the same through epoll-driven pipes (an experiment)
 //! ours --http PORT --redis URL [--redis-prefix P]   # one instance of a server shared via Redis
@@ -149,6 +149,12 @@ fn echo_tool(name: String) -> Tool {
         "Echoes the text back",
         |input: Echo, _ctx| async move { input.text },
     )
+}
+
+/// The HTTP configuration: the defaults, but for the stream budget, which M1's 2,000 listen
+/// streams from one address would pass (its defaults protect clients from each other).
+fn http_config() -> HttpConfig {
+    HttpConfig::default().max_streams(100_000, 100_000)
 }
 
 /// The server: `tools` tools of the echo shape, the first named `echo`; its state in `store`
@@ -302,7 +308,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     server
-        .serve_http_on(listener, HttpConfig::default(), CancellationToken::new())
+        .serve_http_on(listener, http_config(), CancellationToken::new())
         .await?;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! bounds the soak raises.
 //!
 //! ```text
-//! everything --soak [--soak-hang-ms 5000] --max-listeners-per-peer 4096 --max-body-bytes 65536
+//! everything --soak [--soak-hang-ms 5000] --max-listeners-per-peer 4096 --max-streams-per-address 4096 \
+//!     --max-body-bytes 65536
 //! ```
 //!
 //! Without `--soak` no tool is added, so the conformance fixture's tool list
@@ -52,6 +53,9 @@ pub(super) struct SoakArgs {
     /// Largest accepted request body in bytes (`HttpConfig::max_body_bytes`).
     #[arg(long, value_name = "BYTES")]
     max_body_bytes: Option<usize>,
+    /// Most long-lived streams one client address holds (`HttpConfig::max_streams_per_address`).
+    #[arg(long, value_name = "N")]
+    max_streams_per_address: Option<usize>,
 }
 
 /// The panic payload of `soak_panic`, told apart by the panic hook.
@@ -112,11 +116,15 @@ impl SoakArgs {
     }
 
     /// Applies the HTTP bounds.
-    pub(super) fn http(&self, config: HttpConfig) -> HttpConfig {
-        match self.max_body_bytes {
-            Some(n) => config.max_body_bytes(n),
-            None => config,
+    pub(super) fn http(&self, mut config: HttpConfig) -> HttpConfig {
+        if let Some(n) = self.max_body_bytes {
+            config = config.max_body_bytes(n);
         }
+        if let Some(n) = self.max_streams_per_address {
+            let total = config.max_streams;
+            config = config.max_streams(total, n);
+        }
+        config
     }
 }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{admit, with_cors};
 use crate::guard;
-use crate::response::{challenge, empty, not_allowed, store_unavailable};
+use crate::response::{challenge, empty, not_allowed, store_unavailable, stream_refused};
 use crate::state::{Pair, Shared};
 use crate::status;
 use crate::streams::hub::Channel;
@@ -67,6 +67,11 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     let Some((_, message_path)) = &shared.config.sse_pair else {
         return empty(status::NOT_CONFIGURED);
     };
+    // The pair lives as long as its stream, which the stream budget holds.
+    let permit = match shared.stream(crate::client::address(&parts.extensions)) {
+        Ok(p) => p,
+        Err(refusal) => return stream_refused(None, refusal),
+    };
     let capacity = shared.config.sse_buffer_size.max(1);
     let id = SessionStore::mint_id();
     let (out, frames) = mpsc::channel(capacity);
@@ -115,7 +120,7 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     shared
         .tracker
         .spawn(mcp_runtime::background::boxed(pump(ending, frames, tx)));
-    sse::response(rx)
+    sse::holding(rx, permit)
 }
 
 /// Waits for a change of the session's events (forever before `initialize`).

@@ -66,8 +66,14 @@ pub(crate) fn channel(capacity: usize) -> (mpsc::Sender<Bytes>, mpsc::Receiver<B
 
 /// A `200 text/event-stream` response whose body is fed by `rx`.
 pub(crate) fn response(rx: mpsc::Receiver<Bytes>) -> Response {
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+    holding(rx, ())
+}
+
+/// A `200 text/event-stream` response whose body is fed by `rx` and holds `hold` (a stream
+/// permit) until it is dropped: when the stream ends or the client leaves.
+pub(crate) fn holding<H: Send + 'static>(rx: mpsc::Receiver<Bytes>, hold: H) -> Response {
+    let stream = futures::stream::unfold((rx, hold), |(mut rx, hold)| async move {
+        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), (rx, hold)))
     });
     with_body(Body::from_stream(stream))
 }

@@ -6,20 +6,29 @@
 //! ends a subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a
 //! server that shuts down writes the completion result, then closes.
 
+use std::net::IpAddr;
+
 use axum::body::Bytes;
 use axum::response::Response;
 use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
 
-use crate::state::{Permit, Shared};
+use crate::response::stream_refused;
+use crate::state::Shared;
 use crate::streams::pump::{self, Feed, Next, PollFeed};
 use crate::streams::sse;
 
-/// Serves a subscription the engine opened: its SSE stream, held with the request's permit.
+/// Serves a subscription the engine opened: its SSE stream, held with a permit of the stream
+/// budget taken for the client at `address` (a refusal drops the `Listener`, which
+/// unsubscribes, and answers the listen request with the budget's error).
 /// The response body is the pump ([`pump::body`]): no task and no channel per stream, since a
 /// server may hold thousands of idle subscriptions. The client leaving drops the body, hence
 /// the `Listener`, which unsubscribes.
-pub(crate) fn serve(shared: &Shared, permit: Permit, listening: Listening) -> Response {
+pub(crate) fn serve(shared: &Shared, address: Option<IpAddr>, listening: Listening) -> Response {
+    let permit = match shared.stream(address) {
+        Ok(p) => p,
+        Err(refusal) => return stream_refused(Some(listening.listener.id()), refusal),
+    };
     let feed = Subscription(listening.listener);
     sse::with_body(pump::body(
         feed,

@@ -115,11 +115,16 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
         },
         Inbound::Single(Message::Request(r)) => {
             let step = engine.request(&peer, r).await;
+            let address = peer.remote.map(|r| r.address);
             drop(peer);
             match step {
                 Step::Answer(a) => answer(&shared.config, a),
                 Step::Call(c) => call::run(&cx.shared, cx.permit, c).await,
-                Step::Listen(l) => listen::serve(&cx.shared, cx.permit, l),
+                // A stream is held by the stream budget, not by the calls' in-flight cap.
+                Step::Listen(l) => {
+                    drop(cx.permit);
+                    listen::serve(&cx.shared, address, l)
+                }
             }
         }
         Inbound::Batch(items) => {

@@ -12,7 +12,7 @@ use mcp_runtime::Session;
 
 use crate::guard;
 use crate::headers::{SESSION_HEADER, VERSION};
-use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable};
+use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable, stream_refused};
 use crate::state::Shared;
 use crate::status;
 use crate::streams::hub::{self, StreamSpec};
@@ -83,6 +83,11 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         Lookup::Unavailable => return store_unavailable(),
         Lookup::Found(s) => s,
     };
+    // Every stream a GET opens is held by the stream budget, with its response body.
+    let permit = match shared.stream(crate::client::address(&parts.extensions)) {
+        Ok(p) => p,
+        Err(refusal) => return stream_refused(None, refusal),
+    };
     let last_event_id = parts
         .headers
         .get("last-event-id")
@@ -107,7 +112,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
                     let (keep_alive, shutdown) = (shared.config.sse_keep_alive, shared.shutdown.clone());
                     shared.tracker.spawn(pump::run(feed, tx, keep_alive, shutdown));
                     tracing::debug!(session = %session.id(), stream = number, "POST stream resumed from the shared log");
-                    sse::response(rx)
+                    sse::holding(rx, permit)
                 }
                 Ok(Resumed::Nothing) => empty(status::NOTHING_TO_RESUME),
                 Err(e) => {
@@ -135,7 +140,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
             .tracker
             .spawn(mcp_runtime::background::boxed(resume::follow(follow, tx)));
         tracing::debug!(session = %session.id(), stream = number, "POST stream resumed");
-        return sse::response(rx);
+        return sse::holding(rx, permit);
     }
     if session.is_shared()
         && let Some(store) = shared.runtime.store()
@@ -159,7 +164,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         let (keep_alive, shutdown) = (shared.config.sse_keep_alive, shared.shutdown.clone());
         shared.tracker.spawn(pump::run(feed, tx, keep_alive, shutdown));
         tracing::debug!(session = %session.id(), "shared GET stream opened");
-        return sse::response(rx);
+        return sse::holding(rx, permit);
     }
     let spec = StreamSpec {
         channel,
@@ -173,7 +178,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         .tracker
         .spawn(mcp_runtime::background::boxed(hub::pump(spec, tx)));
     tracing::debug!(session = %session.id(), "GET stream opened");
-    sse::response(rx)
+    sse::holding(rx, permit)
 }
 
 /// DELETE: ends the caller's session.

@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{
-    Server, bounded, closed_within, h2_connect, init_body, modern, raw, raw_exchange, raw_post, raw_post_with,
+    Server, bounded, call, closed_within, h2_connect, init_body, modern, raw, raw_exchange, raw_post, raw_post_with,
 };
 
 /// The short timeout the tests configure.
@@ -345,9 +345,12 @@ async fn idle_h2_connections_are_closed() {
 async fn newcomers_are_closed_when_every_connection_is_busy() {
     bounded(async {
         let s = Server::start(HttpConfig::default().max_connections(1).idle_timeout(LONG)).await;
-        // The only slot has a request in flight: nothing can be shed.
-        let mut stream = listen(&s).send().await.sse();
-        assert!(stream.next().await.is_some(), "acknowledgement");
+        // The only slot has a call in flight (a legacy POST stream; the slot cannot hold a
+        // long-lived stream, which never takes the last connection): nothing can be shed.
+        let sid = s.initialize().await;
+        let slow = s.post(call(1, "sample", None)).header("mcp-session-id", &sid);
+        let mut stream = slow.send().await.sse();
+        assert!(stream.message().await.is_some(), "the sampling request");
         let mut extra = raw(s.addr).await;
         assert!(
             closed_within(&mut extra, GENEROUS).await,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::{Req, Resp, Server, bounded, init_body, list};
+use crate::support::{Req, Resp, Server, bounded, call, init_body, list};
 
 /// Retries a request until it is served (a released connection slot is seen by the accept loop
 /// shortly after the connection closes).
@@ -68,15 +68,12 @@ async fn a_slot_is_released_however_the_connection_ends() {
         drop(tcp);
         assert_eq!(served_again(&s).await, StatusCode::BAD_REQUEST);
 
-        // An SSE stream the client abandons.
+        // An SSE reply the client abandons (a call's: the one slot cannot hold a long-lived
+        // stream, which never takes the last connection).
         let init = eventually(|| s.post(init_body("2025-11-25"))).await;
         let sid = init.header("mcp-session-id").expect("session").to_owned();
-        let get = || {
-            s.req(http::Method::GET)
-                .header("accept", "text/event-stream")
-                .header("mcp-session-id", &sid)
-        };
-        let mut stream = eventually(get).await.sse();
+        let slow = || s.post(call(1, "sample", None)).header("mcp-session-id", &sid);
+        let mut stream = eventually(slow).await.sse();
         assert!(stream.next().await.is_some(), "priming event");
         drop(stream);
         assert_eq!(served_again(&s).await, StatusCode::BAD_REQUEST);
