@@ -46,8 +46,12 @@ pub struct ServerConfig {
     /// Idle time after which a legacy session expires (default 30 min).
     pub session_ttl: Duration,
     /// Most legacy sessions kept in the session store, all principals together
-    /// (default 10 000). Over it `initialize` is refused with -32603 "Too many
-    /// sessions" (HTTP 503) until sessions end or expire.
+    /// (default 10 000). At it, a newcomer is admitted in place of the longest-idle
+    /// session of the client holding the most (when that client holds at least two
+    /// more than the newcomer; the shed session is ended as a DELETE ends it), so
+    /// that a few clients at their caps cannot lock the others out. When every
+    /// client holds about the same share, `initialize` is refused with -32603 "Too
+    /// many sessions" (HTTP 503) until sessions end or expire.
     pub max_sessions: usize,
     /// Most legacy sessions one client keeps (default 1 000, a tenth of
     /// [`ServerConfig::max_sessions`]): one authenticated principal, or one

@@ -228,13 +228,16 @@ impl Runtime {
             .as_ref()
             .map(|c| c.started_elsewhere(&client))
             .unwrap_or_default();
-        self.sessions.admit(
+        let admitted = self.sessions.admit(
             session.clone(),
             client,
             config.max_sessions,
             config.max_sessions_per_principal,
             elsewhere,
         )?;
+        if let Some(shed) = admitted.shed {
+            self.end_shed(&shed).await;
+        }
         if let Some(cluster) = &self.cluster {
             if let Err(e) = cluster.create(session).await {
                 self.sessions.drop_replica(session.id());
@@ -243,6 +246,26 @@ impl Runtime {
             cluster.attach(session);
         }
         Ok(())
+    }
+
+    /// Ends, wherever it is shared, a session the store shed for a newcomer (already closed and
+    /// removed here): its record and replicas on the other instances, and its tasks. A store
+    /// that cannot be reached leaves the record to expire; the newcomer is admitted either way.
+    async fn end_shed(&self, shed: &Session) {
+        // As for a DELETE: with a shared store, only a session that had tasks asks the task store.
+        let tasks = match &self.cluster {
+            None => true,
+            Some(cluster) => match cluster.end(shed.id()).await {
+                Ok(ended) => shed.has_tasks() || ended.is_some_and(|r| r.tasks),
+                Err(e) => {
+                    tracing::warn!(session = %shed.id(), error = %e, "a shed session's record not deleted: store unavailable");
+                    shed.has_tasks()
+                }
+            },
+        };
+        if tasks {
+            self.tasks.release_session(shed.principal(), shed.id()).await;
+        }
     }
 
     /// Ends a principal's session (DELETE): here, and with a shared store on every instance

@@ -62,6 +62,36 @@ pub enum SessionLimit {
     PrincipalFull,
 }
 
+/// What [`SessionStore::admit`] did to make room.
+#[derive(Debug, Default)]
+#[must_use = "a shed session must be ended where it is shared"]
+pub(crate) struct Admitted {
+    /// The session shed for the newcomer (closed and removed here), if the store was full.
+    pub(crate) shed: Option<Arc<Session>>,
+}
+
+/// Takes a session off its client's counts.
+fn uncount(counts: &mut Counts, session: &Session) {
+    let client = counts
+        .client_of
+        .remove(session.id())
+        .unwrap_or_else(|| ClientKey::Principal(session.principal().clone()));
+    if let Some(n) = counts.held.get_mut(&client) {
+        *n -= 1;
+        if *n == 0 {
+            counts.held.remove(&client);
+        }
+    }
+    if let Some(starter) = counts.started.remove(session.id())
+        && let Some(n) = counts.started_by.get_mut(&starter)
+    {
+        *n -= 1;
+        if *n == 0 {
+            counts.started_by.remove(&starter);
+        }
+    }
+}
+
 impl SessionStore {
     /// An empty store.
     pub fn new() -> Self {
@@ -81,7 +111,7 @@ impl SessionStore {
     /// Stores a session, with no bound (a replica of a session another instance started).
     pub fn insert(&self, session: Arc<Session>) {
         let client = ClientKey::Principal(session.principal().clone());
-        let _ = self.hold(session, client, usize::MAX, usize::MAX, None);
+        let _unbounded = self.hold(session, client, usize::MAX, usize::MAX, None);
     }
 
     #[cfg(feature = "shared-store")]
@@ -103,8 +133,11 @@ impl SessionStore {
         }
     }
 
-    /// Stores a session if the store holds fewer than `max_total` and its client fewer than
-    /// `max_per_client`; otherwise nothing is stored.
+    /// Stores a session if its client holds fewer than `max_per_client` and the store fewer
+    /// than `max_total`. A full store sheds for a newcomer: the client holding the most
+    /// sessions started here gives up its longest-idle one, when it holds at least two more than
+    /// the newcomer, so that no set of clients at their caps locks the others out
+    /// ([`Admitted::shed`]: the caller ends it where it is shared). Otherwise nothing is stored.
     /// Sessions other instances started count too (`elsewhere`, as they reported them): the
     /// bounds hold across the cluster, approximately (see `crate::cluster`).
     pub(crate) fn admit(
@@ -114,12 +147,12 @@ impl SessionStore {
         max_total: usize,
         max_per_client: usize,
         elsewhere: Elsewhere,
-    ) -> Result<(), SessionLimit> {
+    ) -> Result<Admitted, SessionLimit> {
         self.hold(session, client, max_total, max_per_client, Some(elsewhere))
     }
 
     /// Stores a session within the bounds; `started`: it was started here, and the sessions
-    /// other instances started count against the bounds.
+    /// other instances started count against the bounds (and a full store may shed).
     fn hold(
         &self,
         session: Arc<Session>,
@@ -127,16 +160,23 @@ impl SessionStore {
         max_total: usize,
         max_per_client: usize,
         started: Option<Elsewhere>,
-    ) -> Result<(), SessionLimit> {
+    ) -> Result<Admitted, SessionLimit> {
         let mut counts = lock(&self.per_client);
         let elsewhere = started.unwrap_or_default();
-        if self.sessions.len() >= max_total || counts.started.len() + elsewhere.total >= max_total {
-            return Err(SessionLimit::Full);
-        }
         let started_by = counts.started_by.get(&client).copied().unwrap_or(0);
         let held = counts.held.get(&client).copied().unwrap_or(0);
         if held >= max_per_client || started_by + elsewhere.client >= max_per_client {
             return Err(SessionLimit::PrincipalFull);
+        }
+        let mut shed = None;
+        if self.sessions.len() >= max_total || counts.started.len() + elsewhere.total >= max_total {
+            let victim = started
+                .and_then(|_| self.heaviest_idle(&counts, started_by + elsewhere.client))
+                .ok_or(SessionLimit::Full)?;
+            if let Some((_, s)) = self.sessions.remove(victim.id()) {
+                uncount(&mut counts, &s);
+            }
+            shed = Some(victim);
         }
         *counts.held.entry(client.clone()).or_insert(0) += 1;
         if started.is_some() {
@@ -148,31 +188,36 @@ impl SessionStore {
         }
         session.touch();
         self.sessions.insert(session.id().clone(), session);
-        Ok(())
+        drop(counts);
+        if let Some(s) = &shed {
+            tracing::info!(
+                session = %s.id(),
+                "session shed for a newcomer: the store is full and its client holds the most"
+            );
+            s.close();
+        }
+        Ok(Admitted { shed })
+    }
+
+    /// The longest-idle session started here by the client holding the most of them, when that
+    /// client holds at least two more than `newcomer` (so that, once the newcomer is in, it
+    /// holds no more than the shedder: a full store is shared out, never ping-ponged).
+    fn heaviest_idle(&self, counts: &Counts, newcomer: usize) -> Option<Arc<Session>> {
+        let (heaviest, n) = counts.started_by.iter().max_by_key(|(_, n)| **n)?;
+        if *n < newcomer + 2 {
+            return None;
+        }
+        counts
+            .started
+            .iter()
+            .filter(|(_, c)| *c == heaviest)
+            .filter_map(|(id, _)| self.sessions.get(id).map(|s| s.clone()))
+            .max_by_key(|s| s.idle_for())
     }
 
     /// Takes a removed session off its client's count, and closes it.
     fn release(&self, session: &Session) {
-        let mut counts = lock(&self.per_client);
-        let client = counts
-            .client_of
-            .remove(session.id())
-            .unwrap_or_else(|| ClientKey::Principal(session.principal().clone()));
-        if let Some(n) = counts.held.get_mut(&client) {
-            *n -= 1;
-            if *n == 0 {
-                counts.held.remove(&client);
-            }
-        }
-        if let Some(starter) = counts.started.remove(session.id())
-            && let Some(n) = counts.started_by.get_mut(&starter)
-        {
-            *n -= 1;
-            if *n == 0 {
-                counts.started_by.remove(&starter);
-            }
-        }
-        drop(counts);
+        uncount(&mut lock(&self.per_client), session);
         session.close();
     }
 
@@ -282,84 +327,92 @@ mod tests {
     use super::*;
     use crate::session::test_session;
 
+    fn alice() -> ClientKey {
+        ClientKey::Principal("alice".into())
+    }
+
+    /// Admits a session of `who` within 3 in all and 2 per client; `Ok(shed)`.
+    fn admit(store: &SessionStore, who: &str) -> Result<Option<Arc<Session>>, SessionLimit> {
+        let client = ClientKey::Principal(who.into());
+        store
+            .admit(test_session(who), client, 3, 2, Elsewhere::default())
+            .map(|a| a.shed)
+    }
+
     #[test]
     fn sessions_are_bounded_in_total_and_per_principal() {
         let store = SessionStore::new();
         let a1 = test_session("alice");
-        assert_eq!(
-            store.admit(
-                a1.clone(),
-                ClientKey::Principal("alice".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Ok(())
-        );
-        assert_eq!(
-            store.admit(
-                test_session("alice"),
-                ClientKey::Principal("alice".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Ok(())
-        );
-        assert_eq!(
-            store.admit(
-                test_session("alice"),
-                ClientKey::Principal("alice".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Err(SessionLimit::PrincipalFull)
-        );
-        assert_eq!(
-            store.admit(
-                test_session("bob"),
-                ClientKey::Principal("bob".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Ok(())
-        );
-        assert_eq!(
-            store.admit(
-                test_session("carol"),
-                ClientKey::Principal("carol".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Err(SessionLimit::Full)
-        );
+        assert!(store.admit(a1.clone(), alice(), 3, 2, Elsewhere::default()).is_ok());
+        assert!(admit(&store, "alice").expect("second").is_none());
+        assert_eq!(admit(&store, "alice").unwrap_err(), SessionLimit::PrincipalFull);
+        assert!(admit(&store, "bob").expect("bob").is_none());
         assert_eq!(store.len(), 3, "refusals store nothing");
         assert!(store.remove(a1.id(), "alice"));
+        assert!(
+            admit(&store, "alice").expect("a removal frees both counts").is_none(),
+            "room was made by the removal, not by shedding"
+        );
+        let shed = admit(&store, "carol")
+            .expect("a newcomer to a full store")
+            .expect("shed");
+        assert_eq!(**shed.principal(), *"alice", "alice holds two more than carol");
+        assert_eq!(store.len(), 3);
         assert_eq!(
-            store.admit(
-                test_session("alice"),
-                ClientKey::Principal("alice".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Ok(()),
-            "a removal frees both counts"
+            admit(&store, "dave").unwrap_err(),
+            SessionLimit::Full,
+            "every client holds one"
         );
         store.clear();
-        assert_eq!(
-            store.admit(
-                test_session("alice"),
-                ClientKey::Principal("alice".into()),
-                3,
-                2,
-                Elsewhere::default()
-            ),
-            Ok(())
+        assert!(admit(&store, "alice").is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_store_sheds_the_heaviest_clients_longest_idle_session() {
+        let store = SessionStore::new();
+        let first = test_session("alice");
+        assert!(store.admit(first.clone(), alice(), 3, 3, Elsewhere::default()).is_ok());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let second = test_session("alice");
+        assert!(store.admit(second.clone(), alice(), 3, 3, Elsewhere::default()).is_ok());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let third = test_session("alice");
+        assert!(store.admit(third.clone(), alice(), 3, 3, Elsewhere::default()).is_ok());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(store.get(first.id(), "alice").is_some(), "the first is active again");
+        // One client filled the store: a newcomer gets in, and the client's longest-idle session
+        // (the second, not the first it just used) makes room.
+        let bob = ClientKey::Principal("bob".into());
+        let shed = store
+            .admit(test_session("bob"), bob.clone(), 3, 3, Elsewhere::default())
+            .expect("the newcomer is admitted")
+            .shed
+            .expect("a session shed");
+        assert_eq!(shed.id(), second.id());
+        assert!(second.is_closed() && store.get(second.id(), "alice").is_none());
+        assert_eq!(store.len(), 3);
+        // Alice (2) holds two more than Carol (0): Carol gets in too, and then every client
+        // holds one: a newcomer, or Bob's second session, is refused.
+        let carol = ClientKey::Principal("carol".into());
+        let admitted = store.admit(test_session("carol"), carol, 3, 3, Elsewhere::default());
+        let shed = admitted.expect("carol").shed.expect("shed");
+        assert_eq!(shed.id(), third.id(), "alice's longest-idle one left");
+        let dave = ClientKey::Principal("dave".into());
+        let refused = store.admit(test_session("dave"), dave, 3, 3, Elsewhere::default());
+        assert_eq!(refused.unwrap_err(), SessionLimit::Full);
+        let refused = store.admit(test_session("bob"), bob, 3, 3, Elsewhere::default());
+        assert_eq!(refused.unwrap_err(), SessionLimit::Full);
+        // Replicas of other instances' sessions are never shed: they were not started here.
+        let replicas = SessionStore::new();
+        replicas.insert(test_session("alice"));
+        let refused = replicas.admit(
+            test_session("bob"),
+            ClientKey::Principal("bob".into()),
+            1,
+            3,
+            Elsewhere::default(),
         );
+        assert_eq!(refused.unwrap_err(), SessionLimit::Full);
     }
 
     #[test]

@@ -148,6 +148,55 @@ async fn anonymous_clients_hold_sessions_per_address() {
 }
 
 #[tokio::test]
+async fn a_client_filling_the_sessions_does_not_lock_the_others_out() {
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.max_sessions = 4;
+        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let host = format!("127.0.0.1:{}", s.addr.port());
+        let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let (host, addr) = (host.as_str(), s.addr);
+        let initialize = move |from| async move {
+            let (status, text) = raw_exchange_from(from, addr, &raw_post("/mcp", &[host])).await;
+            let sid = text
+                .lines()
+                .find_map(|l| l.strip_prefix("mcp-session-id: "))
+                .map(str::to_owned);
+            (status, sid, text)
+        };
+        // One anonymous client fills the store.
+        let mut mine = Vec::new();
+        for _ in 0..4 {
+            let (status, sid, text) = initialize(a).await;
+            assert_eq!(status, 200, "{text}");
+            mine.push(sid.expect("a session id"));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (status, _, text) = initialize(a).await;
+        assert_eq!(status, 503, "its own fifth is refused: {text}");
+        // Another client gets in: the first client's longest-idle session makes room.
+        let (status, theirs, text) = initialize(b).await;
+        assert_eq!(status, 200, "the second client is not locked out: {text}");
+        let listed = |sid: &str| s.post(list(1)).header("mcp-session-id", sid).send();
+        assert_eq!(
+            listed(&mine[0]).await.status,
+            StatusCode::NOT_FOUND,
+            "the longest-idle one was shed"
+        );
+        for sid in &mine[1..] {
+            assert_eq!(listed(sid).await.status, StatusCode::OK, "the others live on");
+        }
+        assert_eq!(listed(&theirs.expect("session")).await.status, StatusCode::OK);
+        // Shares even out: 3 against 1 sheds once more, 2 against 2 is full.
+        assert_eq!(initialize(b).await.0, 200);
+        let (status, _, text) = initialize(b).await;
+        assert_eq!(status, 503, "{text}");
+        assert!(text.contains("Too many sessions"), "{text}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_session_keeps_bounded_client_data() {
     bounded(async {
         let s = Server::default_config().await;
