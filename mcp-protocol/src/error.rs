@@ -204,6 +204,11 @@ impl RpcError {
         Self::internal_with("Too many open streams from this address")
     }
 
+    /// -32603: the caller's address has as many requests in flight as one address may.
+    pub fn too_many_in_flight_from_address() -> Self {
+        Self::internal_with("Too many requests in flight from this address")
+    }
+
     /// -32603: the server refuses work over one of its bounds.
     pub fn overloaded() -> Self {
         Self::internal_with("Server is overloaded")

@@ -37,6 +37,10 @@ pub struct HttpConfig {
     /// Long-lived streams take no slot of it once open: they have
     /// [`HttpConfig::max_streams`].
     pub max_in_flight: usize,
+    /// Most requests one client address has handled at once (default 1,000, a tenth of
+    /// [`HttpConfig::max_in_flight`]); over it, 429 with `Retry-After` and a JSON-RPC error.
+    /// See [`HttpConfig::max_in_flight_per_address`].
+    pub max_in_flight_per_address: usize,
     /// Most long-lived streams held at once, every kind and client together (default 8,192): a
     /// `subscriptions/listen`, a session's GET stream (or its resumption of a POST stream), the
     /// 2024-11-05 pair's SSE stream. Over it a stream is refused with 503, `Retry-After` and a
@@ -71,8 +75,9 @@ pub struct HttpConfig {
     pub mode: HttpMode,
     /// Most connections served at once by [`serve`](crate::serve) (default 16,384). At the cap,
     /// the longest-idle connection (no request in flight) is closed to admit a new one; when
-    /// every connection has a request in flight, the new one is closed at once. The slot is
-    /// released however a connection ends.
+    /// every connection has a request in flight, a connection of the peer address holding the
+    /// most is closed if it holds at least two more than the newcomer's, and otherwise the new
+    /// one is closed at once. The slot is released however a connection ends.
     pub max_connections: usize,
     /// How long reading one request body may take (default 60 s); a slower body is answered
     /// `408 Request Timeout` with a JSON-RPC error.
@@ -167,6 +172,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_depth", &self.max_depth)
             .field("max_in_flight", &self.max_in_flight)
+            .field("max_in_flight_per_address", &self.max_in_flight_per_address)
             .field("max_streams", &self.max_streams)
             .field("max_streams_per_address", &self.max_streams_per_address)
             .field("max_batch", &self.max_batch)
@@ -217,6 +223,7 @@ impl Default for HttpConfig {
             max_body_bytes: mcp_protocol::jsonrpc::DEFAULT_MAX_BYTES,
             max_depth: mcp_protocol::jsonrpc::DEFAULT_MAX_DEPTH,
             max_in_flight: 10_000,
+            max_in_flight_per_address: 1_000,
             max_streams: 8_192,
             max_streams_per_address: 64,
             max_batch: mcp_protocol::jsonrpc::DEFAULT_MAX_BATCH,
@@ -307,6 +314,16 @@ impl HttpConfig {
     /// Sets the cap on POST requests handled at once (default 10,000).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n;
+        self
+    }
+
+    /// Sets the share of [`HttpConfig::max_in_flight`] one client address may hold (default
+    /// 1,000): a client holding that many requests in flight (slow bodies, slow calls) is
+    /// answered 429 with `Retry-After` and -32603 "Too many requests in flight from this
+    /// address", and the other slots stay everyone else's. The address is the one
+    /// [`HttpConfig::trusted_proxies`] resolve; clients behind one address share its share.
+    pub fn max_in_flight_per_address(mut self, n: usize) -> Self {
+        self.max_in_flight_per_address = n;
         self
     }
 

@@ -3,8 +3,10 @@
 //!
 //! - **The cap.** Every accepted connection takes a place among
 //!   [`HttpConfig::max_connections`] ([`track::Conns`]). At the cap the longest-idle connection
-//!   (no request in flight) is closed to admit the newcomer; only when every connection has a
-//!   request in flight is the newcomer closed at once. The place is released however the
+//!   (no request in flight) is closed to admit the newcomer; when every connection has a
+//!   request in flight, one of the peer address holding the most is, if it holds at least two
+//!   more than the newcomer's; only when they are shared out evenly is the newcomer closed at
+//!   once. The place is released however the
 //!   connection ends (completed, reset, failed handshake, panic, shutdown).
 //! - **Accept errors** (out of file descriptors, mostly) pause the loop, 5 ms doubling up to
 //!   1 s, logged once per burst; running out of descriptors also sheds an idle connection, so
@@ -203,11 +205,11 @@ pub async fn serve(
         if let Some(failures) = backoff.recover() {
             tracing::info!(failures, "accepting connections again");
         }
-        let Some((slot, how)) = conns.admit() else {
+        let Some((slot, how)) = conns.admit(peer.ip().to_canonical()) else {
             if refused == 0 {
                 tracing::warn!(
                     limit = max,
-                    "connection refused: every connection has a request in flight"
+                    "connection refused: every connection has a request in flight, shared out evenly"
                 );
             }
             refused += 1;
@@ -218,11 +220,17 @@ pub async fn serve(
             tracing::info!(refused, "connections admitted again");
             refused = 0;
         }
-        if how == Admitted::Shed {
-            tracing::debug!(
+        match how {
+            Admitted::Free => {}
+            Admitted::Shed => tracing::debug!(
                 limit = max,
                 "connection cap reached: the longest-idle connection was closed"
-            );
+            ),
+            Admitted::ShedHeaviest => tracing::info!(
+                limit = max,
+                %peer,
+                "connection cap reached, every connection busy: one of the address holding the most was closed"
+            ),
         }
         prepare(&tcp);
         // The peer's address reaches handlers and per-peer bounds as axum's `ConnectInfo`, put on

@@ -11,7 +11,7 @@ mod readiness;
 mod stream_budget;
 
 pub(crate) use pairs::{Pair, Pairs};
-pub(crate) use permit::Permit;
+pub(crate) use permit::{Busy, Permit};
 pub use readiness::Readiness;
 pub(crate) use stream_budget::{StreamPermit, StreamRefusal};
 
@@ -224,15 +224,25 @@ impl Shared {
         self.config.mode == HttpMode::Streamable
     }
 
-    /// Takes one slot of the in-flight cap, or `None` when the server is full.
-    pub(crate) fn permit(&self) -> Option<Permit> {
-        self.permits(1)
+    /// Takes one slot of the in-flight cap for a client at `address`, or says why not.
+    pub(crate) fn permit(&self, address: Option<std::net::IpAddr>) -> Result<Permit, Busy> {
+        self.permits(1, address)
     }
 
-    /// Takes `n` slots of the in-flight cap at once (the requests of a batch), or `None` (and
-    /// nothing taken) when they do not all fit.
-    pub(crate) fn permits(&self, n: usize) -> Option<Permit> {
-        self.in_flight.take(n, self.config.max_in_flight)
+    /// Takes `n` slots of the in-flight cap at once (the requests of a batch) for a client at
+    /// `address`, or says why not (and takes nothing) when they do not all fit.
+    pub(crate) fn permits(&self, n: usize, address: Option<std::net::IpAddr>) -> Result<Permit, Busy> {
+        let c = &self.config;
+        self.in_flight
+            .take(n, c.max_in_flight, address, c.max_in_flight_per_address)
+            .inspect_err(|busy| match busy {
+                Busy::Full => tracing::warn!(limit = c.max_in_flight, "too many requests in flight"),
+                Busy::AddressFull => tracing::warn!(
+                    limit = c.max_in_flight_per_address,
+                    ?address,
+                    "too many requests in flight from one address"
+                ),
+            })
     }
 
     /// Takes one stream of the budget for a client at `address`, or says why not.

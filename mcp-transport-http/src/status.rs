@@ -110,6 +110,10 @@ pub(crate) const NOT_JSON: StatusCode = StatusCode::UNSUPPORTED_MEDIA_TYPE;
 /// requests; the listen bound per peer answers alike.
 pub(crate) const TOO_MANY_STREAMS: StatusCode = StatusCode::TOO_MANY_REQUESTS;
 
+/// `429 Too Many Requests`, with `Retry-After`: a client address holds its share of the
+/// in-flight cap (`HttpConfig::max_in_flight_per_address`; RFC 6585 §4).
+pub(crate) const TOO_MANY_IN_FLIGHT: StatusCode = StatusCode::TOO_MANY_REQUESTS;
+
 /// `500 Internal Server Error`: the task running a request failed (it panicked); RFC 9110
 /// §15.6.1. The body is a generic -32603: no detail reaches the wire.
 pub(crate) const TASK_FAILED: StatusCode = StatusCode::INTERNAL_SERVER_ERROR;

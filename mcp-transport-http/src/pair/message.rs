@@ -22,7 +22,7 @@ use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
 use crate::guard;
 use crate::response::{
-    answer, challenge, empty, json, not_allowed, overloaded, refused, session_not_found, store_unavailable,
+    answer, busy, challenge, empty, json, not_allowed, overloaded, refused, session_not_found, store_unavailable,
     unsupported_media_type,
 };
 use crate::state::{Pair, Permit, Shared};
@@ -96,9 +96,9 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
         Ok(h) => h,
         Err(r) => return r,
     };
-    let Some(permit) = shared.permit() else {
-        tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
-        return overloaded();
+    let permit = match shared.permit(crate::client::address(&parts.extensions)) {
+        Ok(p) => p,
+        Err(b) => return busy(b),
     };
     let bytes = match read_body(&shared.config, body, &parts).await {
         Ok(b) => b,

@@ -38,8 +38,7 @@ pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Re
             receipt.answer(PairOutcome::Gone);
             continue;
         }
-        let Some(permit) = shared.permit() else {
-            tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
+        let Ok(permit) = shared.permit(client.map(|r| r.address)) else {
             receipt.answer(PairOutcome::Busy);
             continue;
         };

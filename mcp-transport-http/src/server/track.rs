@@ -4,8 +4,10 @@
 //! - **The connection cap.** [`Conns`] holds every open connection. At
 //!   [`HttpConfig::max_connections`](crate::HttpConfig::max_connections) a newcomer is admitted
 //!   by shedding the longest-idle connection (no request in flight): silent sockets never lock
-//!   out a live client. Only when every connection has a request in flight is the newcomer
-//!   refused.
+//!   out a live client. When every connection has a request in flight, the peer address holding
+//!   the most connections gives one up if it holds at least two more than the newcomer's: one
+//!   client holding every connection busy (slow bodies, slow calls, streams) never locks the
+//!   others out. Only when the connections are shared out evenly is the newcomer refused.
 //! - **Requests in flight.** [`Tracked`] wraps the router: a request is in flight from the
 //!   moment hyper hands it over until its response body ends or is dropped ([`Busy`]).
 //! - **Stalled responses.** Every response body is a [`TrackedBody`]. A body that handed hyper
@@ -19,7 +21,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -74,7 +76,69 @@ pub(super) struct Conns {
     clock: Clock,
     max: usize,
     next: AtomicU64,
-    open: Mutex<HashMap<u64, Arc<Conn>>>,
+    open: Mutex<Open>,
+}
+
+/// The open connections, by id, and how many each peer address holds.
+#[derive(Debug, Default)]
+struct Open {
+    conns: HashMap<u64, Arc<Conn>>,
+    per_address: HashMap<IpAddr, usize>,
+}
+
+impl Open {
+    /// Removes connection `id` (and its count); `None` when it was already gone.
+    fn remove(&mut self, id: u64) -> Option<Arc<Conn>> {
+        let conn = self.conns.remove(&id)?;
+        if let Some(n) = self.per_address.get_mut(&conn.address) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_address.remove(&conn.address);
+            }
+        }
+        Some(conn)
+    }
+
+    /// Closes the longest-idle connection, if one has no request in flight.
+    fn shed_idle(&mut self) -> bool {
+        let victim = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0)
+            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Acquire))
+            .map(|(id, _)| *id);
+        self.evict(victim)
+    }
+
+    /// Closes a connection of the address holding the most, busy or not, when it holds at least
+    /// two more than `newcomer` does (so that, once the newcomer is in, it holds no more than
+    /// that address: the connections are shared out, never ping-ponged). The one whose last
+    /// request began the longest ago goes.
+    fn shed_heaviest(&mut self, newcomer: IpAddr) -> bool {
+        let Some((&heaviest, &n)) = self.per_address.iter().max_by_key(|(_, n)| **n) else {
+            return false;
+        };
+        if n < self.per_address.get(&newcomer).copied().unwrap_or(0) + 2 {
+            return false;
+        }
+        let victim = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.address == heaviest)
+            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Acquire))
+            .map(|(id, _)| *id);
+        self.evict(victim)
+    }
+
+    fn evict(&mut self, victim: Option<u64>) -> bool {
+        match victim.and_then(|id| self.remove(id)) {
+            Some(conn) => {
+                conn.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// How a newcomer was admitted.
@@ -84,6 +148,8 @@ pub(super) enum Admitted {
     Free,
     /// The longest-idle connection was closed to make room.
     Shed,
+    /// Every connection was busy: one of the address holding the most was closed.
+    ShedHeaviest,
 }
 
 impl Conns {
@@ -93,37 +159,41 @@ impl Conns {
             clock,
             max: max.max(1),
             next: AtomicU64::new(0),
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(Open::default()),
         })
     }
 
     /// How many connections are open.
     #[cfg(test)]
     fn len(&self) -> usize {
-        lock(&self.open).len()
+        lock(&self.open).conns.len()
     }
 
-    /// Admits a connection, shedding the longest-idle one at the cap; `None`: every connection
-    /// has a request in flight.
-    pub(super) fn admit(self: &Arc<Self>) -> Option<(Slot, Admitted)> {
+    /// Admits a connection from `address`, shedding at the cap the longest-idle one, or when
+    /// every one is busy one of the address holding the most ([`Open::shed_heaviest`]); `None`:
+    /// every connection is busy and shared out evenly.
+    pub(super) fn admit(self: &Arc<Self>, address: IpAddr) -> Option<(Slot, Admitted)> {
         let mut open = lock(&self.open);
-        let how = if open.len() >= self.max {
-            if !Self::shed_locked(&mut open) {
-                return None;
-            }
-            Admitted::Shed
-        } else {
+        let how = if open.conns.len() < self.max {
             Admitted::Free
+        } else if open.shed_idle() {
+            Admitted::Shed
+        } else if open.shed_heaviest(address) {
+            Admitted::ShedHeaviest
+        } else {
+            return None;
         };
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             clock: self.clock,
+            address,
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(self.clock.now()),
             evict: CancellationToken::new(),
             bodies: Mutex::new(Bodies::default()),
         });
-        open.insert(id, conn.clone());
+        open.conns.insert(id, conn.clone());
+        *open.per_address.entry(address).or_insert(0) += 1;
         Some((
             Slot {
                 conns: self.clone(),
@@ -137,20 +207,7 @@ impl Conns {
     /// Closes the longest-idle connection, if one has no request in flight (to free a file
     /// descriptor when `accept` runs out of them).
     pub(super) fn shed_idle(&self) -> bool {
-        Self::shed_locked(&mut lock(&self.open))
-    }
-
-    fn shed_locked(open: &mut HashMap<u64, Arc<Conn>>) -> bool {
-        let victim = open
-            .iter()
-            .filter(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0)
-            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Acquire))
-            .map(|(id, _)| *id);
-        let Some(id) = victim.and_then(|id| open.remove(&id)) else {
-            return false;
-        };
-        id.evict.cancel();
-        true
+        lock(&self.open).shed_idle()
     }
 }
 
@@ -165,7 +222,7 @@ pub(super) struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        lock(&self.conns.open).remove(&self.id);
+        lock(&self.conns.open).remove(self.id);
     }
 }
 
@@ -181,6 +238,8 @@ struct Bodies {
 #[derive(Debug)]
 pub(super) struct Conn {
     clock: Clock,
+    /// The peer's address (a trusted proxy's, for the clients behind it).
+    address: IpAddr,
     in_flight: AtomicUsize,
     /// When the last request ended (or the connection opened).
     idle_since: AtomicU64,
@@ -449,25 +508,62 @@ mod tests {
         Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
     }
 
+    /// Loopback address `127.0.0.n`.
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, n])
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn busy_connections_are_shared_out_between_addresses() {
+        let conns = Conns::new(4, Clock::new());
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let (slot, how) = conns.admit(ip(1)).expect("a free slot");
+            assert_eq!(how, Admitted::Free);
+            held.push((slot.conn.busy(), slot));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        // One address holds every connection busy: a newcomer from another gets in, and the
+        // first address's connection whose request began first is closed.
+        let (b1, how) = conns.admit(ip(2)).expect("the newcomer");
+        assert_eq!(how, Admitted::ShedHeaviest);
+        assert!(held[0].1.conn.evict.is_cancelled());
+        assert!(held[1..].iter().all(|(_, s)| !s.conn.evict.is_cancelled()));
+        let _b1_busy = b1.conn.busy();
+        // 3 against 1: once more. 2 against 2: shared out, the next one is refused.
+        let (b2, how) = conns.admit(ip(2)).expect("again");
+        assert_eq!(how, Admitted::ShedHeaviest);
+        let _b2_busy = b2.conn.busy();
+        assert!(conns.admit(ip(2)).is_none(), "two each: shared out");
+        assert!(conns.admit(ip(1)).is_none(), "two each: shared out");
+        assert_eq!(lock(&conns.open).per_address.get(&ip(1)), Some(&2));
+        // A third address holds none: it gets one too.
+        let (c1, how) = conns.admit(ip(3)).expect("a third address");
+        assert_eq!(how, Admitted::ShedHeaviest);
+        assert_eq!(conns.len(), 4);
+        drop((held, b1, b2, c1));
+        assert!(lock(&conns.open).per_address.is_empty(), "counts follow the slots");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_cap_sheds_the_longest_idle() {
         let conns = Conns::new(2, Clock::new());
-        let (a, how) = conns.admit().expect("first");
+        let (a, how) = conns.admit(ip(1)).expect("first");
         assert_eq!(how, Admitted::Free);
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (b, _) = conns.admit().expect("second");
+        let (b, _) = conns.admit(ip(1)).expect("second");
         // `a` is the longest idle, but has a request in flight: `b` goes.
         let busy = a.conn.busy();
-        let (c, how) = conns.admit().expect("third");
+        let (c, how) = conns.admit(ip(1)).expect("third");
         assert_eq!(how, Admitted::Shed);
         assert!(b.conn.evict.is_cancelled() && !a.conn.evict.is_cancelled());
         assert_eq!(conns.len(), 2);
         drop(b);
         assert_eq!(conns.len(), 2, "a shed slot is not released twice");
         let busy_c = c.conn.busy();
-        assert!(conns.admit().is_none(), "every connection is busy");
+        assert!(conns.admit(ip(1)).is_none(), "every connection is busy");
         drop(busy);
-        let d = conns.admit().expect("idle again: `a` is shed");
+        let d = conns.admit(ip(1)).expect("idle again: `a` is shed");
         assert!(a.conn.evict.is_cancelled());
         drop((a, c, busy_c));
         assert!(!d.0.conn.evict.is_cancelled());
@@ -477,7 +573,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn idle_deadline_follows_requests() {
         let conns = Conns::new(1, Clock::new());
-        let (slot, _) = conns.admit().expect("slot");
+        let (slot, _) = conns.admit(ip(1)).expect("slot");
         let idle = Duration::from_secs(5);
         let opened = Instant::now();
         assert_eq!(slot.conn.idle_deadline(idle), Some(opened + idle));
@@ -494,7 +590,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stalled_body_is_ended_then_its_connection_closed() {
         let conns = Conns::new(1, Clock::new());
-        let (slot, _) = conns.admit().expect("slot");
+        let (slot, _) = conns.admit(ip(1)).expect("slot");
         let stall = Duration::from_secs(3);
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(1);
         let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
@@ -524,7 +620,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn finished_bodies_release_the_request() {
         let conns = Conns::new(1, Clock::new());
-        let (slot, _) = conns.admit().expect("slot");
+        let (slot, _) = conns.admit(ip(1)).expect("slot");
         let mut body = slot.conn.track(Body::from("{}"), slot.conn.busy());
         assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
         assert!(matches!(poll(&mut body), Poll::Ready(None)));

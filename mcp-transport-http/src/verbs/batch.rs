@@ -10,7 +10,7 @@ use mcp_protocol::RpcError;
 use mcp_runtime::Sink;
 use mcp_runtime::engine::BatchStep;
 
-use crate::response::{answer, empty, json, overloaded, rpc_error};
+use crate::response::{answer, busy, empty, json, rpc_error};
 use crate::state::{Permit, Shared};
 use crate::status;
 
@@ -21,9 +21,12 @@ pub(crate) async fn run(shared: &Shared, permit: Permit, step: BatchStep) -> Res
         BatchStep::Run(b) => b,
     };
     // Every request of the batch counts against the in-flight cap (the POST holds one slot).
-    let Some(more) = shared.permits(batch.calls().saturating_sub(1)) else {
-        tracing::warn!(requests = batch.calls(), "batch refused: too many requests in flight");
-        return overloaded();
+    let more = match shared.permits(batch.calls().saturating_sub(1), permit.address()) {
+        Ok(p) => p,
+        Err(b) => {
+            tracing::warn!(requests = batch.calls(), "batch refused: too many requests in flight");
+            return busy(b);
+        }
     };
     let job = shared.tracker.spawn(async move {
         let _permits = (permit, more);

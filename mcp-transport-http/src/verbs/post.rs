@@ -24,7 +24,7 @@ use mcp_runtime::{Peer, Sessions, Step};
 use crate::body::{limits, read_body, too_large};
 use crate::guard;
 use crate::headers::{self, SESSION_HEADER, VERSION};
-use crate::response::{answer, challenge, empty, overloaded, refused, rpc_error, unsupported_media_type};
+use crate::response::{answer, busy, challenge, empty, refused, rpc_error, unsupported_media_type};
 use crate::state::{Permit, Shared};
 use crate::status;
 use crate::verbs::{batch, call, listen};
@@ -71,11 +71,11 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     if !guard::is_json_body(req.headers()) {
         return unsupported_media_type();
     }
-    let Some(permit) = shared.permit() else {
-        tracing::warn!(limit = shared.config.max_in_flight, "too many requests in flight");
-        return overloaded();
-    };
     let (mut parts, body) = req.into_parts();
+    let permit = match shared.permit(crate::client::client_addr(&shared.config, &parts)) {
+        Ok(p) => p,
+        Err(b) => return busy(b),
+    };
     let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => a.into_shared(),
         Err(c) => return challenge(&c),

@@ -459,3 +459,76 @@ async fn a_password_flood_costs_the_flooding_address_only() {
     })
     .await;
 }
+
+/// A connection from `local` that sends a POST's head and a first byte of its 100-byte body,
+/// then nothing: its request is in flight until `body_timeout`.
+async fn dripping_body(s: &Server, local: IpAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(std::net::SocketAddr::new(local, 0))
+        .expect("bind the client address");
+    let mut tcp = socket.connect(s.addr).await.expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+        s.addr.port()
+    );
+    tcp.write_all(head.as_bytes()).await.expect("write");
+    tcp
+}
+
+#[tokio::test]
+async fn one_address_holding_its_share_in_flight_leaves_the_rest_to_others() {
+    bounded(async {
+        let config = HttpConfig::default().max_in_flight(3).max_in_flight_per_address(2);
+        let s = Server::start(config).await;
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let _held = (dripping_body(&s, a).await, dripping_body(&s, a).await);
+        // Both are in flight once the server has read their heads.
+        let mut refused = None;
+        for _ in 0..100 {
+            let r = s.post(init_body("2025-11-25")).send_from(a).await;
+            if r.status == StatusCode::TOO_MANY_REQUESTS {
+                refused = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let refused = refused.expect("the dripping address is over its share");
+        assert_eq!(refused.header("retry-after"), Some("1"));
+        let body = refused.json().await;
+        assert_eq!(body["error"]["code"], -32603, "{body}");
+        assert_eq!(
+            body["error"]["message"],
+            "Too many requests in flight from this address"
+        );
+        // Another client is served.
+        let other = s.post(init_body("2025-11-25")).send_from(b).await;
+        assert_eq!(other.status, StatusCode::OK, "the other address keeps being served");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_address_holding_every_connection_busy_gives_one_up() {
+    bounded(async {
+        let s = Server::start(HttpConfig::default().max_connections(4).idle_timeout(LONG)).await;
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(dripping_body(&s, a).await);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        // Give the server the time to read the heads: every connection is busy.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Another address still connects and is served: one of the first address's connections
+        // (the first, whose request began first) is closed to make room.
+        let other = s.post(init_body("2025-11-25")).send_from(b).await;
+        assert_eq!(other.status, StatusCode::OK, "the other address is served");
+        assert!(
+            closed_within(&mut held[0], GENEROUS).await,
+            "the first address gave one up"
+        );
+    })
+    .await;
+}
