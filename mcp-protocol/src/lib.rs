@@ -71,6 +71,6 @@ pub mod task_mode;
 
 pub use error::{RpcError, codes};
 pub use jsonrpc::{Message, Notification, Request, RequestId, Response};
-pub use method::{Method, NotificationMethod};
+pub use method::{Capability, Method, NotificationMethod};
 pub use params::Params;
 pub use revision::{Era, Feature, Revision, TransportRevision};

@@ -44,6 +44,23 @@ impl Served {
     }
 }
 
+/// A server capability a client method belongs to ([`Method::capability`]): a server
+/// that does not declare it answers the method -32601.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Capability {
+    /// `tools`.
+    Tools,
+    /// `resources`.
+    Resources,
+    /// `prompts`.
+    Prompts,
+    /// `completions`.
+    Completions,
+    /// `logging`.
+    Logging,
+}
+
 /// Generates a method enum, its parser, its wire string and its row of the table.
 macro_rules! catalogue {
     (
@@ -172,6 +189,24 @@ impl Method {
             Ok(())
         } else {
             Err(RpcError::method_not_found(self.as_str()))
+        }
+    }
+
+    /// The server capability the method belongs to (`None`: the protocol's own methods, tasks
+    /// and custom methods). A server that does not declare it answers the method -32601, as it
+    /// answers a method it does not know.
+    pub fn capability(&self) -> Option<Capability> {
+        match self {
+            Method::ToolsList | Method::ToolsCall => Some(Capability::Tools),
+            Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe => Some(Capability::Resources),
+            Method::PromptsList | Method::PromptsGet => Some(Capability::Prompts),
+            Method::Complete => Some(Capability::Completions),
+            Method::SetLogLevel => Some(Capability::Logging),
+            _ => None,
         }
     }
 

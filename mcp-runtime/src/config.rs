@@ -63,7 +63,10 @@ pub struct ServerConfig {
     /// Largest `clientInfo` and `capabilities` of an `initialize`, their JSON
     /// together, that a session keeps (default 16 KiB); larger is -32602.
     pub max_client_data_bytes: usize,
-    /// Whether the server offers logging (default true).
+    /// Whether the server offers logging (default false): it then declares the `logging`
+    /// capability, serves `logging/setLevel`, and [`Ctx::log`](crate::Ctx::log) sends
+    /// `notifications/message`. Without it, `logging/setLevel` is -32601 and `Ctx::log` sends
+    /// nothing (the protocol has a server that logs declare it).
     pub logging: bool,
     /// Events kept per session stream in a shared store's event log, for `Last-Event-ID`
     /// replay on any instance (default 256; a single process uses the HTTP transport's
@@ -183,7 +186,7 @@ impl Default for ServerConfig {
             max_sessions: 10_000,
             max_sessions_per_principal: 1_000,
             max_client_data_bytes: 16 * 1024,
-            logging: true,
+            logging: false,
             max_stream_events: 256,
             request_state_key: None,
             request_state_old_keys: Vec::new(),

@@ -396,7 +396,7 @@ impl Runtime {
 
     /// What the server offers, from the registry and the configuration.
     pub fn features(&self) -> ServerFeatures {
-        lifecycle::features(&self.config, &self.registry.snapshot())
+        lifecycle::features(self.config.logging, &self.registry.snapshot())
     }
 
     /// The server capabilities for a revision.
@@ -421,6 +421,7 @@ impl Runtime {
             visibility: self.config.visibility.as_ref(),
             extensions: &self.config.extensions,
             method_scopes: &self.config.method_scopes,
+            logging: self.config.logging,
         };
         crate::dispatch::route::route(&routing, req, era, session, auth)
     }

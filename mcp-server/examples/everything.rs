@@ -811,6 +811,7 @@ async fn server(
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
+        .logging(true)
         .instructions("The conformance fixture of the mcp-rs library: every tool, resource and prompt the official conformance runner checks.");
     let b = scopes.methods(content_tools(b, scopes));
     let b = streaming_tools(b);

@@ -319,6 +319,16 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offers logging (default off): the server declares the `logging` capability, serves
+    /// `logging/setLevel`, and [`Ctx::log`](crate::Ctx::log) sends log messages to the client.
+    /// Without it `Ctx::log` sends nothing. The other capabilities follow what is registered:
+    /// `tools` with a tool, `resources` with a resource or template, `prompts` with a prompt,
+    /// `completions` with a completion handler. See [`ServerConfig::logging`].
+    pub fn logging(mut self, on: bool) -> Self {
+        self.config.logging = on;
+        self
+    }
+
     /// Most `subscriptions/listen` streams open at once, every caller together
     /// (default 10 000; over it 503). See [`ServerConfig::max_listeners`].
     pub fn max_listeners(mut self, n: usize) -> Self {

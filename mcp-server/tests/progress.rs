@@ -14,6 +14,7 @@ const WAIT: Duration = Duration::from_secs(5);
 
 fn server(saw_cancel: Arc<AtomicBool>) -> McpServer {
     McpServer::builder()
+        .logging(true)
         .name("progress-test")
         .version("1")
         .tool(Tool::new(

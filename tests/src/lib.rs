@@ -2,9 +2,10 @@
 //! `tests/`: the dispatcher of both eras, the stdio transport, and (as they
 //! land) HTTP, sessions, MRTR, subscriptions, tasks and auth. Each suite is
 //! its own test binary; the library holds what they and the scale-out harness
-//! share: [`proxy`], the round-robin HTTP proxy behind the `rr-proxy` binary, and [`drive`],
-//! one request through a runtime's engine.
+//! share: [`proxy`], the round-robin HTTP proxy behind the `rr-proxy` binary, [`drive`],
+//! one request through a runtime's engine, and [`catalog`], items the suites register.
 
+pub mod catalog;
 pub mod drive;
 pub mod fixture;
 pub mod pipe;

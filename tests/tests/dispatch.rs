@@ -126,7 +126,9 @@ fn runtime() -> Arc<Runtime> {
         },
         Arc::new(|_, _| async move { Ok(Completion::from_values(vec!["world".into()])) }),
     );
-    Arc::new(Runtime::new(ServerConfig::default(), Arc::new(registry)))
+    let mut config = ServerConfig::default();
+    config.logging = true;
+    Arc::new(Runtime::new(config, Arc::new(registry)))
 }
 
 fn request(id: i64, method: &str, params: Value) -> Request {

@@ -19,7 +19,9 @@ use serde_json::{Map, Value, json};
 
 /// One instance: a runtime over its own registry (the same tools everywhere) and the store.
 fn instance(store: &Store) -> (Engine, Arc<Registry>) {
-    instance_with(store, ServerConfig::default())
+    let mut config = ServerConfig::default();
+    config.logging = true;
+    instance_with(store, config)
 }
 
 /// [`instance`] with a configuration of its own.

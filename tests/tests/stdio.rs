@@ -44,6 +44,7 @@ impl Fixture {
         let gate = Arc::new(Semaphore::new(0));
         let (started_tx, started) = mpsc::unbounded_channel();
         registry.add_tool(entry("echo", "Echoes `text`", echo));
+        registry.add_resource(mcp_tests::catalog::text_resource("file:///watched", "watched"));
         let g = gate.clone();
         registry.add_tool(entry(
             "slow",

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::extension::{Declared, declare};
+use crate::method::Capability;
 use crate::revision::{Era, Feature, Revision};
 use crate::task_mode::TASKS_EXTENSION;
 
@@ -87,6 +88,19 @@ pub struct ServerFeatures {
     pub list_changed: bool,
     /// Tasks are offered (core tasks in 2025-11-25, the extension in 2026-07-28).
     pub tasks: bool,
+}
+
+impl ServerFeatures {
+    /// Whether the server declares `capability`.
+    pub fn offers(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Tools => self.tools,
+            Capability::Resources => self.resources,
+            Capability::Prompts => self.prompts,
+            Capability::Completions => self.completions,
+            Capability::Logging => self.logging,
+        }
+    }
 }
 
 /// Renders the server capabilities for a revision (`None`: a legacy client

@@ -47,6 +47,8 @@ pub(crate) struct CtxInner {
     pub(crate) sink: Sink,
     pub(crate) extensions: http::Extensions,
     pub(crate) client_request_timeout: Duration,
+    /// Whether the server offers logging (`ServerConfig::logging`).
+    pub(crate) logging: bool,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<Value>,
     /// The 2025-11-25 task the call runs as, if any.
@@ -344,8 +346,12 @@ impl Ctx {
 
     /// The minimum level of log messages for this request: the session's
     /// (legacy), the request's `_meta` log level (modern; `None` means no log
-    /// messages at all).
+    /// messages at all, as on a server that does not offer logging:
+    /// `ServerConfig::logging`).
     pub fn log_level(&self) -> Option<LoggingLevel> {
+        if !self.inner.logging {
+            return None;
+        }
         match &self.inner.origin {
             Origin::Modern(m) => m.log_level,
             Origin::Session(s) => Some(s.log_level()),

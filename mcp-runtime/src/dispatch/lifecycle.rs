@@ -15,14 +15,16 @@ use crate::catalog::Catalog;
 use crate::config::ServerConfig;
 use crate::session::{Session, SessionStore};
 
-/// What the server offers, from the catalog and the configuration.
-pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatures {
+/// What the server offers: what the catalog holds (tools, resources or templates, prompts,
+/// completion handlers, tools that may run as tasks) and logging when configured. A family the
+/// catalog holds nothing of is not declared, and its methods answer -32601 (the route).
+pub(crate) fn features(logging: bool, catalog: &Catalog) -> ServerFeatures {
     let mut f = ServerFeatures::default();
-    f.tools = true;
-    f.resources = true;
-    f.prompts = true;
+    f.tools = !catalog.tools().is_empty();
+    f.resources = !catalog.resources().is_empty() || !catalog.templates().is_empty();
+    f.prompts = !catalog.prompts().is_empty();
     f.completions = catalog.has_completions();
-    f.logging = config.logging;
+    f.logging = logging;
     f.resource_subscriptions = true;
     f.list_changed = true;
     f.tasks = catalog.offers_tasks();
@@ -32,7 +34,7 @@ pub(crate) fn features(config: &ServerConfig, catalog: &Catalog) -> ServerFeatur
 /// The server capabilities for a revision: MCP Apps declared (both eras) before the extensions
 /// the server declared by hand.
 pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
-    let features = features(config, catalog);
+    let features = features(config.logging, catalog);
     let declared = config.extensions.declared();
     if catalog.offers_apps() {
         let all: Vec<_> = std::iter::once(apps::declaration())

@@ -136,6 +136,7 @@ fn ctx(parts: &Parts<'_>, req: &Request, params: &Params, route: &Route, env: Re
         sink: env.sink,
         extensions: env.extensions,
         client_request_timeout: parts.config.client_request_timeout,
+        logging: parts.config.logging,
         input_responses: round.responses,
         request_state: round.state,
         task: None,

@@ -101,6 +101,8 @@ pub(crate) struct Routing<'a> {
     pub(crate) extensions: &'a Extensions,
     /// The scopes each method needs.
     pub(crate) method_scopes: &'a MethodScopes,
+    /// Whether the server offers logging (the rest of what it offers follows the catalog).
+    pub(crate) logging: bool,
 }
 
 /// Routes a request whose era is decided: the method is served in the era (legacy: in the
@@ -119,6 +121,12 @@ pub(crate) fn route(
         Method::Unknown(name) => at.extensions.method(name).filter(|m| m.serves(era)),
         _ => None,
     };
+    // A method of a capability the server does not declare is unknown, in every era.
+    if let Some(capability) = req.method.capability()
+        && !super::lifecycle::features(at.logging, &at.catalog).offers(capability)
+    {
+        return Err(reject(RpcError::method_not_found(req.method.as_str())));
+    }
     let session_revision = session.map(Session::revision);
     let (revision, modern) = match era {
         Era::Modern => {

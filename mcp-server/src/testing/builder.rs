@@ -164,7 +164,8 @@ impl TestClientBuilder {
 
     /// The minimum log level: sent in every modern request's `_meta` (without one a modern
     /// request gets no log messages), or with `logging/setLevel` right after a legacy
-    /// `initialize` (a legacy session starts at `info`).
+    /// `initialize` (a legacy session starts at `info`) when the server declares logging
+    /// (`McpServerBuilder::logging`; a server that does not sends no log messages).
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
         self

@@ -180,9 +180,11 @@ impl TestClient {
             "clientInfo": o.client_info,
         });
         let result = self.request("initialize", params).await?;
+        // A server that does not declare logging sends no log messages, and has no level to set.
+        let logging = result.pointer("/capabilities/logging").is_some();
         *self.inner.initialize.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
         self.notify("notifications/initialized", Value::Null).await?;
-        if let Some(level) = o.log_level {
+        if let Some(level) = o.log_level.filter(|_| logging) {
             self.set_log_level(level).await?;
         }
         Ok(())

@@ -157,6 +157,8 @@ pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
     registry.add_tool(tool("nap", object, nap));
     let region = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
     registry.add_tool(tool("regional", region, echo));
+    // The suites subscribe to and list resources: the server declares them with one.
+    registry.add_resource(mcp_tests::catalog::text_resource("test://static", "static"));
     (
         Arc::new(Runtime::new(ServerConfig::default(), registry.clone())),
         registry,
