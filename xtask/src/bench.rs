@@ -1,6 +1,6 @@
 //! `cargo xtask bench [--quick] [--skip-build] [--readme] [--only ID]…`: our server against rmcp
 //! and against the floor, in one run (issue 7); `--readme` measures nothing and prints the
-//! Markdown tables of the saved `target/bench/report.json` (for the README). `--only W5a` (and
+//! Markdown tables of the saved `target/bench/report.json` (for `docs/BENCHMARKS.md`). `--only W5a` (and
 //! so on, repeatable: `W1` … `W4`, `W5a`, `W5b`, `M1`) measures only those rows, for working on
 //! one workload, and writes `target/bench/report-only.json` instead, so that the full run's
 //! report stays.

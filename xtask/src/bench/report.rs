@@ -1,5 +1,5 @@
 //! The bench report: ratios, the targets, the table printed (Markdown, ready for the
-//! README) and `target/bench/report.json`.
+//! `docs/BENCHMARKS.md`) and `target/bench/report.json`.
 //!
 //! The JSON holds `machine` (`nproc`, CPU model), `pinning`, `plan` (clients, durations, counts),
 //! `workloads` (per row: each target's outcome as the load generator printed it — `rps`,
@@ -185,7 +185,7 @@ impl Report {
         std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
-    /// The tables (Markdown) and the targets, as printed and as the README shows them.
+    /// The tables (Markdown) and the targets, as printed and as `docs/BENCHMARKS.md` shows them.
     pub(super) fn table(&self) -> String {
         markdown(&self.json())
     }
