@@ -1,4 +1,4 @@
-//! The bench report: ratios, the targets, the table printed (Markdown, ready for the
+//! The bench report: ratios, the targets, the table printed (Markdown, ready for
 //! `docs/BENCHMARKS.md`) and `target/bench/report.json`.
 //!
 //! The JSON holds `machine` (`nproc`, CPU model), `pinning`, `plan` (clients, durations, counts),
