@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_server::apps::{AppResource, ToolUi};
 use mcp_server::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 /// The page's URI.
 const VIEW: &str = "ui://counter/view";
@@ -102,15 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = server()?;
     let listener = tokio::net::TcpListener::bind(format!("{host}:{port}")).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
-    let signal = mcp_server::shutdown_signal();
-    tokio::spawn(async move {
-        signal.await;
-        stop.cancel();
-    });
-    server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
+    // Until Ctrl-C or SIGTERM, then the calls in flight drain.
+    server.serve_http_listener(listener).await?;
     Ok(())
 }

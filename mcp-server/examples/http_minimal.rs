@@ -8,7 +8,6 @@
 //! It prints the URL it serves on stderr and stops gracefully on Ctrl-C or `SIGTERM`.
 
 use mcp_server::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {
@@ -37,19 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
 
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
-    tracing::info!("listening on http://{}/mcp", listener.local_addr()?);
-
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
-    let signal = mcp_server::shutdown_signal();
-    tokio::spawn(async move {
-        signal.await;
-        stop.cancel();
-    });
-    server()?
-        .serve_http_on(listener, HttpConfig::default(), shutdown)
-        .await?;
+    // Until Ctrl-C or SIGTERM, then the calls in flight drain; the address is logged.
+    server()?.serve_http(&addr).await?;
     Ok(())
 }

@@ -14,7 +14,6 @@
 use std::time::Duration;
 
 use mcp_server::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Index {
@@ -71,17 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(build_index())
         .build()?;
 
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
-    tracing::info!("listening on http://{}/mcp", listener.local_addr()?);
-
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
-    let signal = mcp_server::shutdown_signal();
-    tokio::spawn(async move {
-        signal.await;
-        stop.cancel();
-    });
-    server.serve_http_on(listener, HttpConfig::default(), shutdown).await?;
+    // Until Ctrl-C or SIGTERM, then the calls in flight drain; the address is logged.
+    server.serve_http(&addr).await?;
     Ok(())
 }

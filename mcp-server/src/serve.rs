@@ -19,6 +19,14 @@ impl McpServer {
     /// sockets get `TCP_NODELAY`.
     pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServerError> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        self.serve_http_listener(listener).await
+    }
+
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    /// [`McpServer::serve_http`] on a listener bound beforehand: to learn its address first (a
+    /// port chosen by the system, `127.0.0.1:0`), or to take one handed over by a supervisor.
+    pub async fn serve_http_listener(self, listener: tokio::net::TcpListener) -> Result<(), ServerError> {
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         let signal = crate::shutdown_signal();
