@@ -14,7 +14,6 @@ use mcp_runtime::Answer;
 
 use crate::config::HttpConfig;
 use crate::headers::SESSION_HEADER;
-use crate::state::{Busy, StreamRefusal};
 use crate::status;
 
 /// A response with a status and no body.
@@ -62,40 +61,6 @@ pub(crate) fn store_unavailable() -> Response {
 /// The answer when the in-flight cap (or another server-wide bound) is reached: 503.
 pub(crate) fn overloaded() -> Response {
     rpc_error(status::overload(), None, &RpcError::overloaded())
-}
-
-/// The answer when a request finds no slot of the in-flight cap: 503 when the server is
-/// full, 429 with `Retry-After` when the client's address holds its share.
-pub(crate) fn busy(busy: Busy) -> Response {
-    match busy {
-        Busy::Full => overloaded(),
-        Busy::AddressFull => {
-            let mut r = rpc_error(
-                status::TOO_MANY_IN_FLIGHT,
-                None,
-                &RpcError::too_many_in_flight_from_address(),
-            );
-            r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(1u32));
-            r
-        }
-    }
-}
-
-/// How long a client refused a stream is asked to wait before trying again, in seconds.
-const STREAM_RETRY_AFTER_SECS: u32 = 5;
-
-/// The answer to a stream over the stream budget: 503 when every stream of the endpoint is
-/// held, 429 when the client's address holds its share; `Retry-After` and a JSON-RPC error
-/// (with the request's id for a `subscriptions/listen`) in both cases.
-pub(crate) fn stream_refused(id: Option<&RequestId>, refusal: StreamRefusal) -> Response {
-    let (status, error) = match refusal {
-        StreamRefusal::Full => (status::overload(), RpcError::too_many_streams()),
-        StreamRefusal::AddressFull => (status::TOO_MANY_STREAMS, RpcError::too_many_streams_from_address()),
-    };
-    let mut r = rpc_error(status, id, &error);
-    r.headers_mut()
-        .insert(RETRY_AFTER, HeaderValue::from(STREAM_RETRY_AFTER_SECS));
-    r
 }
 
 /// 405 with `Allow`: the verbs the route serves.

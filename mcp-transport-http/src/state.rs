@@ -11,7 +11,7 @@ mod readiness;
 mod stream_budget;
 
 pub(crate) use pairs::{Pair, Pairs};
-pub(crate) use permit::{Busy, Permit};
+pub(crate) use permit::{NoSlot, Permit};
 pub use readiness::Readiness;
 pub(crate) use stream_budget::{StreamPermit, StreamRefusal};
 
@@ -225,19 +225,19 @@ impl Shared {
     }
 
     /// Takes one slot of the in-flight cap for a client at `address`, or says why not.
-    pub(crate) fn permit(&self, address: Option<std::net::IpAddr>) -> Result<Permit, Busy> {
+    pub(crate) fn permit(&self, address: Option<std::net::IpAddr>) -> Result<Permit, NoSlot> {
         self.permits(1, address)
     }
 
     /// Takes `n` slots of the in-flight cap at once (the requests of a batch) for a client at
     /// `address`, or says why not (and takes nothing) when they do not all fit.
-    pub(crate) fn permits(&self, n: usize, address: Option<std::net::IpAddr>) -> Result<Permit, Busy> {
+    pub(crate) fn permits(&self, n: usize, address: Option<std::net::IpAddr>) -> Result<Permit, NoSlot> {
         let c = &self.config;
         self.in_flight
             .take(n, c.max_in_flight, address, c.max_in_flight_per_address)
             .inspect_err(|busy| match busy {
-                Busy::Full => tracing::warn!(limit = c.max_in_flight, "too many requests in flight"),
-                Busy::AddressFull => tracing::warn!(
+                NoSlot::Full => tracing::warn!(limit = c.max_in_flight, "too many requests in flight"),
+                NoSlot::AddressFull => tracing::warn!(
                     limit = c.max_in_flight_per_address,
                     ?address,
                     "too many requests in flight from one address"

@@ -22,7 +22,7 @@ use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
 use crate::guard;
 use crate::response::{
-    answer, busy, challenge, empty, json, not_allowed, overloaded, refused, session_not_found, store_unavailable,
+    answer, challenge, empty, json, not_allowed, overloaded, refused, session_not_found, store_unavailable,
     unsupported_media_type,
 };
 use crate::state::{Pair, Permit, Shared};
@@ -98,7 +98,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     let permit = match shared.permit(crate::client::address(&parts.extensions)) {
         Ok(p) => p,
-        Err(b) => return busy(b),
+        Err(b) => return b.response(),
     };
     let bytes = match read_body(&shared.config, body, &parts).await {
         Ok(b) => b,

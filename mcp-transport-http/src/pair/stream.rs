@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{admit, with_cors};
 use crate::guard;
-use crate::response::{challenge, empty, not_allowed, store_unavailable, stream_refused};
+use crate::response::{challenge, empty, not_allowed, store_unavailable};
 use crate::state::{Pair, Shared};
 use crate::status;
 use crate::streams::hub::Channel;
@@ -70,7 +70,7 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     // The pair lives as long as its stream, which the stream budget holds.
     let permit = match shared.stream(crate::client::address(&parts.extensions)) {
         Ok(p) => p,
-        Err(refusal) => return stream_refused(None, refusal),
+        Err(refusal) => return refusal.response(None),
     };
     let capacity = shared.config.sse_buffer_size.max(1);
     let id = SessionStore::mint_id();

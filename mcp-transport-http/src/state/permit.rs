@@ -12,13 +12,36 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use axum::response::Response;
+use http::header::{HeaderValue, RETRY_AFTER};
+use mcp_protocol::RpcError;
+
+use crate::response::{overloaded, rpc_error};
+use crate::status;
+
 /// Why a request found no slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Busy {
+pub(crate) enum NoSlot {
     /// Every slot is taken.
     Full,
     /// The client's address holds its share.
     AddressFull,
+}
+
+impl NoSlot {
+    /// The answer: 503 when the server is full, 429 with `Retry-After` when the client's
+    /// address holds its share.
+    pub(crate) fn response(self) -> Response {
+        match self {
+            NoSlot::Full => overloaded(),
+            NoSlot::AddressFull => {
+                let error = RpcError::too_many_in_flight_from_address();
+                let mut r = rpc_error(status::TOO_MANY_IN_FLIGHT, None, &error);
+                r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(1u32));
+                r
+            }
+        }
+    }
 }
 
 /// Requests in flight per client address.
@@ -45,11 +68,11 @@ impl InFlight {
         max: usize,
         address: Option<IpAddr>,
         max_per_address: usize,
-    ) -> Result<Permit, Busy> {
+    ) -> Result<Permit, NoSlot> {
         let total = self.total.fetch_add(n, Ordering::AcqRel) + n;
         if total > max {
             self.total.fetch_sub(n, Ordering::AcqRel);
-            return Err(Busy::Full);
+            return Err(NoSlot::Full);
         }
         let mut permit = Permit {
             total: self.total.clone(),
@@ -63,7 +86,7 @@ impl InFlight {
                 if *mine == 0 {
                     held.remove(&a);
                 }
-                return Err(Busy::AddressFull);
+                return Err(NoSlot::AddressFull);
             }
             *mine += n;
             permit.address = Some((self.per_address.clone(), a));
@@ -115,17 +138,17 @@ mod tests {
         let in_flight = InFlight::default();
         let a = in_flight.take(2, 4, ip(1), 2).expect("two for the first address");
         assert_eq!(a.address(), ip(1));
-        assert_eq!(in_flight.take(1, 4, ip(1), 2).unwrap_err(), Busy::AddressFull);
+        assert_eq!(in_flight.take(1, 4, ip(1), 2).unwrap_err(), NoSlot::AddressFull);
         let b = in_flight.take(1, 4, ip(2), 2).expect("another address");
         let unknown = in_flight.take(1, 4, None, 2).expect("no address: the total alone");
-        assert_eq!(in_flight.take(1, 4, ip(3), 2).unwrap_err(), Busy::Full);
+        assert_eq!(in_flight.take(1, 4, ip(3), 2).unwrap_err(), NoSlot::Full);
         assert_eq!(in_flight.total.load(Ordering::Acquire), 4, "refusals take nothing");
         drop((a, b, unknown));
         assert_eq!(in_flight.total.load(Ordering::Acquire), 0);
         assert!(lock(&in_flight.per_address).is_empty(), "no address left behind");
         assert_eq!(
             in_flight.take(3, 4, ip(1), 2).unwrap_err(),
-            Busy::AddressFull,
+            NoSlot::AddressFull,
             "all or nothing"
         );
         assert!(lock(&in_flight.per_address).is_empty());

@@ -17,6 +17,13 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use axum::response::Response;
+use http::header::{HeaderValue, RETRY_AFTER};
+use mcp_protocol::{RequestId, RpcError};
+
+use crate::response::rpc_error;
+use crate::status;
+
 /// Why a stream was not opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StreamRefusal {
@@ -26,6 +33,24 @@ pub(crate) enum StreamRefusal {
     /// The client's address holds its most streams.
     #[error("the client's address holds its most streams")]
     AddressFull,
+}
+
+/// How long a client refused a stream is asked to wait before trying again, in seconds.
+const RETRY_AFTER_SECS: u32 = 5;
+
+impl StreamRefusal {
+    /// The answer: 503 when every stream of the endpoint is held, 429 when the client's address
+    /// holds its share; `Retry-After` and a JSON-RPC error (with the request's id for a
+    /// `subscriptions/listen`) in both cases.
+    pub(crate) fn response(self, id: Option<&RequestId>) -> Response {
+        let (status, error) = match self {
+            StreamRefusal::Full => (status::overload(), RpcError::too_many_streams()),
+            StreamRefusal::AddressFull => (status::TOO_MANY_STREAMS, RpcError::too_many_streams_from_address()),
+        };
+        let mut r = rpc_error(status, id, &error);
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        r
+    }
 }
 
 /// The streams held, in all and per address.

@@ -10,7 +10,7 @@ use mcp_protocol::RpcError;
 use mcp_runtime::Sink;
 use mcp_runtime::engine::BatchStep;
 
-use crate::response::{answer, busy, empty, json, rpc_error};
+use crate::response::{answer, empty, json, rpc_error};
 use crate::state::{Permit, Shared};
 use crate::status;
 
@@ -25,7 +25,7 @@ pub(crate) async fn run(shared: &Shared, permit: Permit, step: BatchStep) -> Res
         Ok(p) => p,
         Err(b) => {
             tracing::warn!(requests = batch.calls(), "batch refused: too many requests in flight");
-            return busy(b);
+            return b.response();
         }
     };
     let job = shared.tracker.spawn(async move {

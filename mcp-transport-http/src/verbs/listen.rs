@@ -13,7 +13,6 @@ use axum::response::Response;
 use mcp_runtime::Listening;
 use mcp_runtime::listen::Listener;
 
-use crate::response::stream_refused;
 use crate::state::Shared;
 use crate::streams::pump::{self, Feed, Next, PollFeed};
 use crate::streams::sse;
@@ -27,7 +26,7 @@ use crate::streams::sse;
 pub(crate) fn serve(shared: &Shared, address: Option<IpAddr>, listening: Listening) -> Response {
     let permit = match shared.stream(address) {
         Ok(p) => p,
-        Err(refusal) => return stream_refused(Some(listening.listener.id()), refusal),
+        Err(refusal) => return refusal.response(Some(listening.listener.id())),
     };
     let feed = Subscription(listening.listener);
     sse::with_body(pump::body(

@@ -24,7 +24,7 @@ use mcp_runtime::{Peer, Sessions, Step};
 use crate::body::{limits, read_body, too_large};
 use crate::guard;
 use crate::headers::{self, SESSION_HEADER, VERSION};
-use crate::response::{answer, busy, challenge, empty, refused, rpc_error, unsupported_media_type};
+use crate::response::{answer, challenge, empty, refused, rpc_error, unsupported_media_type};
 use crate::state::{Permit, Shared};
 use crate::status;
 use crate::verbs::{batch, call, listen};
@@ -74,7 +74,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
     let (mut parts, body) = req.into_parts();
     let permit = match shared.permit(crate::client::client_addr(&shared.config, &parts)) {
         Ok(p) => p,
-        Err(b) => return busy(b),
+        Err(b) => return b.response(),
     };
     let auth = match crate::client::authenticate(&shared.config, &mut parts).await {
         Ok(a) => a.into_shared(),

@@ -12,7 +12,7 @@ use mcp_runtime::Session;
 
 use crate::guard;
 use crate::headers::{SESSION_HEADER, VERSION};
-use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable, stream_refused};
+use crate::response::{challenge, empty, session_not_found, session_required, store_unavailable};
 use crate::state::Shared;
 use crate::status;
 use crate::streams::hub::{self, StreamSpec};
@@ -86,7 +86,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
     // Every stream a GET opens is held by the stream budget, with its response body.
     let permit = match shared.stream(crate::client::address(&parts.extensions)) {
         Ok(p) => p,
-        Err(refusal) => return stream_refused(None, refusal),
+        Err(refusal) => return refusal.response(None),
     };
     let last_event_id = parts
         .headers
