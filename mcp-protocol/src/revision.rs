@@ -172,6 +172,9 @@ pub enum Feature {
     ElicitationComplete,
     /// The 2025-11-25 experimental core tasks.
     CoreTasks,
+    /// The `sampling.context` client capability, without which a server sends a sampling
+    /// request's `includeContext` only as `none`.
+    SamplingContextCapability,
     /// The `io.modelcontextprotocol/tasks` extension.
     TasksExtension,
     /// `Mcp-Session-Id` on Streamable HTTP.
@@ -194,7 +197,9 @@ impl Feature {
             Feature::Titles | Feature::OutputSchema | Feature::ResourceLinks | Feature::Elicitation => {
                 &[V2025_06_18, V2025_11_25, V2026_07_28]
             }
-            Feature::Icons | Feature::UrlElicitation => &[V2025_11_25, V2026_07_28],
+            Feature::Icons | Feature::UrlElicitation | Feature::SamplingContextCapability => {
+                &[V2025_11_25, V2026_07_28]
+            }
             Feature::AnyStructuredContent | Feature::TasksExtension | Feature::Mrtr | Feature::ResultType => {
                 &[V2026_07_28]
             }

@@ -44,7 +44,16 @@ pub enum ElicitationError {
     /// The operating system's random number generator failed.
     #[error("the operating system's random number generator failed")]
     Random,
+    /// A chosen id that is empty, longer than 128 bytes, or not printable ASCII.
+    #[error("a URL elicitation id is 1 to 128 printable ASCII characters")]
+    InvalidId,
+    /// A chosen id that a live URL elicitation already has.
+    #[error("the URL elicitation id is already in use")]
+    IdTaken,
 }
+
+/// The longest URL elicitation id a handler may choose, in bytes.
+pub(crate) const MAX_CHOSEN_ID_BYTES: usize = 128;
 
 #[derive(Debug)]
 struct Record {
@@ -87,6 +96,22 @@ impl Elicitations {
     /// Records a fresh id owned by `principal` for `session`: refused over
     /// the per-principal bound (dead records are dropped first).
     pub(crate) fn register(&self, principal: &Arc<str>, session: &Arc<Session>) -> Result<Arc<str>, ElicitationError> {
+        self.register_as(principal, session, None)
+    }
+
+    /// [`register`](Self::register) under `chosen` when given (1 to [`MAX_CHOSEN_ID_BYTES`]
+    /// printable ASCII characters, not the id of a live elicitation), else a fresh id.
+    pub(crate) fn register_as(
+        &self,
+        principal: &Arc<str>,
+        session: &Arc<Session>,
+        chosen: Option<&str>,
+    ) -> Result<Arc<str>, ElicitationError> {
+        if let Some(id) = chosen
+            && (id.is_empty() || id.len() > MAX_CHOSEN_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err(ElicitationError::InvalidId);
+        }
         let now = Instant::now();
         let mut records = self.records();
         records.retain(|_, r| r.session(now).is_some());
@@ -95,7 +120,11 @@ impl Elicitations {
             tracing::warn!(principal = %principal, live, "URL elicitation refused: too many pending");
             return Err(ElicitationError::TooMany);
         }
-        let id = mint_id().ok_or(ElicitationError::Random)?;
+        let id = match chosen {
+            Some(id) if records.contains_key(id) => return Err(ElicitationError::IdTaken),
+            Some(id) => Arc::from(id),
+            None => mint_id().ok_or(ElicitationError::Random)?,
+        };
         records.insert(
             id.clone(),
             Record {

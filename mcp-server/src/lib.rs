@@ -290,7 +290,7 @@ pub use mcp_protocol::extension::ExtensionError;
 /// modern era, from `initialize` in the legacy one.
 pub use mcp_protocol::model::ClientCapabilities;
 pub use mcp_protocol::model::{
-    CallToolResult, Completion, Content, GetPromptResult, Icon, IconTheme, LoggingLevel, PromptMessage,
+    CallToolResult, Completion, Content, GetPromptResult, Icon, IconTheme, IncludeContext, LoggingLevel, PromptMessage,
     ReadResourceResult, ResourceContents, ToolAnnotations,
 };
 pub use mcp_protocol::task_mode::TaskSupport;

@@ -641,3 +641,108 @@ async fn an_oversize_answer_is_invalid_params_naming_the_limit() {
     let call = c.call_tool_exchange("survey", json!({})).await.unwrap();
     assert_eq!(call.result.structured_content.expect("structured")["name"], "Ada");
 }
+
+#[tokio::test]
+async fn a_url_elicitation_may_carry_an_id_the_handler_chose() {
+    let server = McpServer::builder()
+        .name("url")
+        .version("1")
+        .tool(Tool::new(
+            "sign_in",
+            "URL-mode elicitation under the sign-in flow's own id",
+            |args, ctx: Ctx| async move {
+                let id = args.get("flow").and_then(Value::as_str).map(str::to_owned);
+                match ctx
+                    .elicit_url_as("Sign in, please", "https://example.com/login", id.as_deref())
+                    .await
+                {
+                    Ok(done) => Ok(done.elicitation_id),
+                    Err(e) => Ok(format!("refused: {e}")),
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    let c = server
+        .test_client()
+        .revision(Revision::V2025_11_25)
+        .principal("carol")
+        .capability("elicitation", json!({"url": {}}))
+        .on_elicit(|_| accept(Value::Null))
+        .connect()
+        .await
+        .unwrap();
+    let call = c
+        .call_tool_exchange("sign_in", json!({"flow": "flow-42"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&call.result), "flow-42");
+    assert_eq!(call.server_requests[0].params["elicitationId"], "flow-42");
+    // Live until completed: the same id is refused, a bad one too, and none is sent.
+    let again = c
+        .call_tool_exchange("sign_in", json!({"flow": "flow-42"}))
+        .await
+        .unwrap();
+    assert!(text(&again.result).starts_with("refused: "), "{}", text(&again.result));
+    let bad = c
+        .call_tool_exchange("sign_in", json!({"flow": "with space"}))
+        .await
+        .unwrap();
+    assert!(text(&bad.result).starts_with("refused: "), "{}", text(&bad.result));
+    assert!(again.server_requests.is_empty() && bad.server_requests.is_empty());
+    server.complete_elicitation("flow-42", "carol").await.unwrap();
+    let note = c
+        .wait_for_notification("notifications/elicitation/complete", Duration::from_secs(5))
+        .await
+        .expect("the completion");
+    assert_eq!(note.params["elicitationId"], "flow-42");
+    // Completed: the id may be used again; without one, the runtime mints one.
+    let reused = c
+        .call_tool_exchange("sign_in", json!({"flow": "flow-42"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&reused.result), "flow-42");
+    let minted = c.call_tool_exchange("sign_in", json!({})).await.unwrap();
+    assert_ne!(text(&minted.result), "flow-42");
+}
+
+#[tokio::test]
+async fn sampling_asks_for_context_where_the_client_welcomes_it() {
+    let server = McpServer::builder()
+        .name("context")
+        .version("1")
+        .tool(Tool::new(
+            "ask",
+            "Samples with this server's context",
+            |_a, ctx: Ctx| async move {
+                let ask = Sampling::new()
+                    .user("Summarise")
+                    .include_context(mcp_server::IncludeContext::ThisServer);
+                Ok(ctx.sample(ask).await?.text())
+            },
+        ))
+        .build()
+        .unwrap();
+    // (revision, sampling capability, includeContext the client is sent)
+    let cases = [
+        (Revision::V2025_06_18, json!({}), "thisServer"),
+        (Revision::V2025_11_25, json!({}), "none"),
+        (Revision::V2025_11_25, json!({"context": {}}), "thisServer"),
+        (Revision::V2026_07_28, json!({}), "none"),
+        (Revision::V2026_07_28, json!({"context": {}}), "thisServer"),
+    ];
+    for (revision, sampling, sent) in cases {
+        let c = server
+            .test_client()
+            .revision(revision)
+            .capability("sampling", sampling.clone())
+            .on_sampling(|_| sampled_text("m", "ok"))
+            .connect()
+            .await
+            .unwrap();
+        let call = c.call_tool_exchange("ask", json!({})).await.unwrap();
+        assert_eq!(text(&call.result), "ok");
+        let asked = &call.server_requests[0].params;
+        assert_eq!(asked["includeContext"], sent, "{revision:?} {sampling}");
+    }
+}

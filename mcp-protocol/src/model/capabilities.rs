@@ -34,6 +34,11 @@ impl ClientCapabilities {
         self.object("sampling").is_some()
     }
 
+    /// `sampling.context` declared (`includeContext` other than `none` is welcome).
+    pub fn sampling_context(&self) -> bool {
+        self.object("sampling").is_some_and(|s| s.contains_key("context"))
+    }
+
     /// `sampling.tools` declared (tool-enabled sampling).
     pub fn sampling_tools(&self) -> bool {
         self.object("sampling").is_some_and(|s| s.contains_key("tools"))

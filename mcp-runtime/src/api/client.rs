@@ -210,13 +210,33 @@ impl Ctx {
     /// with the client's answer. Call [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
     /// with the id when the out-of-band interaction is over.
     pub async fn elicit_url(&self, message: &str, url: &str) -> Result<UrlElicitation, ClientRequestError> {
+        self.elicit_url_as(message, url, None).await
+    }
+
+    /// [`Ctx::elicit_url`] under an id the handler chose (`Some`: 1 to 128 printable ASCII
+    /// characters that no live URL elicitation has, such as the id of the sign-in flow the URL
+    /// starts; -32602-class [`ElicitationError::InvalidId`] or [`ElicitationError::IdTaken`]
+    /// otherwise), or a fresh one (`None`). Only the caller that elicited may complete it.
+    pub async fn elicit_url_as(
+        &self,
+        message: &str,
+        url: &str,
+        id: Option<&str>,
+    ) -> Result<UrlElicitation, ClientRequestError> {
         if self.era() == Era::Modern {
             return Err(ClientRequestError::NotInEra);
         }
         if !self.client_capabilities().elicitation_url(self.revision()) {
             return Err(ClientRequestError::CapabilityMissing("elicitation"));
         }
-        let id = self.url_elicitation_id().map_err(ClientRequestError::Elicitation)?;
+        let session = self
+            .id_session()
+            .ok_or(ClientRequestError::Elicitation(ElicitationError::NotInSession))?;
+        let id = self
+            .elicitations()
+            .register_as(&self.auth().principal, session, id)
+            .map(|id| id.to_string())
+            .map_err(ClientRequestError::Elicitation)?;
         let params = json!({"mode": "url", "message": message, "url": url, "elicitationId": id});
         let response = self.elicit_raw(params).await?;
         Ok(UrlElicitation {

@@ -283,7 +283,8 @@ impl Ctx {
             return Err(HandlerError::internal("a sampling request needs at least one message"));
         }
         let key = ask.key.clone().unwrap_or_else(|| self.run().next_key("sample"));
-        let answer = self.ask_one(&key, "sampling/createMessage", ask.params()).await?;
+        let params = ask.params_for(self.revision(), self.client_capabilities());
+        let answer = self.ask_one(&key, "sampling/createMessage", params).await?;
         serde_json::from_value(answer).map_err(|e| {
             HandlerError::Rpc(RpcError::invalid_params(format!(
                 "the answer to input request {key:?} is not a CreateMessageResult: {e}"

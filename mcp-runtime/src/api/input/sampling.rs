@@ -1,7 +1,8 @@
 //! Typed sampling (`sampling/createMessage`) and roots (`roots/list`): the requests and the
 //! replies.
 
-use mcp_protocol::model::{Content, Role};
+use mcp_protocol::Revision;
+use mcp_protocol::model::{ClientCapabilities, Content, IncludeContext, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -34,6 +35,7 @@ pub struct Sampling {
     hints: Vec<String>,
     priorities: Map<String, Value>,
     metadata: Option<Value>,
+    include_context: Option<IncludeContext>,
     pub(super) key: Option<String>,
 }
 
@@ -48,6 +50,7 @@ impl Default for Sampling {
             hints: Vec::new(),
             priorities: Map::new(),
             metadata: None,
+            include_context: None,
             key: None,
         }
     }
@@ -128,13 +131,35 @@ impl Sampling {
         self
     }
 
+    /// Asks the client to attach the context of this server or of every server it is connected
+    /// to (`includeContext`; the client may ignore it). A 2025-11-25 or later client that does
+    /// not declare `sampling.context` is sent `none` instead of the deprecated values.
+    pub fn include_context(mut self, context: IncludeContext) -> Self {
+        self.include_context = Some(context);
+        self
+    }
+
     /// Names the input request `key` instead of the counted `sample-N`.
     pub fn key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
         self
     }
 
-    /// The request's `params` (`CreateMessageRequestParams`).
+    /// The request's `params` (`CreateMessageRequestParams`) for a client of `revision` with
+    /// `capabilities` (they decide what `includeContext` may say).
+    pub fn params_for(&self, revision: Option<Revision>, capabilities: &ClientCapabilities) -> Value {
+        let mut p = self.params();
+        if let (Some(c), Value::Object(map)) = (self.include_context, &mut p) {
+            let sent = c.for_client(revision, capabilities);
+            map.insert(
+                "includeContext".into(),
+                serde_json::to_value(sent).unwrap_or(Value::Null),
+            );
+        }
+        p
+    }
+
+    /// The request's `params` (`CreateMessageRequestParams`), `includeContext` left out.
     pub fn params(&self) -> Value {
         let mut p = Map::new();
         p.insert("messages".into(), Value::Array(self.messages.clone()));
