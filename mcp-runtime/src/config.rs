@@ -9,7 +9,7 @@ use mcp_protocol::revision::AdvertiseVersions;
 
 use crate::api::States;
 use crate::catalog::{MethodScopes, Visibility};
-use crate::extension::Extensions;
+use crate::extension::{Eras, Extensions};
 use crate::middleware::Middlewares;
 use crate::observe::Tracer;
 
@@ -63,6 +63,11 @@ pub struct ServerConfig {
     /// Largest `clientInfo` and `capabilities` of an `initialize`, their JSON
     /// together, that a session keeps (default 16 KiB); larger is -32602.
     pub max_client_data_bytes: usize,
+    /// The eras served (default both): with [`Eras::Modern`] a legacy message (an
+    /// `initialize`, a request without the modern `_meta`) is refused with -32022 naming the
+    /// revisions served, and the HTTP transport mints no session and answers GET and DELETE
+    /// 405; with [`Eras::Legacy`] a modern request is refused alike.
+    pub eras: Eras,
     /// Whether the server offers logging (default false): it then declares the `logging`
     /// capability, serves `logging/setLevel`, and [`Ctx::log`](crate::Ctx::log) sends
     /// `notifications/message`. Without it, `logging/setLevel` is -32601 and `Ctx::log` sends
@@ -186,6 +191,7 @@ impl Default for ServerConfig {
             max_sessions: 10_000,
             max_sessions_per_principal: 1_000,
             max_client_data_bytes: 16 * 1024,
+            eras: Eras::Both,
             logging: false,
             max_stream_events: 256,
             request_state_key: None,

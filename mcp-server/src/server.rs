@@ -10,7 +10,7 @@ use mcp_protocol::extension::ExtensionError;
 use mcp_protocol::model::{CacheHint, CompleteParams, Completion, Implementation};
 use mcp_protocol::request_state::StateKey;
 use mcp_protocol::revision::AdvertiseVersions;
-use mcp_runtime::extension::{CustomMethod, Extension};
+use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::middleware::{Middleware, RateLimit};
 use mcp_runtime::registry::{Catalog, CompletionKey, RegistryError};
@@ -316,6 +316,15 @@ impl McpServerBuilder {
     /// `initialize` is 429). See [`ServerConfig::max_sessions_per_principal`].
     pub fn max_sessions_per_principal(mut self, n: usize) -> Self {
         self.config.max_sessions_per_principal = n;
+        self
+    }
+
+    /// The eras served (default both). `Eras::Modern` serves 2026-07-28 alone: a legacy
+    /// client's `initialize` (or any request without the modern `_meta`) is refused with
+    /// -32022 naming the revisions served, no session is minted, and HTTP GET and DELETE
+    /// answer 405. `Eras::Legacy` refuses modern requests alike. See [`ServerConfig::eras`].
+    pub fn eras(mut self, eras: Eras) -> Self {
+        self.config.eras = eras;
         self
     }
 

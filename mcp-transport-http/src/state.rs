@@ -214,9 +214,12 @@ impl Shared {
         self.drained.cancel();
     }
 
-    /// Whether legacy sessions are minted (the streamable mode with sessions enabled).
+    /// Whether legacy sessions are minted (the streamable mode with sessions enabled, on a
+    /// server that serves the legacy era).
     pub(crate) fn sessions(&self) -> bool {
-        self.config.sessions_enabled && self.config.mode == HttpMode::Streamable
+        self.config.sessions_enabled
+            && self.config.mode == HttpMode::Streamable
+            && self.runtime.config().eras.has(mcp_protocol::Era::Legacy)
     }
 
     /// Whether replies may stream (not in the simple mode).

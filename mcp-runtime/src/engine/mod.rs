@@ -37,7 +37,7 @@ use mcp_protocol::classify::{era_of, may_stream, request_era};
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::headers::{check_param_headers, check_standard_headers};
 use mcp_protocol::meta::meta_version;
-use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, RpcError, TransportRevision};
+use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, Revision, RpcError, TransportRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -205,6 +205,7 @@ impl Engine {
         let step = observed
             .run_in(async {
                 match era {
+                    _ if !self.runtime.config().eras.has(era) => self.unserved(era, &req),
                     Era::Modern => self.modern(peer, req).await,
                     Era::Legacy => self.legacy(peer, req).await,
                 }
@@ -224,6 +225,24 @@ impl Engine {
                 Step::Call(call)
             }
         }
+    }
+
+    /// The answer to a request of an era the server does not serve (`ServerConfig::eras`):
+    /// -32022 naming the revisions it serves (a modern-only server names them to an
+    /// `initialize`, as the protocol asks) and the one the request named.
+    fn unserved(&self, era: Era, req: &Request) -> Step {
+        let served: Vec<Revision> = Revision::ALL
+            .into_iter()
+            .rev()
+            .filter(|r| self.runtime.config().eras.has(r.era()))
+            .collect();
+        let params = req.params.as_ref();
+        let requested = match era {
+            Era::Legacy => params.and_then(|p| p.str("protocolVersion")),
+            Era::Modern => meta_version(params).map(|v| v.to_string().into()),
+        };
+        let e = RpcError::unsupported_version(&served, requested.as_deref().unwrap_or(""));
+        Step::Answer(Answer::error(Stage::Envelope, era, Some(&req.id), &e))
     }
 
     async fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {

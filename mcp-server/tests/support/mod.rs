@@ -200,9 +200,13 @@ impl Running {
 
     /// POSTs `body` to `/mcp` with `headers`.
     pub(crate) async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Answer {
-        let body = body.to_string();
+        self.send("POST", headers, &body.to_string()).await
+    }
+
+    /// Sends `verb` to `/mcp` with `headers` and `body` (`Connection: close`).
+    pub(crate) async fn send(&self, verb: &str, headers: &[(&str, &str)], body: &str) -> Answer {
         let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+            "{verb} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
             self.addr,
             body.len()
@@ -211,7 +215,7 @@ impl Running {
             request.push_str(&format!("{name}: {value}\r\n"));
         }
         request.push_str("\r\n");
-        request.push_str(&body);
+        request.push_str(body);
 
         let mut stream = tokio::net::TcpStream::connect(self.addr).await.expect("connect");
         stream.write_all(request.as_bytes()).await.expect("write");
