@@ -148,6 +148,12 @@ impl Prompt {
         self
     }
 
+    /// Sets `_meta` (listed by `prompts/list` beside the prompt's other fields).
+    pub fn meta(mut self, meta: Value) -> Self {
+        self.def = self.def.with_meta(meta);
+        self
+    }
+
     /// The definition.
     pub fn def(&self) -> &PromptDef {
         &self.def

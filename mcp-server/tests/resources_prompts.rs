@@ -37,7 +37,8 @@ fn server() -> McpServer {
                 )
             })
             .argument("name", "Who to greet", true)
-            .argument("style", "How", false),
+            .argument("style", "How", false)
+            .meta(json!({"com.example/audience": "everyone"})),
         )
         .prompt_completion("greet", "name", |p, _ctx| async move {
             let prefix = p.argument.value.to_lowercase();
@@ -147,6 +148,12 @@ async fn a_prompt_renders_its_arguments() {
         assert_eq!(prompts[0].arguments.len(), 2);
         assert_eq!(prompts[0].arguments[0]["name"], "name");
         assert_eq!(prompts[0].arguments[0]["required"], true);
+        let listed = c.request("prompts/list", json!({})).await.unwrap();
+        assert_eq!(
+            listed["prompts"][0]["_meta"],
+            json!({"com.example/audience": "everyone"}),
+            "{revision:?}: the prompt's _meta is listed"
+        );
         let got = c
             .get_prompt("greet", json!({"name": "Ada", "style": "warm"}))
             .await

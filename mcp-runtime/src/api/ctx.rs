@@ -344,6 +344,16 @@ impl Ctx {
         self.notify("notifications/progress", Value::Object(params)).await;
     }
 
+    /// This legacy session's value of type `T`, made with `T::default()` the first time any
+    /// handler of the session asks for it and dropped with the session: a per-client counter,
+    /// a cart, a cursor. `None` where there is no session (2026-07-28 requests, which are
+    /// stateless; a sessionless legacy request). Share what changes through interior
+    /// mutability (`Mutex`, atomics). With a shared store each instance holding the session
+    /// keeps values of its own: keep what every instance must see in the store.
+    pub fn session_state<T: Default + Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.session().map(|s| s.values().get_or_default::<T>())
+    }
+
     /// The minimum level of log messages for this request: the session's
     /// (legacy), the request's `_meta` log level (modern; `None` means no log
     /// messages at all, as on a server that does not offer logging:

@@ -24,6 +24,7 @@ pub(crate) mod inflight;
 mod replication;
 pub(crate) mod slot;
 mod store;
+mod values;
 
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub(crate) use replication::Replication;
@@ -32,6 +33,7 @@ pub(crate) use store::Elsewhere;
 #[cfg(feature = "shared-store")]
 pub(crate) use store::StartedHere;
 pub use store::{SessionLimit, SessionStore, StartError};
+pub(crate) use values::SessionValues;
 
 use crate::sink::Frame;
 use crate::store::{SessionField, StoreError};
@@ -97,6 +99,8 @@ pub struct Session {
     takeovers: OnceLock<watch::Sender<u64>>,
     /// Bumped by every event appended to one of the session's POST stream logs (shared store).
     stream_logs: OnceLock<watch::Sender<u64>>,
+    /// What handlers keep for the session ([`Ctx::session_state`](crate::Ctx::session_state)).
+    values: SessionValues,
 }
 
 /// A session's counter channel, created (at 0) on first use.
@@ -137,6 +141,7 @@ impl Session {
             log_head: OnceLock::new(),
             takeovers: OnceLock::new(),
             stream_logs: OnceLock::new(),
+            values: SessionValues::default(),
         }
     }
 
@@ -311,6 +316,11 @@ impl Session {
     /// The session's requests in flight.
     pub fn in_flight(&self) -> &InFlight {
         &self.in_flight
+    }
+
+    /// What handlers keep for this session, one value per type.
+    pub(crate) fn values(&self) -> &SessionValues {
+        &self.values
     }
 
     /// A token cancelled when the session ends.
