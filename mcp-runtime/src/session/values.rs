@@ -10,10 +10,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+/// Values by type.
+type ByType = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
+
 /// A session's values by type; nothing is allocated until a handler asks for one.
 #[derive(Default)]
 pub(crate) struct SessionValues {
-    map: OnceLock<Box<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>>,
+    map: OnceLock<Box<Mutex<ByType>>>,
 }
 
 impl fmt::Debug for SessionValues {
