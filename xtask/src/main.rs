@@ -44,6 +44,8 @@
 //!   unexpected 5xx, flat memory and descriptors back to baseline; writes
 //!   `target/soak/report.json` (`--rate-limit RATE[:BURST]`: the server limits `tools/call`, and
 //!   its 429 refusals count as declared).
+//! - `imports`: the import circles of the library crates (see `imports.rs` for what counts as
+//!   an import); fails on a circle of more than two files.
 //! - `package [--allow-dirty]`: every published crate (not `publish = false`) checked for the
 //!   metadata crates.io shows, then packaged with `cargo package`, each built from its archive
 //!   (`--allow-dirty`: with uncommitted changes, which `cargo package` refuses otherwise).
@@ -65,6 +67,7 @@ mod bench;
 mod ci;
 mod conformance;
 mod fuzz;
+mod imports;
 mod interop;
 mod oidc;
 mod package;
@@ -123,6 +126,10 @@ commands:
                           only that row (W1..W4, W5a, W5b, M1), into target/bench/report-only.json;
                           --baseline REV: ours at commit REV as a fourth target, in the same rounds;
                           --rounds N: N interleaved rounds per cell instead of 3)
+  imports                 the import circles of the library crates, every import form counted
+                          (use trees, paths in code and types, child modules named, followed
+                          through re-exports to the defining file); fails on one of more than
+                          2 files
   weight [--features]     the notes server of weight/ on this library (mcp-server with http and
                           stdio) and on rmcp 3.11, dev profile: crates compiled and stripped size
                           side by side; fails when ours compiles more crates (--features: each mcp-server
@@ -199,6 +206,10 @@ fn dispatch(args: &[String]) -> Outcome {
         },
         "soak" => match parse_soak(rest) {
             Ok(opts) => soak::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
+        "imports" => match no_options(rest) {
+            Ok(()) => imports::run().into(),
             Err(e) => Outcome::Usage(e),
         },
         "weight" => match parse_weight(rest) {
