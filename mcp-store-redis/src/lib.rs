@@ -159,6 +159,7 @@ mod conn;
 mod events;
 mod members;
 mod nodes;
+mod options;
 mod pairs;
 mod replay;
 mod sessions;
@@ -181,6 +182,9 @@ use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
 use crate::nodes::{Discovery, Nodes};
 use crate::pairs::RedisPairRecords;
+#[cfg(feature = "tls")]
+pub use crate::options::RedisTls;
+pub use crate::options::RedisOptions;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
@@ -196,57 +200,6 @@ const CONNECT_DEADLINE: Duration = Duration::from_secs(5);
 const RECONNECT_RETRIES: usize = 2;
 /// The longest wait between two reconnection attempts.
 const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
-
-/// Options of a [`RedisStore`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisOptions {
-    /// What every key starts with (`mcp` by default). Servers that share a Redis but not their
-    /// state use different prefixes. It must not contain `{` or `}` (the hash tags follow it).
-    pub prefix: String,
-    /// The bus channel (`<prefix>:bus` by default).
-    pub bus_channel: Option<String>,
-    /// How many bus messages may wait to be published (10 000 by default); past that,
-    /// `publish` answers `Unavailable`.
-    pub max_pending_publishes: usize,
-    /// For a `rediss://` URL (feature `tls`): the certificate authority to trust instead of the
-    /// platform's and the webpki roots, and a client certificate for Redis's
-    /// `tls-auth-clients yes`. `None`: the roots, and no client certificate.
-    #[cfg(feature = "tls")]
-    pub tls: Option<RedisTls>,
-}
-
-/// TLS settings of a `rediss://` connection (feature `tls`), as PEM.
-#[cfg(feature = "tls")]
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct RedisTls {
-    /// The CA certificate(s) that signed the server's certificate (a private CA); `None`: the
-    /// platform's and the webpki roots.
-    pub root_ca: Option<Vec<u8>>,
-    /// The client's certificate chain and private key, when Redis asks for one.
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-#[cfg(feature = "tls")]
-impl std::fmt::Debug for RedisTls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisTls")
-            .field("root_ca", &self.root_ca.is_some())
-            .field("client", &self.client.is_some())
-            .finish()
-    }
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        RedisOptions {
-            prefix: "mcp".to_owned(),
-            bus_channel: None,
-            max_pending_publishes: 10_000,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
-    }
-}
 
 /// Why [`RedisStore::connect`] failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

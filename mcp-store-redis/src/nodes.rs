@@ -11,7 +11,7 @@ use redis::aio::PubSub;
 use redis::{Client, RedisError, Value};
 use tokio::time::timeout;
 
-use crate::RedisOptions;
+use crate::options::RedisOptions;
 use crate::conn::Commands;
 
 /// How long connecting and subscribing may take.
