@@ -3,6 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
+/// The `error_description` of an operation's `insufficient_scope` refusal.
+pub(crate) const INSUFFICIENT_SCOPE_DESCRIPTION: &str = "the token lacks scopes this operation needs";
+
 /// The realm named in challenges unless a provider is configured otherwise.
 pub const DEFAULT_REALM: &str = "mcp";
 

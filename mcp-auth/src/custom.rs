@@ -129,9 +129,8 @@ impl AuthProvider for CustomAuth {
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
         match &*self.inner {
             Inner::Provider(p) => p.insufficient_scope(needed),
-            Inner::Function(_) => {
-                BearerChallenge::new(DEFAULT_REALM).insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
-            }
+            Inner::Function(_) => BearerChallenge::new(DEFAULT_REALM)
+                .insufficient_scope(needed, crate::challenge::INSUFFICIENT_SCOPE_DESCRIPTION),
         }
     }
 }

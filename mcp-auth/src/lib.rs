@@ -84,8 +84,6 @@
 //! passwords for a short while ([`cache`]), so that one client's flood of wrong passwords
 //! costs that client rather than everyone sharing the bound.
 
-use std::sync::Arc;
-
 /// The `http` crate, whose request parts a provider reads (re-exported so that a provider can
 /// be written without depending on it).
 pub use http;
@@ -110,6 +108,7 @@ mod hash;
 pub mod introspection;
 pub mod metadata;
 pub mod none;
+mod provider;
 mod scopes;
 #[cfg(all(test, feature = "oidc"))]
 mod test_server;
@@ -139,57 +138,9 @@ pub use hash::{
 pub use introspection::{Introspection, IntrospectionBuilder};
 pub use metadata::{ResourceMetadata, ResourceMetadataBuilder};
 pub use none::NoAuth;
+pub use provider::{AuthProvider, BoxFuture};
 pub use scopes::{AuthProviderExt, RequireScopes};
 pub use throttle::{DEFAULT_THROTTLE_ENTRIES, FailureLimit, ThrottleConfig};
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-
-/// Authenticates requests.
-///
-/// A provider sees the request's parts (method, URI, headers) only, never the
-/// body, so that it runs before anything else is read or looked up. A transport that knows
-/// the client's address puts a [`ClientAddr`] in the parts' extensions (the HTTP transport
-/// does), for providers that throttle failed attempts by address.
-pub trait AuthProvider: Send + Sync + 'static {
-    /// Authenticates one request from its parts (method, URI, headers).
-    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>>;
-
-    /// The refusal of an authenticated request whose credentials lack scopes the operation it
-    /// asks for needs (a tool, a resource, a prompt or a method that declares scopes): a 403
-    /// whose challenge names every scope in `needed` (RFC 6750 §3.1 `insufficient_scope`), so
-    /// that a client can step up once.
-    ///
-    /// The default is a `Bearer` challenge in the default realm; providers that point clients
-    /// at their RFC 9728 metadata document (the bearer provider, [`RequireScopes`]) add
-    /// `resource_metadata` and their realm.
-    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
-        BearerChallenge::new(DEFAULT_REALM).insufficient_scope(needed, INSUFFICIENT_SCOPE_DESCRIPTION)
-    }
-}
-
-/// The `error_description` of an operation's `insufficient_scope` refusal.
-pub(crate) const INSUFFICIENT_SCOPE_DESCRIPTION: &str = "the token lacks scopes this operation needs";
-
-impl<P: AuthProvider + ?Sized> AuthProvider for Arc<P> {
-    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
-        (**self).authenticate(parts)
-    }
-
-    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
-        (**self).insufficient_scope(needed)
-    }
-}
-
-impl<P: AuthProvider + ?Sized> AuthProvider for Box<P> {
-    fn authenticate<'a>(&'a self, parts: &'a http::request::Parts) -> BoxFuture<'a, Result<AuthInfo, Challenge>> {
-        (**self).authenticate(parts)
-    }
-
-    fn insufficient_scope(&self, needed: &[String]) -> Challenge {
-        (**self).insufficient_scope(needed)
-    }
-}
 
 /// Builds the request parts that tests of the providers authenticate.
 #[cfg(test)]

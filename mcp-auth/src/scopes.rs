@@ -73,7 +73,7 @@ impl<P: AuthProvider> AuthProvider for RequireScopes<P> {
 
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
         self.challenge
-            .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
+            .insufficient_scope(needed, crate::challenge::INSUFFICIENT_SCOPE_DESCRIPTION)
     }
 }
 

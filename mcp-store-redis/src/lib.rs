@@ -181,10 +181,10 @@ use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
 use crate::members::RedisMembership;
 use crate::nodes::{Discovery, Nodes};
-use crate::pairs::RedisPairRecords;
+pub use crate::options::RedisOptions;
 #[cfg(feature = "tls")]
 pub use crate::options::RedisTls;
-pub use crate::options::RedisOptions;
+use crate::pairs::RedisPairRecords;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;

@@ -11,8 +11,8 @@ use redis::aio::PubSub;
 use redis::{Client, RedisError, Value};
 use tokio::time::timeout;
 
-use crate::options::RedisOptions;
 use crate::conn::Commands;
+use crate::options::RedisOptions;
 
 /// How long connecting and subscribing may take.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);

@@ -53,6 +53,7 @@
 //! accepted or required with [`BearerAuthBuilder::dpop`]: see [`crate::dpop`].
 
 mod claims;
+mod dpop_auth;
 mod keys;
 #[cfg(feature = "oidc")]
 mod remote;
@@ -83,11 +84,12 @@ use self::keys::KeySet;
 use self::verifier::FnVerifier;
 use crate::challenge::valid_realm;
 use crate::credentials::{self, Found};
-use crate::dpop::{DpopAuth, DpopMode, DpopOptions};
+use crate::dpop::{DpopMode, DpopOptions};
 use crate::scopes::{check_scopes, valid_scope};
 use crate::{
     AuthInfo, AuthProvider, AuthSetupError, BearerChallenge, BearerError, BoxFuture, Challenge, DEFAULT_REALM,
 };
+use dpop_auth::DpopAuth;
 
 /// The default tolerance for `exp` and `nbf`.
 pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(60);
@@ -768,9 +770,9 @@ impl AuthProvider for BearerAuth {
 
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
         if let Some(dpop) = &self.dpop {
-            return dpop.insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION);
+            return dpop.insufficient_scope(needed, crate::challenge::INSUFFICIENT_SCOPE_DESCRIPTION);
         }
         self.challenge
-            .insufficient_scope(needed, crate::INSUFFICIENT_SCOPE_DESCRIPTION)
+            .insufficient_scope(needed, crate::challenge::INSUFFICIENT_SCOPE_DESCRIPTION)
     }
 }

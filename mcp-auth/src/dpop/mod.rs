@@ -86,26 +86,22 @@
 mod replay;
 
 #[cfg(feature = "jwt")]
-mod auth;
-#[cfg(feature = "jwt")]
 mod error;
 #[cfg(feature = "jwt")]
-mod htu;
+pub(crate) mod htu;
 #[cfg(feature = "jwt")]
 mod jwk;
 #[cfg(feature = "jwt")]
-mod nonce;
+pub(crate) mod nonce;
 #[cfg(feature = "jwt")]
-mod options;
+pub(crate) mod options;
 #[cfg(feature = "jwt")]
-mod proof;
+pub(crate) mod proof;
 #[cfg(all(test, feature = "jwt"))]
 mod tests;
 
 pub use replay::{DEFAULT_REPLAY_ENTRIES, MemoryReplayCache, ReplayCache, ReplayError};
 
-#[cfg(feature = "jwt")]
-pub(crate) use auth::DpopAuth;
 #[cfg(feature = "jwt")]
 pub use error::DpopError;
 #[cfg(feature = "jwt")]

@@ -12,12 +12,14 @@ use jsonwebtoken::Algorithm;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::nonce::Nonces;
-use super::options::{NonceSecret, SUPPORTED_ALGORITHMS};
-use super::proof::{self, ProofRequest, ProofRules};
-use super::{DPOP_NONCE_HEADER, DpopError, DpopMode, DpopOptions, MIN_NONCE_SECRET, MemoryReplayCache, ReplayCache};
-use super::{ReplayError, htu};
 use crate::credentials::{self, Found};
+use crate::dpop::htu;
+use crate::dpop::nonce::Nonces;
+use crate::dpop::options::{NonceSecret, SUPPORTED_ALGORITHMS};
+use crate::dpop::proof::{self, ProofRequest, ProofRules};
+use crate::dpop::{
+    DPOP_NONCE_HEADER, DpopError, DpopMode, DpopOptions, MIN_NONCE_SECRET, MemoryReplayCache, ReplayCache, ReplayError,
+};
 use crate::scopes::check_scopes;
 use crate::{
     AuthInfo, AuthSetupError, BearerAuth, BearerChallenge, BearerError, Challenge, DpopChallenge, DpopErrorCode,
