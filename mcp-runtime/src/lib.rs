@@ -47,6 +47,7 @@ mod elicitation;
 pub mod engine;
 mod exec;
 pub mod extension;
+mod fast_map;
 pub mod listen;
 pub mod middleware;
 mod mint;
@@ -60,11 +61,6 @@ mod session;
 mod sink;
 pub mod store;
 pub mod tasks;
-
-/// The maps a request touches on its way (in flight ids, the catalog's indexes, metric keys):
-/// `std`'s `HashMap` with foldhash's seeded hasher, several times cheaper per lookup than SipHash
-/// on short keys. Keys a client chooses (request ids) only reach maps bounded per session.
-pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, States, UrlElicitation, handler, input};
 pub use catalog::Registry;

@@ -300,11 +300,10 @@ fn resolve(tree: &Tree, at: &[String], path: &[String], depth: usize) -> Option<
         first if tree.get(at).is_some_and(|m| m.children.contains(first)) => (at.to_vec(), path),
         first => {
             // A name brought in by a `use` of this module, written as a path's first segment.
-            let used = tree.get(at)?.uses.get(first)?;
-            if used
-                .first()
-                .is_some_and(|s| s == "crate" || s == "super" || s == "self")
-            {
+            let here = tree.get(at)?;
+            let used = here.uses.get(first)?;
+            let local = |s: &String| s == "crate" || s == "super" || s == "self" || here.children.contains(s);
+            if used.first().is_some_and(local) {
                 let mut full = used.clone();
                 full.extend(path[1..].iter().cloned());
                 return resolve(tree, at, &full, depth + 1);

@@ -9,7 +9,7 @@ use mcp_protocol::{Era, Revision, apps};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::FastMap;
+use crate::fast_map::FastMap;
 
 use super::entries::{CompletionKey, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 use crate::api::handler::CompletionHandler;

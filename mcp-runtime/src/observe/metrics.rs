@@ -8,7 +8,7 @@ use std::sync::{LazyLock, PoisonError, RwLock};
 use mcp_protocol::Revision;
 
 use super::Network;
-use crate::FastMap;
+use crate::fast_map::FastMap;
 
 /// Histogram of request durations in seconds (`mcp.server.operation.duration`): from the
 /// engine receiving a request until its answer is ready.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcp_protocol::RequestId;
 use tokio_util::sync::CancellationToken;
 
-use crate::FastMap;
+use crate::fast_map::FastMap;
 
 /// A set of requests in flight, each with its cancellation token.
 #[derive(Debug, Default, Clone)]
