@@ -73,8 +73,9 @@ pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingRe
 pub use listen::{Holder, ListenError, Listener, Subscriptions};
 pub use reply::{EncodedResult, Reply};
 pub use runtime::Runtime;
+pub use session::store::{SessionLimit, SessionStore, StartError};
 pub use session::{DuplicateId, InFlight, InFlightGuard};
-pub use session::{Outlet, Session, SessionLimit, SessionStore, StartError};
+pub use session::{Outlet, Session};
 pub use sink::{Frame, Sink};
 pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};

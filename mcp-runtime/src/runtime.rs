@@ -26,7 +26,8 @@ use crate::elicitation::{ElicitationError, Elicitations};
 use crate::exec::rounds::Rounds;
 use crate::listen::{self, Holder, ListenError, Listener, Subscriptions};
 use crate::reply::Reply;
-use crate::session::{InFlight, Session, SessionStore, StartError};
+use crate::session::store::{SessionStore, StartError};
+use crate::session::{InFlight, Session};
 use crate::store::{InMemoryTaskStore, SessionField, Store, StoreError, TaskOwner, TaskStore};
 use crate::tasks::Tasks;
 

@@ -4,7 +4,7 @@ use crate::balancer::Balancer;
 use crate::oidc::{self, OidcProvider};
 use crate::redis::RedisServer;
 use crate::util::{self, Result};
-use crate::{conformance, fuzz, interop, scaleout, soak, weight};
+use crate::{conformance, fuzz, imports, interop, scaleout, soak, weight};
 
 /// The scale-out passes of the gate: every balancer, two and four instances, one Redis and a
 /// Redis Cluster.
@@ -119,7 +119,7 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
 }
 
 /// Runs fmt, clippy, rustdoc, the `mcp-server` feature matrix ([`features`]), the weight
-/// comparison with rmcp ([`weight`]), tests (with a
+/// comparison with rmcp ([`weight`]), the import circles ([`imports`]), tests (with a
 /// Redis of their own, `MCP_TEST_REDIS_URL`, and an OpenID provider of their own once its smoke
 /// passed, `MCP_TEST_OIDC_*`: see [`oidc`]), the `extension` and `middleware` examples, a fuzz
 /// smoke, interop, conformance, the scale-out legs ([`SCALEOUT_PASSES`]) and the one-minute soak.
@@ -183,7 +183,7 @@ pub(crate) fn run() -> Result {
         .map(Some)
         .chain([None])
         .chain(steps[3..].iter().map(Some));
-    let total = steps.len() + 7;
+    let total = steps.len() + 8;
     let mut n = 0;
     for step in order {
         n += 1;
@@ -197,6 +197,11 @@ pub(crate) fn run() -> Result {
                 "ci [{n}/{total}] weight: the notes server on this library and on rmcp (crates, stripped size)"
             ));
             weight::run(&weight::Options::default()).map_err(|e| format!("ci: {e}"))?;
+            n += 1;
+            util::banner(&format!(
+                "ci [{n}/{total}] imports: no circle of more than 2 files in a library crate"
+            ));
+            imports::run().map_err(|e| format!("ci: {e}"))?;
             continue;
         };
         util::banner(&format!("ci [{n}/{total}] {title}"));

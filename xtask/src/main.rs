@@ -4,7 +4,7 @@
 //!   `cargo test` (given a `redis-server` of its own in `MCP_TEST_REDIS_URL`, and an OpenID
 //!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
 //!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
-//!   then a `fuzz` smoke, `interop`, `conformance`, `scaleout` (behind `rr-proxy` with 4
+//!   the import circles (`imports`), then a `fuzz` smoke, `interop`, `conformance`, `scaleout` (behind `rr-proxy` with 4
 //!   instances, behind nginx and HAProxy with 2, behind `rr-proxy` with 2 on a Redis Cluster) and the one-minute `soak`, stopping at the first
 //!   failure.
 //! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests

@@ -40,6 +40,7 @@ mod prompt;
 pub mod render;
 mod resource;
 mod sampling;
+mod shown;
 pub mod task;
 mod tool;
 mod tool_annotations;
@@ -59,43 +60,3 @@ pub use sampling::IncludeContext;
 pub use task::{Task, TaskPayload, TaskStatus};
 pub use tool::{CallToolParams, CallToolParamsRef, CallToolResult, STRUCTURED_RESULT_KEY, ToolDef};
 pub use tool_annotations::ToolAnnotations;
-
-use serde_json::{Map, Value};
-
-use crate::revision::{Feature, Revision};
-
-/// The presentation fields every definition may carry, borrowed for
-/// rendering.
-#[derive(Default)]
-struct Shown<'a> {
-    title: Option<&'a String>,
-    description: Option<&'a String>,
-    mime_type: Option<&'a String>,
-    annotations: Option<&'a Value>,
-    icons: &'a [Icon],
-    meta: Option<&'a Value>,
-}
-
-impl Shown<'_> {
-    /// Writes the fields the revision knows (`title` from 2025-06-18, `icons`
-    /// from 2025-11-25; `None`: every field).
-    fn render(&self, m: &mut Map<String, Value>, revision: Option<Revision>) {
-        let has = |f: Feature| revision.is_none_or(|r| r.has(f));
-        let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                m.insert(k.into(), v);
-            }
-        };
-        put(
-            "title",
-            self.title.filter(|_| has(Feature::Titles)).cloned().map(Value::String),
-        );
-        put("description", self.description.cloned().map(Value::String));
-        put("mimeType", self.mime_type.cloned().map(Value::String));
-        put("annotations", self.annotations.cloned());
-        if !self.icons.is_empty() && has(Feature::Icons) {
-            put("icons", serde_json::to_value(self.icons).ok());
-        }
-        put("_meta", self.meta.cloned());
-    }
-}

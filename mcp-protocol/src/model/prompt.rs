@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::content::Content;
-use super::{Icon, Shown};
+use super::icon::Icon;
+use super::shown::Shown;
 use crate::revision::{Feature, Revision};
 
 /// An argument a prompt accepts.

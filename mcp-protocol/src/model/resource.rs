@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::content::ResourceContents;
-use super::{Icon, Shown};
+use super::icon::Icon;
+use super::shown::Shown;
 use crate::revision::Revision;
 
 /// A concrete resource as listed by `resources/list`.

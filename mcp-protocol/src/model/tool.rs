@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::content::Content;
-use super::{Icon, Shown, ToolAnnotations};
+use super::icon::Icon;
+use super::shown::Shown;
+use super::tool_annotations::ToolAnnotations;
 use crate::error::RpcError;
 use crate::params::Params;
 use crate::revision::{Era, Feature, Revision};

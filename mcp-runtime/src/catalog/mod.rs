@@ -5,6 +5,7 @@
 
 mod entries;
 mod registry;
+pub(crate) mod scope_check;
 pub(crate) mod scopes;
 mod snapshot;
 pub(crate) mod uri_template;

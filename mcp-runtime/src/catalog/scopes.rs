@@ -1,5 +1,6 @@
 //! The OAuth scopes an operation needs: what tools, resources, templates, prompts and methods
-//! declare, and what one request needs of its caller.
+//! declare ([`Scopes`], [`MethodScopes`]); `scope_check` holds what one request needs of its
+//! caller.
 //!
 //! A request needs the scopes of its method (any method, core or custom: [`MethodScopes`])
 //! plus those of what it names: the tool of a `tools/call`, the resource or template of a
@@ -13,13 +14,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use mcp_protocol::RpcError;
 use mcp_protocol::auth::{AuthInfo, is_scope_token};
-use mcp_protocol::{Method, Request, RpcError};
 use serde_json::{Map, Value};
 
 use super::uri_template::UriTemplate;
-use super::visibility::{CatalogKind, Visibility, visible};
-use super::{Catalog, ToolEntry};
 
 /// A scope that is not an RFC 6749 §3.3 `scope-token`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -131,7 +130,7 @@ impl Scopes {
 
     /// Appends the scopes needed for a read whose URI gave `vars`. A value that cannot be part
     /// of a scope (a space, a quote, a non-ASCII character) is refused: no token can grant it.
-    fn expand_into(&self, vars: &Map<String, Value>, out: &mut Vec<String>) -> Result<(), RpcError> {
+    pub(super) fn expand_into(&self, vars: &Map<String, Value>, out: &mut Vec<String>) -> Result<(), RpcError> {
         for rule in self.rules.iter() {
             let mut scope = String::new();
             for piece in &rule.pieces {
@@ -192,87 +191,9 @@ impl MethodScopes {
     }
 }
 
-fn push_unique(list: &mut Vec<String>, scope: String) {
+pub(super) fn push_unique(list: &mut Vec<String>, scope: String) {
     if !list.contains(&scope) {
         list.push(scope);
-    }
-}
-
-/// What the scope check of one request reads.
-pub(crate) struct ScopeCheck<'a> {
-    pub(crate) methods: &'a MethodScopes,
-    pub(crate) catalog: &'a Catalog,
-    pub(crate) visibility: Option<&'a Visibility>,
-}
-
-impl ScopeCheck<'_> {
-    /// Refuses `req` when `auth` lacks a scope it needs, naming every scope it needs. `tool`
-    /// is the tool a `tools/call` resolved to (as the caller sees it). What the caller cannot
-    /// see needs no scope here: it is answered as unknown later.
-    pub(crate) fn check(&self, req: &Request, tool: Option<&ToolEntry>, auth: &AuthInfo) -> Result<(), RpcError> {
-        if self.methods.is_empty() && !self.catalog.scoped() {
-            return Ok(());
-        }
-        let mut needed = self.methods.of(req.method.as_str()).to_vec();
-        if self.catalog.scoped() {
-            self.target_scopes(req, tool, auth, &mut needed)?;
-        }
-        if needed.iter().all(|s| auth.has_scope(s)) {
-            return Ok(());
-        }
-        tracing::debug!(principal = %auth.principal, method = %req.method.as_str(), "request lacks a needed scope");
-        Err(RpcError::insufficient_scope(&needed))
-    }
-
-    /// Appends the scopes of what the request names.
-    fn target_scopes(
-        &self,
-        req: &Request,
-        tool: Option<&ToolEntry>,
-        auth: &AuthInfo,
-        needed: &mut Vec<String>,
-    ) -> Result<(), RpcError> {
-        let text = |key: &str| req.params.as_ref()?.str(key);
-        let fixed = |scopes: &Scopes, needed: &mut Vec<String>| {
-            for s in scopes.fixed_scopes() {
-                push_unique(needed, s.to_owned());
-            }
-        };
-        match req.method {
-            Method::ToolsCall => {
-                if let Some(t) = tool {
-                    fixed(&t.scopes, needed);
-                }
-            }
-            Method::PromptsGet => {
-                if let Some(name) = text("name")
-                    && let Some(p) = self.catalog.prompt(&name)
-                    && visible(self.visibility, auth, CatalogKind::Prompt, &name)
-                {
-                    fixed(&p.scopes, needed);
-                }
-            }
-            Method::ResourcesRead => {
-                let Some(uri) = text("uri") else { return Ok(()) };
-                let uri = &*uri;
-                if let Some(r) = self.catalog.resource(uri)
-                    && visible(self.visibility, auth, CatalogKind::Resource, uri)
-                {
-                    fixed(&r.scopes, needed);
-                } else if let Some((t, vars)) = self.catalog.match_template(uri)
-                    && visible(
-                        self.visibility,
-                        auth,
-                        CatalogKind::ResourceTemplate,
-                        &t.def.uri_template,
-                    )
-                {
-                    t.scopes.expand_into(&vars, needed)?;
-                }
-            }
-            _ => {}
-        }
-        Ok(())
     }
 }
 

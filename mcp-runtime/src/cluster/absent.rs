@@ -21,7 +21,8 @@ use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
 use crate::relay::{PairMessage, PairOutcome};
 use crate::remote::Remote;
-use crate::session::{Elsewhere, Session, SessionStore};
+use crate::session::Session;
+use crate::session::store::{Elsewhere, SessionStore};
 use crate::store::{PairRecord, SessionField, SessionRecord, Store, StoreError};
 use crate::tasks::Tasks;
 

@@ -12,7 +12,7 @@ use super::load::REPORT_MOST;
 use super::numbers::Incoming;
 use super::{Append, BUS_VERSION, Cluster, HEARTBEAT_EVERY, HEARTBEAT_TTL, Heard, Note};
 use crate::catalog::{Change, Registry};
-use crate::session::{SessionStore, StartedHere};
+use crate::session::store::{SessionStore, StartedHere};
 use crate::store::BusEvent;
 use crate::tasks::Tasks;
 

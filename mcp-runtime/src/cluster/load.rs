@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::session::{Elsewhere, StartedHere};
+use crate::session::store::{Elsewhere, StartedHere};
 
 /// How many clients one report names at most.
 pub(super) const REPORT_MOST: usize = 256;

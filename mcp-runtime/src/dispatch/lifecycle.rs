@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::api::Ctx;
 use crate::catalog::Catalog;
 use crate::config::ServerConfig;
-use crate::session::{Session, SessionStore};
+use crate::session::Session;
+use crate::session::store::SessionStore;
 
 /// What the server offers: what the catalog holds (tools, resources or templates, prompts,
 /// completion handlers, tools that may run as tasks) and logging when configured. A family the

@@ -16,7 +16,7 @@ use mcp_protocol::meta::{ModernMeta, parse_modern_meta};
 use mcp_protocol::model::{CallToolParamsRef, ClientCapabilities};
 use mcp_protocol::{Era, Method, Params, Request, Revision, RpcError};
 
-use crate::catalog::scopes::ScopeCheck;
+use crate::catalog::scope_check::ScopeCheck;
 use crate::catalog::{Catalog, CatalogKind, MethodScopes, ToolEntry, Visibility, visible};
 use crate::extension::{Extensions, MethodEntry};
 use crate::session::Session;

@@ -42,7 +42,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::remote::Remote;
-pub use crate::session::SessionSlot;
+pub use crate::session::slot::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
 pub use peer::{HeaderLookup, Peer, Sessions};
@@ -55,8 +55,9 @@ use crate::middleware::outcome::Body;
 use crate::middleware::{Inbound, Outcome, Terminal};
 use crate::observe::{Observed, Origin};
 use crate::runtime::Runtime;
+use crate::session::Session;
+use crate::session::store::{SessionLimit, StartError};
 use crate::session::{InFlight, InFlightGuard};
-use crate::session::{Session, SessionLimit, StartError};
 use crate::store::SessionField;
 
 /// The session a message names, resolved.

@@ -10,7 +10,7 @@ use mcp_protocol::auth::AuthInfo;
 
 use crate::observe::Network;
 use crate::remote::Remote;
-use crate::session::SessionSlot;
+use crate::session::slot::SessionSlot;
 
 /// Reads one HTTP request header by (lowercase) name.
 pub type HeaderLookup<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;

@@ -169,8 +169,7 @@ pub use self::otel::Tracer;
 pub use self::trace::{TRACEPARENT, TRACESTATE, TraceContext, set_trace_context_hook};
 use crate::reply::Reply;
 
-/// Reads one HTTP request header by (lowercase) name.
-type Headers<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
+use self::trace::Headers;
 
 /// Without the `otel` feature no tracer exists (an empty type: no value of it can be made).
 #[cfg(not(feature = "otel"))]

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use mcp_protocol::Params;
 use tracing::Span;
 
-use super::Headers;
-
+/// Reads one HTTP request header by (lowercase) name.
+pub(super) type Headers<'h> = dyn Fn(&str) -> Option<&'h [u8]> + Sync + 'h;
 /// The `_meta` key (and HTTP header) of the W3C trace parent.
 pub const TRACEPARENT: &str = "traceparent";
 /// The `_meta` key (and HTTP header) of the W3C trace state.

@@ -23,16 +23,11 @@ use crate::observe::Network;
 pub(crate) mod inflight;
 mod replication;
 pub(crate) mod slot;
-mod store;
+pub(crate) mod store;
 mod values;
 
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub(crate) use replication::Replication;
-pub use slot::SessionSlot;
-pub(crate) use store::Elsewhere;
-#[cfg(feature = "shared-store")]
-pub(crate) use store::StartedHere;
-pub use store::{SessionLimit, SessionStore, StartError};
 pub(crate) use values::SessionValues;
 
 use crate::sink::Frame;
@@ -550,7 +545,7 @@ fn level_index(level: LoggingLevel) -> u8 {
 #[cfg(test)]
 pub(crate) fn test_session(principal: &str) -> Arc<Session> {
     Arc::new(Session::new(
-        SessionStore::mint_id(),
+        store::SessionStore::mint_id(),
         Arc::from(principal),
         Revision::V2025_11_25,
         ClientCapabilities::default(),
