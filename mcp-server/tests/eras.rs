@@ -34,6 +34,11 @@ async fn a_modern_only_server_refuses_legacy_clients_and_names_its_revisions() {
     assert_eq!(error["data"]["supported"], json!(["2026-07-28"]));
     assert_eq!(error["data"]["requested"], "2025-11-25");
     assert_eq!(refused.message()["id"], 1);
+    // A batch is legacy: refused whole.
+    let batch = json!([{"jsonrpc": "2.0", "id": 3, "method": "ping"}]);
+    let refused = http.post(&[("mcp-protocol-version", "2025-03-26")], &batch).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.message()["error"]["code"], -32022, "{:?}", refused.message);
     for verb in ["GET", "DELETE"] {
         let a = http.send(verb, &[("mcp-session-id", "mcp_x")], "").await;
         assert_eq!(a.status, 405, "{verb}");

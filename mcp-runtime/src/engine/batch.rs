@@ -91,6 +91,11 @@ impl Engine {
         if let TransportRevision::Unknown(v) = &peer.revision {
             return refuse(Stage::Envelope, &RpcError::unknown_revision_header(v));
         }
+        // Batches are legacy: a server that does not serve that era refuses them whole.
+        if !self.runtime.config().eras.has(Era::Legacy) {
+            let requested = peer.revision.known().map_or("", |r| r.as_str());
+            return refuse(Stage::Envelope, &self.unserved_error(requested));
+        }
         let session = match self.resolve(peer).await {
             Resolved::Found(s) => Some(s),
             Resolved::Unknown => return refuse(Stage::Session, &RpcError::session_not_found()),

@@ -232,18 +232,23 @@ impl Engine {
     /// -32022 naming the revisions it serves (a modern-only server names them to an
     /// `initialize`, as the protocol asks) and the one the request named.
     fn unserved(&self, era: Era, req: &Request) -> Step {
-        let served: Vec<Revision> = Revision::ALL
-            .into_iter()
-            .rev()
-            .filter(|r| self.runtime.config().eras.has(r.era()))
-            .collect();
         let params = req.params.as_ref();
         let requested = match era {
             Era::Legacy => params.and_then(|p| p.str("protocolVersion")),
             Era::Modern => meta_version(params).map(|v| v.to_string().into()),
         };
-        let e = RpcError::unsupported_version(&served, requested.as_deref().unwrap_or(""));
+        let e = self.unserved_error(requested.as_deref().unwrap_or(""));
         Step::Answer(Answer::error(Stage::Envelope, era, Some(&req.id), &e))
+    }
+
+    /// -32022 naming the revisions the server serves (`ServerConfig::eras`) and `requested`.
+    fn unserved_error(&self, requested: &str) -> RpcError {
+        let served: Vec<Revision> = Revision::ALL
+            .into_iter()
+            .rev()
+            .filter(|r| self.runtime.config().eras.has(r.era()))
+            .collect();
+        RpcError::unsupported_version(&served, requested)
     }
 
     async fn modern(&self, peer: &Peer<'_>, req: Request) -> Step {
