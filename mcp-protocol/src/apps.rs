@@ -11,7 +11,7 @@
 //!   preference. It may be given on the `resources/list` entry, on each `resources/read`
 //!   content item, or both (the content item wins).
 //! - **Tool link**: a tool's `_meta.ui` ([`ToolUi`]) names the resource (`resourceUri`) and who
-//!   may use the tool ([`Visibility`]: the model, the app, or both, the default). The server
+//!   may use the tool ([`ToolVisibility`]: the model, the app, or both, the default). The server
 //!   lists every tool; the *host* keeps app-only tools out of the model's tool list and refuses
 //!   an app's call of a model-only tool. For older hosts the deprecated flat key
 //!   `_meta["ui/resourceUri"]` ([`LEGACY_RESOURCE_URI_KEY`]) is written too, as the official
@@ -315,7 +315,7 @@ impl ResourceUi {
 /// Who may use a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Visibility {
+pub enum ToolVisibility {
     /// The model: the host lists the tool to the agent, which may call it.
     Model,
     /// The app of this server: it may call the tool through the host.
@@ -332,7 +332,7 @@ pub struct ToolUi {
     pub resource_uri: Option<String>,
     /// Who may use the tool (absent: `["model", "app"]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub visibility: Option<Vec<Visibility>>,
+    pub visibility: Option<Vec<ToolVisibility>>,
 }
 
 impl ToolUi {
@@ -352,8 +352,8 @@ impl ToolUi {
     }
 
     /// Sets who may use the tool.
-    pub fn visibility(mut self, visibility: impl IntoIterator<Item = Visibility>) -> Self {
-        let mut v: Vec<Visibility> = Vec::new();
+    pub fn visibility(mut self, visibility: impl IntoIterator<Item = ToolVisibility>) -> Self {
+        let mut v: Vec<ToolVisibility> = Vec::new();
         for who in visibility {
             if !v.contains(&who) {
                 v.push(who);
@@ -365,16 +365,16 @@ impl ToolUi {
 
     /// Only the app may call the tool: hosts keep it out of the model's tool list.
     pub fn app_only(self) -> Self {
-        self.visibility([Visibility::App])
+        self.visibility([ToolVisibility::App])
     }
 
     /// Only the model may call the tool: hosts refuse the app's calls of it.
     pub fn model_only(self) -> Self {
-        self.visibility([Visibility::Model])
+        self.visibility([ToolVisibility::Model])
     }
 
     /// Whether `who` may use the tool.
-    pub fn visible_to(&self, who: Visibility) -> bool {
+    pub fn visible_to(&self, who: ToolVisibility) -> bool {
         self.visibility.as_ref().is_none_or(|v| v.contains(&who))
     }
 

@@ -3,7 +3,7 @@
 //! An [`AppResource`] is the page: a `ui://` resource of type `text/html;profile=mcp-app`
 //! whose `_meta.ui` ([`ResourceUi`]) tells the host how to sandbox it. A tool links to it with
 //! [`Tool::ui`](crate::Tool::ui) (or [`Tool::app`](crate::Tool::app)), which writes the tool's
-//! `_meta.ui` ([`ToolUi`]): the resource, and who may call the tool ([`Visibility`]). The
+//! `_meta.ui` ([`ToolUi`]): the resource, and who may call the tool ([`ToolVisibility`]). The
 //! server then declares the `io.modelcontextprotocol/ui` extension in both eras by itself.
 //! The wire types live in [`mcp_protocol::apps`]; the guide is `docs/guides/apps.md`.
 
@@ -12,7 +12,9 @@ use mcp_protocol::model::ResourceContents;
 
 use crate::resource::Resource;
 
-pub use mcp_protocol::apps::{AppsError, Csp, MIME_TYPE, Permissions, ResourceUi, ToolUi, Visibility, client_supports};
+pub use mcp_protocol::apps::{
+    AppsError, Csp, MIME_TYPE, Permissions, ResourceUi, ToolUi, ToolVisibility, client_supports,
+};
 
 /// The page's bytes: HTML text, or base64-encoded HTML.
 #[derive(Debug, Clone)]

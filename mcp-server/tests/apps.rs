@@ -4,7 +4,7 @@
 
 #![cfg(feature = "http")]
 
-use mcp_server::apps::{AppResource, AppsError, Csp, MIME_TYPE, Permissions, ToolUi, Visibility, client_supports};
+use mcp_server::apps::{AppResource, AppsError, Csp, MIME_TYPE, Permissions, ToolUi, ToolVisibility, client_supports};
 use mcp_server::catalog::RegistryError;
 use mcp_server::prelude::*;
 use mcp_server::{Extension, ExtensionError};
@@ -244,7 +244,7 @@ async fn every_field_reaches_the_wire() {
             .meta(json!({ "com.example/keep": true }))
             .ui(ToolUi::new("ui://full/view")
                 .expect("a ui:// URI")
-                .visibility([Visibility::Model]));
+                .visibility([ToolVisibility::Model]));
         let server = McpServer::builder()
             .resource(view)
             .tool(linked)

@@ -91,7 +91,7 @@ fn tool_meta_matches_the_official_schema() {
             json!({"resourceUri": uri, "visibility": ["model"]}),
         ),
         (
-            ToolUi::new(uri).map(|t| t.visibility([Visibility::Model, Visibility::App, Visibility::Model])),
+            ToolUi::new(uri).map(|t| t.visibility([ToolVisibility::Model, ToolVisibility::App, ToolVisibility::Model])),
             json!({"resourceUri": uri, "visibility": ["model", "app"]}),
         ),
         (
@@ -118,11 +118,11 @@ fn tool_meta_matches_the_official_schema() {
 #[test]
 fn visibility_defaults_to_both() {
     let ui = ToolUi::new("ui://a").expect("a ui:// URI");
-    assert!(ui.visible_to(Visibility::Model) && ui.visible_to(Visibility::App));
+    assert!(ui.visible_to(ToolVisibility::Model) && ui.visible_to(ToolVisibility::App));
     let app = ui.clone().app_only();
-    assert!(!app.visible_to(Visibility::Model) && app.visible_to(Visibility::App));
+    assert!(!app.visible_to(ToolVisibility::Model) && app.visible_to(ToolVisibility::App));
     let model = ui.model_only();
-    assert!(model.visible_to(Visibility::Model) && !model.visible_to(Visibility::App));
+    assert!(model.visible_to(ToolVisibility::Model) && !model.visible_to(ToolVisibility::App));
 }
 
 #[test]
