@@ -26,7 +26,7 @@ pub trait AuthProvider: Send + Sync + 'static {
     /// that a client can step up once.
     ///
     /// The default is a `Bearer` challenge in the default realm; providers that point clients
-    /// at their RFC 9728 metadata document (the bearer provider, [`RequireScopes`]) add
+    /// at their RFC 9728 metadata document (the bearer provider, [`RequireScopes`](crate::RequireScopes)) add
     /// `resource_metadata` and their realm.
     fn insufficient_scope(&self, needed: &[String]) -> Challenge {
         BearerChallenge::new(DEFAULT_REALM).insufficient_scope(needed, INSUFFICIENT_SCOPE_DESCRIPTION)
