@@ -128,28 +128,74 @@ mod tests {
 
     use super::*;
 
+    /// Each status is in the class its doc gives it: the answers that carry no failure succeed,
+    /// the refusals of what the client sent are client errors, the server's own failures are
+    /// server errors.
     #[test]
-    fn the_transport_statuses() {
-        let table = [
-            (NOTHING_TO_ANSWER, 202),
-            (BATCH_ANSWERED, 200),
-            (DOCUMENT, 200),
-            (PREFLIGHT, 204),
-            (SESSION_ENDED, 204),
-            (NOTHING_TO_RESUME, 204),
-            (MALFORMED_HOST, 400),
-            (ORIGIN_REFUSED, 403),
-            (NOT_CONFIGURED, 404),
-            (VERB_NOT_SERVED, 405),
-            (NOT_ACCEPTABLE, 406),
-            (BODY_TIMED_OUT, 408),
-            (BODY_TOO_LARGE, 413),
-            (NOT_JSON, 415),
-            (TASK_FAILED, 500),
-            (STREAM_NOT_OPENED, 503),
+    fn each_status_is_in_the_class_its_doc_gives() {
+        let succeeded = [
+            ("NOTHING_TO_ANSWER", NOTHING_TO_ANSWER),
+            ("BATCH_ANSWERED", BATCH_ANSWERED),
+            ("DOCUMENT", DOCUMENT),
+            ("PREFLIGHT", PREFLIGHT),
+            ("SESSION_ENDED", SESSION_ENDED),
+            ("NOTHING_TO_RESUME", NOTHING_TO_RESUME),
         ];
-        for (status, want) in table {
-            assert_eq!(status.as_u16(), want);
+        for (name, s) in succeeded {
+            assert!(s.is_success(), "{name}: {s}");
+        }
+        let the_clients = [
+            ("MALFORMED_HOST", MALFORMED_HOST),
+            ("ORIGIN_REFUSED", ORIGIN_REFUSED),
+            ("NOT_CONFIGURED", NOT_CONFIGURED),
+            ("VERB_NOT_SERVED", VERB_NOT_SERVED),
+            ("NOT_ACCEPTABLE", NOT_ACCEPTABLE),
+            ("BODY_TIMED_OUT", BODY_TIMED_OUT),
+            ("BODY_TOO_LARGE", BODY_TOO_LARGE),
+            ("NOT_JSON", NOT_JSON),
+            ("TOO_MANY_STREAMS", TOO_MANY_STREAMS),
+            ("TOO_MANY_IN_FLIGHT", TOO_MANY_IN_FLIGHT),
+        ];
+        for (name, s) in the_clients {
+            assert!(s.is_client_error(), "{name}: {s}");
+        }
+        for (name, s) in [("TASK_FAILED", TASK_FAILED), ("STREAM_NOT_OPENED", STREAM_NOT_OPENED)] {
+            assert!(s.is_server_error(), "{name}: {s}");
+        }
+        // Answered with an empty body: no status whose body is the answer (200) among them.
+        for (name, s) in [
+            ("NOTHING_TO_ANSWER", NOTHING_TO_ANSWER),
+            ("PREFLIGHT", PREFLIGHT),
+            ("SESSION_ENDED", SESSION_ENDED),
+            ("NOTHING_TO_RESUME", NOTHING_TO_RESUME),
+        ] {
+            assert_ne!(s, StatusCode::OK, "{name}");
+        }
+    }
+
+    /// "Try again later" is said with 503 when the server as a whole is full and with 429 when
+    /// one client address holds its share (RFC 6585 §4), each with `Retry-After`: the refusals
+    /// of the in-flight cap and of the stream budget answer so, as their docs say.
+    #[test]
+    fn refusals_to_retry_later_are_503_or_429_with_retry_after() {
+        use crate::state::{NoSlot, StreamRefusal};
+        let retry_after = |r: &axum::response::Response| r.headers().get(http::header::RETRY_AFTER).cloned();
+        assert_eq!(overload(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(STREAM_NOT_OPENED, StatusCode::SERVICE_UNAVAILABLE);
+
+        let full = NoSlot::Full.response();
+        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let mine = NoSlot::AddressFull.response();
+        assert_eq!(mine.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(retry_after(&mine).is_some(), "429 without Retry-After");
+
+        for (refusal, want) in [
+            (StreamRefusal::Full, StatusCode::SERVICE_UNAVAILABLE),
+            (StreamRefusal::AddressFull, StatusCode::TOO_MANY_REQUESTS),
+        ] {
+            let r = refusal.response(None);
+            assert_eq!(r.status(), want, "{refusal:?}");
+            assert!(retry_after(&r).is_some(), "{refusal:?} without Retry-After");
         }
     }
 
