@@ -92,6 +92,13 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     PasswordHash::parse(hash).is_some_and(|h| h.verify(password.as_bytes()))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The PBKDF2 iterations [`PasswordHash::verify`] ran on this thread: what a test measures a
+    /// password check's work by.
+    pub(crate) static VERIFIED_ITERATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// A parsed password hash.
 #[derive(Clone)]
 pub(crate) struct PasswordHash {
@@ -136,6 +143,8 @@ impl PasswordHash {
 
     /// Derives from `password` and compares in constant time.
     pub(crate) fn verify(&self, password: &[u8]) -> bool {
+        #[cfg(test)]
+        VERIFIED_ITERATIONS.with(|n| n.set(n.get() + u64::from(self.iterations)));
         let mut derived = vec![0u8; self.hash.len()];
         pbkdf2::pbkdf2_hmac::<Sha256>(password, &self.salt, self.iterations, &mut derived);
         derived.ct_eq(&self.hash).into()
