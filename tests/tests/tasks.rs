@@ -10,18 +10,62 @@ mod legacy;
 #[path = "tasks/support.rs"]
 mod support;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mcp_protocol::auth::ANONYMOUS;
-use mcp_runtime::ServerConfig;
+use mcp_runtime::tasks::StoreFuture;
+use mcp_runtime::{InMemoryTaskStore, ServerConfig, TaskOwner, TaskRecord, TaskStore};
 use serde_json::{Value, json};
 use support::{Client, EXT, request, runtime, task_id};
 
+/// A store whose writes take a while, and which lists the tasks whose write has ended: what it
+/// lists when an answer arrives is what was stored before that answer.
+#[derive(Default)]
+struct SlowStore {
+    inner: InMemoryTaskStore,
+    stored: Mutex<Vec<String>>,
+}
+
+impl TaskStore for SlowStore {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        self.inner.get(id)
+    }
+    fn put(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let id = record.task_id.clone();
+            self.inner.put(record).await?;
+            self.stored.lock().unwrap().push(id);
+            Ok(())
+        })
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.inner.delete(id)
+    }
+    fn list<'a>(&'a self, owner: &'a TaskOwner) -> StoreFuture<'a, Vec<TaskRecord>> {
+        self.inner.list(owner)
+    }
+    fn count(&self) -> StoreFuture<'_, usize> {
+        self.inner.count()
+    }
+    fn count_for_principal<'a>(&'a self, p: &'a str) -> StoreFuture<'a, usize> {
+        self.inner.count_for_principal(p)
+    }
+    fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
+        self.inner.expired(now_ms)
+    }
+}
+
 #[tokio::test]
 async fn escalation_stores_the_task_before_answering() {
-    let (rt, _) = runtime(ServerConfig::default(), None);
+    let store = Arc::new(SlowStore::default());
+    let (rt, _) = runtime(ServerConfig::default(), Some(store.clone()));
     let c = Client::modern(&rt, "alice", true);
     let created = c.tool("slow", json!({})).await;
+    // Read as the answer arrives, with nothing awaited in between: a write still under way (or
+    // started after the answer) is not listed.
+    let stored_when_answered = store.stored.lock().unwrap().clone();
     assert_eq!(created["resultType"], "task");
     assert_eq!(created["status"], "working");
     assert!(created.get("task").is_none() && created.get("content").is_none());
@@ -30,8 +74,11 @@ async fn escalation_stores_the_task_before_answering() {
     assert!(created.get("ttl").is_none() && created.get("requestState").is_none());
     assert!(created["createdAt"].as_str().unwrap().ends_with('Z'));
     let id = task_id(&created);
-    // Stored before the answer: the very next read resolves.
-    assert!(rt.task_store().get(&id).await.unwrap().is_some());
+    assert_eq!(
+        stored_when_answered,
+        std::slice::from_ref(&id),
+        "the task is stored before it is answered"
+    );
     let got = c.get(&id).await;
     assert_eq!(
         (got["taskId"].as_str(), got["status"].as_str()),
