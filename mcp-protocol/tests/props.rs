@@ -6,10 +6,13 @@
 //! tests next to the code: a round trip gives back what went in, and anything altered or
 //! presented by another caller is refused.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use mcp_protocol::Method;
 use mcp_protocol::cursor::{decode_cursor, encode_cursor};
 use mcp_protocol::headers::{
-    check_param_headers, check_standard_headers, decode_header_value, encode_header_value, parse_param_headers,
+    HeaderError, check_param_headers, check_standard_headers, decode_header_value, encode_header_value,
+    parse_param_headers,
 };
 use mcp_protocol::request_state::{StateError, StateKey, open, seal};
 use proptest::prelude::*;
@@ -69,6 +72,26 @@ fn params() -> impl Strategy<Value = Option<Map<String, Value>>> {
     )
 }
 
+/// Raw header bytes: anything, header-safe text, and sentinels holding valid or broken base64.
+fn header_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..48),
+        "[ -~\t]{0,32}".prop_map(String::into_bytes),
+        ("[ \t]{0,2}", text(), "[ \t]{0,2}").prop_map(|(l, s, r)| {
+            let sentinel = encode_header_value(&Value::String(s)).expect("a string's header form");
+            format!("{l}{sentinel}{r}").into_bytes()
+        }),
+        "[ \t]{0,2}=\\?base64\\?[A-Za-z0-9+/=!]{0,12}\\?=[ \t]{0,2}".prop_map(String::into_bytes),
+        proptest::collection::vec(any::<u8>(), 0..12).prop_map(|b| {
+            // Not UTF-8 once decoded, most of the time.
+            let mut v = b"=?base64?".to_vec();
+            v.extend(STANDARD.encode(&b).into_bytes());
+            v.extend(b"?=");
+            v
+        }),
+    ]
+}
+
 fn key() -> StateKey {
     StateKey::new(&[0x5a; 32]).expect("32 bytes")
 }
@@ -101,8 +124,31 @@ proptest! {
     }
 
     #[test]
-    fn decoding_any_header_never_panics(raw in proptest::collection::vec(any::<u8>(), 0..48)) {
-        let _ = decode_header_value(&raw);
+    fn any_header_decodes_to_its_value_or_a_typed_refusal(raw in header_bytes()) {
+        let header_byte = |b: &u8| matches!(b, 0x21..=0x7e | b' ' | b'\t');
+        let trimmed = String::from_utf8_lossy(&raw).trim_matches([' ', '\t']).to_owned();
+        let sentinel = trimmed.len() >= 11 && trimmed.starts_with("=?base64?") && trimmed.ends_with("?=");
+        match decode_header_value(&raw) {
+            Err(HeaderError::InvalidCharacters) => prop_assert!(!raw.iter().all(header_byte), "{raw:?}"),
+            // Only a sentinel's inside can be bad base64 or bad UTF-8.
+            Err(HeaderError::InvalidBase64 | HeaderError::InvalidUtf8) => {
+                prop_assert!(raw.iter().all(header_byte) && sentinel, "{raw:?}");
+            }
+            Err(other) => prop_assert!(false, "{raw:?}: an error no input should give: {other:?}"),
+            Ok(value) => {
+                prop_assert!(raw.iter().all(header_byte), "{raw:?}: accepted, bytes outside the header set");
+                if sentinel {
+                    // A sentinel's value is exactly what its base64 holds.
+                    prop_assert_eq!(STANDARD.encode(value.as_bytes()), &trimmed[9..trimmed.len() - 2]);
+                } else {
+                    // A plain value is the header without its optional whitespace.
+                    prop_assert_eq!(&*value, trimmed.as_str());
+                }
+                // What was decoded travels back as itself.
+                let again = encode_header_value(&Value::String(value.to_string())).expect("a string's header form");
+                prop_assert_eq!(decode_header_value(again.as_bytes()).map(String::from), Ok(value.to_string()));
+            }
+        }
     }
 
     #[test]
