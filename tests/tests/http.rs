@@ -395,3 +395,211 @@ async fn modern_listen_streams_list_changes() {
     })
     .await;
 }
+
+/// A panic payload that panics again when it is dropped, `depth` times over, the last time with
+/// `detail` as its message: each guard of the runtime that catches a handler's panic drops what
+/// it caught, and so panics outside itself. Past the runtime's two guards (the tool's run, the
+/// request's dispatch) the request task itself fails, with `detail` in its `JoinError`.
+struct PanicsWhenDropped {
+    depth: u32,
+    detail: &'static str,
+}
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        match self.depth {
+            0 => {}
+            1 => panic!("{}", self.detail),
+            n => std::panic::panic_any(PanicsWhenDropped {
+                depth: n - 1,
+                detail: self.detail,
+            }),
+        }
+    }
+}
+
+/// A modern `tools/call` of `name` with its headers, asking for progress when `progress`.
+fn modern_call(s: &Server, id: i64, name: &str, progress: bool) -> support::Req {
+    let mut body = modern(id, "tools/call", json!({"name": name, "arguments": {}}));
+    if progress {
+        body["params"]["_meta"]["progressToken"] = json!("p");
+    }
+    s.post(body)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+}
+
+#[tokio::test]
+async fn a_failed_request_task_is_answered_500_without_its_detail() {
+    bounded(async {
+        let s = Server::default_config().await;
+        async fn fails(_: Map<String, Value>, _: Ctx) -> mcp_runtime::ToolResult {
+            // Past the first poll: the call runs in a task of its own.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            std::panic::panic_any(PanicsWhenDropped {
+                depth: 2,
+                detail: "secret-detail",
+            })
+        }
+        s.registry.add_tool(tool("fails", json!({"type": "object"}), fails));
+        let sid = s.initialize().await;
+        let legacy = s.post(call(7, "fails", None)).header("mcp-session-id", &sid).send();
+        let modern = modern_call(&s, 8, "fails", false).send();
+        for (id, resp) in [(7, legacy.await), (8, modern.await)] {
+            assert_eq!(resp.status, StatusCode::INTERNAL_SERVER_ERROR, "call {id}");
+            assert_eq!(resp.header("content-type"), Some("application/json"));
+            let body = resp.bytes().await;
+            let text = String::from_utf8_lossy(&body);
+            assert!(!text.contains("secret") && !text.contains("panic"), "{text}");
+            let body: Value = serde_json::from_slice(&body).expect("JSON");
+            assert_eq!(
+                body,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error"}}),
+            );
+        }
+        // The server still serves.
+        let ok = s.post(list(9)).header("mcp-session-id", &sid).send().await;
+        assert_eq!(ok.status, StatusCode::OK);
+    })
+    .await;
+}
+
+/// What the `watched` tool saw: it started, then whether its cancellation came (within 10 s).
+struct Watch {
+    started: tokio::sync::mpsc::UnboundedReceiver<()>,
+    ended: tokio::sync::mpsc::UnboundedReceiver<bool>,
+}
+
+/// Adds the `watched` tool: it reports progress (when the call asked for it), says it started,
+/// then waits for its cancellation.
+fn watched(s: &Server) -> Watch {
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel();
+    let (ended_tx, ended) = tokio::sync::mpsc::unbounded_channel();
+    s.registry.add_tool(tool(
+        "watched",
+        json!({"type": "object"}),
+        move |_: Map<String, Value>, ctx: Ctx| {
+            let (started, ended) = (started_tx.clone(), ended_tx.clone());
+            async move {
+                ctx.progress(1.0, None, None).await;
+                let _ = started.send(());
+                let cancelled = tokio::select! {
+                    () = ctx.cancellation().cancelled() => true,
+                    () = tokio::time::sleep(Duration::from_secs(10)) => false,
+                };
+                let _ = ended.send(cancelled);
+                Ok(CallToolResult::text("watched done"))
+            }
+        },
+    ));
+    Watch { started, ended }
+}
+
+#[tokio::test]
+async fn a_modern_client_that_disconnects_cancels_its_handler() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bounded(async {
+        let s = Server::default_config().await;
+        let mut watch = watched(&s);
+
+        // Gone before any answer: the response was not even started.
+        let mut tcp = support::raw(s.addr).await;
+        let request = modern_call(&s, 1, "watched", false).raw_bytes();
+        tcp.write_all(&request).await.expect("write");
+        watch.started.recv().await.expect("the handler started");
+        drop(tcp);
+        let cancelled = tokio::time::timeout(Duration::from_secs(5), watch.ended.recv()).await;
+        assert_eq!(cancelled.ok().flatten(), Some(true), "the handler saw its cancellation");
+
+        // Gone while its SSE stream is open (the call reported progress first).
+        let mut tcp = support::raw(s.addr).await;
+        let request = modern_call(&s, 2, "watched", true).raw_bytes();
+        tcp.write_all(&request).await.expect("write");
+        watch.started.recv().await.expect("the handler started");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("notifications/progress") {
+            let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+                .await
+                .expect("the progress event")
+                .expect("read");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+        drop(tcp);
+        let cancelled = tokio::time::timeout(Duration::from_secs(5), watch.ended.recv()).await;
+        assert_eq!(
+            cancelled.ok().flatten(),
+            Some(true),
+            "the streaming handler saw its cancellation"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn activity_postpones_a_sessions_expiry() {
+    bounded(async {
+        let mut config = mcp_runtime::ServerConfig::default();
+        config.session_ttl = Duration::from_millis(600);
+        let (runtime, _) = support::runtime_with(config);
+        let http = HttpConfig::default().session_sweep_interval(Duration::from_millis(50));
+        let s = Server::serve_runtime(runtime, http).await;
+        let used = s.initialize().await;
+        let idle = s.initialize().await;
+        // Used every 150 ms for 1.5 s, two and a half times its TTL.
+        for i in 0..10 {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let resp = s.post(list(i)).header("mcp-session-id", &used).send().await;
+            assert_eq!(
+                resp.status,
+                StatusCode::OK,
+                "the session in use, after {} ms",
+                150 * (i + 1)
+            );
+        }
+        let idle_resp = s.post(list(20)).header("mcp-session-id", &idle).send().await;
+        assert_eq!(idle_resp.status, StatusCode::NOT_FOUND, "the idle session was swept");
+        let used_resp = s.post(list(21)).header("mcp-session-id", &used).send().await;
+        assert_eq!(used_resp.status, StatusCode::OK);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_newer_get_stream_replaces_the_older() {
+    bounded(async {
+        let s = Server::default_config().await;
+        let sid = s.initialize().await;
+        let open = || async {
+            let resp = s
+                .req(Method::GET)
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", &sid)
+                .send()
+                .await;
+            assert_eq!(resp.status, StatusCode::OK);
+            let mut sse = resp.sse();
+            let priming = sse.next().await.expect("priming event");
+            assert!(priming.data.is_empty());
+            sse
+        };
+        let mut older = open().await;
+        let mut newer = open().await;
+        let ended = tokio::time::timeout(Duration::from_secs(5), older.next()).await;
+        assert!(
+            matches!(ended, Ok(None)),
+            "the older stream ends once a newer one opens: {ended:?}"
+        );
+
+        async fn ok(_: Map<String, Value>, _: Ctx) -> mcp_runtime::ToolResult {
+            Ok(CallToolResult::text("new"))
+        }
+        s.registry.add_tool(tool("added", json!({"type": "object"}), ok));
+        let changed = newer.next().await.expect("the change, on the newer stream");
+        assert_eq!(changed.json()["method"], "notifications/tools/list_changed");
+    })
+    .await;
+}

@@ -1,5 +1,6 @@
 //! Serving: graceful shutdown, the public-bind guard, mounting the router in an app (with the
-//! app's middleware extensions reaching handlers), the RFC 9728 document, and auth challenges.
+//! app's middleware extensions reaching handlers), a query string on the endpoint path, the RFC
+//! 9728 document, and auth challenges.
 
 use http::{Method, StatusCode};
 use mcp_protocol::model::CallToolResult;
@@ -196,6 +197,75 @@ async fn challenges_pass_through_on_every_verb() {
             let exposed = resp.header("access-control-expose-headers").unwrap_or_default();
             assert!(exposed.contains("www-authenticate"), "{exposed}");
         }
+    })
+    .await;
+}
+
+/// Every verb of the endpoint served at `s.path` with a query string appended, as without one.
+async fn served_with_a_query(s: &Server) {
+    let q = |query: &str| format!("{}?{query}", s.path);
+    let init = s
+        .post(crate::support::init_body("2025-11-25"))
+        .at(&q("x=1"))
+        .send()
+        .await;
+    assert_eq!(init.status, StatusCode::OK, "initialize");
+    let sid = init.header("mcp-session-id").expect("a session").to_owned();
+    let listed = s
+        .post(list(1))
+        .at(&q("x=1&y=two"))
+        .header("mcp-session-id", &sid)
+        .send()
+        .await;
+    assert_eq!(listed.status, StatusCode::OK, "tools/list");
+    let plain = s.post(list(1)).header("mcp-session-id", &sid).send().await;
+    assert_eq!(
+        listed.json().await,
+        plain.json().await,
+        "the same answer as without the query"
+    );
+    let get = s
+        .req(Method::GET)
+        .at(&q("stream"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await;
+    assert_eq!(get.status, StatusCode::OK, "GET");
+    let mut stream = get.sse();
+    assert!(stream.next().await.is_some(), "the priming event");
+    let discover = s
+        .post(modern(2, "server/discover", json!({})))
+        .at(&q("x=1"))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .send()
+        .await;
+    assert_eq!(discover.status, StatusCode::OK, "a modern request");
+    assert_eq!(discover.json().await["result"]["resultType"], "complete");
+    let deleted = s
+        .req(Method::DELETE)
+        .at(&q("x="))
+        .header("mcp-session-id", &sid)
+        .send()
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "DELETE");
+    assert!(stream.next().await.is_none(), "the session's stream ended with it");
+}
+
+#[tokio::test]
+async fn a_query_string_on_the_endpoint_path_is_served_alike() {
+    bounded(async {
+        // `serve`, which takes the endpoint's path without its router.
+        served_with_a_query(&Server::default_config().await).await;
+        // The router, mounted in an application.
+        let (runtime, registry) = runtime();
+        let mcp = router(runtime.clone(), HttpConfig::default().path("/api/mcp")).expect("router");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move { axum::serve(listener, axum::Router::new().merge(mcp)).await });
+        served_with_a_query(&Server::external(addr, "/api/mcp", runtime, registry)).await;
+        server.abort();
     })
     .await;
 }

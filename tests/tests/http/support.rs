@@ -148,6 +148,11 @@ impl Drop for Server {
 
 /// The runtime with the test tools.
 pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
+    runtime_with(ServerConfig::default())
+}
+
+/// The runtime with the test tools and `config`.
+pub(crate) fn runtime_with(config: ServerConfig) -> (Arc<Runtime>, Arc<Registry>) {
     let registry = Arc::new(Registry::new());
     let object = json!({"type": "object"});
     registry.add_tool(tool("echo", object.clone(), echo));
@@ -159,10 +164,7 @@ pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
     registry.add_tool(tool("regional", region, echo));
     // The suites subscribe to and list resources: the server declares them with one.
     registry.add_resource(mcp_tests::catalog::text_resource("test://static", "static"));
-    (
-        Arc::new(Runtime::new(ServerConfig::default(), registry.clone())),
-        registry,
-    )
+    (Arc::new(Runtime::new(config, registry.clone())), registry)
 }
 
 impl Server {
@@ -283,6 +285,19 @@ impl Req {
             builder = builder.header(n.as_str(), v.as_str());
         }
         builder.body(Full::new(Bytes::from(self.body))).expect("request")
+    }
+
+    /// The request as HTTP/1.1 bytes (origin form, every header as set, `Content-Length`), for
+    /// a raw connection the test closes when it wants.
+    pub(crate) fn raw_bytes(&self) -> Vec<u8> {
+        let mut head = format!("{} {} HTTP/1.1\r\n", self.method, self.path);
+        for (n, v) in &self.headers {
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        head.push_str(&format!("content-length: {}\r\n\r\n", self.body.len()));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
     }
 
     /// Sends the request on a fresh connection.
