@@ -421,6 +421,47 @@ async fn cancellation_of_a_running_request_suppresses_its_answer() {
     .await;
 }
 
+/// Frames written in one go are routed one by one, each before the next is read (invariant
+/// 28): a second `initialize` finds the session the first made, and a cancellation finds the
+/// request just before it, registered (a cancellation read first would be a stray, dropped, and
+/// the call would run and be answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_frame_is_routed_before_the_next_is_read() {
+    bounded(async {
+        let f = Fixture::new();
+        let mut c = f.client(StdioConfig::default());
+        let frames = [
+            request(1, "initialize", init_params("2025-11-25")),
+            request(2, "initialize", init_params("2025-11-25")),
+            request(3, "tools/call", call_tool("slow", json!({"tag": "a"}))),
+            notification("notifications/cancelled", json!({"requestId": 3})),
+            request(4, "tools/call", call_tool("echo", json!({"text": "next"}))),
+        ];
+        let mut bytes = Vec::new();
+        for frame in &frames {
+            serde_json::to_writer(&mut bytes, frame).expect("json");
+            bytes.push(b'\n');
+        }
+        c.send_raw(&bytes).await;
+
+        let first = c.response(json!(1)).await;
+        assert_eq!(first["result"]["protocolVersion"], "2025-11-25", "{first}");
+        let second = c.response(json!(2)).await;
+        assert_eq!(error_code(&second), -32600, "{second}");
+        assert_eq!(second["error"]["message"], "Session already initialized");
+        assert_eq!(text_of(&c.response(json!(4)).await), "next");
+        // Had the cancellation missed it, the released call would now be answered.
+        f.gate.add_permits(1);
+        let (result, rest) = c.finish().await;
+        assert!(
+            rest.iter().all(|m| m["id"] != 3),
+            "the cancelled call is not answered: {rest:?}"
+        );
+        assert_clean_finish(result, &rest);
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_reaches_its_target_while_the_pool_is_busy() {
     bounded(async {
