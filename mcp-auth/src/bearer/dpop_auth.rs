@@ -12,6 +12,7 @@ use jsonwebtoken::Algorithm;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::bearer::verifier::TokenError;
 use crate::credentials::{self, Found};
 use crate::dpop::htu;
 use crate::dpop::nonce::Nonces;
@@ -23,7 +24,7 @@ use crate::dpop::{
 use crate::scopes::check_scopes;
 use crate::{
     AuthInfo, AuthSetupError, BearerAuth, BearerChallenge, BearerError, Challenge, DpopChallenge, DpopErrorCode,
-    TokenError, WwwAuthenticate,
+    WwwAuthenticate,
 };
 
 /// The smallest proof bound that can be configured: below it no real proof fits.

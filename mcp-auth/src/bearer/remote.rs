@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use http::Uri;
 use jsonwebtoken::Algorithm;
 
-use super::TokenError;
 use super::keys::KeySet;
+use crate::bearer::verifier::TokenError;
 use crate::fetch::{FetchError, HttpClient, discover, invalid};
 
 /// The shortest time a fetched key set is kept, whatever its `Cache-Control` says.

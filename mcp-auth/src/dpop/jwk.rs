@@ -9,7 +9,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::DpopError;
+use crate::dpop::error::DpopError;
 
 /// Members that only a private (or symmetric) key has (RFC 7518 §6.2.2, §6.3.2, §6.4.1;
 /// RFC 8037 §2).

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ReplayCache;
+use crate::dpop::replay::ReplayCache;
 
 /// The JWS algorithms accepted for DPoP proofs unless configured otherwise.
 pub const DEFAULT_ALGORITHMS: &[&str] = &["ES256", "RS256"];

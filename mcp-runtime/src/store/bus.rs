@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// The backlog of one subscriber of the in-memory bus.
 const BACKLOG: usize = 4096;

@@ -13,11 +13,11 @@ use mcp_protocol::{Era, RpcError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::StoreFuture;
+use crate::store::error::{StoreError, StoreFuture};
 
 /// Why a task store operation failed (the store seams' error). The caller gets a generic
 /// -32603; the detail goes to the log.
-pub type TaskStoreError = super::StoreError;
+pub type TaskStoreError = StoreError;
 
 /// Who owns a task. Another owner's task reads as not found.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
