@@ -38,7 +38,7 @@ use mcp_protocol::request_state::StateKey;
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::mrtr::InputRequired;
 use mcp_runtime::registry::{ResourceEntry, ToolEntry};
-use mcp_runtime::{Call, Engine, Peer, Registry, Runtime, ServerConfig, SessionSlot, Sessions, Sink, Step};
+use mcp_runtime::{Call, Engine, Peer, Registry, ServerConfig, SessionSlot, Sessions, Sink, Step, Storage};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -70,7 +70,8 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-fn runtime() -> Arc<Runtime> {
+/// The engine under test (its driver dropped: nothing runs beside the frames, in paused time).
+fn engine() -> Engine {
     let registry = Registry::new();
     let echo = ToolDef::new("echo").with_input_schema(json!({
         "type": "object",
@@ -116,7 +117,7 @@ fn runtime() -> Arc<Runtime> {
     config.client_request_timeout = Duration::from_millis(50);
     config.task_inline_ms = 10;
     config.request_state_key = Some(StateKey::new(&[7u8; 32]).expect("long enough"));
-    Arc::new(Runtime::new(config, Arc::new(registry)))
+    Engine::start(config, Arc::new(registry), Storage::Memory).0
 }
 
 /// What the transport knows, as the frames so far have set it.
@@ -154,7 +155,7 @@ impl Transport {
 }
 
 async fn drive(kind: Kind, frames: &[&[u8]]) {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut t = Transport {
         kind,
         slot: SessionSlot::new(CancellationToken::new()),

@@ -136,7 +136,7 @@ pub struct ServerConfig {
     /// refused (-32603 "Too many stored tasks for this client, none of them finished").
     pub max_stored_tasks_per_principal: usize,
     /// How long a 2025-11-25 URL-mode elicitation id stays valid for
-    /// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
+    /// [`Engine::complete_elicitation`](crate::Engine::complete_elicitation)
     /// (default 15 min).
     pub elicitation_ttl: Duration,
     /// Most live URL-mode elicitation ids one principal holds (default 20);

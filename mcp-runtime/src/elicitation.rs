@@ -4,7 +4,7 @@
 //! gives the request an unguessable `elicitationId` (16 bytes from the OS
 //! CSPRNG) and records it, owned by the caller's principal and bound to the
 //! session that asked. When the out-of-band interaction is over, the server
-//! calls [`Runtime::complete_elicitation`] with the id and the principal it
+//! calls [`Engine::complete_elicitation`](crate::Engine::complete_elicitation) with the id and the principal it
 //! acts for: `notifications/elicitation/complete` then goes to the initiating
 //! session only. An unknown, expired, completed or another principal's id
 //! answers [`ElicitationError::NotFound`], the same for all (behaviour

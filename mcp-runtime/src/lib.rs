@@ -7,7 +7,7 @@
 //! | layer | holds |
 //! | --- | --- |
 //! | [`engine`] | the one message pipeline every transport hands its decoded messages to |
-//! | [`Runtime`] | one server's state and services, wired together (all of it in `runtime.rs`) |
+//! | runtime | one server's state and services, wired together (private: the engine is the door) |
 //! | cluster | this instance's part of a shared [`store`]: the ports below, implemented (feature `shared-store`) |
 //! | dispatch | routing (what a request names, decided once) and the methods |
 //! | [`tasks`], [`listen`] | tasks and their hand-off; the `subscriptions/listen` hub |
@@ -67,12 +67,13 @@ pub use catalog::Registry;
 pub use catalog::{CatalogKind, Visibility};
 pub use config::ServerConfig;
 pub use elicitation::ElicitationError;
-pub use engine::{Answer, Call, Completed, Engine, Listening, Peer, Remote, SessionSlot, Sessions, Step};
+pub use engine::{
+    Answer, Call, Completed, Driver, Engine, Listening, Peer, Remote, SessionSlot, Sessions, Step, Storage,
+};
 pub use handler::ToolResult;
 pub use input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use listen::{Holder, ListenError, Listener, Subscriptions};
 pub use reply::{EncodedResult, Reply};
-pub use runtime::Runtime;
 pub use session::store::{SessionLimit, SessionStore, StartError};
 pub use session::{DuplicateId, InFlight, InFlightGuard};
 pub use session::{Outlet, Session};

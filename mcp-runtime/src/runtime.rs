@@ -16,7 +16,10 @@ use mcp_protocol::{Era, Notification, NotificationMethod, Params, Request, Reque
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::catalog::{Catalog, CatalogKind, Registry, ToolEntry, visible};
+use tokio_util::sync::CancellationToken;
+
+use crate::background::Background;
+use crate::catalog::{Catalog, Registry};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::dispatch::parts::Parts;
@@ -33,7 +36,7 @@ use crate::tasks::Tasks;
 
 /// The protocol state of one server: registry, configuration, sessions, tasks, subscriptions.
 #[derive(Debug)]
-pub struct Runtime {
+pub(crate) struct Runtime {
     config: ServerConfig,
     registry: Arc<Registry>,
     sessions: Arc<SessionStore>,
@@ -47,17 +50,25 @@ pub struct Runtime {
     subscriptions: Arc<Subscriptions>,
     tasks: Arc<Tasks>,
     elicitations: Arc<Elicitations>,
+    /// Cancelled when the runtime is dropped.
+    dropped: CancellationToken,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
 }
 
 impl Runtime {
     /// A runtime over a registry, with tasks kept in memory.
-    pub fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
+    pub(crate) fn new(config: ServerConfig, registry: Arc<Registry>) -> Self {
         Self::with_task_store(config, registry, Arc::new(InMemoryTaskStore::new()))
     }
 
     /// A runtime over a registry, with tasks kept in `store` (a durable or
     /// shared [`TaskStore`]; see its contract).
-    pub fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
+    pub(crate) fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
         Self::build(config, registry, store, None)
     }
 
@@ -66,38 +77,40 @@ impl Runtime {
     /// balancer). `Store::memory()` shares between runtimes of one process; a backend crate
     /// (`mcp-store-redis`) between processes.
     #[cfg(feature = "shared-store")]
-    pub fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
+    pub(crate) fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
         let cluster = Cluster::new(store.clone(), &config);
         let runtime = Self::build(config, registry, store.tasks.clone(), Some(cluster.clone()));
         runtime.tasks.share(cluster);
         runtime
     }
 
-    /// Whether state is shared with other instances through a store.
-    pub fn is_shared(&self) -> bool {
-        self.cluster.is_some()
-    }
-
     /// This instance's id among the instances sharing a store (`None` without a store).
-    pub fn instance_id(&self) -> Option<&str> {
+    pub(crate) fn instance_id(&self) -> Option<&str> {
         self.cluster.as_deref().map(|c| &**c.instance())
     }
 
-    /// Starts what a shared store needs in the background (the bus listener, the heartbeat);
-    /// the engine calls this on every message, so it is cheap after the first call. Needs a Tokio
-    /// runtime.
-    pub fn ensure_started(&self) {
-        if let Some(c) = &self.cluster {
-            c.ensure_started(&self.sessions, &self.registry, &self.tasks, &self.elicitations);
-            // The periodic sweep also fails the tasks of instances that are gone, whether or
-            // not this instance ever ran a task.
-            self.tasks.start_sweeper();
-        }
+    /// The services this runtime runs beside the requests, for the engine's
+    /// [`Driver`](crate::engine::Driver): the sweep of expired tasks and, with a shared store,
+    /// the bus listener, the change forwarder, the appender and the heartbeat (the sweep then
+    /// also fails the tasks of instances that are gone). The first call only; it subscribes to
+    /// the bus before it returns, so nothing published after it is missed.
+    pub(crate) fn services(&self) -> Vec<Background> {
+        let mut services = match &self.cluster {
+            Some(c) => c.start(&self.registry),
+            None => Vec::new(),
+        };
+        services.extend(self.tasks.sweeper());
+        services
+    }
+
+    /// Cancelled when the runtime is dropped: its driver ends then.
+    pub(crate) fn dropped(&self) -> CancellationToken {
+        self.dropped.clone()
     }
 
     /// A receiver woken whenever messages between instances may have been lost (GET streams
     /// re-read their logs); `None` without a store.
-    pub fn bus_gaps(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+    pub(crate) fn bus_gaps(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.cluster.as_ref().map(|c| c.gaps())
     }
 
@@ -106,7 +119,7 @@ impl Runtime {
     /// with [`Runtime::on_broadcast`] for the topic, in the order each sender published. Use it
     /// to keep what is not shared equal everywhere, for example a tool added at run time: add
     /// it here and broadcast it, and let the handler add it on the other instances.
-    pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), StoreError> {
+    pub(crate) fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), StoreError> {
         match &self.cluster {
             Some(c) => c.broadcast(topic, payload),
             None => Ok(()),
@@ -117,13 +130,12 @@ impl Runtime {
     /// message to every instance: a change replicated this way, then answered to the client, is
     /// found by the client's next request whichever instance serves it. `Err` when the store
     /// cannot take the message or the bus did not carry it in time; without a store, `Ok` at once.
-    pub async fn broadcast_everywhere(
+    pub(crate) async fn broadcast_everywhere(
         &self,
         topic: &str,
         payload: serde_json::Value,
         wait: std::time::Duration,
     ) -> Result<(), StoreError> {
-        self.ensure_started();
         match &self.cluster {
             Some(c) => c.broadcast_everywhere(topic, payload, wait).await,
             None => Ok(()),
@@ -135,7 +147,11 @@ impl Runtime {
     /// listener: keep it short and non-blocking (spawn for anything longer). Make the registry
     /// changes it applies through [`Registry::unannounced`]: the sender's own change is
     /// announced on every instance's streams already.
-    pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
+    pub(crate) fn on_broadcast(
+        &self,
+        topic: impl Into<String>,
+        handler: impl Fn(&serde_json::Value) + Send + Sync + 'static,
+    ) {
         if let Some(c) = &self.cluster {
             c.on_user(topic.into(), Arc::new(handler));
         }
@@ -147,7 +163,7 @@ impl Runtime {
     }
 
     /// The shared store, if any.
-    pub fn store(&self) -> Option<&Store> {
+    pub(crate) fn store(&self) -> Option<&Store> {
         self.cluster.as_deref().map(Cluster::store)
     }
 
@@ -155,7 +171,7 @@ impl Runtime {
     /// shared store) the store, whose record becomes a local replica. Unknown, expired and other
     /// principals' sessions all answer `Ok(None)`; a store failure is an error (the caller
     /// answers 503: the session may well exist).
-    pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+    pub(crate) async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
         self.find_session_changing(id, principal, &[]).await
     }
 
@@ -217,7 +233,7 @@ impl Runtime {
     /// Stores a session `initialize` minted, within the session bounds (counted per instance;
     /// per client: its principal, or `remote` for an anonymous caller), and (with a shared
     /// store) writes its record before the caller answers.
-    pub async fn start_session(
+    pub(crate) async fn start_session(
         &self,
         session: &Arc<Session>,
         remote: Option<std::net::IpAddr>,
@@ -272,7 +288,7 @@ impl Runtime {
     /// Ends a principal's session (DELETE): here, and with a shared store on every instance
     /// (its record, its stream logs, every replica). `Ok(false)` when unknown or another
     /// principal's.
-    pub async fn end_session(&self, id: &str, principal: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn end_session(&self, id: &str, principal: &str) -> Result<bool, StoreError> {
         let Some(cluster) = &self.cluster else {
             let removed = self.sessions.remove(id, principal);
             if removed {
@@ -316,34 +332,39 @@ impl Runtime {
             config.elicitation_ttl,
             config.max_elicitations_per_principal,
         ));
+        let sessions = Arc::new(SessionStore::new());
+        if let Some(c) = &cluster {
+            c.bind(&sessions, &tasks, &elicitations);
+        }
         Runtime {
             rounds: Rounds::of(&config),
             config,
             registry,
-            sessions: Arc::new(SessionStore::new()),
+            sessions,
             cluster,
             server_info,
             advertised,
             subscriptions,
             tasks,
             elicitations,
+            dropped: CancellationToken::new(),
         }
     }
 
     /// The configuration.
-    pub fn config(&self) -> &ServerConfig {
+    pub(crate) fn config(&self) -> &ServerConfig {
         &self.config
     }
 
     /// The registry.
-    pub fn registry(&self) -> &Arc<Registry> {
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
     /// Every scope an operation of this server can need (the methods', and the fixed scopes of
     /// the current catalog's items), once each, sorted: what a protected-resource metadata
     /// document lists in `scopes_supported`.
-    pub fn scopes_supported(&self) -> Vec<String> {
+    pub(crate) fn scopes_supported(&self) -> Vec<String> {
         let mut all = self.registry.snapshot().scopes();
         all.extend(self.config.method_scopes.all().map(str::to_owned));
         all.sort_unstable();
@@ -352,19 +373,19 @@ impl Runtime {
     }
 
     /// The legacy sessions of network transports.
-    pub fn sessions(&self) -> &SessionStore {
+    pub(crate) fn sessions(&self) -> &SessionStore {
         &self.sessions
     }
 
     /// The store tasks are kept in.
-    pub fn task_store(&self) -> &Arc<dyn TaskStore> {
+    pub(crate) fn task_store(&self) -> &Arc<dyn TaskStore> {
         self.tasks.store()
     }
 
     /// Closes and removes the sessions idle for longer than `session_ttl`, and the
     /// 2025-11-25 tasks they own (nobody can reach them any more); returns how many sessions
     /// were removed. The HTTP transport runs it periodically.
-    pub async fn sweep_sessions(&self) -> usize {
+    pub(crate) async fn sweep_sessions(&self) -> usize {
         let removed = self.sessions.sweep_out(self.config.session_ttl);
         for s in &removed {
             self.tasks.release_session(s.principal(), s.id()).await;
@@ -374,13 +395,8 @@ impl Runtime {
 
     /// Removes the expired tasks now (this also happens every
     /// `task_sweep_interval` once a task exists); returns how many.
-    pub async fn sweep_tasks(&self) -> usize {
+    pub(crate) async fn sweep_tasks(&self) -> usize {
         self.tasks.sweep().await
-    }
-
-    /// The open `subscriptions/listen` subscriptions.
-    pub fn subscriptions(&self) -> &Arc<Subscriptions> {
-        &self.subscriptions
     }
 
     /// The registered tool (`tools/call`) or prompt (`prompts/get`) named `name`, for a
@@ -396,12 +412,12 @@ impl Runtime {
     }
 
     /// What the server offers, from the registry and the configuration.
-    pub fn features(&self) -> ServerFeatures {
+    pub(crate) fn features(&self) -> ServerFeatures {
         lifecycle::features(self.config.logging, &self.registry.snapshot())
     }
 
     /// The server capabilities for a revision.
-    pub fn capabilities(&self, revision: Option<Revision>) -> Value {
+    pub(crate) fn capabilities(&self, revision: Option<Revision>) -> Value {
         lifecycle::capabilities(&self.config, &self.registry.snapshot(), revision)
     }
 
@@ -473,7 +489,7 @@ impl Runtime {
 
     /// Handles a client notification. `in_flight` is where the transport
     /// registered the requests a `notifications/cancelled` may name.
-    pub fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
+    pub(crate) fn notification(&self, note: &Notification, session: Option<&Arc<Session>>, in_flight: &InFlight) {
         if let Some(change) = Self::session_change(note) {
             if let (SessionField::Initialized, Some(s)) = (change, session) {
                 s.mark_initialized();
@@ -499,28 +515,15 @@ impl Runtime {
         }
     }
 
-    /// Opens a `subscriptions/listen` subscription for a routed modern
-    /// request. Unknown filter keys are dropped, not refused; `taskIds` from
-    /// a client that did not declare the tasks extension is -32021, and only
-    /// the caller's own tasks are kept (others are dropped without saying
-    /// whether they exist); over a bound the request is refused.
-    pub async fn listen(
-        &self,
-        req: &Request,
-        ctx_principal: &Arc<str>,
-        tasks_declared: bool,
-    ) -> Result<Listener, RpcError> {
-        self.listen_as(req, &Holder::principal(ctx_principal.clone()), tasks_declared)
-            .await
-            .map_err(|e| e.error().clone())
-    }
-
-    /// [`Runtime::listen`] for a holder: the subscription counts against the server's total
+    /// Opens a `subscriptions/listen` subscription for a routed modern request, for a holder.
+    /// Unknown filter keys are dropped, not refused; `taskIds` from a client that did not
+    /// declare the tasks extension is -32021, and only the caller's own tasks are kept (others
+    /// are dropped without saying whether they exist). The subscription counts against the server's total
     /// ([`ServerConfig::max_listeners`]), the holder's peer
     /// ([`ServerConfig::max_listeners_per_peer`]) and its principal
     /// ([`ServerConfig::max_listeners_per_principal`]), so that one client cannot lock the others
     /// out of subscriptions.
-    pub async fn listen_as(
+    pub(crate) async fn listen_as(
         &self,
         req: &Request,
         holder: &Holder,
@@ -548,7 +551,7 @@ impl Runtime {
 
     /// Ends every open subscription (graceful shutdown): listeners see
     /// [`Listener::next`] return `None`.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.subscriptions.shutdown();
     }
 
@@ -561,10 +564,13 @@ impl Runtime {
     /// With a shared store, any instance may be asked: an id this instance does not hold is
     /// completed by the instance that does (the one whose handler elicited), through the bus,
     /// and answered once it did; no answer within a second is [`ElicitationError::NotFound`].
-    pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+    pub(crate) async fn complete_elicitation(
+        &self,
+        elicitation_id: &str,
+        principal: &str,
+    ) -> Result<(), ElicitationError> {
         match (self.elicitations.complete(elicitation_id, principal), &self.cluster) {
             (Err(ElicitationError::NotFound), Some(cluster)) => {
-                self.ensure_started();
                 if cluster.complete_elicitation(elicitation_id, principal).await {
                     Ok(())
                 } else {
@@ -576,21 +582,7 @@ impl Runtime {
     }
 
     /// How many URL-mode elicitations `principal` has pending (live ids).
-    pub fn pending_elicitations(&self, principal: &str) -> usize {
+    pub(crate) fn pending_elicitations(&self, principal: &str) -> usize {
         self.elicitations.live_for(principal)
-    }
-
-    /// Whether `auth` sees the catalog item `name` of `kind` (always, without
-    /// a [`Visibility`](crate::Visibility) hook).
-    pub fn visible(&self, auth: &AuthInfo, kind: CatalogKind, name: &str) -> bool {
-        visible(self.config.visibility.as_ref(), auth, kind, name)
-    }
-
-    /// The tool `name` as `auth` sees it: `None` when it is unknown or
-    /// hidden from `auth`.
-    pub fn tool_for(&self, auth: &AuthInfo, name: &str) -> Option<Arc<ToolEntry>> {
-        let catalog = self.registry.snapshot();
-        let tool = catalog.tool(name)?;
-        self.visible(auth, CatalogKind::Tool, name).then(|| tool.clone())
     }
 }

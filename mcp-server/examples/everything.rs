@@ -743,20 +743,20 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
             set_dynamic_prompt(&registry, v["present"] == true, false);
         }
     });
-    let (registry, runtime) = (Arc::downgrade(server.registry()), Arc::downgrade(server.runtime()));
+    let (registry, engine) = (Arc::downgrade(server.registry()), server.engine().downgrade());
     server.add_tool(
         Tool::new(
             "test_trigger_tool_change",
             "Adds or removes test_dynamic_tool",
             move |_, _| {
-                let (registry, runtime) = (registry.clone(), runtime.clone());
+                let (registry, engine) = (registry.clone(), engine.clone());
                 async move {
-                    let (Some(registry), Some(runtime)) = (registry.upgrade(), runtime.upgrade()) else {
+                    let (Some(registry), Some(engine)) = (registry.upgrade(), engine.upgrade()) else {
                         return Err(HandlerError::internal("the server is gone"));
                     };
                     let present = registry.snapshot().tool("test_dynamic_tool").is_none();
                     // Every instance has the change before the caller hears of it.
-                    runtime
+                    engine
                         .broadcast_everywhere(DYNAMIC_TOOL_TOPIC, json!({ "present": present }), BROADCAST_WAIT)
                         .await
                         .map_err(|e| HandlerError::internal(e.to_string()))?;
@@ -771,20 +771,20 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
         )
         .input_schema(empty_schema()),
     )?;
-    let (registry, runtime) = (Arc::downgrade(server.registry()), Arc::downgrade(server.runtime()));
+    let (registry, engine) = (Arc::downgrade(server.registry()), server.engine().downgrade());
     server.add_tool(
         Tool::new(
             "test_trigger_prompt_change",
             "Adds or removes test_dynamic_prompt",
             move |_, _| {
-                let (registry, runtime) = (registry.clone(), runtime.clone());
+                let (registry, engine) = (registry.clone(), engine.clone());
                 async move {
-                    let (Some(registry), Some(runtime)) = (registry.upgrade(), runtime.upgrade()) else {
+                    let (Some(registry), Some(engine)) = (registry.upgrade(), engine.upgrade()) else {
                         return Err(HandlerError::internal("the server is gone"));
                     };
                     let present = registry.snapshot().prompt("test_dynamic_prompt").is_none();
                     // Every instance has the change before the caller hears of it.
-                    runtime
+                    engine
                         .broadcast_everywhere(DYNAMIC_PROMPT_TOPIC, json!({ "present": present }), BROADCAST_WAIT)
                         .await
                         .map_err(|e| HandlerError::internal(e.to_string()))?;

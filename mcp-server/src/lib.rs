@@ -180,18 +180,18 @@ mod tool;
 
 pub mod testing;
 
-/// What a transport of your own needs: the runtime's [`Engine`](transport::Engine), the
-/// [`Peer`](transport::Peer) a transport hands it with each decoded message (the caller, the
-/// declared revision, how it keeps sessions), and what the engine hands back: a
-/// [`Step`](transport::Step) (an [`Answer`](transport::Answer) at once, a
+/// What a transport of your own needs: the server's [`Engine`](transport::Engine) (from
+/// [`McpServer::engine`]) and its [`Driver`](transport::Driver) (from [`McpServer::driver`], to
+/// spawn once), the [`Peer`](transport::Peer) a transport hands the engine with each decoded
+/// message (the caller, the declared revision, how it keeps sessions), and what the engine
+/// hands back: a [`Step`](transport::Step) (an [`Answer`](transport::Answer) at once, a
 /// [`Call`](transport::Call) to run with a [`Sink`](transport::Sink), or a
 /// [`Listening`](transport::Listening) stream) or, for a batch, a
 /// [`BatchStep`](transport::BatchStep). `docs/ARCHITECTURE.md` (§3) walks a message through it.
 pub mod transport {
-    pub use mcp_runtime::engine::{Batch, BatchDone, BatchStep, HeaderLookup};
+    pub use mcp_runtime::engine::{Batch, BatchStep, HeaderLookup, WeakEngine};
     pub use mcp_runtime::{
-        Answer, Call, Completed, Engine, Frame, InFlight, InFlightGuard, Listener, Listening, Outlet, Peer, Reply,
-        Runtime, Session, SessionSlot, SessionStore, Sessions, Sink, Step,
+        Answer, Call, Completed, Driver, Engine, Frame, Listening, Peer, SessionSlot, Sessions, Sink, Step,
     };
 }
 
@@ -261,8 +261,9 @@ pub use mcp_store_redis as redis;
 pub use mcp_transport_http as http;
 /// The stdio transport (`mcp-transport-stdio`): its configuration ([`stdio::StdioConfig`]: line
 /// size cap, worker pool, queue, drain timeout) and [`stdio::serve`] /
-/// [`stdio::serve_io`] to run [`McpServer::runtime`] with it, or on other streams than
-/// stdin/stdout. Most servers need only [`McpServer::serve_stdio`].
+/// [`stdio::serve_io`] to run [`McpServer::engine`] with it (its [`McpServer::driver`] spawned
+/// beside), or on other streams than stdin/stdout. Most servers need only
+/// [`McpServer::serve_stdio`].
 #[cfg(feature = "stdio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
 #[doc(inline)]

@@ -57,7 +57,8 @@ impl McpServer {
         config: HttpConfig,
         shutdown: CancellationToken,
     ) -> Result<(), ServerError> {
-        let runtime = self.runtime.clone();
+        self.drive();
+        let engine = self.engine.clone();
         let ended = shutdown.clone();
         let delay = config.readiness_delay;
         mcp_runtime::background::spawn(async move {
@@ -65,9 +66,9 @@ impl McpServer {
             // Subscriptions end with the endpoint's streams, once readiness has been down
             // for the delay.
             tokio::time::sleep(delay).await;
-            runtime.shutdown();
+            engine.shutdown();
         });
-        mcp_transport_http::serve(self.runtime, config, listener, shutdown).await?;
+        mcp_transport_http::serve(self.engine, config, listener, shutdown).await?;
         Ok(())
     }
 
@@ -136,7 +137,8 @@ impl McpServer {
     /// [`EndpointHandle::triggered`]: mcp_transport_http::EndpointHandle::triggered
     /// [`EndpointHandle::shutdown`]: mcp_transport_http::EndpointHandle::shutdown
     pub fn router(&self, config: HttpConfig) -> Result<mcp_transport_http::Endpoint, ServerError> {
-        Ok(mcp_transport_http::endpoint(self.runtime.clone(), config)?)
+        self.drive();
+        Ok(mcp_transport_http::endpoint(self.engine.clone(), config)?)
     }
 
     #[cfg(feature = "stdio")]
@@ -179,7 +181,8 @@ impl McpServer {
         config: mcp_transport_stdio::StdioConfig,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ServerError> {
-        mcp_transport_stdio::serve_until(self.runtime, config, shutdown).await?;
+        self.drive();
+        mcp_transport_stdio::serve_until(self.engine, config, shutdown).await?;
         Ok(())
     }
 }

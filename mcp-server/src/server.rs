@@ -14,7 +14,9 @@ use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 use mcp_runtime::handler::HandlerError;
 use mcp_runtime::middleware::{Middleware, RateLimit};
 use mcp_runtime::registry::{Catalog, CompletionKey, RegistryError};
-use mcp_runtime::{CatalogKind, Ctx, ElicitationError, Registry, Runtime, ServerConfig, Store, TaskStore, Visibility};
+use mcp_runtime::{
+    CatalogKind, Ctx, Driver, ElicitationError, Engine, Registry, ServerConfig, Storage, Store, TaskStore, Visibility,
+};
 
 use crate::prompt::Prompt;
 use crate::resource::{Resource, ResourceTemplate};
@@ -66,7 +68,10 @@ pub enum ServerError {
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) engine: Engine,
+    /// The engine's driver, until a serve function, the router, a test client or a transport
+    /// of the application's own takes it (once, whichever clone asks first).
+    driver: Arc<std::sync::Mutex<Option<Driver>>>,
 }
 
 impl McpServer {
@@ -75,22 +80,44 @@ impl McpServer {
         McpServerBuilder::default()
     }
 
-    /// The runtime (to embed the server in a custom transport).
-    pub fn runtime(&self) -> &Arc<Runtime> {
-        &self.runtime
+    /// The server's engine, the one door into its runtime: what a transport of your own hands
+    /// its messages to (see [`transport`](crate::transport)). Spawn [`McpServer::driver`]
+    /// once beside it.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine's [`Driver`], to spawn once (`tokio::spawn(driver)`) when serving on a
+    /// transport of your own; `None` once taken (the serve functions, [`McpServer::router`] and
+    /// the test client take and spawn it themselves).
+    pub fn driver(&self) -> Option<Driver> {
+        self.driver
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// Spawns the engine's driver, unless it was taken already (needs a Tokio runtime; without
+    /// one, nothing is taken).
+    pub(crate) fn drive(&self) {
+        if tokio::runtime::Handle::try_current().is_ok()
+            && let Some(driver) = self.driver()
+        {
+            mcp_runtime::background::spawn(std::future::IntoFuture::into_future(driver));
+        }
     }
 
     /// The shared state of type `T` set with the builder's [`state`](McpServerBuilder::state)
     /// or [`state_arc`](McpServerBuilder::state_arc), if any: the value handlers read with
     /// `ctx.state::<T>()`, for a test to seed or inspect.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.runtime.config().state.find::<T>()
+        self.engine.config().state.find::<T>()
     }
 
     /// The registry: add or remove tools, resources and prompts at run time
     /// (clients are told through list-changed notifications).
     pub fn registry(&self) -> &Arc<Registry> {
-        self.runtime.registry()
+        self.engine.registry()
     }
 
     /// Adds a tool at run time.
@@ -132,30 +159,30 @@ impl McpServer {
     /// [`McpServer::on_broadcast`] run, in publish order: the way to keep a catalog changed at
     /// run time equal on every instance.
     pub fn broadcast(&self, topic: &str, payload: serde_json::Value) -> Result<(), mcp_runtime::StoreError> {
-        self.runtime.broadcast(topic, payload)
+        self.engine.broadcast(topic, payload)
     }
 
     /// [`broadcast`](McpServer::broadcast), then waits (at most `wait`) until every instance has
     /// been handed the message, so that a change replicated this way is found by the client's
-    /// next request wherever it lands (see `Runtime::broadcast_everywhere`).
+    /// next request wherever it lands (see [`Engine::broadcast_everywhere`]).
     pub async fn broadcast_everywhere(
         &self,
         topic: &str,
         payload: serde_json::Value,
         wait: std::time::Duration,
     ) -> Result<(), mcp_runtime::StoreError> {
-        self.runtime.broadcast_everywhere(topic, payload, wait).await
+        self.engine.broadcast_everywhere(topic, payload, wait).await
     }
 
     /// Runs `handler` for every message another instance broadcasts on `topic`.
     pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&serde_json::Value) + Send + Sync + 'static) {
-        self.runtime.on_broadcast(topic, handler);
+        self.engine.on_broadcast(topic, handler);
     }
 
     /// Ends open `subscriptions/listen` streams gracefully (before a
     /// shutdown).
     pub fn shutdown(&self) {
-        self.runtime.shutdown();
+        self.engine.shutdown();
     }
 
     /// Announces that a resource's contents changed (to subscribers).
@@ -169,7 +196,7 @@ impl McpServer {
     /// for; an unknown, expired, already completed or another principal's id
     /// is [`ElicitationError::NotFound`].
     pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
-        self.runtime.complete_elicitation(elicitation_id, principal).await
+        self.engine.complete_elicitation(elicitation_id, principal).await
     }
 }
 
@@ -688,14 +715,16 @@ impl McpServerBuilder {
             }
             config.middleware.push_outermost(limit);
         }
-        let runtime = match (store, self.task_store) {
+        let storage = match (store, self.task_store) {
             #[cfg(feature = "shared-store")]
-            (Some(store), _) => Runtime::with_store(config, registry, store),
-            (_, Some(tasks)) => Runtime::with_task_store(config, registry, tasks),
-            (_, None) => Runtime::new(config, registry),
+            (Some(store), _) => Storage::Shared(store),
+            (_, Some(tasks)) => Storage::Tasks(tasks),
+            (_, None) => Storage::Memory,
         };
+        let (engine, driver) = Engine::start(config, registry, storage);
         Ok(McpServer {
-            runtime: Arc::new(runtime),
+            engine,
+            driver: Arc::new(std::sync::Mutex::new(Some(driver))),
         })
     }
 }

@@ -141,7 +141,7 @@ impl McpServer {
     /// the entry names another. Refused when the registry would refuse it (see
     /// [`ServerJsonError`]). See the [module](crate::server_json) and the publishing guide.
     pub fn server_json(&self, entry: &RegistryEntry) -> Result<Value, ServerJsonError> {
-        let info = &self.runtime.config().server_info;
+        let info = &self.engine.config().server_info;
         server_json(entry, &info.name, &info.version)
     }
 }

@@ -19,7 +19,7 @@ use crate::status;
 /// else the `Host` header; two `Host` headers, or an HTTP/2 `Host` that disagrees with
 /// `:authority`, are a malformed request (400). Returns the origin to echo in the CORS headers.
 pub(crate) fn admit(shared: &Arc<Shared>, req: &Request) -> Result<Option<HeaderValue>, Box<Response>> {
-    shared.ensure_started();
+    shared.start_tasks();
     let headers = req.headers();
     let Ok(origin) = guard::origin_of(headers) else {
         tracing::debug!("request refused: more than one Origin");

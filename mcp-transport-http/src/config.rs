@@ -85,7 +85,7 @@ pub struct HttpConfig {
     /// How long a graceful shutdown ([`serve`](crate::serve), an
     /// [`EndpointHandle`](crate::EndpointHandle)) waits for the calls in flight, once every
     /// stream has ended (default 10 s). Past it every session is closed and the calls still
-    /// running are cancelled (each with the runtime's `cancel_grace` to clean up).
+    /// running are cancelled (each with the engine's `cancel_grace` to clean up).
     pub shutdown_grace: Duration,
     /// How long a graceful shutdown keeps serving as usual once `/readyz` answers 503, before
     /// it stops accepting connections and ends the streams (default zero). See
@@ -458,7 +458,7 @@ impl HttpConfig {
     ///
     /// - liveness answers `200 ok` while the process serves (during a shutdown too);
     /// - readiness answers `503 draining` once a graceful shutdown has begun (see
-    ///   [`HttpConfig::readiness_delay`]), `503 store unreachable` while the runtime's shared
+    ///   [`HttpConfig::readiness_delay`]), `503 store unreachable` while the engine's shared
     ///   store does not answer its check (`mcp_runtime::Store::check`, asked at most about
     ///   once a second, answers cached meanwhile), `200 ok` otherwise.
     pub fn probes(mut self, liveness: impl Into<String>, readiness: impl Into<String>) -> Self {

@@ -13,18 +13,18 @@ use crate::state::{Readiness, Shared};
 ///
 /// The router sweeps its own idle legacy sessions (every
 /// [`HttpConfig::session_sweep_interval`](crate::HttpConfig::session_sweep_interval), idle for
-/// longer than the runtime's `session_ttl`), starting with its first request (or at once when
+/// longer than the engine's `session_ttl`), starting with its first request (or at once when
 /// built inside a Tokio runtime), and stops when the endpoint shuts down or every clone of the
 /// router is dropped.
 ///
 /// Shutting it down with the server that serves it (axum 0.8):
 ///
 /// ```no_run
-/// # async fn run(runtime: std::sync::Arc<mcp_runtime::Runtime>) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn run(engine: mcp_runtime::Engine) -> Result<(), Box<dyn std::error::Error>> {
 /// use axum::serve::ListenerExt;
 /// use mcp_transport_http::{HttpConfig, endpoint};
 ///
-/// let mcp = endpoint(runtime, HttpConfig::default())?;
+/// let mcp = endpoint(engine, HttpConfig::default())?;
 /// let handle = mcp.handle();
 /// let app = axum::Router::new().merge(mcp.into_router());
 /// // axum does not set TCP_NODELAY: without it small SSE events wait for Nagle's algorithm.
@@ -113,7 +113,7 @@ impl From<Endpoint> for Router {
 /// pair (whose calls are cancelled with it). The calls in flight then get
 /// [`HttpConfig::shutdown_grace`](crate::HttpConfig::shutdown_grace) (default 10 s) to finish;
 /// past it every session is closed and the calls still running are cancelled, each with the
-/// runtime's `cancel_grace` (default 1 s) to clean up (behaviour invariant 27). Requests that
+/// engine's `cancel_grace` (default 1 s) to clean up (behaviour invariant 27). Requests that
 /// arrive meanwhile are still served (stop accepting them with the server's own graceful
 /// shutdown, see [`EndpointHandle::triggered`]).
 #[derive(Clone)]
@@ -143,7 +143,7 @@ impl EndpointHandle {
     }
 
     /// Whether the endpoint is ready for new clients, as its readiness probe answers: not once
-    /// the shutdown has begun, nor while the runtime's shared store does not answer its check
+    /// the shutdown has begun, nor while the engine's shared store does not answer its check
     /// (asked at most about once a second; the answer is cached meanwhile).
     pub async fn readiness(&self) -> Readiness {
         self.shared.readiness().await

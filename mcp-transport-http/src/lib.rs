@@ -11,14 +11,14 @@
 //!
 //! Beside the endpoint, [`serve`] and [`endpoint`] answer the health probes
 //! ([`HttpConfig::probes`]): `/livez` (`200 ok` while serving) and `/readyz` (`503 draining`
-//! once a shutdown has begun, `503 store unreachable` while the runtime's shared store fails
+//! once a shutdown has begun, `503 store unreachable` while the engine's shared store fails
 //! its check, `200 ok` otherwise; see [`Readiness`]), before the Origin and Host checks,
 //! authentication and every limit.
 //!
 //! A graceful shutdown ([`serve`]'s token, [`EndpointHandle::shutdown`]) makes readiness fall
 //! at once, serves as usual for [`HttpConfig::readiness_delay`] (zero by default), then ends
 //! every SSE stream, gives the calls in flight [`HttpConfig::shutdown_grace`] to finish, then
-//! closes the sessions and cancels what still runs (each handler has the runtime's
+//! closes the sessions and cancels what still runs (each handler has the engine's
 //! `cancel_grace` to clean up): behaviour invariant 27.
 //!
 //! ## How a POST travels
@@ -27,7 +27,7 @@
 //! (403, with no CORS headers, so a browser learns nothing) → `Accept` (406) → `Content-Type`
 //! (415) → the in-flight cap (503) → authentication through the configured
 //! [`mcp_auth::AuthProvider`] (401/403 with its challenge) → body size (413) and decoding within
-//! limits (400). The message then goes to the runtime's engine (`mcp_runtime::Engine`, the one
+//! limits (400). The message then goes to the engine (`mcp_runtime::Engine`, the one
 //! pipeline every transport uses) with what only HTTP knows: the caller, `MCP-Protocol-Version`,
 //! `Mcp-Session-Id`, the headers for the modern agreement checks. The engine delivers client
 //! responses (202, only to a session the caller owns), routes notifications (202), decides the
@@ -37,7 +37,7 @@
 //! deleted or another principal's id is the same 404), and hands back an answer with its status,
 //! a call to run, or a subscription stream.
 //!
-//! Protocol rules are asked of `mcp-protocol` and the pipeline is the runtime's: this crate only
+//! Protocol rules are asked of `mcp-protocol` and the pipeline is the engine's: this crate only
 //! moves bytes, keeps the wire's bounds and picks the response shape (its place in the workspace:
 //! `docs/ARCHITECTURE.md`). Each call runs in its own task with a per-request outbound channel
 //! (`Sink`); every long-lived stream (the GET stream, listen streams, the pair, resumable POST
@@ -71,7 +71,7 @@
 //!
 //! ## `subscriptions/listen`
 //!
-//! A modern `subscriptions/listen` is answered with an SSE stream that starts with the runtime's
+//! A modern `subscriptions/listen` is answered with an SSE stream that starts with the engine's
 //! acknowledgement and carries the subscription's notifications until the client closes it (or
 //! the server shuts down: then the completion result is written last).
 //!
@@ -123,10 +123,8 @@ mod streams;
 mod tls;
 mod verbs;
 
-use std::sync::Arc;
-
 use axum::Router;
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{HttpConfig, HttpMode};
@@ -169,10 +167,10 @@ use crate::state::Shared;
 /// The router sweeps its own idle sessions (started with its first request, or at once when
 /// built inside a Tokio runtime). Request extensions set by the application's middleware reach
 /// handlers through `Ctx::extensions`.
-pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, HttpError> {
-    let shared = Shared::build(runtime, config, None, CancellationToken::new())?;
+pub fn endpoint(engine: Engine, config: HttpConfig) -> Result<Endpoint, HttpError> {
+    let shared = Shared::build(engine, config, None, CancellationToken::new())?;
     if tokio::runtime::Handle::try_current().is_ok() {
-        shared.ensure_started();
+        shared.start_tasks();
     }
     Ok(Endpoint::new(routes::build(shared.clone()), shared))
 }
@@ -180,6 +178,6 @@ pub fn endpoint(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Endpoint, H
 /// The MCP endpoint as an `axum::Router` alone: [`endpoint`] without its handle, so it cannot
 /// be shut down gracefully (its SSE streams end only when their clients leave). Prefer
 /// [`endpoint`]; every caveat listed there applies.
-pub fn router(runtime: Arc<Runtime>, config: HttpConfig) -> Result<Router, HttpError> {
-    endpoint(runtime, config).map(Endpoint::into_router)
+pub fn router(engine: Engine, config: HttpConfig) -> Result<Router, HttpError> {
+    endpoint(engine, config).map(Endpoint::into_router)
 }

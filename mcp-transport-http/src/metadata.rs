@@ -1,7 +1,7 @@
 //! The RFC 9728 protected-resource metadata document
 //! ([`HttpConfig::with_resource_metadata`](crate::HttpConfig::with_resource_metadata)): public,
 //! cacheable, served before the Origin check. Its `scopes_supported` lists the scopes the
-//! server's operations need (the runtime's, as the catalog is when the document is asked for)
+//! server's operations need (the engine's, as the catalog is when the document is asked for)
 //! besides any the document names.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub(crate) async fn serve(State(shared): State<Arc<Shared>>, req: Request) -> Re
     };
     let mut resp = match *req.method() {
         Method::GET | Method::HEAD => {
-            let body = serde_json::to_vec(&with_scopes(doc, shared.runtime.scopes_supported())).unwrap_or_default();
+            let body = serde_json::to_vec(&with_scopes(doc, shared.engine.scopes_supported())).unwrap_or_default();
             let mut r = json(status::DOCUMENT, body);
             r.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));

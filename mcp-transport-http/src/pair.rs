@@ -13,22 +13,22 @@
 //! sessionless endpoint), and everything ends with the stream, however it ends (the client leaves,
 //! a write fails, the server shuts down): the pair is removed, the session closed (its calls
 //! cancelled, its pending server-to-client requests failed), and calls made before `initialize`
-//! cancelled. The session is not in the runtime's session store: no `Mcp-Session-Id` reaches it.
+//! cancelled. The session is not in the engine's session store: no `Mcp-Session-Id` reaches it.
 //!
-//! Every message goes to the runtime's engine with no transport revision (`MCP-Protocol-Version` is
+//! Every message goes to the engine with no transport revision (`MCP-Protocol-Version` is
 //! not part of this transport and is ignored), the pair's [`SessionSlot`](mcp_runtime::SessionSlot)
 //! and "legacy only": a request carrying the modern `_meta` envelope is -32600, everything else is
 //! answered as on any other transport (`server/discover` included, by the one method table).
 //! `initialize` negotiates the session's revision as on the Streamable endpoint. The session
 //! receives list-changed and subscribed resource-updated notifications on its stream.
 //!
-//! **Across instances.** With a shared store (`Runtime::with_store`), the POSTs of a pair may reach
+//! **Across instances.** With a shared store (`Storage::Shared`), the POSTs of a pair may reach
 //! any instance: no sticky routing is needed. The instance answering the GET holds the pair
-//! ([`Runtime::hold_pair`](mcp_runtime::Runtime::hold_pair)): the pair's record (id, principal,
+//! ([`Engine::hold_pair`](mcp_runtime::Engine::hold_pair)): the pair's record (id, principal,
 //! holder) is written before the `endpoint` event, refreshed while the stream is open and deleted
 //! when it ends. A POST reaching another instance is checked there as here (media type,
 //! authentication, `sessionId`, the pair's record: an unknown pair and another principal's are the
-//! same `404`; then the body: `413`, `408`, `400`), forwarded to the holder through the runtime's
+//! same `404`; then the body: `413`, `408`, `400`), forwarded to the holder through the engine's
 //! relay ([`mcp_runtime::relay`]), and answered as the holder says: `202` once the holder handed it
 //! to its engine, exactly as for a POST it received itself (same principal check, same session
 //! slot; [`relay`] feeds the pair's forwarded messages to [`message::handle`] one by one, in the

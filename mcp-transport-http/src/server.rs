@@ -43,7 +43,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use hyper_util::rt::TokioIo;
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
@@ -132,7 +132,7 @@ impl Timing {
 /// HTTP/2 with prior knowledge (h2c); with [`HttpConfig::with_tls`] they are TLS with ALPN
 /// `h2`/`http/1.1`. Connections are bounded by [`HttpConfig::header_read_timeout`],
 /// [`HttpConfig::idle_timeout`], [`HttpConfig::stall_timeout`] and the HTTP/2 keep-alive and
-/// limits. A background task sweeps sessions idle for longer than the runtime's `session_ttl`
+/// limits. A background task sweeps sessions idle for longer than the engine's `session_ttl`
 /// every [`HttpConfig::session_sweep_interval`].
 ///
 /// The health probes ([`HttpConfig::probes`], `/livez` and `/readyz` by default) are served
@@ -142,11 +142,11 @@ impl Timing {
 /// legacy GET stream, `subscriptions/listen` streams with their completion result,
 /// the 2024-11-05 pair, POST streams); the calls in flight get [`HttpConfig::shutdown_grace`]
 /// (default 10 s) to finish; past it every session is closed and the remaining calls are
-/// cancelled, each with the runtime's `cancel_grace` to clean up. This returns when the calls
+/// cancelled, each with the engine's `cancel_grace` to clean up. This returns when the calls
 /// have drained: at most `readiness_delay` + `shutdown_grace` + `cancel_grace` + 1 s after the
 /// cancellation.
 pub async fn serve(
-    runtime: Arc<Runtime>,
+    engine: Engine,
     config: HttpConfig,
     listener: TcpListener,
     shutdown: CancellationToken,
@@ -154,8 +154,8 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     // The endpoint's own token: its streams end when the readiness delay is over, not when
     // `shutdown` is cancelled.
-    let shared = Shared::build(runtime, config, Some(addr), CancellationToken::new())?;
-    shared.ensure_started();
+    let shared = Shared::build(engine, config, Some(addr), CancellationToken::new())?;
+    shared.start_tasks();
     let endpoint = Endpoint::new(shared.clone(), routes::build(shared.clone()));
     let tls = conn::acceptor(&shared.config);
     let max = shared.config.max_connections;

@@ -1,4 +1,4 @@
-//! What every request of one endpoint shares ([`Shared`]): the runtime and its engine, the
+//! What every request of one endpoint shares ([`Shared`]): the engine, the
 //! configuration and its Origin and Host policies, the session event hub, the open 2024-11-05
 //! pairs, the in-flight cap, the stream budget, the CORS headers, the tasks a graceful shutdown waits for, the
 //! endpoint's readiness, and the idle-session sweep. Its parts live below it; it imports no
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue};
-use mcp_runtime::{Engine, Runtime};
+use mcp_runtime::Engine;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -39,8 +39,7 @@ use stream_budget::StreamBudget;
 
 /// The state of one endpoint.
 pub(crate) struct Shared {
-    pub(crate) runtime: Arc<Runtime>,
-    /// The message pipeline every verb hands its messages to.
+    /// The door into the runtime: every verb hands its messages to it.
     pub(crate) engine: Engine,
     pub(crate) config: HttpConfig,
     pub(crate) origins: OriginPolicy,
@@ -56,7 +55,7 @@ pub(crate) struct Shared {
     /// Cancelled when the server shuts down: streams end.
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when a shutdown's drain deadline passed: the calls still running are
-    /// cancelled (each then gets the runtime's `cancel_grace`).
+    /// cancelled (each then gets the engine's `cancel_grace`).
     pub(crate) stop_calls: CancellationToken,
     /// Cancelled once a shutdown has drained (or given up on) the calls in flight.
     pub(crate) drained: CancellationToken,
@@ -76,7 +75,7 @@ impl Shared {
     /// Checks the configuration and builds the state of an endpoint; `bind` is the listening
     /// address when known (a non-loopback one needs an explicit origin list).
     pub(crate) fn build(
-        runtime: Arc<Runtime>,
+        engine: Engine,
         config: HttpConfig,
         bind: Option<SocketAddr>,
         shutdown: CancellationToken,
@@ -99,12 +98,12 @@ impl Shared {
         }
         let origins = OriginPolicy::new(&config, loopback)?;
         let hosts = HostPolicy::new(&config, loopback)?;
-        Ok(Arc::new(Shared::new(runtime, config, origins, hosts, shutdown)))
+        Ok(Arc::new(Shared::new(engine, config, origins, hosts, shutdown)))
     }
 
     /// The state of an endpoint.
     fn new(
-        runtime: Arc<Runtime>,
+        engine: Engine,
         config: HttpConfig,
         origins: OriginPolicy,
         hosts: HostPolicy,
@@ -116,8 +115,7 @@ impl Shared {
             config.max_streams_per_address,
         );
         Shared {
-            engine: Engine::new(runtime.clone()),
-            runtime,
+            engine,
             config,
             origins,
             hosts,
@@ -141,8 +139,8 @@ impl Shared {
     /// request, [`serve`](crate::serve) or [`router`](crate::router) calls this): the fan-out
     /// of registry changes and the idle-session sweep. Both end at shutdown, and when the
     /// endpoint is dropped.
-    pub(crate) fn ensure_started(self: &Arc<Self>) {
-        self.hub.ensure_started(&self.runtime, &self.shutdown);
+    pub(crate) fn start_tasks(self: &Arc<Self>) {
+        self.hub.start_fan_out(&self.engine, &self.shutdown);
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -172,12 +170,12 @@ impl Shared {
     }
 
     /// Whether the endpoint is ready for new clients: not once a graceful shutdown has begun,
-    /// nor while the runtime's shared store does not answer its check (cached for a second).
+    /// nor while the engine's shared store does not answer its check (cached for a second).
     pub(crate) async fn readiness(&self) -> Readiness {
         if self.stopping.is_cancelled() {
             return Readiness::Draining;
         }
-        match self.runtime.store() {
+        match self.engine.store() {
             Some(store) if !self.store_check.reachable(store).await => Readiness::StoreUnreachable,
             _ => Readiness::Ready,
         }
@@ -186,7 +184,7 @@ impl Shared {
     /// The drain of a graceful shutdown (behaviour invariant 27): streams end (the shutdown
     /// token), then the calls in flight and `also` (the connections, for `serve`) get
     /// [`HttpConfig::shutdown_grace`] to finish. Past it every session is closed and every call
-    /// still running is cancelled; each then has the runtime's `cancel_grace` to clean up
+    /// still running is cancelled; each then has the engine's `cancel_grace` to clean up
     /// (plus a second for its answer to be written) before the drain gives up on it.
     pub(crate) async fn drain(&self, also: impl Future<Output = ()>) {
         self.draining.store(true, Ordering::Release);
@@ -204,9 +202,9 @@ impl Shared {
                 ?grace,
                 "calls still in flight after the shutdown grace; cancelling them"
             );
-            self.runtime.sessions().clear();
+            self.engine.close_sessions();
             self.stop_calls.cancel();
-            let wind_down = self.runtime.config().cancel_grace + Duration::from_secs(1);
+            let wind_down = self.engine.config().cancel_grace + Duration::from_secs(1);
             if tokio::time::timeout(wind_down, &mut work).await.is_err() {
                 tracing::warn!("calls still running after their cancellation grace; abandoned");
             }
@@ -219,7 +217,7 @@ impl Shared {
     pub(crate) fn sessions(&self) -> bool {
         self.config.sessions_enabled
             && self.config.mode == HttpMode::Streamable
-            && self.runtime.config().eras.has(mcp_protocol::Era::Legacy)
+            && self.engine.config().eras.has(mcp_protocol::Era::Legacy)
     }
 
     /// Whether replies may stream (not in the simple mode).
@@ -264,7 +262,7 @@ impl Shared {
     /// Adds the CORS headers for a validated `Origin`.
     pub(crate) fn apply_cors(&self, headers: &mut HeaderMap, origin: HeaderValue) {
         self.allow_headers
-            .apply(&self.runtime, headers, origin, self.allowed_methods());
+            .apply(&self.engine, headers, origin, self.allowed_methods());
     }
 
     /// The methods served on the endpoint (for `Allow`).
@@ -299,7 +297,7 @@ async fn sweep(shared: std::sync::Weak<Shared>) {
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {
                 let Some(shared) = shared.upgrade() else { return };
-                let n = shared.runtime.sweep_sessions().await;
+                let n = shared.engine.sweep_sessions().await;
                 shared.hub.prune();
                 if n > 0 {
                     tracing::debug!(expired = n, "idle sessions swept");

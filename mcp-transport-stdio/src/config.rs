@@ -44,7 +44,7 @@ pub struct StdioConfig {
     /// How long admitted work may still run after stdin closes or a graceful
     /// shutdown begins ([`serve_until`](crate::serve_until)) (default 10 s).
     /// Past it, the remaining requests are cancelled and get no answer; each
-    /// handler then has the runtime's `cancel_grace` to clean up.
+    /// handler then has the engine's `cancel_grace` to clean up.
     pub drain_timeout: Duration,
 }
 

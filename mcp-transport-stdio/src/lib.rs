@@ -18,7 +18,7 @@
 //! The transport is a small pipeline of tasks (behaviour invariant 28), all
 //! spawned on the caller's runtime; even the reading loop is a task of its
 //! own rather than the caller's future, so that a frame never crosses from
-//! `main` (outside the runtime's workers under `#[tokio::main]`) to a worker
+//! `main` (outside the engine's workers under `#[tokio::main]`) to a worker
 //! and back:
 //!
 //! 1. **Reader** (`framing`): splits the input into lines within
@@ -29,7 +29,7 @@
 //!    been dispatched, which is the back-pressure on the client.
 //! 2. **Coordinator** (`coordinator`): decodes each frame with
 //!    `mcp-protocol` (size, depth, id and shape rules) and hands each
-//!    message to the runtime's [`Engine`], the one
+//!    message to the engine's [`Engine`], the one
 //!    pipeline every transport uses: decode errors are answered at once,
 //!    client responses are delivered to the session's pending
 //!    server-to-client request, `notifications/cancelled` is routed at once
@@ -79,7 +79,7 @@
 //! pending server-to-client requests fail at once: no answer can arrive any
 //! more), admitted requests run to completion for at most
 //! [`drain_timeout`](StdioConfig::drain_timeout) (default 10 s), then are
-//! cancelled (each handler then has the runtime's `cancel_grace` to clean
+//! cancelled (each handler then has the engine's `cancel_grace` to clean
 //! up); the output is flushed and [`serve_io`] returns. A graceful shutdown
 //! also ends open `subscriptions/listen` streams with `notifications/cancelled`
 //! and their completion result. When stdin is not a pipe (a terminal), [`serve`]
@@ -112,7 +112,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::jsonrpc::DecodeLimits;
-use mcp_runtime::{Engine, Runtime};
+use mcp_runtime::Engine;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -136,15 +136,15 @@ use state::Shared;
 /// written through tokio's `stdout()`. The thread is never waited for: once
 /// serving has ended, the process exits when `main` returns even while the
 /// thread is still blocked reading a terminal. See [`serve_io`].
-pub async fn serve(runtime: Arc<Runtime>, config: StdioConfig) -> Result<(), StdioError> {
-    serve_until(runtime, config, std::future::pending()).await
+pub async fn serve(engine: Engine, config: StdioConfig) -> Result<(), StdioError> {
+    serve_until(engine, config, std::future::pending()).await
 }
 
 /// Serves MCP on the process's stdin and stdout until stdin closes or
 /// `shutdown` completes (a graceful shutdown, e.g. on
 /// `tokio::signal::ctrl_c()`): see [`serve_io_until`] and [`serve`].
 pub async fn serve_until(
-    runtime: Arc<Runtime>,
+    engine: Engine,
     config: StdioConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), StdioError> {
@@ -160,7 +160,7 @@ pub async fn serve_until(
             None => (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
         }
     };
-    serve_io_until(runtime, config, reader, writer, shutdown).await
+    serve_io_until(engine, config, reader, writer, shutdown).await
 }
 
 /// Non-blocking ends on duplicates of fds 0 and 1, when both are pipes.
@@ -195,12 +195,12 @@ fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::
 /// and the output has been flushed and shut down. Protocol errors are
 /// answered on the wire and never end serving; only I/O failures are
 /// returned.
-pub async fn serve_io<R, W>(runtime: Arc<Runtime>, config: StdioConfig, reader: R, writer: W) -> Result<(), StdioError>
+pub async fn serve_io<R, W>(engine: Engine, config: StdioConfig, reader: R, writer: W) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_io_until(runtime, config, reader, writer, std::future::pending()).await
+    serve_io_until(engine, config, reader, writer, std::future::pending()).await
 }
 
 /// Serves MCP on `reader` and `writer` until `reader` ends or `shutdown`
@@ -211,11 +211,11 @@ where
 /// answer can be read any more), ends every `subscriptions/listen` stream
 /// with `notifications/cancelled` and its completion result, lets the
 /// admitted requests finish within [`StdioConfig::drain_timeout`] (default
-/// 10 s), then cancels the rest (each handler has the runtime's
+/// 10 s), then cancels the rest (each handler has the engine's
 /// `cancel_grace` to clean up; a cancelled request gets no answer), flushes
 /// the output and returns `Ok(())` (behaviour invariant 28).
 pub async fn serve_io_until<R, W>(
-    runtime: Arc<Runtime>,
+    engine: Engine,
     config: StdioConfig,
     reader: R,
     writer: W,
@@ -226,11 +226,11 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     // The serving loop runs as a task of the runtime, not in the caller's future: a caller is
-    // often `main` under `#[tokio::main]`, which runs outside the runtime's workers, and every
+    // often `main` under `#[tokio::main]`, which runs outside the engine's workers, and every
     // frame would then cross threads twice (reader to workers and back), a context switch each
     // on a busy core. Dropping this future aborts the task, as dropping the loop itself would.
     let stop = CancellationToken::new();
-    let mut serving = AbortOnDropHandle::new(tokio::spawn(run(runtime, config, reader, writer, stop.clone())));
+    let mut serving = AbortOnDropHandle::new(tokio::spawn(run(engine, config, reader, writer, stop.clone())));
     tokio::pin!(shutdown);
     let joined = tokio::select! {
         joined = &mut serving => joined,
@@ -247,7 +247,7 @@ where
 
 /// The serving loop of [`serve_io_until`]; `stop` is its graceful shutdown.
 async fn run<R, W>(
-    runtime: Arc<Runtime>,
+    engine: Engine,
     config: StdioConfig,
     reader: R,
     writer: W,
@@ -257,11 +257,11 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let cancel_grace = runtime.config().cancel_grace;
+    let cancel_grace = engine.config().cancel_grace;
     // Subscribe before anything runs, so that no change is missed.
-    let changes = runtime.registry().subscribe();
+    let changes = engine.changes();
     let (outlets, writer) = writer::spawn(writer);
-    let shared = Arc::new(Shared::new(Engine::new(runtime), outlets));
+    let shared = Arc::new(Shared::new(engine, outlets));
     let forwarder = mcp_runtime::background::spawn(notify::forward_changes(shared.clone(), changes));
     let (notifications, inbound) = notify::spawn_inbound(shared.clone(), config.notifications());
     let limits = DecodeLimits::new(config.max_frame_bytes, config.max_depth).with_max_batch(config.max_batch);

@@ -25,7 +25,7 @@ use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// How long cancelled work may take, beyond the runtime's `cancel_grace`, to write its end
+/// How long cancelled work may take, beyond the engine's `cancel_grace`, to write its end
 /// before it is aborted.
 const WIND_DOWN: Duration = Duration::from_secs(1);
 
@@ -91,7 +91,7 @@ impl Pool {
     /// A pool of `workers` (at least one) with `queue` waiting places;
     /// `stop` is cancelled when the drain timeout passes (every job's token
     /// descends from it); cancelled work is aborted after `cancel_grace`
-    /// (the runtime's grace for cancelled handlers) and a second more.
+    /// (the engine's grace for cancelled handlers) and a second more.
     pub(crate) fn new(workers: usize, queue: usize, stop: CancellationToken, cancel_grace: Duration) -> Self {
         let count = workers.max(1);
         let (tx, rx) = mpsc::unbounded_channel();

@@ -1,6 +1,6 @@
 //! Standard input when it is not a pipe (a terminal, a file): read on a thread of its own.
 //!
-//! Tokio's `stdin()` reads on the runtime's blocking pool, and a runtime waits for its
+//! Tokio's `stdin()` reads on the engine's blocking pool, and a runtime waits for its
 //! blocking threads when it shuts down: a read stuck on a terminal kept the process alive after
 //! serving ended (until the user pressed Enter). This reader's thread is detached instead:
 //! nothing waits for it, and the process exits when `main` returns, read or no read.

@@ -1,4 +1,4 @@
-//! Drives one request through a runtime's engine as a transport would, for the suites that test
+//! Drives one request through an engine as a transport would, for the suites that test
 //! the dispatcher itself: the reply (an answer the engine gave at once, parsed back into a
 //! result or an error), its HTTP status, and the session an `initialize` minted.
 
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::{Request, RpcError};
-use mcp_runtime::{Engine, Peer, Reply, Runtime, Session, Sink, Step};
+use mcp_runtime::{Engine, Peer, Reply, Session, Sink, Step};
 use serde_json::Value;
 
 /// What became of a request.
@@ -21,8 +21,7 @@ pub struct Driven {
 }
 
 /// Runs `req` from `peer` with `sink` for what the handler emits (bounded in time).
-pub async fn request(runtime: &Arc<Runtime>, peer: &Peer<'_>, req: Request, sink: Sink) -> Driven {
-    let engine = Engine::new(runtime.clone());
+pub async fn request(engine: &Engine, peer: &Peer<'_>, req: Request, sink: Sink) -> Driven {
     let run = async {
         match engine.request(peer, req).await {
             Step::Answer(a) => Driven {

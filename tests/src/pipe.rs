@@ -1,10 +1,9 @@
-//! A JSON-RPC client of the stdio transport over in-process pipes: the runtime served by
+//! A JSON-RPC client of the stdio transport over in-process pipes: the engine served by
 //! `serve_io` on one end of two duplex streams, the test writing lines to the other.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use mcp_transport_stdio::{StdioConfig, StdioError, serve_io};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
@@ -21,11 +20,11 @@ pub struct StdioPipe {
 }
 
 impl StdioPipe {
-    /// Serves `runtime` with the default stdio configuration on a new pair of pipes.
-    pub fn start(runtime: Arc<Runtime>) -> Self {
+    /// Serves `engine` with the default stdio configuration on a new pair of pipes.
+    pub fn start(engine: Engine) -> Self {
         let (input, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let server = tokio::spawn(serve_io(runtime, StdioConfig::default(), server_in, server_out));
+        let server = tokio::spawn(serve_io(engine, StdioConfig::default(), server_in, server_out));
         StdioPipe {
             input: Some(input),
             output: BufReader::new(output).lines(),

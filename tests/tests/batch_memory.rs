@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use mcp_runtime::{Registry, Runtime, ServerConfig};
+use mcp_runtime::{Registry, ServerConfig};
 use mcp_transport_http::{HttpConfig, serve};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
@@ -61,7 +61,7 @@ async fn post(addr: SocketAddr, body: Bytes, session: Option<&str>) -> (u16, Opt
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_maximal_batch_costs_at_most_four_times_its_body() {
     const MAX_BODY: usize = 4 << 20;
-    let runtime = Arc::new(Runtime::new(ServerConfig::default(), Arc::new(Registry::new())));
+    let runtime = mcp_tests::engine::memory(ServerConfig::default(), Arc::new(Registry::new()));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let shutdown = CancellationToken::new();

@@ -11,7 +11,7 @@ use mcp_protocol::model::{
 };
 use mcp_protocol::{Request, RequestId};
 use mcp_runtime::registry::{CompletionKey, PromptEntry, ResourceEntry, ToolEntry};
-use mcp_runtime::{Ctx, HandlerError, Peer, Registry, Reply, Runtime, ServerConfig, Sessions, Sink, ToolResult};
+use mcp_runtime::{Ctx, Engine, HandlerError, Peer, Registry, Reply, ServerConfig, Sessions, Sink, ToolResult};
 use mcp_tests::drive;
 use serde_json::{Map, Value, json};
 
@@ -39,7 +39,7 @@ where
     ToolEntry::new(def, Arc::new(f), true, true).expect("valid tool")
 }
 
-fn runtime() -> Arc<Runtime> {
+fn runtime() -> Engine {
     let registry = Registry::new();
     registry.add_tool(tool(
         "echo",
@@ -128,7 +128,7 @@ fn runtime() -> Arc<Runtime> {
     );
     let mut config = ServerConfig::default();
     config.logging = true;
-    Arc::new(Runtime::new(config, Arc::new(registry)))
+    mcp_tests::engine::memory(config, Arc::new(registry))
 }
 
 fn request(id: i64, method: &str, params: Value) -> Request {
@@ -141,7 +141,7 @@ fn request(id: i64, method: &str, params: Value) -> Request {
 
 /// Routes and dispatches a request without a session; returns the reply and
 /// every frame the handler emitted.
-async fn run(rt: &Arc<Runtime>, req: Request) -> (Reply, Vec<Value>) {
+async fn run(rt: &Engine, req: Request) -> (Reply, Vec<Value>) {
     let (sink, mut rx) = Sink::channel(64);
     let peer = Peer::new(Arc::new(AuthInfo::anonymous()), Sessions::None);
     let reply = drive::request(rt, &peer, req, sink).await.reply;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_runtime::input::{Elicit, Elicitation, Sampling};
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Ctx, HandlerError, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_runtime::{Ctx, Engine, HandlerError, Registry, ServerConfig, ToolResult};
 use mcp_transport_stdio::{StdioConfig, StdioError, serve_io};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -179,7 +179,7 @@ async fn roots(ctx: Ctx) -> ToolResult {
 }
 
 struct Fixture {
-    runtime: Arc<Runtime>,
+    runtime: Engine,
     counters: Arc<Counters>,
 }
 
@@ -195,7 +195,7 @@ impl Fixture {
         registry.add_tool(entry("nested", |_, ctx| nested(ctx)));
         registry.add_tool(entry("haiku", |_, ctx| haiku(ctx)));
         registry.add_tool(entry("roots", |_, ctx| roots(ctx)));
-        let runtime = Arc::new(Runtime::new(ServerConfig::default(), registry));
+        let runtime = mcp_tests::engine::memory(ServerConfig::default(), registry);
         Fixture { runtime, counters }
     }
 
@@ -223,7 +223,7 @@ struct Client {
 }
 
 impl Client {
-    fn start(runtime: Arc<Runtime>) -> Self {
+    fn start(runtime: Engine) -> Self {
         let (input, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, output) = tokio::io::duplex(64 * 1024);
         let server = tokio::spawn(serve_io(runtime, StdioConfig::default(), server_in, server_out));

@@ -12,7 +12,7 @@ use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_protocol::{Message, Request, TransportRevision};
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Engine, Peer, Registry, Runtime, ServerConfig, Session, SessionSlot, Sessions, Sink, Step};
+use mcp_runtime::{Engine, Peer, Registry, ServerConfig, Session, SessionSlot, Sessions, Sink, Step};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -37,12 +37,12 @@ struct Conn {
     session: Option<Arc<Session>>,
 }
 
-fn runtime() -> Arc<Runtime> {
+fn engine() -> Engine {
     let registry = Registry::new();
     let echo = ToolDef::new("echo").with_input_schema(json!({"type": "object"}));
     let f = |_: serde_json::Map<String, Value>, _: mcp_runtime::Ctx| async { Ok(CallToolResult::text("hi")) };
     registry.add_tool(ToolEntry::new(echo, Arc::new(f), true, true).expect("valid tool"));
-    Arc::new(Runtime::new(ServerConfig::default(), Arc::new(registry)))
+    mcp_tests::engine::memory(ServerConfig::default(), Arc::new(registry))
 }
 
 impl Conn {
@@ -154,7 +154,7 @@ fn same(answers: &[(Kind, Value)]) -> Value {
 
 #[tokio::test]
 async fn a_second_initialize_is_refused_alike() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut answers = Vec::new();
     for kind in WITH_SESSIONS {
         let mut c = Conn::new(kind, &engine);
@@ -178,7 +178,7 @@ async fn a_second_initialize_is_refused_alike() {
 
 #[tokio::test]
 async fn a_duplicate_id_is_refused_alike() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut answers = Vec::new();
     for kind in WITH_SESSIONS {
         let mut c = Conn::new(kind, &engine);
@@ -203,12 +203,12 @@ async fn a_duplicate_id_is_refused_alike() {
 
 #[tokio::test]
 async fn an_unknown_session_is_not_found() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut c = Conn::new(Kind::Streamable, &engine);
     c.initialize("2025-06-18").await;
     // The session ends (DELETE, the sweep): the id now names nothing.
     let id = c.session.as_ref().unwrap().id().clone();
-    assert!(engine.runtime().sessions().remove(&id, "anonymous"));
+    assert!(engine.end_session(&id, "anonymous").await.unwrap());
     for body in [
         request(2, "tools/list", json!({})),
         request(3, "initialize", init_params("2025-06-18")),
@@ -243,7 +243,7 @@ async fn an_unknown_session_is_not_found() {
 
 #[tokio::test]
 async fn batches_follow_the_revision_alike() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let batch = json!([request(2, "ping", json!({})), request(3, "nope/nope", json!({}))]);
     for (revision, accepted) in [
         ("2024-11-05", true),
@@ -283,7 +283,7 @@ async fn batches_follow_the_revision_alike() {
 
 #[tokio::test]
 async fn stray_cancellations_and_responses_are_dropped_alike() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     for kind in ALL {
         let mut c = Conn::new(kind, &engine);
         c.initialize("2025-06-18").await;
@@ -300,7 +300,7 @@ async fn stray_cancellations_and_responses_are_dropped_alike() {
 
 #[tokio::test]
 async fn discover_is_served_with_and_without_a_session_alike() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut answers = Vec::new();
     for kind in ALL {
         let mut c = Conn::new(kind, &engine);
@@ -315,7 +315,7 @@ async fn discover_is_served_with_and_without_a_session_alike() {
 
 #[tokio::test]
 async fn an_unknown_method_is_one_answer() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut legacy = Vec::new();
     let mut fresh = Vec::new();
     for kind in ALL {
@@ -350,7 +350,7 @@ async fn an_unknown_method_is_one_answer() {
 
 #[tokio::test]
 async fn a_legacy_request_needs_a_session_only_where_sessions_are_kept() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let mut c = Conn::new(Kind::Streamable, &engine);
     let v = c.send(request(2, "tools/list", json!({}))).await;
     assert_eq!(error(&v), (-32600, "Mcp-Session-Id header required".into()));
@@ -363,7 +363,7 @@ async fn a_legacy_request_needs_a_session_only_where_sessions_are_kept() {
 
 #[tokio::test]
 async fn statuses_come_from_the_stage() {
-    let engine = Engine::new(runtime());
+    let engine = engine();
     let streamable = Conn::new(Kind::Streamable, &engine);
     let mut peer = streamable.peer();
     let parse = |s: &str| match decode(s.as_bytes(), &DecodeLimits::default()) {
@@ -393,7 +393,7 @@ async fn one_peer_cannot_lock_the_others_out_of_subscriptions() {
     let mut config = ServerConfig::default();
     config.max_listeners_per_peer = 2;
     let registry = Registry::new();
-    let engine = Engine::new(Arc::new(Runtime::new(config, Arc::new(registry))));
+    let engine = mcp_tests::engine::memory(config, Arc::new(registry));
     let listen = |id: i64| {
         let body = request(
             id,

@@ -20,7 +20,7 @@ use futures::future::join_all;
 use http::{Method, StatusCode};
 use mcp_protocol::model::CallToolResult;
 use mcp_runtime::mrtr::InputRequired;
-use mcp_runtime::{Ctx, HandlerError, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_runtime::{Ctx, Engine, HandlerError, Registry, ServerConfig, ToolResult};
 use mcp_transport_http::{HttpConfig, HttpError, serve};
 use serde_json::{Map, Value, json};
 use support::{Req, Resp, Server, Sse, bounded, tool};
@@ -91,7 +91,7 @@ fn trigger(
     }
 }
 
-fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
+fn runtime() -> (Engine, Arc<Registry>) {
     let registry = Arc::new(Registry::new());
     let object = json!({"type": "object"});
     registry.add_tool(tool("echo", object.clone(), echo));
@@ -103,7 +103,7 @@ fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
     ));
     registry.add_tool(tool("trigger", object, trigger(Arc::downgrade(&registry))));
     (
-        Arc::new(Runtime::new(ServerConfig::default(), registry.clone())),
+        mcp_tests::engine::memory(ServerConfig::default(), registry.clone()),
         registry,
     )
 }
@@ -493,7 +493,7 @@ async fn legacy_and_modern_clients_share_one_server() {
             1,
         );
         assert_eq!(dynamic(&legacy_list["tools"]), CHANGES, "{legacy_list}");
-        assert_eq!(s.runtime.sessions().len(), 1, "only the legacy client has a session");
+        assert_eq!(s.engine.session_count(), 1, "only the legacy client has a session");
 
         // A graceful shutdown completes the subscription and ends the GET stream.
         f.shutdown.cancel();

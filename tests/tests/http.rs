@@ -151,7 +151,7 @@ async fn delete_ends_the_session() {
         assert_eq!(again.status, StatusCode::NOT_FOUND);
         let missing = s.req(Method::DELETE).send().await;
         assert_eq!(missing.status, StatusCode::BAD_REQUEST);
-        assert!(s.runtime.sessions().is_empty());
+        assert_eq!(s.engine.session_count(), 0);
     })
     .await;
 }
@@ -391,7 +391,7 @@ async fn modern_listen_streams_list_changes() {
         let changed = stream.next().await.expect("list changed").json();
         assert_eq!(changed["method"], "notifications/tools/list_changed");
         assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5);
-        assert!(s.runtime.sessions().is_empty(), "modern requests never mint sessions");
+        assert_eq!(s.engine.session_count(), 0, "modern requests never mint sessions");
     })
     .await;
 }
@@ -544,9 +544,9 @@ async fn activity_postpones_a_sessions_expiry() {
     bounded(async {
         let mut config = mcp_runtime::ServerConfig::default();
         config.session_ttl = Duration::from_millis(600);
-        let (runtime, _) = support::runtime_with(config);
+        let (runtime, _) = support::engine_with(config);
         let http = HttpConfig::default().session_sweep_interval(Duration::from_millis(50));
-        let s = Server::serve_runtime(runtime, http).await;
+        let s = Server::serve_engine(runtime, http).await;
         let used = s.initialize().await;
         let idle = s.initialize().await;
         // Used every 150 ms for 1.5 s, two and a half times its TTL.

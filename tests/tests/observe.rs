@@ -16,7 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use mcp_runtime::observe::{OPERATION_DURATION, SPAN_NAME};
 use mcp_server::{McpServer, Tool};
 use mcp_tests::pipe::StdioPipe;
@@ -167,7 +167,7 @@ fn observed<F: Future<Output = ()>>(f: impl FnOnce() -> F) -> (Captured, metrics
 
 // ------------------------------------------------------------------ server
 
-fn server() -> Arc<Runtime> {
+fn server() -> Engine {
     let server = McpServer::builder()
         .name("observe")
         .version("1.0.0")
@@ -181,7 +181,7 @@ fn server() -> Arc<Runtime> {
         ))
         .build()
         .expect("server");
-    server.runtime().clone()
+    server.engine().clone()
 }
 
 /// `initialize`'s params for a legacy session of `version`.

@@ -1,4 +1,4 @@
-//! Two runtimes sharing one `Store::memory()`, driven through their engines as the Streamable
+//! Two engines sharing one `Store::memory()`, driven through their engines as the Streamable
 //! HTTP transport drives them (invariant 34): a session minted on one is served by the other,
 //! record changes travel, a client's response and a cancellation reach the instance holding the
 //! waiting request, DELETE on one ends the other's replica, a list change on one is heard on
@@ -14,10 +14,10 @@ use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_runtime::middleware::Next;
 use mcp_runtime::registry::ToolEntry;
 use mcp_runtime::store::{SessionField, SessionRecord, SessionRecords, StoreFuture};
-use mcp_runtime::{Ctx, Engine, Peer, Registry, Runtime, ServerConfig, Sessions, Sink, Step, Store};
+use mcp_runtime::{Ctx, Engine, Peer, Registry, ServerConfig, Sessions, Sink, Step, Storage, Store};
 use serde_json::{Map, Value, json};
 
-/// One instance: a runtime over its own registry (the same tools everywhere) and the store.
+/// One instance: an engine over its own registry (the same tools everywhere) and the store.
 fn instance(store: &Store) -> (Engine, Arc<Registry>) {
     let mut config = ServerConfig::default();
     config.logging = true;
@@ -47,8 +47,8 @@ fn instance_with(store: &Store, config: ServerConfig) -> (Engine, Arc<Registry>)
         }
     };
     registry.add_tool(ToolEntry::new(slow, Arc::new(f), true, true).expect("valid tool"));
-    let runtime = Runtime::with_store(config, registry.clone(), store.clone());
-    (Engine::new(Arc::new(runtime)), registry)
+    let engine = mcp_tests::engine::start(config, registry.clone(), Storage::Shared(store.clone()));
+    (engine, registry)
 }
 
 fn peer(session: Option<&str>) -> Peer<'_> {
@@ -109,10 +109,7 @@ async fn a_session_minted_on_one_instance_is_served_by_the_other() {
     let id = initialize(&a).await;
     let v = send(&b, Some(&id), call(1, "echo")).await;
     assert_eq!(v["result"]["content"][0]["text"], "hi");
-    assert!(
-        b.runtime().sessions().get(&id, "anonymous").is_some(),
-        "B keeps a replica"
-    );
+    assert!(b.held_session(&id, "anonymous").is_some(), "B keeps a replica");
     // Another principal, and an id nobody minted, are not found on either instance.
     let other = Peer::new(Arc::new(AuthInfo::new("mallory")), Sessions::Store(Some(&id)));
     let Message::Request(req) = message(call(2, "echo")) else {
@@ -134,12 +131,12 @@ async fn record_changes_and_delete_reach_every_replica() {
     send(&b, Some(&id), call(1, "echo")).await;
     let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "error"}});
     assert_eq!(send(&b, Some(&id), level).await["result"], json!({}));
-    let on_a = a.runtime().sessions().get(&id, "anonymous").expect("A holds it");
+    let on_a = a.held_session(&id, "anonymous").expect("A holds it");
     eventually("the level reaches A", || {
         on_a.log_level() == mcp_protocol::model::LoggingLevel::Error
     })
     .await;
-    assert!(b.runtime().end_session(&id, "anonymous").await.unwrap());
+    assert!(b.end_session(&id, "anonymous").await.unwrap());
     eventually("A's replica ends", || on_a.is_closed()).await;
     let v = send(&a, Some(&id), call(3, "echo")).await;
     assert_eq!(v["error"]["code"], -32001, "deleted everywhere: {v}");
@@ -212,11 +209,9 @@ async fn a_cancellation_reaching_the_other_instance_cancels() {
 #[tokio::test]
 async fn a_list_change_on_one_instance_is_heard_on_the_other() {
     let store = Store::memory();
-    let ((a, _), (b, registry_b)) = (instance(&store), instance(&store));
-    // Both instances start their bus listeners on first use.
-    initialize(&a).await;
-    initialize(&b).await;
-    let mut feed = a.runtime().registry().subscribe();
+    // B's engine is kept (its driver forwards the change to the bus).
+    let ((a, _), (_b, registry_b)) = (instance(&store), instance(&store));
+    let mut feed = a.changes();
     let extra = ToolDef::new("extra").with_input_schema(json!({"type": "object"}));
     let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("x")) };
     registry_b.add_tool(ToolEntry::new(extra, Arc::new(f), true, true).expect("valid tool"));
@@ -226,12 +221,7 @@ async fn a_list_change_on_one_instance_is_heard_on_the_other() {
         .expect("open");
     assert!(heard.contains(&mcp_runtime::registry::Change::Tools), "{heard:?}");
     assert!(
-        a.runtime()
-            .registry()
-            .snapshot()
-            .tools()
-            .iter()
-            .all(|t| t.def.name != "extra"),
+        a.registry().snapshot().tools().iter().all(|t| t.def.name != "extra"),
         "A's catalog is A's"
     );
 }
@@ -243,23 +233,21 @@ async fn broadcasts_reach_the_other_instances_only() {
     let ((a, _), (b, _)) = (instance(&store), instance(&store));
     let (on_a, on_b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let seen = on_a.clone();
-    a.runtime().on_broadcast("t", move |v| {
+    a.on_broadcast("t", move |v| {
         seen.fetch_add(v["n"].as_u64().unwrap_or(0) as usize, Ordering::SeqCst);
     });
     let seen = on_b.clone();
-    b.runtime().on_broadcast("t", move |v| {
+    b.on_broadcast("t", move |v| {
         seen.fetch_add(v["n"].as_u64().unwrap_or(0) as usize, Ordering::SeqCst);
     });
-    a.runtime().ensure_started();
-    b.runtime().ensure_started();
-    a.runtime().broadcast("t", json!({"n": 2})).unwrap();
-    a.runtime().broadcast("other", json!({"n": 5})).unwrap();
+    a.broadcast("t", json!({"n": 2})).unwrap();
+    a.broadcast("other", json!({"n": 5})).unwrap();
     eventually("B runs its handler", || on_b.load(Ordering::SeqCst) == 2).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(on_a.load(Ordering::SeqCst), 0, "never the sender's own");
     assert_eq!(on_b.load(Ordering::SeqCst), 2, "only its topic");
     // Without a store there is nobody to tell: a no-op.
-    let single = Runtime::new(ServerConfig::default(), Arc::new(Registry::new()));
+    let single = mcp_tests::engine::memory(ServerConfig::default(), Arc::new(Registry::new()));
     assert!(single.broadcast("t", json!({})).is_ok());
 }
 
@@ -304,8 +292,6 @@ fn gated_pair() -> (Arc<GatedBus>, (Engine, Arc<Registry>), Engine) {
         ..Store::memory()
     };
     let (a, (b, _)) = (instance(&store), instance(&store));
-    a.0.runtime().ensure_started();
-    b.runtime().ensure_started();
     (bus, a, b)
 }
 
@@ -321,7 +307,7 @@ async fn hears(
 async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
     use mcp_runtime::registry::Change;
     let (bus, (a, registry_a), b) = gated_pair();
-    let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
+    let (mut on_a, mut on_b) = (a.changes(), b.changes());
     let extra = ToolDef::new("extra").with_input_schema(json!({"type": "object"}));
     let f = |_: Map<String, Value>, _: Ctx| async { Ok(CallToolResult::text("x")) };
     registry_a.add_tool(ToolEntry::new(extra, Arc::new(f), true, true).expect("valid tool"));
@@ -342,9 +328,9 @@ async fn an_instance_announces_its_own_change_once_the_bus_has_carried_it() {
 #[tokio::test]
 async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
     let (bus, (a, _), b) = gated_pair();
-    let (mut on_a, mut on_b) = (a.runtime().registry().subscribe(), b.runtime().registry().subscribe());
+    let (mut on_a, mut on_b) = (a.changes(), b.changes());
     for n in 1..=3 {
-        a.runtime().broadcast("t", json!({ "n": n })).unwrap();
+        a.broadcast("t", json!({ "n": n })).unwrap();
     }
     // The second never arrives: both instances hear of the loss from the third's number, and
     // announce every list (a GET stream re-reads its log the same way).
@@ -353,7 +339,7 @@ async fn a_message_lost_on_the_bus_is_a_gap_for_every_instance() {
         assert!(hears_a_gap(feed).await);
     }
     // Nothing lost, nothing announced.
-    a.runtime().broadcast("t", json!({ "n": 4 })).unwrap();
+    a.broadcast("t", json!({ "n": 4 })).unwrap();
     bus.release(|_| false);
     assert_eq!(hears(&mut on_b, Duration::from_millis(300)).await, None);
 }
@@ -374,7 +360,7 @@ async fn hears_a_gap(feed: &mut mcp_runtime::registry::ChangeFeed) -> bool {
 #[tokio::test]
 async fn a_message_an_instance_cannot_read_is_a_gap() {
     let (bus, _, b) = gated_pair();
-    let mut on_b = b.runtime().registry().subscribe();
+    let mut on_b = b.changes();
     // Another build's: a version this build does not write, a note it does not know. Reported
     // once per instance, a gap the first time.
     let stranger = |seq: u64| format!(r#"{{"v":99,"from":"ffff.i1","seq":{seq},"t":"somethingNew"}}"#);
@@ -413,8 +399,6 @@ async fn session_bounds_count_the_sessions_other_instances_started() {
         c
     };
     let ((a, _), (b, _)) = (instance_with(&store, config()), instance_with(&store, config()));
-    a.runtime().ensure_started();
-    b.runtime().ensure_started();
     for n in 0..3 {
         let r = initialize_as(&a, if n == 0 { "alice" } else { "bob" }).await;
         assert!(r.get("result").is_some(), "A admits session {n}: {r}");
@@ -439,8 +423,6 @@ async fn a_client_bound_counts_its_sessions_on_other_instances() {
         c
     };
     let ((a, _), (b, _)) = (instance_with(&store, config()), instance_with(&store, config()));
-    a.runtime().ensure_started();
-    b.runtime().ensure_started();
     for _ in 0..2 {
         assert!(initialize_as(&a, "alice").await.get("result").is_some());
     }
@@ -463,9 +445,9 @@ async fn a_client_bound_counts_its_sessions_on_other_instances() {
 #[tokio::test]
 async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
     let (bus, (a, _), _b) = gated_pair();
-    let runtime = a.runtime().clone();
+    let engine = a.clone();
     let waiting = tokio::spawn(async move {
-        runtime
+        engine
             .broadcast_everywhere("t", json!({"n": 1}), Duration::from_secs(5))
             .await
     });
@@ -478,13 +460,12 @@ async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
     assert!(done.expect("joined").is_ok());
     // A bus that never carries it: an error after the wait, not a hang.
     let lost = a
-        .runtime()
         .broadcast_everywhere("t", json!({"n": 2}), Duration::from_millis(200))
         .await;
     assert!(lost.is_err(), "{lost:?}");
 }
 
-/// The HTTP+SSE pair relay, through the runtime's entry points: a pair held by A is found by B
+/// The HTTP+SSE pair relay, through the engine's entry points: a pair held by A is found by B
 /// (for its principal only), a message B forwards reaches A's inbox with the identity it was
 /// posted with and its client's address and port, and B gets A's outcome; another principal's message, and one A drops unanswered,
 /// are `Gone`; once the pair ends its record is gone and a message is `Gone` too.
@@ -494,9 +475,6 @@ async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
     use mcp_runtime::relay::PairOutcome;
     let store = Store::memory();
     let ((a, _), (b, _)) = (instance(&store), instance(&store));
-    let (a, b) = (a.runtime().clone(), b.runtime().clone());
-    a.ensure_started();
-    b.ensure_started();
     let ended = tokio_util::sync::CancellationToken::new();
     let mut inbox = a
         .hold_pair("p1", "alice", ended.clone())
@@ -634,7 +612,7 @@ async fn initialized_on_another_instance_is_stored_with_the_load() {
             unreachable!()
         };
         assert!(b.notification(&peer(Some(&id)), &n).await.is_none());
-        let on_b = b.runtime().sessions().get(&id, "anonymous").expect("B holds a replica");
+        let on_b = b.held_session(&id, "anonymous").expect("B holds a replica");
         assert!(on_b.is_initialized());
         let record = || async {
             store

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_runtime::{Ctx, Engine, Registry, ServerConfig, ToolResult};
 use mcp_transport_stdio::{StdioConfig, StdioError, serve_io};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
@@ -31,7 +31,7 @@ async fn bounded<F: Future>(f: F) -> F::Output {
 /// A runtime with the test tools, and the levers of the slow tool.
 struct Fixture {
     registry: Arc<Registry>,
-    runtime: Arc<Runtime>,
+    runtime: Engine,
     /// Each permit lets one slow call finish.
     gate: Arc<Semaphore>,
     /// The slow tool reports its `tag` argument when it starts.
@@ -68,7 +68,7 @@ impl Fixture {
         registry.add_tool(entry("panic", "Panics", panics));
         registry.add_tool(entry("progress", "Reports progress", progress));
         registry.add_tool(entry("sample", "Asks the client's model", sample));
-        let runtime = Arc::new(Runtime::new(ServerConfig::default(), registry.clone()));
+        let runtime = mcp_tests::engine::memory(ServerConfig::default(), registry.clone());
         Fixture {
             registry,
             runtime,
@@ -141,7 +141,7 @@ struct Client {
 }
 
 impl Client {
-    fn start(runtime: Arc<Runtime>, config: StdioConfig) -> Self {
+    fn start(runtime: Engine, config: StdioConfig) -> Self {
         let (input, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, output) = tokio::io::duplex(64 * 1024);
         let server = tokio::spawn(serve_io(runtime, config, server_in, server_out));
@@ -934,7 +934,7 @@ async fn a_rate_limited_call_is_the_json_rpc_error_with_the_wait_in_data() {
         // Two calls at once, then one a minute: the bucket stays empty for the whole test.
         let quota = mcp_runtime::store::Quota::new(1.0 / 60.0, 2).expect("a quota");
         config.middleware.push(mcp_runtime::middleware::RateLimit::new(quota));
-        let runtime = Arc::new(Runtime::new(config, f.registry.clone()));
+        let runtime = mcp_tests::engine::memory(config, f.registry.clone());
         let mut c = Client::start(runtime, StdioConfig::default());
         initialize(&mut c, "2025-11-25").await;
         for id in 1..=2 {
@@ -968,7 +968,7 @@ async fn a_call_short_of_a_scope_is_the_json_rpc_error_naming_every_scope() {
         config.method_scopes = mcp_runtime::scopes::MethodScopes::default()
             .require("tools/call", ["notes:call"])
             .expect("a scope token");
-        let runtime = Arc::new(Runtime::new(config, f.registry.clone()));
+        let runtime = mcp_tests::engine::memory(config, f.registry.clone());
         // Over stdio the caller is anonymous: it holds no scope.
         let mut c = Client::start(runtime, StdioConfig::default());
         initialize(&mut c, "2025-11-25").await;

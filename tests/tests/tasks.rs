@@ -17,7 +17,7 @@ use mcp_protocol::auth::ANONYMOUS;
 use mcp_runtime::tasks::StoreFuture;
 use mcp_runtime::{InMemoryTaskStore, ServerConfig, TaskOwner, TaskRecord, TaskStore};
 use serde_json::{Value, json};
-use support::{Client, EXT, request, runtime, task_id};
+use support::{Client, EXT, runtime, task_id};
 
 /// A store whose writes take a while, and which lists the tasks whose write has ended: what it
 /// lists when an answer arrives is what was stored before that answer.
@@ -295,16 +295,13 @@ async fn listen_task_ids_keeps_own_tasks_and_announces_changes() {
     let bob = Client::modern(&rt, "bob", true);
     let mine = task_id(&alice.tool("asks", json!({})).await);
     let theirs = task_id(&bob.tool("slow", json!({})).await);
-    let listen = request(
-        42,
-        "subscriptions/listen",
-        json!({"notifications": {"taskIds": [mine, theirs, "unknown"]}}),
-    );
-    let me: Arc<str> = Arc::from("alice");
-    let mut l = rt.listen(&listen, &me, true).await.expect("listens");
+    let wanted = json!({"taskIds": [mine, theirs, "unknown"]});
+    let mut l = alice.listen(42, wanted.clone()).await.expect("listens");
     let ack: Value = serde_json::from_slice(&l.take_ack().unwrap()).unwrap();
     assert_eq!(ack["params"]["notifications"], json!({"taskIds": [mine]}));
-    assert_eq!(rt.listen(&listen, &me, false).await.unwrap_err().code, -32021);
+    // Task notifications are the extension's: a client that did not declare it is refused.
+    let without = Client::modern(&rt, "alice", false);
+    assert_eq!(without.listen(43, wanted).await.unwrap_err()["code"], -32021);
 
     let next = async {
         let f = tokio::time::timeout(std::time::Duration::from_secs(5), l.next()).await;
@@ -338,10 +335,7 @@ async fn the_capability_is_advertised_per_revision() {
         .unwrap();
     assert_eq!(slow["execution"], json!({"taskSupport": "optional"}));
     // Without any task-capable tool nothing is advertised.
-    let bare = Arc::new(mcp_runtime::Runtime::new(
-        ServerConfig::default(),
-        Arc::new(mcp_runtime::Registry::new()),
-    ));
+    let bare = mcp_tests::engine::memory(ServerConfig::default(), Arc::new(mcp_runtime::Registry::new()));
     assert!(
         bare.capabilities(Some(mcp_protocol::Revision::V2026_07_28))
             .get("extensions")

@@ -29,7 +29,7 @@ cases::tests_for!(Way::Direct);
 fn a_handler_runs_in_its_request_span_and_the_header_is_the_parent() {
     let answered = Arc::new(std::sync::Mutex::new(None));
     let t = cases::observed(Way::Direct, || async {
-        let s = crate::support::Server::serve_runtime(cases::server(), mcp_server::HttpConfig::default()).await;
+        let s = crate::support::Server::serve_engine(cases::server(), mcp_server::HttpConfig::default()).await;
         let params = json!({"name": "context", "arguments": {}});
         let answer = s
             .post(crate::support::modern(7, "tools/call", params))

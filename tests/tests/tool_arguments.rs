@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_runtime::handler::{BoxFuture, ToolHandler};
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_runtime::{Ctx, Engine, Registry, ServerConfig, ToolResult};
 use mcp_server::Tool;
 use mcp_tests::pipe::StdioPipe;
 use serde_json::{Map, Value, json};
@@ -36,7 +36,7 @@ impl ToolHandler for Reader {
     }
 }
 
-fn runtime() -> Arc<Runtime> {
+fn runtime() -> Engine {
     let registry = Arc::new(Registry::new());
     let shout = Tool::typed("shout", "Shouts", |i: Shout, _ctx| async move { i.text.to_uppercase() });
     registry.add_tool(shout.into_entry().expect("valid tool"));
@@ -44,7 +44,7 @@ fn runtime() -> Arc<Runtime> {
         let def = ToolDef::new(name).with_description("Reads its arguments");
         registry.add_tool(ToolEntry::new(def, Arc::new(Reader), checked, true).expect("valid tool"));
     }
-    Arc::new(Runtime::new(ServerConfig::default(), registry))
+    mcp_tests::engine::memory(ServerConfig::default(), registry)
 }
 
 fn text_of(answer: &Value) -> &str {

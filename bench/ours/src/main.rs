@@ -269,7 +269,10 @@ async fn serve_pipes(server: McpServer) -> Result<(), Box<dyn std::error::Error>
     let stdin = pipe::Receiver::from_owned_fd(std::io::stdin().as_fd().try_clone_to_owned()?)?;
     let stdout = pipe::Sender::from_owned_fd(std::io::stdout().as_fd().try_clone_to_owned()?)?;
     let config = mcp_transport_stdio::StdioConfig::default();
-    mcp_transport_stdio::serve_io(server.runtime().clone(), config, stdin, stdout).await?;
+    if let Some(driver) = server.driver() {
+        tokio::spawn(std::future::IntoFuture::into_future(driver));
+    }
+    mcp_transport_stdio::serve_io(server.engine().clone(), config, stdin, stdout).await?;
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use crate::session::Session;
 use crate::sink::Sink;
 
 /// A URL-mode elicitation's outcome: the id the runtime gave it (to pass to
-/// [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation) later) and the client's answer.
+/// [`Engine::complete_elicitation`](crate::Engine::complete_elicitation) later) and the client's answer.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct UrlElicitation {
@@ -207,7 +207,7 @@ impl Ctx {
     /// Elicits in URL mode (`elicitation/create {mode: "url", message, url,
     /// elicitationId}`, legacy 2025-11-25 sessions with the client's
     /// `elicitation.url` capability) and returns the id the runtime gave it
-    /// with the client's answer. Call [`Runtime::complete_elicitation`](crate::Runtime::complete_elicitation)
+    /// with the client's answer. Call [`Engine::complete_elicitation`](crate::Engine::complete_elicitation)
     /// with the id when the out-of-band interaction is over.
     pub async fn elicit_url(&self, message: &str, url: &str) -> Result<UrlElicitation, ClientRequestError> {
         self.elicit_url_as(message, url, None).await

@@ -8,7 +8,7 @@
 //! carried them ([`Registry::announce_when_heard`], called by the cluster when it starts): the
 //! bus delivers in publish order to every instance alike, so a client that hears of a change
 //! from one instance finds it applied on the others too (an application that replicates the
-//! change itself broadcasts it before making it, see `Runtime::on_broadcast`).
+//! change itself broadcasts it before making it, see `Engine::on_broadcast`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,6 +1,6 @@
 //! The cluster when the `shared-store` feature is off: a type with no values.
 //!
-//! Without the feature there is no `Runtime::with_store`, so a runtime's cluster is always
+//! Without the feature there is no `Storage::Shared`, so a runtime's cluster is always
 //! `None`. This stand-in keeps the runtime's code one text in both builds: its `Option<Arc<Cluster>>`
 //! branches still type-check, and every method below is unreachable (`match *self {}` on an
 //! empty enum), so none of the cluster's code (the bus listener, the heartbeat, the replicas,
@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::background::Background;
 use crate::catalog::Registry;
 use crate::elicitation::Elicitations;
 use crate::quota::ClientKey;
@@ -55,13 +56,11 @@ impl Cluster {
         match *self {}
     }
 
-    pub(crate) fn ensure_started(
-        &self,
-        _: &Arc<SessionStore>,
-        _: &Arc<Registry>,
-        _: &Arc<Tasks>,
-        _: &Arc<Elicitations>,
-    ) {
+    pub(crate) fn bind(&self, _: &Arc<SessionStore>, _: &Arc<Tasks>, _: &Arc<Elicitations>) {
+        match *self {}
+    }
+
+    pub(crate) fn start(&self, _: &Arc<Registry>) -> Vec<Background> {
         match *self {}
     }
 

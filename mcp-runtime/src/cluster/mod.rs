@@ -64,6 +64,7 @@ use tokio::sync::{mpsc, watch};
 
 pub(crate) use note::Note;
 
+use crate::background::{Background, boxed};
 use crate::catalog::Registry;
 use crate::config::ServerConfig;
 use crate::elicitation::Elicitations;
@@ -109,11 +110,11 @@ pub(crate) struct Cluster {
     heard_own: watch::Sender<u64>,
     started: AtomicBool,
     me: OnceLock<Weak<Cluster>>,
-    /// This instance's sessions (set when started).
+    /// This instance's sessions (set as the runtime is built).
     sessions: OnceLock<Weak<SessionStore>>,
-    /// This instance's tasks (set when started).
+    /// This instance's tasks (set as the runtime is built).
     tasks: OnceLock<Weak<Tasks>>,
-    /// This instance's URL-mode elicitation records (set when started).
+    /// This instance's URL-mode elicitation records (set as the runtime is built).
     elicitations: OnceLock<Weak<Elicitations>>,
     /// Requests served across instances (see `remote`).
     remote: remote::Remote,
@@ -198,48 +199,48 @@ impl Cluster {
         self.gaps.subscribe()
     }
 
-    /// Starts the bus listener, the change forwarder, the appender and the heartbeat (once;
-    /// needs a Tokio runtime).
-    pub(crate) fn ensure_started(
-        &self,
-        sessions: &Arc<SessionStore>,
-        registry: &Arc<Registry>,
-        tasks: &Arc<Tasks>,
-        elicitations: &Arc<Elicitations>,
-    ) {
-        if self.started.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
-            return;
-        };
+    /// Gives the cluster this instance's sessions, tasks and URL-elicitation records (weakly:
+    /// the runtime owns them), once, as the runtime is built.
+    pub(crate) fn bind(&self, sessions: &Arc<SessionStore>, tasks: &Arc<Tasks>, elicitations: &Arc<Elicitations>) {
         let _ = self.sessions.set(Arc::downgrade(sessions));
         let _ = self.tasks.set(Arc::downgrade(tasks));
         let _ = self.elicitations.set(Arc::downgrade(elicitations));
+    }
+
+    /// The services this instance runs beside the requests: the bus listener, the change
+    /// forwarder, the appender and the heartbeat (the first call only: later calls get none).
+    /// Subscribes to the bus before it returns, so that nothing published from now on is missed;
+    /// the engine's driver runs the services.
+    pub(crate) fn start(&self, registry: &Arc<Registry>) -> Vec<Background> {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        let Some(me) = self.me.get().and_then(Weak::upgrade) else {
+            return Vec::new();
+        };
+        let sessions = self.sessions.get().cloned().unwrap_or_default();
         let bus = self.store.bus.subscribe();
-        crate::background::spawn(listen(
-            Arc::downgrade(&me),
-            bus,
-            Arc::downgrade(sessions),
-            Arc::downgrade(registry),
-        ));
-        crate::background::spawn(forward_changes(
-            Arc::downgrade(&me),
-            registry.local_changes(),
-            Arc::downgrade(registry),
-        ));
+        let mut services = vec![
+            boxed(listen(Arc::downgrade(&me), bus, sessions, Arc::downgrade(registry))),
+            boxed(forward_changes(
+                Arc::downgrade(&me),
+                registry.local_changes(),
+                Arc::downgrade(registry),
+            )),
+        ];
         // Subscribed to the bus and to the local changes: from now on a local change reaches
         // this instance's streams when the bus brings it back, as it reaches the others'.
         registry.announce_when_heard();
-        crate::background::spawn(heartbeat(Arc::downgrade(&me)));
+        services.push(boxed(heartbeat(Arc::downgrade(&me))));
         let rx = self
             .appends_rx
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(rx) = rx {
-            crate::background::spawn(append(Arc::downgrade(&me), rx));
+            services.push(boxed(append(Arc::downgrade(&me), rx)));
         }
+        services
     }
 
     /// Publishes an application message on `topic` to every other instance.

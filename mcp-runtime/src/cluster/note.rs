@@ -79,7 +79,7 @@ pub(crate) enum Note {
         task: String,
         params: serde_json::Map<String, Value>,
     },
-    /// An application message ([`crate::Runtime::broadcast`]).
+    /// An application message ([`crate::Engine::broadcast`]).
     User { topic: String, payload: Value },
     /// A message POSTed to the sender for a 2024-11-05 pair the receiver holds, the sender's
     /// `n`th forwarded, with the identity it authenticated as.

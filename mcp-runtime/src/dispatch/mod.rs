@@ -103,8 +103,8 @@ pub(crate) async fn dispatch(parts: &Parts<'_>, mut req: Request, route: &Route,
             @ (Method::TasksGet | Method::TasksResult | Method::TasksList | Method::TasksCancel | Method::TasksUpdate),
             _,
         ) => Box::pin(parts.tasks.serve(&ctx, m, params)).await,
-        // `initialize` runs through `Runtime::initialize`, `subscriptions/listen` through
-        // `Runtime::listen`; anything else is unknown.
+        // `initialize` runs through the engine's `initialize`, `subscriptions/listen` through
+        // the engine's `listen`; anything else is unknown.
         (other, _) => Err(RpcError::method_not_found(other.as_str())),
     };
     if handle.is_cancelled() {

@@ -86,7 +86,6 @@ impl Engine {
     /// Checks a decoded batch and prepares its elements.
     pub async fn batch(&self, peer: &Peer<'_>, items: Vec<Result<Message, DecodeError>>) -> BatchStep {
         let received = std::time::Instant::now();
-        self.runtime.ensure_started();
         let refuse = |stage, e: &RpcError| BatchStep::Answer(Answer::error(stage, Era::Legacy, None, e));
         if let TransportRevision::Unknown(v) = &peer.revision {
             return refuse(Stage::Envelope, &RpcError::unknown_revision_header(v));

@@ -26,8 +26,11 @@
 
 mod batch;
 mod call;
+mod handle;
 mod layers;
 mod peer;
+mod services;
+mod start;
 mod step;
 
 use std::sync::Arc;
@@ -45,7 +48,9 @@ pub use crate::remote::Remote;
 pub use crate::session::slot::SessionSlot;
 pub use batch::{Batch, BatchDone, BatchStep};
 pub use call::{Call, Completed};
+pub use handle::{Engine, WeakEngine};
 pub use peer::{HeaderLookup, Peer, Sessions};
+pub use start::{Driver, Storage};
 pub use step::{Answer, Listening, Step};
 
 use crate::dispatch::route::Route;
@@ -69,23 +74,7 @@ enum Resolved {
     Unavailable,
 }
 
-/// The message pipeline of one runtime (cheap to clone).
-#[derive(Debug, Clone)]
-pub struct Engine {
-    runtime: Arc<Runtime>,
-}
-
 impl Engine {
-    /// The engine of a runtime.
-    pub fn new(runtime: Arc<Runtime>) -> Self {
-        Engine { runtime }
-    }
-
-    /// The runtime it drives.
-    pub fn runtime(&self) -> &Arc<Runtime> {
-        &self.runtime
-    }
-
     async fn resolve(&self, peer: &Peer<'_>) -> Resolved {
         self.resolve_changing(peer, &[]).await
     }
@@ -114,7 +103,6 @@ impl Engine {
     /// Delivers a client's response to the pending server-to-client request of the caller's
     /// own session; anything else is dropped without a trace on the wire (no oracle).
     pub async fn deliver(&self, peer: &Peer<'_>, response: Response) {
-        self.runtime.ensure_started();
         let session = match self.resolve(peer).await {
             Resolved::Found(s) => Some(s),
             _ => None,
@@ -126,7 +114,6 @@ impl Engine {
     /// notification naming an unknown session where sessions are kept (404). Observed like a
     /// request (a span and a duration, without an id), until it is routed or refused.
     pub async fn notification(&self, peer: &Peer<'_>, note: &Notification) -> Option<Answer> {
-        self.runtime.ensure_started();
         let era = era_of(note.params.as_ref(), peer.revision.known());
         let observed = Observed::notification(note, era, self.origin(peer));
         let (session, outcome) = observed.run_in(self.route_notification(peer, era, note)).await;
@@ -200,7 +187,6 @@ impl Engine {
 
     /// Takes a request through every check and hands it back ready to run, or answered.
     pub async fn request(&self, peer: &Peer<'_>, req: Request) -> Step {
-        self.runtime.ensure_started();
         let era = request_era(&req, peer.revision.known());
         let observed = Observed::start(&req, era, self.origin(peer), &|m, name| self.runtime.target(m, name));
         let step = observed

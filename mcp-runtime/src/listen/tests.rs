@@ -1,7 +1,7 @@
 //! Unit tests of the subscription hub, driven through a runtime.
 use super::*;
-use crate::Runtime;
 use crate::catalog::ToolEntry;
+use crate::runtime::Runtime;
 use crate::{Registry, ServerConfig, ToolResult};
 use mcp_protocol::Request;
 use mcp_protocol::meta::{SERVER_INFO, SUBSCRIPTION_ID};
@@ -25,6 +25,13 @@ fn listen_req(id: i64, filter: Value) -> Request {
     }
 }
 
+/// A subscription for `principal`, as the engine opens one.
+async fn listen(rt: &Runtime, req: &Request, principal: &Arc<str>, tasks: bool) -> Result<Listener, RpcError> {
+    rt.listen_as(req, &Holder::principal(principal.clone()), tasks)
+        .await
+        .map_err(|e| e.error().clone())
+}
+
 fn frame(f: Frame) -> Value {
     serde_json::from_slice(&f).unwrap()
 }
@@ -38,7 +45,7 @@ async fn ack_first_then_filtered_tagged_notifications() {
     let rt = runtime(32);
     let me: Arc<str> = Arc::from("p");
     let filter = json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"], "bogus": true});
-    let mut l = rt.listen(&listen_req(7, filter), &me, false).await.unwrap();
+    let mut l = listen(&rt, &listen_req(7, filter), &me, false).await.unwrap();
     let ack = frame(l.take_ack().unwrap());
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 7);
@@ -77,8 +84,7 @@ async fn ack_first_then_filtered_tagged_notifications() {
 async fn refusals_and_bounds() {
     let rt = runtime(1);
     let me: Arc<str> = Arc::from("p");
-    let e = rt
-        .listen(&listen_req(1, json!({"taskIds": ["x"]})), &me, false)
+    let e = listen(&rt, &listen_req(1, json!({"taskIds": ["x"]})), &me, false)
         .await
         .unwrap_err();
     assert_eq!(e.code, -32021);
@@ -87,26 +93,26 @@ async fn refusals_and_bounds() {
         method: "subscriptions/listen".into(),
         params: None,
     };
-    assert_eq!(rt.listen(&bad, &me, false).await.unwrap_err().code, -32602);
-    let first = rt.listen(&listen_req(1, json!({})), &me, false).await.unwrap();
-    assert!(rt.listen(&listen_req(2, json!({})), &me, false).await.is_err());
+    assert_eq!(listen(&rt, &bad, &me, false).await.unwrap_err().code, -32602);
+    let first = listen(&rt, &listen_req(1, json!({})), &me, false).await.unwrap();
+    assert!(listen(&rt, &listen_req(2, json!({})), &me, false).await.is_err());
     let other: Arc<str> = Arc::from("q");
-    assert!(rt.listen(&listen_req(2, json!({})), &other, false).await.is_ok());
+    assert!(listen(&rt, &listen_req(2, json!({})), &other, false).await.is_ok());
     drop(first);
-    assert!(rt.listen(&listen_req(3, json!({})), &me, false).await.is_ok());
+    assert!(listen(&rt, &listen_req(3, json!({})), &me, false).await.is_ok());
 }
 
 #[tokio::test]
 async fn shutdown_ends_listeners() {
     let rt = runtime(32);
-    let mut l = rt
-        .listen(
-            &listen_req(9, json!({"toolsListChanged": true})),
-            &Arc::from("p"),
-            false,
-        )
-        .await
-        .unwrap();
+    let mut l = listen(
+        &rt,
+        &listen_req(9, json!({"toolsListChanged": true})),
+        &Arc::from("p"),
+        false,
+    )
+    .await
+    .unwrap();
     rt.shutdown();
     assert!(l.next().await.is_none());
     assert_eq!(
@@ -128,8 +134,7 @@ async fn shutdown_ends_listeners() {
         ..Default::default()
     };
     let rt = Runtime::new(config, Arc::new(Registry::new()));
-    let l = rt
-        .listen(&listen_req(4, json!({})), &Arc::from("p"), false)
+    let l = listen(&rt, &listen_req(4, json!({})), &Arc::from("p"), false)
         .await
         .unwrap();
     assert_eq!(

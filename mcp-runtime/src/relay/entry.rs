@@ -16,13 +16,12 @@ impl Runtime {
     /// stream may name its message path), refreshed every third of [`PAIR_TTL`](super::PAIR_TTL) and deleted
     /// once `ended` is cancelled; the receiver yields the messages of the pair other instances
     /// forward, in the order the bus brought them, until `ended`.
-    pub async fn hold_pair(
+    pub(crate) async fn hold_pair(
         &self,
         id: &str,
         principal: &str,
         ended: CancellationToken,
     ) -> Result<Option<mpsc::Receiver<PairMessage>>, StoreError> {
-        self.ensure_started();
         let Some(cluster) = self.cluster() else {
             return Ok(None);
         };
@@ -32,7 +31,7 @@ impl Runtime {
     /// The record of an open pair, held here or on another instance, if `principal` opened it:
     /// an unknown pair, an expired one and another principal's are all `Ok(None)`. Always
     /// `Ok(None)` without a shared store.
-    pub async fn find_pair(&self, id: &str, principal: &str) -> Result<Option<PairRecord>, StoreError> {
+    pub(crate) async fn find_pair(&self, id: &str, principal: &str) -> Result<Option<PairRecord>, StoreError> {
         let Some(cluster) = self.cluster() else {
             return Ok(None);
         };
@@ -48,14 +47,13 @@ impl Runtime {
     /// for what it made of it. A holder that does not answer in time and is known dead has its
     /// pair's record removed: [`PairOutcome::Gone`]. `Err` when the bus cannot take the message,
     /// or a live holder did not answer in time (the message may still be handled).
-    pub async fn forward_pair_message(
+    pub(crate) async fn forward_pair_message(
         &self,
         pair: &PairRecord,
         auth: &AuthInfo,
         client: Option<Remote>,
         body: &str,
     ) -> Result<PairOutcome, StoreError> {
-        self.ensure_started();
         let Some(cluster) = self.cluster() else {
             return Ok(PairOutcome::Gone);
         };

@@ -1,13 +1,13 @@
 //! The 2024-11-05 HTTP+SSE pair across instances: the runtime's entry points that let a POST of
 //! a pair reach whichever instance holds the pair's stream.
 //!
-//! The instance answering a pair's GET holds it ([`Runtime::hold_pair`](crate::Runtime::hold_pair)): with a shared
+//! The instance answering a pair's GET holds it ([`Engine::hold_pair`](crate::Engine::hold_pair)): with a shared
 //! [`Store`](crate::Store) it writes the pair's [`PairRecord`](crate::store::PairRecord) (id, principal, holder) before the
 //! stream names its message path, refreshes it while the stream is open, and deletes it when the
 //! stream ends; the record expires by itself ([`PAIR_TTL`]) when the holder dies. An instance a
-//! POST of a pair it does not hold reaches reads the record ([`Runtime::find_pair`](crate::Runtime::find_pair): an unknown
+//! POST of a pair it does not hold reaches reads the record ([`Engine::find_pair`](crate::Engine::find_pair): an unknown
 //! pair and another principal's are the same `None`) and forwards the message to the holder over
-//! the bus ([`Runtime::forward_pair_message`](crate::Runtime::forward_pair_message)), then waits for the holder's [`PairOutcome`]. The
+//! the bus ([`Engine::forward_pair_message`](crate::Engine::forward_pair_message)), then waits for the holder's [`PairOutcome`]. The
 //! holder hands each forwarded message (a [`PairMessage`]) to the transport through the inbox
 //! `hold_pair` returned, in the order its bus brought them, and answers with
 //! [`PairReceipt::answer`] once the message is in its engine, as for a local POST.

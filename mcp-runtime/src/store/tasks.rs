@@ -5,7 +5,7 @@
 //! **live part** (the worker's cancellation token, waiters, gathered input:
 //! in the process that runs the worker). A store only ever sees records, so
 //! a durable or shared store (a database, a key-value service) can be
-//! plugged in with [`crate::Runtime::with_task_store`].
+//! plugged in with [`Storage::Tasks`](crate::Storage::Tasks).
 
 use dashmap::DashMap;
 use mcp_protocol::model::{Task, TaskStatus};

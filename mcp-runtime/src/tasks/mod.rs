@@ -298,7 +298,6 @@ impl Tasks {
         relay: Arc<Relay>,
     ) -> Result<(TaskRecord, Arc<Live>), RpcError> {
         self.ensure_recovered().await;
-        self.start_sweeper();
         let created = self.admit(owner, client, requested_ttl_ms, work, relay).await;
         created.map_err(|e| match e {
             CreateError::TooManyRunning => {
@@ -471,26 +470,27 @@ impl Tasks {
         n
     }
 
-    /// Starts the periodic sweep (once; it ends with the runtime).
-    pub(crate) fn start_sweeper(&self) {
-        self.sweeper.get_or_init(|| {
-            let me = self.me.clone();
-            let every = self.limits.sweep_interval.max(std::time::Duration::from_millis(10));
-            crate::background::spawn(async move {
-                let mut tick = tokio::time::interval(every);
+    /// The periodic sweep of expired tasks (and, with a shared store, of the tasks of instances
+    /// that are gone), as a service of the engine's driver: the first call only. It ends with
+    /// the runtime.
+    pub(crate) fn sweeper(&self) -> Option<crate::background::Background> {
+        self.sweeper.set(()).ok()?;
+        let me = self.me.clone();
+        let every = self.limits.sweep_interval.max(std::time::Duration::from_millis(10));
+        Some(crate::background::boxed(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
                 tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    let Some(tasks) = me.upgrade() else { break };
-                    tasks.sweep().await;
-                    if tasks.sharing.get().is_some()
-                        && let Err(e) = tasks.recover().await
-                    {
-                        tracing::warn!(error = %e, "recovery of the tasks of dead instances failed");
-                    }
+                let Some(tasks) = me.upgrade() else { break };
+                tasks.sweep().await;
+                if tasks.sharing.get().is_some()
+                    && let Err(e) = tasks.recover().await
+                {
+                    tracing::warn!(error = %e, "recovery of the tasks of dead instances failed");
                 }
-            });
-        });
+            }
+        }))
     }
 }
 

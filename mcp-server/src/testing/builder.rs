@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::LoggingLevel;
 use mcp_protocol::{Revision, RpcError};
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use serde_json::{Map, Value, json};
 
 use super::client::{Options, TestClient};
@@ -43,7 +43,7 @@ use super::script::Script;
 /// ```
 #[must_use = "a builder does nothing until connect() is called"]
 pub struct TestClientBuilder {
-    runtime: Arc<Runtime>,
+    engine: Engine,
     revision: Revision,
     capabilities: Option<Map<String, Value>>,
     extra_capabilities: Map<String, Value>,
@@ -60,7 +60,8 @@ pub struct TestClientBuilder {
 impl TestClient {
     /// A builder for a client of `server` (see [`TestClientBuilder`] for the defaults).
     pub fn builder(server: &crate::McpServer) -> TestClientBuilder {
-        TestClientBuilder::new(server.runtime().clone())
+        server.drive();
+        TestClientBuilder::new(server.engine().clone())
     }
 }
 
@@ -74,9 +75,9 @@ impl std::fmt::Debug for TestClientBuilder {
 }
 
 impl TestClientBuilder {
-    pub(crate) fn new(runtime: Arc<Runtime>) -> Self {
+    pub(crate) fn new(engine: Engine) -> Self {
         TestClientBuilder {
-            runtime,
+            engine,
             revision: Revision::LATEST_MODERN,
             capabilities: None,
             extra_capabilities: Map::new(),
@@ -277,6 +278,6 @@ impl TestClientBuilder {
             max_rounds: self.max_rounds,
             script: self.script,
         };
-        TestClient::open(self.runtime, options, self.discover).await
+        TestClient::open(self.engine, options, self.discover).await
     }
 }

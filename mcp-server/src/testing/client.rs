@@ -11,7 +11,7 @@ use mcp_protocol::model::{
     CallToolResult, CompleteReference, Completion, GetPromptResult, LoggingLevel, ReadResourceResult,
 };
 use mcp_protocol::{Era, Message, RequestId, Revision, RpcError};
-use mcp_runtime::{Engine, Frame, Peer, Runtime, Session, SessionSlot, Sessions, Sink, Step};
+use mcp_runtime::{Engine, Frame, Peer, Session, SessionSlot, Sessions, Sink, Step};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -130,11 +130,11 @@ impl TestClient {
         Self::builder(server).modern().connect().await
     }
 
-    pub(crate) async fn open(runtime: Arc<Runtime>, options: Options, discover: bool) -> Result<Self, ClientError> {
+    pub(crate) async fn open(engine: Engine, options: Options, discover: bool) -> Result<Self, ClientError> {
         // Subscribe before anything runs, so that no change is missed.
-        let mut changes = runtime.registry().subscribe();
+        let mut changes = engine.changes();
         let inner = Arc::new(Inner {
-            engine: Engine::new(runtime),
+            engine,
             slot: SessionSlot::new(CancellationToken::new()),
             options,
             limits: DecodeLimits::default(),

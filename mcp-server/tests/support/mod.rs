@@ -78,8 +78,11 @@ impl Pipe {
     pub(crate) fn start(server: &McpServer) -> Pipe {
         let (input, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, output) = tokio::io::duplex(64 * 1024);
-        let runtime = server.runtime().clone();
-        let server = tokio::spawn(serve_io(runtime, StdioConfig::default(), server_in, server_out));
+        if let Some(driver) = server.driver() {
+            tokio::spawn(std::future::IntoFuture::into_future(driver));
+        }
+        let engine = server.engine().clone();
+        let server = tokio::spawn(serve_io(engine, StdioConfig::default(), server_in, server_out));
         Pipe {
             input: Some(input),
             output: BufReader::new(output).lines(),

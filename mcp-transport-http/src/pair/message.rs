@@ -1,6 +1,6 @@
 //! The message path of the 2024-11-05 pair: each POST names its pair (`sessionId`), is
 //! answered `202` once its message is handed to the engine (this instance's, or the one holding
-//! the pair's stream, through the runtime's relay), and the answer travels on the pair's stream.
+//! the pair's stream, through the engine's relay), and the answer travels on the pair's stream.
 
 use std::sync::Arc;
 
@@ -64,7 +64,7 @@ async fn locate(shared: &Shared, id: &str, principal: &str) -> Result<Holder, Re
     if let Some(pair) = shared.pairs.get(id, principal) {
         return Ok(Holder::Here(pair));
     }
-    match shared.runtime.find_pair(id, principal).await {
+    match shared.engine.find_pair(id, principal).await {
         Ok(Some(record)) => Ok(Holder::Elsewhere(record)),
         Ok(None) => Err(session_not_found()),
         Err(e) => {
@@ -141,7 +141,7 @@ async fn forward(
     let Ok(body) = std::str::from_utf8(bytes) else {
         return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));
     };
-    match shared.runtime.forward_pair_message(record, auth, client, body).await {
+    match shared.engine.forward_pair_message(record, auth, client, body).await {
         Ok(PairOutcome::Accepted) => empty(status::NOTHING_TO_ANSWER),
         Ok(PairOutcome::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
         Ok(PairOutcome::Busy) => overloaded(),

@@ -1,4 +1,4 @@
-//! The messages of a pair held here that reached other instances: the runtime's relay brings
+//! The messages of a pair held here that reached other instances: the engine's relay brings
 //! them to the pair's inbox, in the order the bus carried them, and each is handed to the engine
 //! exactly as a POST reaching this instance would be ([`message::handle`]), one after the other;
 //! the forwarding instance answers its client as the outcome says.

@@ -85,7 +85,7 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     // With a shared store, the pair's record is written before the stream names the message
     // path: the client's first POST may reach any instance.
     match shared
-        .runtime
+        .engine
         .hold_pair(&id, &auth.principal, pair.ended().clone())
         .await
     {

@@ -10,7 +10,7 @@ use http::header::{
     ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, HeaderValue, VARY,
 };
 use mcp_protocol::headers::param_header_names;
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use mcp_runtime::registry::Catalog;
 
 const BASE_ALLOW_HEADERS: &str = "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
@@ -24,8 +24,8 @@ pub(crate) struct AllowHeaders(Mutex<Option<(Arc<Catalog>, HeaderValue)>>);
 impl AllowHeaders {
     /// The fixed request headers plus every registered `mcp-param-*` (recomputed when the
     /// catalog changes).
-    fn value(&self, runtime: &Runtime) -> HeaderValue {
-        let catalog = runtime.registry().snapshot();
+    fn value(&self, engine: &Engine) -> HeaderValue {
+        let catalog = engine.registry().snapshot();
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((c, v)) = cache.as_ref()
             && Arc::ptr_eq(c, &catalog)
@@ -51,11 +51,11 @@ impl AllowHeaders {
     }
 
     /// Adds the CORS headers for a validated `origin` to an answer of a route serving `methods`.
-    pub(crate) fn apply(&self, runtime: &Runtime, headers: &mut HeaderMap, origin: HeaderValue, methods: &'static str) {
+    pub(crate) fn apply(&self, engine: &Engine, headers: &mut HeaderMap, origin: HeaderValue, methods: &'static str) {
         headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         headers.append(VARY, HeaderValue::from_static("Origin"));
         headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(methods));
-        headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, self.value(runtime));
+        headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, self.value(engine));
         headers.insert(ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
         headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
     }

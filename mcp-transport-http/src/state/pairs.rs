@@ -22,7 +22,7 @@ pub(crate) struct Pair {
     pub(crate) principal: Arc<str>,
     /// Replies and call frames, written to the stream by its pump.
     pub(crate) out: mpsc::Sender<Frame>,
-    /// The runtime's session once `initialize` ran, and the pair's requests in flight. Its
+    /// The engine's session once `initialize` ran, and the pair's requests in flight. Its
     /// root token is cancelled when the stream ends: every call of the pair is cancelled.
     pub(crate) slot: SessionSlot,
     /// The session's event channel, once `initialize` ran.
@@ -30,7 +30,7 @@ pub(crate) struct Pair {
 }
 
 impl Pair {
-    /// The runtime's session, once `initialize` ran.
+    /// The engine's session, once `initialize` ran.
     pub(crate) fn session(&self) -> Option<Arc<Session>> {
         self.slot.session()
     }

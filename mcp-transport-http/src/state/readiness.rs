@@ -1,5 +1,5 @@
 //! Whether an endpoint is ready for new clients ([`Readiness`]): not while a graceful shutdown
-//! runs, nor while the runtime's shared store cannot be reached. The store's answer is cached
+//! runs, nor while the engine's shared store cannot be reached. The store's answer is cached
 //! ([`StoreCheck`]) so that frequent probes, from several balancers, cost it at most one round
 //! trip a second.
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use mcp_runtime::registry::{Change, ChangeFeed};
-use mcp_runtime::{Runtime, Session};
+use mcp_runtime::{Engine, Session};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -222,14 +222,11 @@ impl Hub {
 
     /// Starts the fan-out of registry changes once (it needs a Tokio runtime: the first request
     /// or [`serve`](crate::serve) calls this).
-    pub(crate) fn ensure_started(self: &Arc<Self>, runtime: &Runtime, shutdown: &CancellationToken) {
-        // A shared store's listener and heartbeat run from the start, before any request:
-        // an instance that served nothing yet still announces its changes.
-        runtime.ensure_started();
+    pub(crate) fn start_fan_out(self: &Arc<Self>, engine: &Engine, shutdown: &CancellationToken) {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        let rx = runtime.registry().subscribe();
+        let rx = engine.changes();
         mcp_runtime::background::spawn(fan_out(Arc::downgrade(self), rx, shutdown.clone()));
     }
 

@@ -1,9 +1,9 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived POST answered with an SSE stream.
 //!
-//! The runtime registers the subscription before it builds the acknowledgement; the stream (a
+//! The engine registers the subscription before it builds the acknowledgement; the stream (a
 //! [`Feed`] run by the [`pump`](mod@crate::streams::pump)) writes that acknowledgement first,
 //! then every notification of the subscription, with keep-alive comments in between. The client
-//! ends a subscription by closing the stream (dropping the runtime's `Listener` unsubscribes); a
+//! ends a subscription by closing the stream (dropping the engine's `Listener` unsubscribes); a
 //! server that shuts down writes the completion result, then closes.
 
 use std::net::IpAddr;

@@ -3,7 +3,7 @@
 //! Origin and Host were checked by the caller. Here: `Accept` (406) → `Content-Type` (415) → the
 //! in-flight cap (503) → authentication (401/403) → body size (413) and decoding (400). The
 //! decoded message goes to
-//! the runtime's engine with what only HTTP knows (the caller, `MCP-Protocol-Version`,
+//! the engine with what only HTTP knows (the caller, `MCP-Protocol-Version`,
 //! `Mcp-Session-Id`, the headers for the modern agreement checks, whether replies may stream);
 //! the engine classifies it into its era *before* any session lookup, runs every check, and
 //! hands back an answer, a call to run, or a subscription stream, which this crate writes.

@@ -41,8 +41,7 @@ pub(crate) async fn lookup(shared: &Shared, headers: &HeaderMap, principal: &str
     let Ok(id) = raw.to_str() else {
         return Lookup::Unknown;
     };
-    shared.runtime.ensure_started();
-    match shared.runtime.find_session(id, principal).await {
+    match shared.engine.find_session(id, principal).await {
         Ok(Some(s)) => Lookup::Found(s),
         Ok(None) => Lookup::Unknown,
         Err(e) => {
@@ -102,7 +101,7 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         let local = channel.streams.get(number);
         if local.is_none()
             && session.is_shared()
-            && let Some(store) = shared.runtime.store()
+            && let Some(store) = shared.engine.store()
         {
             // Its call runs on another instance: follow the stream's shared log.
             let retry = shared.config.sse_retry;
@@ -143,12 +142,12 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         return sse::holding(rx, permit);
     }
     if session.is_shared()
-        && let Some(store) = shared.runtime.store()
+        && let Some(store) = shared.engine.store()
     {
         let opened = SharedLive::open(
             channel,
             store.events.clone(),
-            shared.runtime.bus_gaps(),
+            shared.engine.bus_gaps(),
             last_event_id.as_deref(),
             shared.config.sse_retry,
         )
@@ -197,8 +196,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, req: Request) -> Response {
     let Ok(id) = raw.to_str() else {
         return session_not_found();
     };
-    shared.runtime.ensure_started();
-    match shared.runtime.end_session(id, &auth.principal).await {
+    match shared.engine.end_session(id, &auth.principal).await {
         Ok(true) => {
             shared.hub.remove(id);
             tracing::debug!(session = id, "session deleted");

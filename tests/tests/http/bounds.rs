@@ -5,14 +5,12 @@
 //! streams (in total, per peer, per principal), and the subscriptions one request can make the
 //! server hold (per session, per filter, per URI).
 
-use std::sync::Arc;
-
 use http::StatusCode;
-use mcp_runtime::{Runtime, ServerConfig};
+use mcp_runtime::{Engine, ServerConfig};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
-use crate::support::{Req, Server, bounded, call, init_body, list, modern, raw_exchange_from, raw_post, runtime};
+use crate::support::{Req, Server, bounded, call, engine, init_body, list, modern, raw_exchange_from, raw_post};
 
 /// A modern POST with the headers the body asks for.
 fn modern_post(s: &Server, id: i64, method: &str, params: Value) -> Req {
@@ -22,9 +20,9 @@ fn modern_post(s: &Server, id: i64, method: &str, params: Value) -> Req {
 }
 
 /// The test tools on a runtime with `config`.
-fn with_config(config: ServerConfig) -> Arc<Runtime> {
-    let (_, registry) = runtime();
-    Arc::new(Runtime::new(config, registry))
+fn with_config(config: ServerConfig) -> Engine {
+    let (_, registry) = engine();
+    mcp_tests::engine::memory(config, registry)
 }
 
 /// Initializes a 2025-03-26 session (batches allowed) and returns its id.
@@ -86,7 +84,7 @@ async fn sessions_are_capped_in_total_and_per_principal() {
     bounded(async {
         let mut config = ServerConfig::default();
         config.max_sessions = 2;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let first = s.initialize().await;
         s.initialize().await;
         let refused = s.post(init_body("2025-11-25")).send().await;
@@ -110,7 +108,7 @@ async fn sessions_are_capped_in_total_and_per_principal() {
 
         let mut config = ServerConfig::default();
         config.max_sessions_per_principal = 1;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         s.initialize().await;
         let refused = s.post(init_body("2025-11-25")).send().await;
         assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
@@ -127,7 +125,7 @@ async fn anonymous_clients_hold_sessions_per_address() {
     bounded(async {
         let mut config = ServerConfig::default();
         config.max_sessions_per_principal = 3;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let host = format!("127.0.0.1:{}", s.addr.port());
         let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
         // The finding: one client minting sessions locked every other anonymous one out.
@@ -152,7 +150,7 @@ async fn a_client_filling_the_sessions_does_not_lock_the_others_out() {
     bounded(async {
         let mut config = ServerConfig::default();
         config.max_sessions = 4;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let host = format!("127.0.0.1:{}", s.addr.port());
         let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
         let (host, addr) = (host.as_str(), s.addr);
@@ -209,7 +207,7 @@ async fn a_session_keeps_bounded_client_data() {
         let e = resp.json().await;
         assert_eq!(e["error"]["code"], -32602);
         assert_eq!(e["error"]["message"], "clientInfo and capabilities exceed 16384 bytes");
-        assert_eq!(s.runtime.sessions().len(), 0);
+        assert_eq!(s.engine.session_count(), 0);
         s.initialize().await;
     })
     .await;
@@ -232,7 +230,7 @@ async fn legacy_subscriptions_are_bounded_per_session_and_per_uri() {
     bounded(async {
         let mut config = ServerConfig::default();
         config.subscription_bounds.max_entries = 3;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let sid = s.initialize().await;
         // The finding: 1 MiB URIs, accepted and held by the session.
         let huge = format!("test://{}", "x".repeat(1 << 20));
@@ -252,7 +250,7 @@ async fn legacy_subscriptions_are_bounded_per_session_and_per_uri() {
             e["error"]["message"],
             "too many resource subscriptions for this session (limit 3)"
         );
-        let session = s.runtime.sessions().get(&sid, "anonymous").expect("the session");
+        let session = s.engine.held_session(&sid, "anonymous").expect("the session");
         assert!(!session.is_subscribed("test://r3") && !session.is_subscribed(&huge));
         // Another session has its own count.
         let other = s.initialize().await;
@@ -333,7 +331,7 @@ async fn listen_streams_are_capped_per_peer_and_in_total() {
         let filter = || json!({"notifications": {"toolsListChanged": true}});
         let mut config = ServerConfig::default();
         config.max_listeners_per_peer = 2;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let a = modern_post(&s, 1, "subscriptions/listen", filter()).send().await;
         let b = modern_post(&s, 2, "subscriptions/listen", filter()).send().await;
         assert_eq!((a.status, b.status), (StatusCode::OK, StatusCode::OK));
@@ -363,7 +361,7 @@ async fn listen_streams_are_capped_per_peer_and_in_total() {
 
         let mut config = ServerConfig::default();
         config.max_listeners = 1;
-        let s = Server::serve_runtime(with_config(config), HttpConfig::default()).await;
+        let s = Server::serve_engine(with_config(config), HttpConfig::default()).await;
         let only = modern_post(&s, 1, "subscriptions/listen", filter()).send().await;
         assert_eq!(only.status, StatusCode::OK);
         let refused = modern_post(&s, 2, "subscriptions/listen", filter()).send().await;

@@ -399,7 +399,7 @@ async fn a_password_flood_costs_the_flooding_address_only() {
         let floods: Vec<_> = (0..16)
             .map(|n| {
                 let (stop, addr, path) = (stop.clone(), s.addr, s.path.clone());
-                let s = Server::external(addr, &path, s.runtime.clone(), s.registry.clone());
+                let s = Server::external(addr, &path, s.engine.clone(), s.registry.clone());
                 tokio::spawn(async move {
                     let (mut refused, mut throttled, mut retry_after) = (0u32, 0u32, true);
                     while !stop.load(Ordering::Relaxed) {

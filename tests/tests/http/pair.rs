@@ -95,7 +95,7 @@ async fn messages_are_answered_on_the_stream() {
         s.registry.add_tool(tool("added", json!({"type": "object"}), ok));
         assert_eq!(next(&mut sse).await["method"], "notifications/tools/list_changed");
         assert!(
-            s.runtime.sessions().is_empty(),
+            s.engine.session_count() == 0,
             "the pair's session is not a Streamable one"
         );
     })

@@ -8,25 +8,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use mcp_runtime::{Runtime, ServerConfig, Store};
+use mcp_runtime::{ServerConfig, Store};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
 use crate::pair::{message, open};
-use crate::support::{NamedUsers, Server, Sse, bounded, call, init_body, list, runtime};
+use crate::support::{NamedUsers, Server, Sse, bounded, call, engine, init_body, list};
 
 /// Two instances of one server on `store`, serving the pair (with `NamedUsers` when `auth`).
 async fn two(store: &Store, auth: bool) -> (Server, Server) {
     let mut servers = Vec::new();
     for _ in 0..2 {
-        let (_, registry) = runtime();
-        let rt = Arc::new(Runtime::with_store(ServerConfig::default(), registry, store.clone()));
-        rt.ensure_started();
+        let (_, registry) = engine();
+        let rt = mcp_tests::engine::start(
+            ServerConfig::default(),
+            registry,
+            mcp_runtime::Storage::Shared(store.clone()),
+        );
         let mut config = HttpConfig::default().sse_pair("/sse", "/messages");
         if auth {
             config = config.auth(Arc::new(NamedUsers));
         }
-        servers.push(Server::serve_runtime(rt, config).await);
+        servers.push(Server::serve_engine(rt, config).await);
     }
     let b = servers.pop().expect("two");
     (servers.pop().expect("two"), b)

@@ -9,13 +9,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use http::StatusCode;
+use mcp_runtime::ServerConfig;
 use mcp_runtime::middleware::{OnStoreFailure, RateLimit};
 use mcp_runtime::store::{Admission, Quota, RateBuckets, StoreError, StoreFuture};
-use mcp_runtime::{Runtime, ServerConfig};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
-use crate::support::{NamedUsers, Req, Server, bounded, call, init_body, list, modern, runtime};
+use crate::support::{NamedUsers, Req, Server, bounded, call, engine, init_body, list, modern};
 
 /// The first client's address, and another client's.
 const FIRST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
@@ -28,10 +28,10 @@ fn slow(burst: u32) -> Quota {
 
 /// The test tools served with `limit` as the only layer.
 async fn limited(limit: RateLimit, http: HttpConfig) -> Server {
-    let (_, registry) = runtime();
+    let (_, registry) = engine();
     let mut config = ServerConfig::default();
     config.middleware.push(limit);
-    Server::serve_runtime(Arc::new(Runtime::new(config, registry)), http).await
+    Server::serve_engine(mcp_tests::engine::memory(config, registry), http).await
 }
 
 /// A modern `tools/call` of `echo`.

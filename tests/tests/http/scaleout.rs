@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use http::{Method, StatusCode};
 use mcp_protocol::request_state::StateKey;
-use mcp_runtime::{Registry, Runtime, ServerConfig, Store};
+use mcp_runtime::{Engine, Registry, ServerConfig, Store};
 use mcp_store_redis::{RedisOptions, RedisStore};
 use mcp_tests::proxy::Proxy;
 use mcp_transport_http::{HttpConfig, serve};
@@ -166,9 +166,9 @@ impl Backend {
 pub(crate) struct Instance {
     pub(crate) addr: SocketAddr,
     pub(crate) registry: Arc<Registry>,
-    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) engine: Engine,
     pub(crate) probe: Arc<Probe>,
-    /// `Runtime::instance_id`.
+    /// `Engine::instance_id`.
     pub(crate) id: String,
     kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -189,21 +189,18 @@ impl Instance {
                     let store = backend.store().await;
                     let probe = Arc::new(Probe::default());
                     let registry = tools::registry(&probe);
-                    let runtime = Arc::new(Runtime::with_store(setup(&store), registry.clone(), store));
+                    let engine =
+                        mcp_tests::engine::start(setup(&store), registry.clone(), mcp_runtime::Storage::Shared(store));
                     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
                     let addr = listener.local_addr().expect("addr");
                     let shutdown = CancellationToken::new();
-                    // `serve` starts the cluster too, but on a task of its own that a loaded
-                    // machine may run only after the test has gone on: the instance is ready
-                    // once its cluster is.
-                    runtime.ensure_started();
                     tokio::spawn(serve(
-                        runtime.clone(),
+                        engine.clone(),
                         HttpConfig::default().sse_pair("/sse", "/messages"),
                         listener,
                         shutdown.clone(),
                     ));
-                    let _ = ready_tx.send((addr, registry, runtime, probe));
+                    let _ = ready_tx.send((addr, registry, engine, probe));
                     // Until killed (or the test is gone); then the runtime is dropped with all
                     // it runs, without a graceful shutdown.
                     let _ = kill_rx.await;
@@ -211,15 +208,15 @@ impl Instance {
                 rt.shutdown_background();
             })
             .expect("instance thread");
-        let (addr, registry, runtime, probe) = ready_rx.await.expect("the instance started");
-        let id = runtime
+        let (addr, registry, engine, probe) = ready_rx.await.expect("the instance started");
+        let id = engine
             .instance_id()
-            .expect("a shared runtime has an instance id")
+            .expect("a shared engine has an instance id")
             .to_owned();
         Instance {
             addr,
             registry,
-            runtime,
+            engine,
             probe,
             id,
             kill: Some(kill_tx),
@@ -242,7 +239,7 @@ impl Instance {
 
     /// This instance's replica of a session, if it holds one.
     pub(crate) fn replica(&self, sid: &str) -> Option<Arc<mcp_runtime::Session>> {
-        self.runtime.sessions().get(sid, ANONYMOUS)
+        self.engine.held_session(sid, ANONYMOUS)
     }
 }
 
@@ -337,7 +334,7 @@ impl Cluster {
         let proxy = mcp_tests::proxy::start(vec![format!("http://{}", a.addr), format!("http://{}", b.addr)])
             .await
             .expect("the proxy starts");
-        let client = Server::external(proxy.addr, "/mcp", a.runtime.clone(), a.registry.clone());
+        let client = Server::external(proxy.addr, "/mcp", a.engine.clone(), a.registry.clone());
         Cluster {
             client,
             proxy,

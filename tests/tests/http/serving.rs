@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Server, bounded, call, list, modern, runtime, tool};
+use crate::support::{Server, bounded, call, engine, list, modern, tool};
 
 #[tokio::test]
 async fn shutdown_ends_streams_and_returns() {
@@ -32,10 +32,10 @@ async fn shutdown_ends_streams_and_returns() {
 #[tokio::test]
 async fn public_bind_needs_allowed_origins() {
     bounded(async {
-        let (runtime, _) = runtime();
+        let (engine, _) = engine();
         let listener = TcpListener::bind("0.0.0.0:0").await.expect("bind");
         let refused = serve(
-            runtime.clone(),
+            engine.clone(),
             HttpConfig::default(),
             listener,
             CancellationToken::new(),
@@ -45,7 +45,7 @@ async fn public_bind_needs_allowed_origins() {
             matches!(refused, Err(HttpError::AllowedOriginsRequired { .. })),
             "{refused:?}"
         );
-        let bad = router(runtime, HttpConfig::default().allowed_origins(["localhost"]));
+        let bad = router(engine, HttpConfig::default().allowed_origins(["localhost"]));
         assert!(matches!(bad, Err(HttpError::InvalidOrigin(_))));
     })
     .await;
@@ -54,15 +54,15 @@ async fn public_bind_needs_allowed_origins() {
 #[tokio::test]
 async fn router_mounts_in_an_app() {
     bounded(async {
-        let (runtime, registry) = runtime();
-        let mcp = router(runtime.clone(), HttpConfig::default().path("/api/mcp")).expect("router");
+        let (engine, registry) = engine();
+        let mcp = router(engine.clone(), HttpConfig::default().path("/api/mcp")).expect("router");
         let app = axum::Router::new()
             .route("/health", axum::routing::get(|| async { "ok" }))
             .merge(mcp);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let s = Server::external(addr, "/api/mcp", runtime, registry);
+        let s = Server::external(addr, "/api/mcp", engine, registry);
         let sid = s.initialize().await;
         let resp = s.post(list(1)).header("mcp-session-id", &sid).send().await;
         assert_eq!(resp.status, StatusCode::OK);
@@ -83,20 +83,20 @@ async fn tenant_middleware(mut req: axum::extract::Request, next: axum::middlewa
 #[tokio::test]
 async fn middleware_extensions_reach_handlers() {
     bounded(async {
-        let (runtime, registry) = runtime();
+        let (engine, registry) = engine();
         async fn whoami(_: Map<String, Value>, ctx: Ctx) -> mcp_runtime::ToolResult {
             let tenant = ctx.extensions().get::<Tenant>().map_or("none", |t| t.0);
             Ok(CallToolResult::text(format!("tenant {tenant}")))
         }
         registry.add_tool(tool("whoami", json!({"type": "object"}), whoami));
-        let mcp = router(runtime.clone(), HttpConfig::default()).expect("router");
+        let mcp = router(engine.clone(), HttpConfig::default()).expect("router");
         let app = axum::Router::new()
             .merge(mcp)
             .layer(axum::middleware::from_fn(tenant_middleware));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let s = Server::external(addr, "/mcp", runtime, registry);
+        let s = Server::external(addr, "/mcp", engine, registry);
         let sid = s.initialize().await;
         let resp = s
             .post(call(1, "whoami", None))
@@ -259,12 +259,12 @@ async fn a_query_string_on_the_endpoint_path_is_served_alike() {
         // `serve`, which takes the endpoint's path without its router.
         served_with_a_query(&Server::default_config().await).await;
         // The router, mounted in an application.
-        let (runtime, registry) = runtime();
-        let mcp = router(runtime.clone(), HttpConfig::default().path("/api/mcp")).expect("router");
+        let (engine, registry) = engine();
+        let mcp = router(engine.clone(), HttpConfig::default().path("/api/mcp")).expect("router");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let server = tokio::spawn(async move { axum::serve(listener, axum::Router::new().merge(mcp)).await });
-        served_with_a_query(&Server::external(addr, "/api/mcp", runtime, registry)).await;
+        served_with_a_query(&Server::external(addr, "/api/mcp", engine, registry)).await;
         server.abort();
     })
     .await;

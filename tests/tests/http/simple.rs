@@ -84,7 +84,7 @@ async fn json_replies_without_sessions() {
             .send()
             .await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST, "no stream to listen on");
-        assert!(s.runtime.sessions().is_empty());
+        assert_eq!(s.engine.session_count(), 0);
     })
     .await;
 }

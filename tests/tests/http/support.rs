@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Ctx, Registry, Runtime, ServerConfig, ToolResult};
+use mcp_runtime::{Ctx, Engine, Registry, ServerConfig, ToolResult};
 use mcp_transport_http::{HttpConfig, HttpError, serve};
 use serde_json::{Map, Value, json};
 use tokio::net::{TcpListener, TcpStream};
@@ -118,19 +118,19 @@ pub(crate) struct Server {
     pub(crate) addr: SocketAddr,
     pub(crate) path: String,
     pub(crate) registry: Arc<Registry>,
-    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) engine: Engine,
     shutdown: CancellationToken,
     handle: Option<JoinHandle<Result<(), HttpError>>>,
 }
 
 impl Server {
     /// A client for an endpoint served by something else (e.g. a mounted router).
-    pub(crate) fn external(addr: SocketAddr, path: &str, runtime: Arc<Runtime>, registry: Arc<Registry>) -> Server {
+    pub(crate) fn external(addr: SocketAddr, path: &str, engine: Engine, registry: Arc<Registry>) -> Server {
         Server {
             addr,
             path: path.into(),
             registry,
-            runtime,
+            engine,
             shutdown: CancellationToken::new(),
             handle: None,
         }
@@ -146,13 +146,13 @@ impl Drop for Server {
     }
 }
 
-/// The runtime with the test tools.
-pub(crate) fn runtime() -> (Arc<Runtime>, Arc<Registry>) {
-    runtime_with(ServerConfig::default())
+/// An engine with the test tools.
+pub(crate) fn engine() -> (Engine, Arc<Registry>) {
+    engine_with(ServerConfig::default())
 }
 
-/// The runtime with the test tools and `config`.
-pub(crate) fn runtime_with(config: ServerConfig) -> (Arc<Runtime>, Arc<Registry>) {
+/// An engine with the test tools and `config`.
+pub(crate) fn engine_with(config: ServerConfig) -> (Engine, Arc<Registry>) {
     let registry = Arc::new(Registry::new());
     let object = json!({"type": "object"});
     registry.add_tool(tool("echo", object.clone(), echo));
@@ -164,28 +164,28 @@ pub(crate) fn runtime_with(config: ServerConfig) -> (Arc<Runtime>, Arc<Registry>
     registry.add_tool(tool("regional", region, echo));
     // The suites subscribe to and list resources: the server declares them with one.
     registry.add_resource(mcp_tests::catalog::text_resource("test://static", "static"));
-    (Arc::new(Runtime::new(config, registry.clone())), registry)
+    (mcp_tests::engine::memory(config, registry.clone()), registry)
 }
 
 impl Server {
     /// Serves the test tools with `config`.
     pub(crate) async fn start(config: HttpConfig) -> Server {
-        let (runtime, _) = runtime();
-        Server::serve_runtime(runtime, config).await
+        let (engine, _) = engine();
+        Server::serve_engine(engine, config).await
     }
 
-    /// Serves `runtime` with `config`.
-    pub(crate) async fn serve_runtime(runtime: Arc<Runtime>, config: HttpConfig) -> Server {
-        let registry = runtime.registry().clone();
+    /// Serves `engine` with `config`.
+    pub(crate) async fn serve_engine(engine: Engine, config: HttpConfig) -> Server {
+        let registry = engine.registry().clone();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(serve(runtime.clone(), config, listener, shutdown.clone()));
+        let handle = tokio::spawn(serve(engine.clone(), config, listener, shutdown.clone()));
         Server {
             addr,
             path: "/mcp".into(),
             registry,
-            runtime,
+            engine,
             shutdown,
             handle: Some(handle),
         }

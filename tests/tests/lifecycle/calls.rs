@@ -24,7 +24,7 @@ async fn serve() -> (Server, crate::fixture::Probe, CancellationToken) {
             .clone()
             .serve_http_on(listener, HttpConfig::default(), token.clone()),
     );
-    let client = Server::external(addr, "/mcp", server.runtime().clone(), server.registry().clone());
+    let client = Server::external(addr, "/mcp", server.engine().clone(), server.registry().clone());
     (client, probe, token)
 }
 
@@ -92,8 +92,8 @@ async fn a_cancelled_streaming_call_just_ends_its_stream() {
 async fn a_tools_own_timeout_overrides_the_handler_timeout() {
     bounded(async {
         let (server, _probe) = server();
-        assert_eq!(server.runtime().config().handler_timeout, Duration::from_secs(60));
-        let mut pipe = Pipe::start(server.runtime().clone(), Default::default(), std::future::pending());
+        assert_eq!(server.engine().config().handler_timeout, Duration::from_secs(60));
+        let mut pipe = Pipe::start(server.engine().clone(), Default::default(), std::future::pending());
         pipe.initialize("2025-11-25").await;
 
         // Inline: the 300 ms deadline of the tool, not the server's 60 s.

@@ -129,7 +129,7 @@ async fn drain(sse: &mut Sse) -> Vec<Value> {
 
 /// A client of the endpoint at `addr`.
 fn client(addr: SocketAddr, server: &McpServer) -> Server {
-    Server::external(addr, "/mcp", server.runtime().clone(), server.registry().clone())
+    Server::external(addr, "/mcp", server.engine().clone(), server.registry().clone())
 }
 
 #[tokio::test]
@@ -209,7 +209,7 @@ async fn stdio_shutdown_ends_listens_and_drains() {
         let (server, mut probe) = server();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let config = mcp_server::StdioConfig::default().with_drain_timeout(GRACE);
-        let mut pipe = Pipe::start(server.runtime().clone(), config, async {
+        let mut pipe = Pipe::start(server.engine().clone(), config, async {
             let _ = stopped.await;
         });
         pipe.initialize("2025-11-25").await;
@@ -276,9 +276,9 @@ async fn the_router_sweeps_its_idle_sessions() {
         );
         let c = client(addr, &server);
         let sid = c.initialize().await;
-        assert_eq!(server.runtime().sessions().len(), 1);
+        assert_eq!(server.engine().session_count(), 1);
         let swept = tokio::time::timeout(WAIT, async {
-            while !server.runtime().sessions().is_empty() {
+            while server.engine().session_count() != 0 {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
@@ -314,7 +314,7 @@ fn stdio_child_process() {
     rt.block_on(async {
         let (server, _probe) = server();
         let stop = tokio::time::sleep(Duration::from_millis(300));
-        mcp_transport_stdio::serve_until(server.runtime().clone(), Default::default(), stop)
+        mcp_transport_stdio::serve_until(server.engine().clone(), Default::default(), stop)
             .await
             .expect("served");
     });

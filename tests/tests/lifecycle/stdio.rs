@@ -1,12 +1,10 @@
 //! A line client for the stdio transport over in-memory pipes, served by `serve_io_until`.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use mcp_server::StdioConfig;
 use mcp_transport_stdio::{StdioError, serve_io_until};
 use serde_json::{Value, json};
+use std::future::Future;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 
@@ -20,15 +18,15 @@ pub(crate) struct Pipe {
 }
 
 impl Pipe {
-    /// Serves `runtime` on fresh pipes until their input ends or `shutdown` completes.
+    /// Serves `engine` on fresh pipes until their input ends or `shutdown` completes.
     pub(crate) fn start(
-        runtime: Arc<Runtime>,
+        engine: Engine,
         config: StdioConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Pipe {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
-        let serving = tokio::spawn(serve_io_until(runtime, config, server_in, server_out, shutdown));
+        let serving = tokio::spawn(serve_io_until(engine, config, server_in, server_out, shutdown));
         Pipe {
             input,
             output: BufReader::new(output).lines(),

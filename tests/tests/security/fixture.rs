@@ -18,7 +18,7 @@ use mcp_protocol::model::{
 use mcp_protocol::task_mode::TaskSupport;
 use mcp_runtime::mrtr::InputRequired;
 use mcp_runtime::registry::{PromptEntry, ResourceEntry, ToolEntry};
-use mcp_runtime::{CatalogKind, Ctx, HandlerError, Registry, Runtime, ServerConfig, ToolResult, Visibility};
+use mcp_runtime::{CatalogKind, Ctx, HandlerError, Registry, ServerConfig, ToolResult, Visibility};
 use mcp_transport_http::HttpConfig;
 use serde_json::{Map, Value, json};
 
@@ -181,8 +181,8 @@ pub(crate) fn admin_only() -> Visibility {
 
 /// A server over the suite's tools with `config`, authenticating with `http`'s provider.
 pub(crate) async fn server_with(config: ServerConfig, http: HttpConfig) -> Server {
-    let runtime = Arc::new(Runtime::new(config, registry()));
-    Server::serve_runtime(runtime, http).await
+    let runtime = mcp_tests::engine::memory(config, registry());
+    Server::serve_engine(runtime, http).await
 }
 
 /// A server whose callers are bearer principals (no scope required).

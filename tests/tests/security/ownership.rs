@@ -191,7 +191,7 @@ async fn url_elicitations_complete_on_the_initiating_session_of_the_owner_only()
         other.next().await.expect("priming");
 
         let id = connect(&s, "alice", &first).await.expect("elicited");
-        assert_eq!(s.runtime.pending_elicitations("alice"), 1);
+        assert_eq!(s.engine.pending_elicitations("alice"), 1);
         // Over the per-principal bound the next URL elicitation is an error; bob has his own.
         let over = connect(&s, "alice", &second).await.expect_err("refused");
         assert_eq!(over["error"]["message"], "Too many pending URL elicitations", "{over}");
@@ -199,18 +199,18 @@ async fn url_elicitations_complete_on_the_initiating_session_of_the_owner_only()
         let bobs = connect(&s, "bob", &bob).await.expect("bob elicits");
 
         assert_eq!(
-            s.runtime.complete_elicitation(&id, "bob").await,
+            s.engine.complete_elicitation(&id, "bob").await,
             Err(ElicitationError::NotFound)
         );
         assert_eq!(
-            s.runtime.complete_elicitation(&bobs, "alice").await,
+            s.engine.complete_elicitation(&bobs, "alice").await,
             Err(ElicitationError::NotFound)
         );
         assert_eq!(
-            s.runtime.complete_elicitation("el_unknown", "alice").await,
+            s.engine.complete_elicitation("el_unknown", "alice").await,
             Err(ElicitationError::NotFound)
         );
-        assert_eq!(s.runtime.complete_elicitation(&id, "alice").await, Ok(()));
+        assert_eq!(s.engine.complete_elicitation(&id, "alice").await, Ok(()));
         let done = initiating.message().await.expect("completion");
         assert_eq!(done["method"], "notifications/elicitation/complete");
         assert_eq!(done["params"], json!({"elicitationId": id}));
@@ -219,11 +219,11 @@ async fn url_elicitations_complete_on_the_initiating_session_of_the_owner_only()
             "only the initiating session hears of it"
         );
         assert_eq!(
-            s.runtime.complete_elicitation(&id, "alice").await,
+            s.engine.complete_elicitation(&id, "alice").await,
             Err(ElicitationError::NotFound),
             "once"
         );
-        assert_eq!(s.runtime.pending_elicitations("alice"), 0);
+        assert_eq!(s.engine.pending_elicitations("alice"), 0);
     })
     .await;
 }
@@ -233,10 +233,7 @@ async fn url_elicitations_complete_on_the_stdio_session_too() {
     use mcp_transport_stdio::{StdioConfig, serve_io};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     bounded(async {
-        let runtime = Arc::new(mcp_runtime::Runtime::new(
-            ServerConfig::default(),
-            crate::fixture::registry(),
-        ));
+        let runtime = mcp_tests::engine::memory(ServerConfig::default(), crate::fixture::registry());
         let (mut input, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, output) = tokio::io::duplex(64 * 1024);
         tokio::spawn(serve_io(runtime.clone(), StdioConfig::default(), server_in, server_out));

@@ -58,7 +58,7 @@ async fn scoped(lists_in_scope: bool) -> (Server, Arc<AtomicUsize>) {
     let http = HttpConfig::default()
         .auth(Arc::new(bearer(&[])))
         .with_resource_metadata(json!({"resource": "http://127.0.0.1/mcp", "scopes_supported": ["baseline"]}));
-    (Server::serve_runtime(server.runtime().clone(), http).await, runs)
+    (Server::serve_engine(server.engine().clone(), http).await, runs)
 }
 
 /// A token of alice granting `scope` (space-separated).

@@ -1,5 +1,5 @@
 //! The tasks suite's fixture: a registry of probe tools, clients of both
-//! eras driving the `Runtime` directly, and polling helpers.
+//! eras driving an `Engine` directly, and polling helpers.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +11,7 @@ use mcp_protocol::{Request, RequestId, RpcError};
 use mcp_runtime::mrtr::InputRequired;
 use mcp_runtime::registry::ToolEntry;
 use mcp_runtime::{
-    Ctx, HandlerError, Peer, Registry, Reply, Runtime, ServerConfig, Session, Sessions, Sink, TaskStore, ToolResult,
+    Ctx, Engine, HandlerError, Peer, Registry, Reply, ServerConfig, Session, Sessions, Sink, TaskStore, ToolResult,
 };
 use mcp_tests::drive;
 use serde_json::{Map, Value, json};
@@ -122,21 +122,21 @@ pub(crate) fn registry(probe: &Arc<Probe>) -> Registry {
     r
 }
 
-/// A runtime over the probe tools.
-pub(crate) fn runtime(config: ServerConfig, store: Option<Arc<dyn TaskStore>>) -> (Arc<Runtime>, Arc<Probe>) {
+/// An engine over the probe tools.
+pub(crate) fn runtime(config: ServerConfig, store: Option<Arc<dyn TaskStore>>) -> (Engine, Arc<Probe>) {
     let probe = Arc::new(Probe::default());
     let registry = Arc::new(registry(&probe));
     let rt = match store {
-        Some(s) => Runtime::with_task_store(config, registry, s),
-        None => Runtime::new(config, registry),
+        Some(s) => mcp_tests::engine::start(config, registry, mcp_runtime::Storage::Tasks(s)),
+        None => mcp_tests::engine::memory(config, registry),
     };
-    (Arc::new(rt), probe)
+    (rt, probe)
 }
 
 /// A client: modern (with or without the extension) or a legacy
 /// 2025-11-25 session.
 pub(crate) struct Client {
-    pub(crate) rt: Arc<Runtime>,
+    pub(crate) rt: Engine,
     pub(crate) auth: Arc<AuthInfo>,
     pub(crate) session: Option<Arc<Session>>,
     ext: bool,
@@ -144,7 +144,7 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    pub(crate) fn modern(rt: &Arc<Runtime>, principal: &str, ext: bool) -> Self {
+    pub(crate) fn modern(rt: &Engine, principal: &str, ext: bool) -> Self {
         Client {
             rt: rt.clone(),
             auth: Arc::new(AuthInfo::new(principal)),
@@ -154,12 +154,12 @@ impl Client {
         }
     }
 
-    pub(crate) async fn legacy(rt: &Arc<Runtime>, principal: &str) -> Self {
+    pub(crate) async fn legacy(rt: &Engine, principal: &str) -> Self {
         Self::legacy_at(rt, principal, "2025-11-25").await
     }
 
     /// A legacy session negotiated at `revision`.
-    pub(crate) async fn legacy_at(rt: &Arc<Runtime>, principal: &str, revision: &str) -> Self {
+    pub(crate) async fn legacy_at(rt: &Engine, principal: &str, revision: &str) -> Self {
         let auth = Arc::new(AuthInfo::new(principal));
         let init = request(
             0,
@@ -167,7 +167,7 @@ impl Client {
             json!({"protocolVersion": revision, "capabilities": {"elicitation": {}},
                 "clientInfo": {"name": "t", "version": "1"}}),
         );
-        // The session is minted by the engine, in the runtime's sessions, as over HTTP.
+        // The session is minted by the engine, in its sessions, as over HTTP.
         let peer = Peer::new(auth.clone(), Sessions::Store(None));
         let (sink, _rx) = Sink::channel(4);
         let session = drive::request(rt, &peer, init, sink).await.session;
@@ -207,6 +207,21 @@ impl Client {
         };
         let peer = Peer::new(self.auth.clone(), sessions);
         drive::request(&self.rt, &peer, req, sink).await.reply
+    }
+
+    /// Opens a `subscriptions/listen` stream for `notifications` through the engine, as a
+    /// transport would; a refusal is its JSON-RPC error.
+    pub(crate) async fn listen(&self, id: i64, notifications: Value) -> Result<mcp_runtime::Listener, Value> {
+        let mut req = self.request("subscriptions/listen", json!({"notifications": notifications}));
+        req.id = RequestId::Number(id);
+        let peer = Peer::new(self.auth.clone(), Sessions::None);
+        match self.rt.request(&peer, req).await {
+            mcp_runtime::Step::Listen(l) => Ok(l.listener),
+            mcp_runtime::Step::Answer(a) => {
+                Err(serde_json::from_slice::<Value>(&a.frame).expect("JSON")["error"].clone())
+            }
+            mcp_runtime::Step::Call(_) => panic!("a listen request is not a call"),
+        }
     }
 
     pub(crate) async fn call(&self, method: &str, params: Value) -> Reply {

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use mcp_runtime::Runtime;
+use mcp_runtime::Engine;
 use mcp_runtime::observe::{OPERATION_DURATION, SESSION_DURATION};
 use mcp_server::prelude::*;
 use mcp_tests::pipe::StdioPipe;
@@ -167,7 +167,7 @@ pub(crate) fn observed<F: Future<Output = ()>>(way: Way, f: impl FnOnce() -> F) 
 
 /// The test server, with the thread's tracer when the spans go to OpenTelemetry directly. Its
 /// tool `context` answers the span id current in the handler's OpenTelemetry context.
-pub(crate) fn server() -> Arc<Runtime> {
+pub(crate) fn server() -> Engine {
     let mut builder = McpServer::builder();
     if let Some(tracer) = TRACER.with(|t| t.borrow().clone()) {
         builder = builder.tracer(tracer);
@@ -203,7 +203,7 @@ pub(crate) fn server() -> Arc<Runtime> {
         }))
         .build()
         .expect("server");
-    server.runtime().clone()
+    server.engine().clone()
 }
 
 /// Opens the legacy session of the connection.
@@ -366,7 +366,7 @@ pub(crate) fn a_json_rpc_error_records_its_code_and_message(way: Way) {
 
 pub(crate) fn resources_read_and_prompts_get_over_http_are_tcp(way: Way) {
     let t = observed(way, || async {
-        let s = crate::support::Server::serve_runtime(server(), mcp_server::HttpConfig::default()).await;
+        let s = crate::support::Server::serve_engine(server(), mcp_server::HttpConfig::default()).await;
         let post = |id: i64, method: &'static str, name: Option<&'static str>, params: Value| {
             let mut req = s
                 .post(crate::support::modern(id, method, params))

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use mcp_runtime::Runtime;
 use mcp_transport_http::HttpConfig;
 use serde_json::{Value, json};
 
@@ -29,9 +28,9 @@ pub(crate) struct Reference {
 impl Reference {
     pub(crate) async fn start() -> Reference {
         let probe = Arc::new(Probe::default());
-        let runtime = Arc::new(Runtime::new(super::config(), super::tools::registry(&probe)));
+        let engine = mcp_tests::engine::memory(super::config(), super::tools::registry(&probe));
         Reference {
-            server: Server::serve_runtime(runtime, HttpConfig::default()).await,
+            server: Server::serve_engine(engine, HttpConfig::default()).await,
             probe,
         }
     }
@@ -456,7 +455,7 @@ async fn url_elicitation_completes_from_any_instance(c: Cluster) {
         let (_, done) = next_message(&mut call, "the call's answer").await;
         assert_eq!(done["result"]["content"][0]["text"], el.as_str(), "{done}");
 
-        let (here, there) = (&c.instance(runner).runtime, &c.instance(1 - runner).runtime);
+        let (here, there) = (&c.instance(runner).engine, &c.instance(1 - runner).engine);
         assert_eq!(there.complete_elicitation(&el, "mallory").await, Err(NotFound));
         assert_eq!(here.complete_elicitation(&el, "mallory").await, Err(NotFound));
         assert_eq!(there.complete_elicitation(&el, super::ANONYMOUS).await, Ok(()));

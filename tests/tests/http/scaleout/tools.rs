@@ -108,7 +108,7 @@ async fn until_cancelled(name: &str, ctx: &Ctx) -> ToolResult {
 /// - task tools (task support optional): `work` (`tag`, waits until cancelled), `brief` (300 ms),
 ///   `asks` (after 300 ms, asks for a `name` through `ctx.input`, answered `hello <name>`).
 pub(crate) fn registry(probe: &Arc<Probe>) -> Arc<Registry> {
-    let (_, registry) = crate::support::runtime();
+    let (_, registry) = crate::support::engine();
     let object = json!({"type": "object"});
 
     registry.add_tool(tool("elicit", object.clone(), |_, ctx: Ctx| async move {

@@ -1,0 +1,181 @@
+//! What a transport or an application asks of a started engine beside its messages: the
+//! configuration and the catalog's change feed, legacy sessions (found, ended, swept), the
+//! shared store and its bus, the 2024-11-05 pair's relay, and the server's own services
+//! (broadcasts, URL-elicitation completion, shutdown). Each is one call into the runtime the
+//! engine wires; nothing here runs on the request path.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_protocol::Revision;
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::model::ServerFeatures;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{ChangeFeed, Registry};
+use crate::config::ServerConfig;
+use crate::elicitation::ElicitationError;
+use crate::engine::handle::Engine;
+use crate::relay::{PairMessage, PairOutcome};
+use crate::remote::Remote;
+use crate::session::Session;
+use crate::store::{PairRecord, Store, StoreError, TaskStore};
+
+impl Engine {
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        self.runtime.config()
+    }
+
+    /// The catalog's registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.runtime.registry()
+    }
+
+    /// The catalog's changes from now on (`list_changed` and resource updates), for a
+    /// transport's fan-out to its streams.
+    pub fn changes(&self) -> ChangeFeed {
+        self.runtime.registry().subscribe()
+    }
+
+    /// What the server offers, from the registry and the configuration.
+    pub fn features(&self) -> ServerFeatures {
+        self.runtime.features()
+    }
+
+    /// The server capabilities for a revision.
+    pub fn capabilities(&self, revision: Option<Revision>) -> Value {
+        self.runtime.capabilities(revision)
+    }
+
+    /// Every scope an operation of this server can need, once each, sorted: what a
+    /// protected-resource metadata document lists in `scopes_supported`.
+    pub fn scopes_supported(&self) -> Vec<String> {
+        self.runtime.scopes_supported()
+    }
+
+    /// A principal's legacy session: held here or (with a shared store) loaded from the store
+    /// as a replica. Unknown, expired and other principals' sessions are all `Ok(None)`; `Err`
+    /// when the store cannot be asked (the session may well exist).
+    pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
+        self.runtime.find_session(id, principal).await
+    }
+
+    /// A principal's session as this instance holds it in memory (its own, or a replica loaded
+    /// earlier), without asking the store or checking that the store still has it: what
+    /// diagnostics and tests look at. Transports serve messages with [`Engine::find_session`].
+    pub fn held_session(&self, id: &str, principal: &str) -> Option<Arc<Session>> {
+        self.runtime.sessions().get(id, principal)
+    }
+
+    /// Ends a principal's session (DELETE): here and, with a shared store, on every instance.
+    /// `Ok(false)` when unknown or another principal's.
+    pub async fn end_session(&self, id: &str, principal: &str) -> Result<bool, StoreError> {
+        self.runtime.end_session(id, principal).await
+    }
+
+    /// Closes and removes the sessions idle for longer than `session_ttl`, with the 2025-11-25
+    /// tasks they own; returns how many sessions were removed. A transport that keeps sessions
+    /// runs it periodically.
+    pub async fn sweep_sessions(&self) -> usize {
+        self.runtime.sweep_sessions().await
+    }
+
+    /// Closes every session held here (the end of a graceful shutdown's grace).
+    pub fn close_sessions(&self) {
+        self.runtime.sessions().clear();
+    }
+
+    /// How many legacy sessions this instance holds (its own and replicas).
+    pub fn session_count(&self) -> usize {
+        self.runtime.sessions().len()
+    }
+
+    /// The shared store, if state is shared with other instances.
+    pub fn store(&self) -> Option<&Store> {
+        self.runtime.store()
+    }
+
+    /// This instance's id among the instances sharing a store (`None` without a store).
+    pub fn instance_id(&self) -> Option<&str> {
+        self.runtime.instance_id()
+    }
+
+    /// A receiver woken whenever messages between instances may have been lost (streams re-read
+    /// their logs); `None` without a store.
+    pub fn bus_gaps(&self) -> Option<watch::Receiver<u64>> {
+        self.runtime.bus_gaps()
+    }
+
+    /// Holds a 2024-11-05 pair whose stream this instance opens, until `ended` (see the relay):
+    /// `Ok(None)` without a shared store; with one, the messages other instances forward.
+    pub async fn hold_pair(
+        &self,
+        id: &str,
+        principal: &str,
+        ended: CancellationToken,
+    ) -> Result<Option<mpsc::Receiver<PairMessage>>, StoreError> {
+        self.runtime.hold_pair(id, principal, ended).await
+    }
+
+    /// The record of an open pair held on any instance, if `principal` opened it.
+    pub async fn find_pair(&self, id: &str, principal: &str) -> Result<Option<PairRecord>, StoreError> {
+        self.runtime.find_pair(id, principal).await
+    }
+
+    /// Forwards a POSTed message of `pair` to the instance holding it and waits for what it
+    /// made of it.
+    pub async fn forward_pair_message(
+        &self,
+        pair: &PairRecord,
+        auth: &AuthInfo,
+        client: Option<Remote>,
+        body: &str,
+    ) -> Result<PairOutcome, StoreError> {
+        self.runtime.forward_pair_message(pair, auth, client, body).await
+    }
+
+    /// Sends an application message to every other instance sharing the store (nothing
+    /// without one); they run the handlers registered with [`Engine::on_broadcast`].
+    pub fn broadcast(&self, topic: &str, payload: Value) -> Result<(), StoreError> {
+        self.runtime.broadcast(topic, payload)
+    }
+
+    /// [`Engine::broadcast`], then waits (at most `wait`) until the bus has handed the message
+    /// to every instance.
+    pub async fn broadcast_everywhere(&self, topic: &str, payload: Value, wait: Duration) -> Result<(), StoreError> {
+        self.runtime.broadcast_everywhere(topic, payload, wait).await
+    }
+
+    /// Registers a handler of the application messages other instances broadcast on `topic`.
+    pub fn on_broadcast(&self, topic: impl Into<String>, handler: impl Fn(&Value) + Send + Sync + 'static) {
+        self.runtime.on_broadcast(topic, handler);
+    }
+
+    /// Ends a 2025-11-25 URL-mode elicitation for `principal` (on whichever instance holds it).
+    pub async fn complete_elicitation(&self, elicitation_id: &str, principal: &str) -> Result<(), ElicitationError> {
+        self.runtime.complete_elicitation(elicitation_id, principal).await
+    }
+
+    /// How many URL-mode elicitations `principal` has pending.
+    pub fn pending_elicitations(&self, principal: &str) -> usize {
+        self.runtime.pending_elicitations(principal)
+    }
+
+    /// The store tasks are kept in.
+    pub fn task_store(&self) -> &Arc<dyn TaskStore> {
+        self.runtime.task_store()
+    }
+
+    /// Removes the expired tasks now; returns how many.
+    pub async fn sweep_tasks(&self) -> usize {
+        self.runtime.sweep_tasks().await
+    }
+
+    /// Ends every open `subscriptions/listen` stream (graceful shutdown).
+    pub fn shutdown(&self) {
+        self.runtime.shutdown();
+    }
+}
