@@ -13,7 +13,7 @@
 //! - [`tasks`]: long-running tools as tasks, in both eras;
 //! - [`authentication`]: the providers of [`crate::auth`], the caller in handlers, visibility;
 //! - [`axum`]: the endpoint inside an axum app, layers, health, graceful shutdown;
-//! - [`testing`]: tests of your server with [`crate::testing::TestClient`];
+//! - [`testing`]: tests of your server with `mcp_server::testing::TestClient` (feature `testing`);
 //! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
 //! - [`middleware`]: layers every request and notification goes through;
 //! - `skills`: Agent Skills (SEP-2640) from a directory tree or code, in both eras (feature

@@ -21,8 +21,9 @@
 //!   one endpoint), [`McpServer::router`] to mount it in an axum app, and
 //!   [`McpServer::serve_stdio`], which drain gracefully on Ctrl-C and `SIGTERM`
 //!   ([`shutdown_signal`]); the HTTP ones serve the `/livez` and `/readyz` probes.
-//! - [`testing`]: an in-process [`testing::TestClient`] (both eras, scripted
-//!   elicitation, sampling and roots, the MRTR loop) for the tests of your server.
+//! - `testing` (feature `testing`, for `[dev-dependencies]`): an in-process `TestClient`
+//!   (both eras, scripted elicitation, sampling and roots, the MRTR loop) for the tests of
+//!   your server.
 //! - [`apps`]: MCP Apps, interactive HTML views hosts render for tools
 //!   ([`apps::AppResource`], [`Tool::ui`]); the `io.modelcontextprotocol/ui` extension is
 //!   declared by itself.
@@ -178,6 +179,8 @@ pub mod server_json;
 mod signal;
 mod tool;
 
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 /// What a transport of your own needs: the server's [`Engine`](transport::Engine) (from
@@ -187,9 +190,11 @@ pub mod testing;
 /// hands back: a [`Step`](transport::Step) (an [`Answer`](transport::Answer) at once, a
 /// [`Call`](transport::Call) to run with a [`Sink`](transport::Sink), or a
 /// [`Listening`](transport::Listening) stream) or, for a batch, a
-/// [`BatchStep`](transport::BatchStep). `docs/ARCHITECTURE.md` (§3) walks a message through it.
+/// [`BatchStep`](transport::BatchStep). A handler that must reach the engine it is registered
+/// with holds a [`WeakEngine`](transport::WeakEngine) (`server.engine().downgrade()`).
+/// `docs/ARCHITECTURE.md` (§3) walks a message through it.
 pub mod transport {
-    pub use mcp_runtime::engine::{Batch, BatchStep, HeaderLookup, WeakEngine};
+    pub use mcp_runtime::engine::{BatchStep, HeaderLookup, WeakEngine};
     pub use mcp_runtime::{
         Answer, Call, Completed, Driver, Engine, Frame, Listening, Peer, SessionSlot, Sessions, Sink, Step,
     };

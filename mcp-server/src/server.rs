@@ -99,6 +99,7 @@ impl McpServer {
 
     /// Spawns the engine's driver, unless it was taken already (needs a Tokio runtime; without
     /// one, nothing is taken).
+    #[cfg(any(feature = "http", feature = "stdio", feature = "testing"))]
     pub(crate) fn drive(&self) {
         if tokio::runtime::Handle::try_current().is_ok()
             && let Some(driver) = self.driver()
