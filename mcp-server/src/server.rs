@@ -87,7 +87,7 @@ impl McpServer {
         &self.engine
     }
 
-    /// The engine's [`Driver`], to spawn once (`tokio::spawn(driver)`) when serving on a
+    /// The engine's [`Driver`], to spawn once (`tokio::spawn(driver.into_future())`) when serving on a
     /// transport of your own; `None` once taken (the serve functions, [`McpServer::router`] and
     /// the test client take and spawn it themselves).
     pub fn driver(&self) -> Option<Driver> {

@@ -18,7 +18,7 @@
 //! The transport is a small pipeline of tasks (behaviour invariant 28), all
 //! spawned on the caller's runtime; even the reading loop is a task of its
 //! own rather than the caller's future, so that a frame never crosses from
-//! `main` (outside the engine's workers under `#[tokio::main]`) to a worker
+//! `main` (outside the Tokio runtime's workers under `#[tokio::main]`) to a worker
 //! and back:
 //!
 //! 1. **Reader** (`framing`): splits the input into lines within
@@ -29,7 +29,7 @@
 //!    been dispatched, which is the back-pressure on the client.
 //! 2. **Coordinator** (`coordinator`): decodes each frame with
 //!    `mcp-protocol` (size, depth, id and shape rules) and hands each
-//!    message to the engine's [`Engine`], the one
+//!    message to the [`Engine`], the one
 //!    pipeline every transport uses: decode errors are answered at once,
 //!    client responses are delivered to the session's pending
 //!    server-to-client request, `notifications/cancelled` is routed at once
@@ -226,7 +226,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     // The serving loop runs as a task of the runtime, not in the caller's future: a caller is
-    // often `main` under `#[tokio::main]`, which runs outside the engine's workers, and every
+    // often `main` under `#[tokio::main]`, which runs outside the Tokio runtime's workers, and every
     // frame would then cross threads twice (reader to workers and back), a context switch each
     // on a busy core. Dropping this future aborts the task, as dropping the loop itself would.
     let stop = CancellationToken::new();

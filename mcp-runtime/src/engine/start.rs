@@ -4,8 +4,8 @@
 //! An engine is started once, with [`Engine::start`], which hands back the engine (cheap to
 //! clone, one per transport or connection) and its driver: one future to spawn once, before
 //! serving or at the same time. Nothing starts lazily on a message: a server sweeps expired
-//! tasks and, with a shared store, listens to the bus, beats its heartbeat and fails the tasks of dead instances from
-//! the moment its driver runs, whether or not a request ever arrives. Dropping the driver's
+//! tasks and, with a shared store, listens to the bus, beats its heartbeat and fails the tasks
+//! of dead instances from the moment its driver runs, whether or not a request ever arrives. Dropping the driver's
 //! task stops those services; the driver ends by itself when the last engine is dropped.
 
 use std::future::IntoFuture;
@@ -64,7 +64,7 @@ impl From<Arc<dyn TaskStore>> for Storage {
     }
 }
 
-/// The services of a started engine, as one future: spawn it once (`tokio::spawn(driver)`, or
+/// The services of a started engine, as one future: spawn it once (`tokio::spawn(driver.into_future())`, or
 /// `.await` it in a task of your own). It runs what the engine needs beside the requests (the
 /// sweep of expired tasks; with a shared store, the bus listener, the change forwarder, the
 /// heartbeat and the sweep of dead instances' tasks) and ends when the last [`Engine`] of its
