@@ -76,7 +76,7 @@ pub use listen::{Holder, ListenError, Listener, Subscriptions};
 pub use reply::{EncodedResult, Reply};
 pub use session::store::{SessionLimit, SessionStore, StartError};
 pub use session::{DuplicateId, InFlight, InFlightGuard};
-pub use session::{Outlet, Session};
+pub use session::{LogNews, LogWatcher, Outlet, Session, SessionHandle};
 pub use sink::{Frame, Sink};
 pub use store::{Store, StoreError};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};

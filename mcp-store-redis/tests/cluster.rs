@@ -80,7 +80,7 @@ async fn a_primary_dies_and_its_replica_takes_over() {
     }
     for sid in on_victim.iter().chain(&elsewhere) {
         a.sessions.create(&record(sid), LONG).await.unwrap();
-        let key = StreamKey::get_stream(sid);
+        let key = StreamKey::own(sid);
         assert_eq!(a.events.append(&key, b"one", 10).await.unwrap(), 1);
         assert_eq!(b.events.append(&key, b"two", 10).await.unwrap(), 2);
     }
@@ -122,7 +122,7 @@ async fn a_primary_dies_and_its_replica_takes_over() {
             }
         }
         let started = Instant::now();
-        let r = timeout(QUICK, b.events.append(&StreamKey::get_stream(&on_victim[2]), b"x", 10))
+        let r = timeout(QUICK, b.events.append(&StreamKey::own(&on_victim[2]), b"x", 10))
             .await
             .expect("an append hung while the primary is gone");
         assert!(
@@ -159,7 +159,7 @@ async fn a_primary_dies_and_its_replica_takes_over() {
         }
         b.sessions.update(sid, &SessionField::Initialized).await.unwrap();
         assert!(a.sessions.load(sid, LONG).await.unwrap().unwrap().initialized);
-        let key = StreamKey::get_stream(sid);
+        let key = StreamKey::own(sid);
         assert_eq!(a.events.append(&key, b"three", 10).await.unwrap(), 3, "{sid} numbering");
         assert_eq!(
             b.events.after(&key, 1).await.unwrap(),

@@ -229,7 +229,7 @@ async fn sessions(a: &Store, b: &Store, _: Backend) {
     assert_eq!(a.sessions.load("mcp_absent", LONG).await.unwrap(), None, "not created");
 
     // Deletion answers the record as it was, and takes the session's stream events with it.
-    let events = StreamKey::get_stream("mcp_s1");
+    let events = StreamKey::own("mcp_s1");
     a.events.append(&events, b"x", 10).await.unwrap();
     assert_eq!(b.sessions.delete("mcp_s1").await.unwrap(), Some(held));
     assert_eq!(a.sessions.load("mcp_s1", LONG).await.unwrap(), None);
@@ -287,7 +287,7 @@ fn ev(id: u64, frame: &str) -> (u64, Vec<u8>) {
 }
 
 async fn events(a: &Store, b: &Store, _: Backend) {
-    let key = StreamKey::get_stream("mcp_ev1");
+    let key = StreamKey::own("mcp_ev1");
     // An unknown stream: cursor 0 replays nothing, any other cursor is ahead.
     assert_eq!(a.events.after(&key, 0).await.unwrap(), Replay::From(vec![]));
     assert_eq!(a.events.after(&key, 5).await.unwrap(), Replay::Ahead);
@@ -363,7 +363,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
         b.events.after(&post, 1).await.unwrap(),
         Replay::From(vec![(2, binary.clone())])
     );
-    let other = StreamKey::get_stream("mcp_ev2");
+    let other = StreamKey::own("mcp_ev2");
     assert_eq!(a.events.append(&other, b"x", 10).await.unwrap(), 1);
 
     // Deletion drops every stream of the session, and only those.
@@ -378,7 +378,7 @@ async fn events(a: &Store, b: &Store, _: Backend) {
 
 async fn concurrent_appends(a: &Store, b: &Store, _: Backend) {
     const EACH: usize = 50;
-    let key = StreamKey::get_stream("mcp_race");
+    let key = StreamKey::own("mcp_race");
     let run = |store: Store, who: &'static str| {
         let key = key.clone();
         tokio::spawn(async move {

@@ -19,7 +19,7 @@ async fn events_go_with_an_expired_session() {
     let store = store_on(redis.url(), &unique_prefix("expiry")).await.into_store();
     let ttl = Duration::from_millis(800);
     store.sessions.create(&record("mcp_x"), ttl).await.unwrap();
-    let key = StreamKey::get_stream("mcp_x");
+    let key = StreamKey::own("mcp_x");
     assert_eq!(store.events.append(&key, b"a", 10).await.unwrap(), 1);
     assert_eq!(store.events.allocate(&key).await.unwrap(), 2);
     sleep(Duration::from_millis(1300)).await;
@@ -29,7 +29,7 @@ async fn events_go_with_an_expired_session() {
     assert_eq!(store.events.after(&key, 1).await.unwrap(), Replay::Ahead);
 
     // Without a record, events do not expire.
-    let free = StreamKey::get_stream("mcp_no_record");
+    let free = StreamKey::own("mcp_no_record");
     assert_eq!(store.events.append(&free, b"a", 10).await.unwrap(), 1);
     sleep(Duration::from_millis(100)).await;
     assert_eq!(

@@ -38,7 +38,7 @@ async fn redis_going_away_is_an_error_and_coming_back_heals() {
     let dpop = redis.replay_cache();
     let store = redis.into_store();
     let rec = SessionRecord::new("mcp_o", "alice", "2025-06-18", Map::new(), json!({}));
-    let key = StreamKey::get_stream("mcp_o");
+    let key = StreamKey::own("mcp_o");
     store
         .check()
         .await

@@ -8,3 +8,4 @@ pub(crate) mod pump;
 pub(crate) mod resume;
 pub(crate) mod shared_stream;
 pub(crate) mod sse;
+pub(crate) mod wakes;

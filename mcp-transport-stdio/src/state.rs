@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_runtime::observe::Network;
-use mcp_runtime::{Engine, Peer, Session, SessionSlot, Sessions};
+use mcp_runtime::{Engine, Peer, SessionHandle, SessionSlot, Sessions};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -48,7 +48,7 @@ impl Shared {
     }
 
     /// The legacy session of the process, once `initialize` succeeded.
-    pub(crate) fn session(&self) -> Option<Arc<Session>> {
+    pub(crate) fn session(&self) -> Option<SessionHandle> {
         self.slot.session()
     }
 

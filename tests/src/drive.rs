@@ -2,11 +2,10 @@
 //! the dispatcher itself: the reply (an answer the engine gave at once, parsed back into a
 //! result or an error), its HTTP status, and the session an `initialize` minted.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_protocol::{Request, RpcError};
-use mcp_runtime::{Engine, Peer, Reply, Session, Sink, Step};
+use mcp_runtime::{Engine, Peer, Reply, SessionHandle, Sink, Step};
 use serde_json::Value;
 
 /// What became of a request.
@@ -17,7 +16,7 @@ pub struct Driven {
     /// The HTTP status it would be answered with.
     pub status: u16,
     /// The session an `initialize` minted (kept where the peer keeps sessions).
-    pub session: Option<Arc<Session>>,
+    pub session: Option<SessionHandle>,
 }
 
 /// Runs `req` from `peer` with `sink` for what the handler emits (bounded in time).

@@ -442,7 +442,8 @@ async fn initialize_negotiates_and_binds_the_session() {
         let (v, session) = initialize(init(asked)).await;
         let (v, session) = (result(v), session.expect("a session"));
         assert_eq!(v["protocolVersion"], got);
-        assert_eq!(&**session.principal(), "alice");
+        // Held for its principal only.
+        let session = rt.held_session(session.id(), "alice").expect("alice's session");
         assert!(session.client_capabilities().sampling());
         assert!(v["serverInfo"]["name"].is_string());
     }

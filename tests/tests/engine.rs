@@ -12,7 +12,7 @@ use mcp_protocol::model::{CallToolResult, ToolDef};
 use mcp_protocol::{Message, Request, TransportRevision};
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::registry::ToolEntry;
-use mcp_runtime::{Engine, Peer, Registry, ServerConfig, Session, SessionSlot, Sessions, Sink, Step};
+use mcp_runtime::{Engine, Peer, Registry, ServerConfig, SessionHandle, SessionSlot, Sessions, Sink, Step};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,7 @@ struct Conn {
     kind: Kind,
     engine: Engine,
     slot: SessionSlot,
-    session: Option<Arc<Session>>,
+    session: Option<SessionHandle>,
 }
 
 fn engine() -> Engine {

@@ -12,6 +12,7 @@ use super::load::REPORT_MOST;
 use super::numbers::Incoming;
 use super::{Append, BUS_VERSION, Cluster, HEARTBEAT_EVERY, HEARTBEAT_TTL, Heard, Note};
 use crate::catalog::{Change, Registry};
+use crate::session::LogNews;
 use crate::session::store::{SessionStore, StartedHere};
 use crate::store::BusEvent;
 use crate::tasks::Tasks;
@@ -217,12 +218,12 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
         }
         Note::Event { session, stream, id } => {
             if let Some(s) = sessions.replica(&session) {
-                s.event_appended(stream, id);
+                s.log_news(LogNews::Appended { stream, id });
             }
         }
         Note::StreamOpened { session } => {
             if let Some(s) = sessions.replica(&session) {
-                s.stream_taken_elsewhere();
+                s.log_news(LogNews::Claimed);
             }
         }
     }
@@ -303,7 +304,7 @@ impl Cluster {
             .and_then(Weak::upgrade)
             .and_then(|st| st.replica(session))
         {
-            s.event_appended(stream, id);
+            s.log_news(LogNews::Appended { stream, id });
         }
     }
 }

@@ -84,7 +84,7 @@ impl Replication for Cluster {
         }
     }
 
-    fn stream_opened(&self, session: &str) {
+    fn claim_stream(&self, session: &str) {
         let _ = self.publish(Note::StreamOpened {
             session: session.to_owned(),
         });

@@ -22,7 +22,7 @@ use crate::observe::{Network, Observed, Origin};
 use crate::reply::Reply;
 use crate::runtime::Runtime;
 use crate::session::InFlightGuard;
-use crate::session::Session;
+use crate::session::{Session, SessionHandle};
 use crate::sink::{Frame, Sink};
 
 /// What a call runs with besides its request.
@@ -80,8 +80,8 @@ impl Call {
     }
 
     /// The legacy session it runs in, if any.
-    pub fn session(&self) -> Option<&Arc<Session>> {
-        self.env.session.as_ref()
+    pub fn session(&self) -> Option<SessionHandle> {
+        self.env.session.clone().map(SessionHandle)
     }
 
     /// Whether what the handler emits travels on the request's own stream (behaviour

@@ -14,7 +14,7 @@ use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
 use crate::middleware::{Inbound, Middlewares, Outcome, Terminal};
 use crate::reply::Reply;
-use crate::session::Session;
+use crate::session::{Session, SessionHandle};
 
 /// The answer to a request a layer refused or answered, or that the engine answered at once:
 /// the reply's frame, the status a layer chose (else the protocol's for `stage`), its headers,
@@ -42,7 +42,11 @@ pub(super) fn answer(
         frame,
         headers: outcome.headers,
         status,
-        session: if code.is_none() { session } else { None },
+        session: if code.is_none() {
+            session.map(SessionHandle)
+        } else {
+            None
+        },
         required_scopes,
     }
 }

@@ -96,7 +96,7 @@ impl Engine {
                 }
             },
             Sessions::Store(None) | Sessions::None => Resolved::Absent,
-            Sessions::Slot(slot) => slot.session().map_or(Resolved::Absent, Resolved::Found),
+            Sessions::Slot(slot) => slot.current().map_or(Resolved::Absent, Resolved::Found),
         }
     }
 
@@ -145,7 +145,7 @@ impl Engine {
                 }
                 Resolved::Absent => None,
             },
-            (Era::Legacy, Sessions::Slot(slot)) => slot.session(),
+            (Era::Legacy, Sessions::Slot(slot)) => slot.current(),
             _ => None,
         };
         let outcome = self.notify_in(peer, era, session.as_ref(), note).await;

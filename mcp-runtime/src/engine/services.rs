@@ -20,7 +20,7 @@ use crate::elicitation::ElicitationError;
 use crate::engine::handle::Engine;
 use crate::relay::{PairMessage, PairOutcome};
 use crate::remote::Remote;
-use crate::session::Session;
+use crate::session::{Session, SessionHandle};
 use crate::store::{PairRecord, Store, StoreError, TaskStore};
 
 impl Engine {
@@ -59,8 +59,8 @@ impl Engine {
     /// A principal's legacy session: held here or (with a shared store) loaded from the store
     /// as a replica. Unknown, expired and other principals' sessions are all `Ok(None)`; `Err`
     /// when the store cannot be asked (the session may well exist).
-    pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<Arc<Session>>, StoreError> {
-        self.runtime.find_session(id, principal).await
+    pub async fn find_session(&self, id: &str, principal: &str) -> Result<Option<SessionHandle>, StoreError> {
+        Ok(self.runtime.find_session(id, principal).await?.map(SessionHandle))
     }
 
     /// A principal's session as this instance holds it in memory (its own, or a replica loaded

@@ -1,15 +1,13 @@
 //! What the engine makes of a request: an [`Answer`] known at once, a [`Call`] to run, or a
 //! [`Listening`] stream.
 
-use std::sync::Arc;
-
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
 
 use super::call::Call;
 use crate::listen::Listener;
-use crate::session::{InFlightGuard, Session};
+use crate::session::{InFlightGuard, SessionHandle};
 use crate::sink::Frame;
 
 /// An answer known without running a handler (a refusal, or `initialize`'s result).
@@ -23,7 +21,7 @@ pub struct Answer {
     pub status: u16,
     /// The legacy session `initialize` minted and the transport now serves (HTTP sends its id
     /// in `Mcp-Session-Id`; stdio and the pair connect its outlet).
-    pub session: Option<Arc<Session>>,
+    pub session: Option<SessionHandle>,
     /// When the caller lacks scopes the operation needs: every scope it needs (HTTP answers 403
     /// with the authentication provider's `insufficient_scope` challenge naming them).
     pub required_scopes: Option<Vec<String>>,

@@ -14,19 +14,23 @@ use mcp_protocol::model::{ClientCapabilities, LoggingLevel};
 use mcp_protocol::notifications::Change;
 use mcp_protocol::{RequestId, Revision, RpcError};
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::Network;
 
+mod handle;
 pub(crate) mod inflight;
+mod logs;
 mod replication;
 pub(crate) mod slot;
 pub(crate) mod store;
 mod values;
 
+pub use handle::SessionHandle;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
+pub use logs::{LogNews, LogWatcher};
 pub(crate) use replication::Replication;
 pub(crate) use values::SessionValues;
 
@@ -86,21 +90,10 @@ pub struct Session {
     stored_touch_ms: AtomicU64,
     /// When this copy was last checked against the shared record (ms of `epoch`).
     checked_ms: AtomicU64,
-    /// The newest event id of the session's GET stream log known here (shared store only).
-    /// This and the next two are created on first use ([`lazy`]): most sessions never need
-    /// them, and each is a few hundred bytes.
-    log_head: OnceLock<watch::Sender<u64>>,
-    /// Bumped when a GET stream of the session opens on another instance.
-    takeovers: OnceLock<watch::Sender<u64>>,
-    /// Bumped by every event appended to one of the session's POST stream logs (shared store).
-    stream_logs: OnceLock<watch::Sender<u64>>,
+    /// What the transport serving the session installed to hear of its logs (shared store).
+    watcher: OnceLock<Arc<dyn LogWatcher>>,
     /// What handlers keep for the session ([`Ctx::session_state`](crate::Ctx::session_state)).
     values: SessionValues,
-}
-
-/// A session's counter channel, created (at 0) on first use.
-fn lazy(cell: &OnceLock<watch::Sender<u64>>) -> &watch::Sender<u64> {
-    cell.get_or_init(|| watch::Sender::new(0))
 }
 
 impl Session {
@@ -133,9 +126,7 @@ impl Session {
             replication: OnceLock::new(),
             stored_touch_ms: AtomicU64::new(0),
             checked_ms: AtomicU64::new(0),
-            log_head: OnceLock::new(),
-            takeovers: OnceLock::new(),
-            stream_logs: OnceLock::new(),
+            watcher: OnceLock::new(),
             values: SessionValues::default(),
         }
     }
@@ -175,66 +166,11 @@ impl Session {
         }
     }
 
-    /// A receiver of the newest event id of the session's GET stream log (shared store): woken
-    /// whenever any instance appends to it.
-    pub fn log_head(&self) -> watch::Receiver<u64> {
-        lazy(&self.log_head).subscribe()
-    }
-
     #[cfg(feature = "shared-store")]
-    /// An event was appended to one of the session's stream logs.
-    pub(crate) fn event_appended(&self, stream: u64, id: u64) {
-        if stream != 0 {
-            lazy(&self.stream_logs).send_modify(|n| *n += 1);
-        }
-        if stream == 0 {
-            lazy(&self.log_head).send_if_modified(|head| {
-                let newer = id > *head;
-                if newer {
-                    *head = id;
-                }
-                newer
-            });
-        }
-    }
-
-    /// A receiver woken whenever any instance appends to one of the session's POST stream logs
-    /// (shared store): a stream resumed on another instance than the one running its call
-    /// follows the log.
-    pub fn stream_logs(&self) -> watch::Receiver<u64> {
-        lazy(&self.stream_logs).subscribe()
-    }
-
-    /// Appends an event to one of the session's stream logs in the shared store, in order and
-    /// stored before it is announced; `false` when the session is not shared or the queue is
-    /// full. The HTTP transport mirrors its resumable POST streams here.
-    pub fn log_event(&self, stream: u64, frame: Frame) -> bool {
-        self.replication
-            .get()
-            .is_some_and(|c| c.append(&self.id, stream, frame))
-    }
-
-    /// A receiver woken when a GET stream of the session opens on another instance (the older
-    /// stream here ends: one GET stream per session).
-    pub fn takeovers(&self) -> watch::Receiver<u64> {
-        lazy(&self.takeovers).subscribe()
-    }
-
-    /// How many GET streams of the session opened on other instances since this replica exists.
-    pub fn takeover_count(&self) -> u64 {
-        *lazy(&self.takeovers).borrow()
-    }
-
-    #[cfg(feature = "shared-store")]
-    /// A GET stream of the session opened on another instance.
-    pub(crate) fn stream_taken_elsewhere(&self) {
-        lazy(&self.takeovers).send_modify(|n| *n += 1);
-    }
-
-    /// A GET stream of the session opened here: other instances end theirs.
-    pub fn stream_opened(&self) {
-        if let Some(r) = self.replication.get() {
-            r.stream_opened(&self.id);
+    /// Tells the session's [`LogWatcher`] (if the transport installed one) of its logs.
+    pub(crate) fn log_news(&self, news: LogNews) {
+        if let Some(w) = self.watcher.get() {
+            w.news(news);
         }
     }
 

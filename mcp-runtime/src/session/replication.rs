@@ -30,8 +30,8 @@ pub(crate) trait Replication: Send + Sync + std::fmt::Debug {
     /// Appends an event to one of the session's stream logs (`false` when it was dropped).
     fn append(&self, session: &str, stream: u64, frame: Frame) -> bool;
 
-    /// A GET stream of the session opened here: the other instances end theirs.
-    fn stream_opened(&self, session: &str);
+    /// The session's own stream was claimed by a reader here: the other instances end theirs.
+    fn claim_stream(&self, session: &str);
 
     /// A client response this instance does not wait for goes to the instance that does.
     fn forward_response(&self, session: &str, id: &RequestId, outcome: Result<Value, RpcError>) -> bool;

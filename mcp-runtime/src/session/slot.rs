@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use super::Session;
 use super::inflight::InFlight;
+use super::{Session, SessionHandle};
 
 /// One connection's (or process's) session, once `initialize` ran, and its requests in flight.
 ///
@@ -33,7 +33,12 @@ impl SessionSlot {
     }
 
     /// The session, once `initialize` succeeded.
-    pub fn session(&self) -> Option<Arc<Session>> {
+    pub fn session(&self) -> Option<SessionHandle> {
+        self.current().map(SessionHandle)
+    }
+
+    /// The session, as the runtime serves it.
+    pub(crate) fn current(&self) -> Option<Arc<Session>> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 

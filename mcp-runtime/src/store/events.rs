@@ -24,8 +24,8 @@ pub struct StreamKey {
 }
 
 impl StreamKey {
-    /// The GET stream of a session.
-    pub fn get_stream(session: impl Into<String>) -> Self {
+    /// The session's own log (stream `0`): the messages meant for the session alone.
+    pub fn own(session: impl Into<String>) -> Self {
         StreamKey {
             session: session.into(),
             stream: 0,

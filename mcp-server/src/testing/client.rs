@@ -11,7 +11,7 @@ use mcp_protocol::model::{
     CallToolResult, CompleteReference, Completion, GetPromptResult, LoggingLevel, ReadResourceResult,
 };
 use mcp_protocol::{Era, Message, RequestId, Revision, RpcError};
-use mcp_runtime::{Engine, Frame, Peer, Session, SessionSlot, Sessions, Sink, Step};
+use mcp_runtime::{Engine, Frame, Peer, SessionHandle, SessionSlot, Sessions, Sink, Step};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -225,7 +225,7 @@ impl TestClient {
     }
 
     /// The legacy session, once `initialize` succeeded.
-    pub fn session(&self) -> Option<Arc<Session>> {
+    pub fn session(&self) -> Option<SessionHandle> {
         self.inner.slot.session()
     }
 

@@ -16,7 +16,7 @@ use mcp_runtime::engine::Remote;
 use mcp_runtime::observe::Network;
 use mcp_runtime::relay::PairOutcome;
 use mcp_runtime::store::PairRecord;
-use mcp_runtime::{Answer, Peer, Session, Sessions, Sink, Step};
+use mcp_runtime::{Answer, Peer, SessionHandle, Sessions, Sink, Step};
 
 use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
@@ -208,7 +208,7 @@ pub(crate) async fn handle(
 }
 
 /// The pair's session exists: its events reach the stream from now on.
-fn joined(shared: &Shared, pair: &Pair, session: &Arc<Session>) {
+fn joined(shared: &Shared, pair: &Pair, session: &SessionHandle) {
     pair.joined.send_replace(Some(shared.hub.channel(session)));
     if pair.ended().is_cancelled() {
         // The stream ended meanwhile: the session must not outlive it.

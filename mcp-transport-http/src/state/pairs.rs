@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mcp_runtime::{Frame, Session, SessionSlot};
+use mcp_runtime::{Frame, SessionHandle, SessionSlot};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +31,7 @@ pub(crate) struct Pair {
 
 impl Pair {
     /// The engine's session, once `initialize` ran.
-    pub(crate) fn session(&self) -> Option<Arc<Session>> {
+    pub(crate) fn session(&self) -> Option<SessionHandle> {
         self.slot.session()
     }
 

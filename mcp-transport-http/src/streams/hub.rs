@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use mcp_runtime::registry::{Change, ChangeFeed};
-use mcp_runtime::{Engine, Session};
+use mcp_runtime::{Engine, SessionHandle};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +30,7 @@ use mcp_protocol::event_id::seq_id;
 use crate::streams::pump::{self, Feed, Next};
 use crate::streams::resume::Streams;
 use crate::streams::sse;
+use crate::streams::wakes::Wakes;
 
 /// The buffered events of one session.
 #[derive(Debug, Default)]
@@ -85,7 +86,9 @@ impl Ring {
 /// The event channel of one session.
 #[derive(Debug)]
 pub(crate) struct Channel {
-    session: Arc<Session>,
+    session: SessionHandle,
+    /// What wakes the streams of a shared session (its log watcher).
+    pub(crate) wakes: Arc<Wakes>,
     ring: Mutex<Ring>,
     capacity: usize,
     /// The newest id pushed.
@@ -105,19 +108,17 @@ pub(crate) struct Channel {
 impl Channel {
     /// Whether this instance holds the shared session's GET stream: it opened the newest one.
     pub(crate) fn holds(&self) -> bool {
-        self.holder.load(Ordering::Acquire)
-            && self.session.takeover_count() == self.holder_since.load(Ordering::Acquire)
+        self.holder.load(Ordering::Acquire) && self.wakes.takeover_count() == self.holder_since.load(Ordering::Acquire)
     }
 
     /// This instance opened the shared session's newest GET stream.
     pub(crate) fn hold(&self) {
-        self.holder_since
-            .store(self.session.takeover_count(), Ordering::Release);
+        self.holder_since.store(self.wakes.takeover_count(), Ordering::Release);
         self.holder.store(true, Ordering::Release);
     }
 
     /// The session.
-    pub(crate) fn session(&self) -> &Arc<Session> {
+    pub(crate) fn session(&self) -> &SessionHandle {
         &self.session
     }
 
@@ -171,7 +172,7 @@ impl Hub {
     /// The channel of a session, created on first use. A new channel becomes the session's
     /// outlet: the notifications meant for that session alone (`Session::notify`) are buffered
     /// and carried like the registry's, on its GET stream.
-    pub(crate) fn channel(&self, session: &Arc<Session>) -> Arc<Channel> {
+    pub(crate) fn channel(&self, session: &SessionHandle) -> Arc<Channel> {
         let mut created = None;
         let channel = self
             .channels()
@@ -179,6 +180,7 @@ impl Hub {
             .or_insert_with(|| {
                 let c = Arc::new(Channel {
                     session: session.clone(),
+                    wakes: Wakes::of(session),
                     ring: Mutex::new(Ring::default()),
                     capacity: self.capacity,
                     latest: watch::Sender::new(0),

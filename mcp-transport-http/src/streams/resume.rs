@@ -24,7 +24,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use mcp_runtime::Session;
+use mcp_runtime::SessionHandle;
 
 use crate::streams::pump::{self, Feed, Next, Outcome};
 use crate::streams::sse;
@@ -76,11 +76,11 @@ pub(crate) struct Tape {
     room: Notify,
     /// A shared session: every event (then the reply and an empty end marker) is also appended
     /// to the session's log of this stream, so that another instance can resume it.
-    mirror: Option<Arc<Session>>,
+    mirror: Option<SessionHandle>,
 }
 
 impl Tape {
-    fn new(number: u64, capacity: usize, mirror: Option<Arc<Session>>) -> Self {
+    fn new(number: u64, capacity: usize, mirror: Option<SessionHandle>) -> Self {
         Tape {
             mirror,
             number,
@@ -223,7 +223,7 @@ pub(crate) struct Streams {
     capacity: usize,
     /// A shared session: stream numbers start at a random base (unique across instances) and
     /// every tape is mirrored to the session's logs.
-    shared: Option<Arc<Session>>,
+    shared: Option<SessionHandle>,
 }
 
 impl Streams {
@@ -238,7 +238,7 @@ impl Streams {
 
     /// The streams of a session shared by several instances: numbered from a random base, so
     /// that two instances never hand out the same number, and mirrored to the shared logs.
-    pub(crate) fn shared(capacity: usize, session: Arc<Session>) -> Self {
+    pub(crate) fn shared(capacity: usize, session: SessionHandle) -> Self {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write(session.id().as_bytes());

@@ -4,7 +4,7 @@
 //! Opening a stream announces it (the session's older GET stream on another instance ends: one
 //! GET stream per session) and makes this instance the one that appends registry changes to the
 //! session's log. The stream wakes when any instance appends to the log
-//! ([`Session::log_head`]) or when messages between instances may have been lost (a bus gap:
+//! ([`Wakes`]) or when messages between instances may have been lost (a bus gap:
 //! the log is re-read), and ends when the session ends, a newer stream opens anywhere, or the
 //! server shuts down. Ids come from the log, so a client resuming with `Last-Event-ID` on any
 //! instance gets the events after it, or `notifications/replay_truncated` when some are gone.
@@ -15,18 +15,19 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use mcp_protocol::event_id::{seq_id, stream_id};
-use mcp_runtime::Session;
+use mcp_runtime::SessionHandle;
 use mcp_runtime::store::{EventLog, Replay, StoreError, StreamKey};
 use tokio::sync::watch;
 
 use crate::streams::hub::{Channel, push_events};
 use crate::streams::pump::{Feed, Next};
 use crate::streams::sse;
+use crate::streams::wakes::Wakes;
 
 /// The [`Feed`] of a shared session's GET stream.
 pub(crate) struct SharedLive {
     channel: Arc<Channel>,
-    session: Arc<Session>,
+    session: SessionHandle,
     log: Arc<dyn EventLog>,
     key: StreamKey,
     head: watch::Receiver<u64>,
@@ -50,12 +51,12 @@ impl SharedLive {
         retry: Duration,
     ) -> Result<Self, StoreError> {
         let session = channel.session().clone();
-        let key = StreamKey::get_stream(session.id().to_string());
-        let mut head = session.log_head();
+        let key = StreamKey::own(session.id().to_string());
+        let mut head = channel.wakes.log_head();
         head.mark_unchanged();
-        let mut takeovers = session.takeovers();
+        let mut takeovers = channel.wakes.takeovers();
         takeovers.mark_unchanged();
-        session.stream_opened();
+        session.claim_stream();
         channel.hold();
         let (opening, cursor) = match last {
             None => {
@@ -173,7 +174,7 @@ pub(crate) const AHEAD_WAIT: Duration = Duration::from_secs(30);
 /// mirrors its tape there, ending with an empty marker), woken by every append to the session's
 /// POST stream logs. A cursor ahead of the log waits for the log (see [`AHEAD_WAIT`]).
 pub(crate) struct SharedTape {
-    session: Arc<Session>,
+    session: SessionHandle,
     log: Arc<dyn EventLog>,
     key: StreamKey,
     wake: watch::Receiver<u64>,
@@ -210,7 +211,8 @@ enum Read {
 impl SharedTape {
     /// Resumes stream `number` of `session` after `cursor`.
     pub(crate) async fn open(
-        session: Arc<Session>,
+        session: SessionHandle,
+        wakes: &Wakes,
         log: Arc<dyn EventLog>,
         number: u64,
         cursor: u64,
@@ -220,7 +222,7 @@ impl SharedTape {
             session: session.id().to_string(),
             stream: number,
         };
-        let mut wake = session.stream_logs();
+        let mut wake = wakes.stream_logs();
         wake.mark_unchanged();
         let mut feed = SharedTape {
             session,

@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use axum::response::Response;
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
-use mcp_runtime::{Call, Completed, Frame, Session, Sink};
+use mcp_runtime::{Call, Completed, Frame, SessionHandle, Sink};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -33,7 +33,7 @@ use crate::streams::sse;
 pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Response {
     let id = call.id().clone();
     let streams = call.may_stream();
-    let session = call.session().cloned();
+    let session = call.session();
     let legacy = call.era() == Era::Legacy;
     let poll = match &session {
         Some(_) if legacy && streams => call.tool_name().and_then(|tool| shared.config.polls(&tool)),
@@ -120,7 +120,7 @@ async fn until(at: Option<Instant>) {
 #[allow(clippy::too_many_arguments)]
 fn resumable(
     shared: &Shared,
-    session: &Arc<Session>,
+    session: &SessionHandle,
     first: Option<Frame>,
     frames: mpsc::Receiver<Frame>,
     job: JoinHandle<Completed>,

@@ -8,7 +8,7 @@ use axum::response::Response;
 use http::HeaderMap;
 use mcp_protocol::event_id::{StreamEventId, parse_stream_id};
 use mcp_protocol::{Era, Revision};
-use mcp_runtime::Session;
+use mcp_runtime::SessionHandle;
 
 use crate::guard;
 use crate::headers::{SESSION_HEADER, VERSION};
@@ -26,7 +26,7 @@ pub(crate) enum Lookup {
     /// No `Mcp-Session-Id` header.
     Absent,
     /// The header names a live session the caller owns.
-    Found(Arc<Session>),
+    Found(SessionHandle),
     /// Unknown, deleted, or another principal's: all answer alike (404).
     Unknown,
     /// The shared store could not be asked (503).
@@ -105,7 +105,16 @@ pub(crate) async fn get(shared: &Arc<Shared>, req: Request) -> Response {
         {
             // Its call runs on another instance: follow the stream's shared log.
             let retry = shared.config.sse_retry;
-            return match SharedTape::open(session.clone(), store.events.clone(), number, cursor, retry).await {
+            return match SharedTape::open(
+                session.clone(),
+                &channel.wakes,
+                store.events.clone(),
+                number,
+                cursor,
+                retry,
+            )
+            .await
+            {
                 Ok(Resumed::Follow(feed)) => {
                     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
                     let (keep_alive, shutdown) = (shared.config.sse_keep_alive, shared.shutdown.clone());

@@ -183,7 +183,8 @@ async fn input_required_travels_on_the_tasks_result_stream() {
         let req = c.request("tasks/result", json!({"taskId": id}));
         tokio::spawn(async move { c.send_with(req, sink).await })
     };
-    let session = c.session.clone().unwrap();
+    let handle = c.session.clone().unwrap();
+    let session = c.rt.held_session(handle.id(), &c.auth.principal).expect("the session");
     let mut answered = 0;
     while answered < 2 {
         let frame: Value = serde_json::from_slice(&rx.recv().await.expect("a frame")).unwrap();

@@ -11,7 +11,8 @@ use mcp_protocol::{Request, RequestId, RpcError};
 use mcp_runtime::mrtr::InputRequired;
 use mcp_runtime::registry::ToolEntry;
 use mcp_runtime::{
-    Ctx, Engine, HandlerError, Peer, Registry, Reply, ServerConfig, Session, Sessions, Sink, TaskStore, ToolResult,
+    Ctx, Engine, HandlerError, Peer, Registry, Reply, ServerConfig, SessionHandle, Sessions, Sink, TaskStore,
+    ToolResult,
 };
 use mcp_tests::drive;
 use serde_json::{Map, Value, json};
@@ -138,7 +139,7 @@ pub(crate) fn runtime(config: ServerConfig, store: Option<Arc<dyn TaskStore>>) -
 pub(crate) struct Client {
     pub(crate) rt: Engine,
     pub(crate) auth: Arc<AuthInfo>,
-    pub(crate) session: Option<Arc<Session>>,
+    pub(crate) session: Option<SessionHandle>,
     ext: bool,
     next: std::sync::atomic::AtomicI64,
 }

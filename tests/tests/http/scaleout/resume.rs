@@ -19,7 +19,7 @@ use crate::support::{Resp, tool};
 
 /// The events of a session's GET stream log after `cursor`.
 async fn logged_after(store: &Store, sid: &str, cursor: u64) -> Vec<u64> {
-    match store.events.after(&StreamKey::get_stream(sid), cursor).await {
+    match store.events.after(&StreamKey::own(sid), cursor).await {
         Ok(Replay::From(events)) => events.into_iter().map(|(id, _)| id).collect(),
         Ok(Replay::Truncated | Replay::Ahead) => panic!("the log does not hold the events after {cursor}"),
         Err(e) => panic!("the log is unreadable: {e}"),
