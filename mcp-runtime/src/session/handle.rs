@@ -80,15 +80,14 @@ impl SessionHandle {
     /// Every instance's [`LogWatcher`] of the session hears of it.
     pub fn log_event(&self, stream: u64, frame: Frame) -> bool {
         self.0
-            .replication
-            .get()
+            .replication()
             .is_some_and(|r| r.append(&self.0.id, stream, frame))
     }
 
     /// Claims the session's own stream (log `0`) for a reader here: the watchers of the other
     /// instances hear [`LogNews::Claimed`](super::LogNews::Claimed).
     pub fn claim_stream(&self) {
-        if let Some(r) = self.0.replication.get() {
+        if let Some(r) = self.0.replication() {
             r.claim_stream(&self.0.id);
         }
     }

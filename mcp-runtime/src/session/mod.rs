@@ -1,11 +1,11 @@
 //! Legacy sessions: what `initialize` negotiated, the session's log level and
-//! resource subscriptions, its pending server-to-client requests, its
-//! requests in flight, and the outlet of the notifications meant for it
-//! alone. Sessions are bound to the principal that created them; another
-//! principal's lookup answers like an unknown id.
+//! resource subscriptions ([`negotiated`]), its pending server-to-client requests
+//! ([`correlation`]), its requests in flight, the outlet of the notifications meant for it
+//! alone, and, when sessions are shared by several instances, its link to the shared record
+//! ([`replica`]). Sessions are bound to the principal that created them; another principal's
+//! lookup answers like an unknown id.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -20,27 +20,28 @@ use tokio_util::sync::CancellationToken;
 
 use crate::observe::Network;
 
+mod correlation;
 mod handle;
 pub(crate) mod inflight;
 mod logs;
+mod negotiated;
+mod replica;
 mod replication;
 pub(crate) mod slot;
 pub(crate) mod store;
 mod values;
 
+use correlation::Correlation;
 pub use handle::SessionHandle;
 pub use inflight::{DuplicateId, InFlight, InFlightGuard};
 pub use logs::{LogNews, LogWatcher};
+use negotiated::Negotiated;
+use replica::Replica;
 pub(crate) use replication::Replication;
 pub(crate) use values::SessionValues;
 
 use crate::sink::Frame;
 use crate::store::{SessionField, StoreError};
-
-type Pending = oneshot::Sender<Result<Value, RpcError>>;
-
-/// What the ids of server-to-client requests start with.
-const S2C: &str = "s2c-";
 
 /// Where the notifications meant for one session go (for example
 /// `notifications/elicitation/complete`): installed by the transport that
@@ -64,16 +65,11 @@ impl std::fmt::Debug for OutletSlot {
 pub struct Session {
     id: Arc<str>,
     principal: Arc<str>,
-    revision: Revision,
-    client_capabilities: ClientCapabilities,
-    client_info: Value,
-    log_level: AtomicU8,
-    initialized: AtomicBool,
+    negotiated: Negotiated,
+    correlation: Correlation,
+    replica: Replica,
     /// Whether a 2025-11-25 task was created in the session (here, or in the record loaded).
     tasks: AtomicBool,
-    next_request: AtomicU64,
-    pending: Mutex<HashMap<RequestId, Pending>>,
-    subscriptions: Mutex<HashSet<String>>,
     in_flight: InFlight,
     last_activity_ms: AtomicU64,
     epoch: Instant,
@@ -83,13 +79,6 @@ pub struct Session {
     opened: Mutex<Option<Option<Network>>>,
     closed: CancellationToken,
     outlet: OutletSlot,
-    /// Where the session's record is replicated, when sessions are shared by several
-    /// instances (the cluster, through its [`Replication`] port).
-    replication: OnceLock<Arc<dyn Replication>>,
-    /// When the shared record's expiry was last pushed back (ms of `epoch`).
-    stored_touch_ms: AtomicU64,
-    /// When this copy was last checked against the shared record (ms of `epoch`).
-    checked_ms: AtomicU64,
     /// What the transport serving the session installed to hear of its logs (shared store).
     watcher: OnceLock<Arc<dyn LogWatcher>>,
     /// What handlers keep for the session ([`Ctx::session_state`](crate::Ctx::session_state)).
@@ -108,24 +97,16 @@ impl Session {
         Session {
             id,
             principal,
-            revision,
-            client_capabilities,
-            client_info,
-            log_level: AtomicU8::new(level_index(LoggingLevel::Info)),
-            initialized: AtomicBool::new(false),
+            negotiated: Negotiated::new(revision, client_capabilities, client_info),
+            correlation: Correlation::new(),
+            replica: Replica::default(),
             tasks: AtomicBool::new(false),
-            next_request: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
-            subscriptions: Mutex::new(HashSet::new()),
             in_flight: InFlight::new(),
             last_activity_ms: AtomicU64::new(0),
             epoch: Instant::now(),
             opened: Mutex::new(None),
             closed: CancellationToken::new(),
             outlet: OutletSlot::default(),
-            replication: OnceLock::new(),
-            stored_touch_ms: AtomicU64::new(0),
-            checked_ms: AtomicU64::new(0),
             watcher: OnceLock::new(),
             values: SessionValues::default(),
         }
@@ -135,16 +116,21 @@ impl Session {
     /// Makes the session a replica of a shared record: its changes are written through and
     /// announced to other instances.
     pub(crate) fn attach(&self, replication: Arc<dyn Replication>) {
-        let _ = self.replication.set(replication);
+        self.replica.attach(replication);
     }
 
     /// Whether the session's record is shared by several instances.
     pub fn is_shared(&self) -> bool {
-        self.replication.get().is_some()
+        self.replica.link().is_some()
+    }
+
+    /// Where the record is replicated, when it is shared.
+    pub(super) fn replication(&self) -> Option<&Arc<dyn Replication>> {
+        self.replica.link()
     }
 
     fn changed(&self, field: SessionField) {
-        if let Some(c) = self.replication.get() {
+        if let Some(c) = self.replication() {
             c.changed(&self.id, field);
         }
     }
@@ -152,18 +138,10 @@ impl Session {
     #[cfg(feature = "shared-store")]
     /// Applies a change another instance made to the record.
     pub(crate) fn apply_remote(&self, field: &SessionField) {
-        match field {
-            SessionField::LogLevel(l) => self.log_level.store(level_index(*l), Ordering::Relaxed),
-            SessionField::Initialized => self.initialized.store(true, Ordering::Relaxed),
-            SessionField::Tasks => self.tasks.store(true, Ordering::Relaxed),
-            SessionField::Subscribe(uri) => {
-                lock(&self.subscriptions).insert(uri.clone());
-            }
-            SessionField::Unsubscribe(uri) => {
-                lock(&self.subscriptions).remove(uri);
-            }
-            SessionField::Holder(_) => {}
+        if matches!(field, SessionField::Tasks) {
+            self.tasks.store(true, Ordering::Relaxed);
         }
+        self.negotiated.apply(field);
     }
 
     #[cfg(feature = "shared-store")]
@@ -186,27 +164,27 @@ impl Session {
 
     /// The negotiated revision.
     pub fn revision(&self) -> Revision {
-        self.revision
+        self.negotiated.revision()
     }
 
     /// The capabilities the client declared.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.client_capabilities
+        self.negotiated.client_capabilities()
     }
 
     /// The client's `clientInfo`.
     pub fn client_info(&self) -> &Value {
-        &self.client_info
+        self.negotiated.client_info()
     }
 
     /// The minimum level of `notifications/message` (default `info`).
     pub fn log_level(&self) -> LoggingLevel {
-        LoggingLevel::ALL[usize::from(self.log_level.load(Ordering::Relaxed))]
+        self.negotiated.log_level()
     }
 
     /// Sets the minimum log level (`logging/setLevel`).
     pub fn set_log_level(&self, level: LoggingLevel) {
-        self.log_level.store(level_index(level), Ordering::Relaxed);
+        self.negotiated.set_log_level(level);
         self.changed(SessionField::LogLevel(level));
     }
 
@@ -214,12 +192,12 @@ impl Session {
     /// it arrived at this instance or was in the record when this instance loaded the session
     /// (it is written through but not announced: nothing a replica does depends on it).
     pub fn is_initialized(&self) -> bool {
-        self.initialized.load(Ordering::Relaxed)
+        self.negotiated.is_initialized()
     }
 
     /// Records `notifications/initialized`.
     pub fn mark_initialized(&self) {
-        if !self.initialized.swap(true, Ordering::Relaxed) {
+        if self.negotiated.mark_initialized() {
             self.changed(SessionField::Initialized);
         }
     }
@@ -236,7 +214,7 @@ impl Session {
         if self.tasks.swap(true, Ordering::Relaxed) {
             return Ok(());
         }
-        match self.replication.get() {
+        match self.replication() {
             Some(c) => c.write(&self.id, SessionField::Tasks).await.inspect_err(|_| {
                 self.tasks.store(false, Ordering::Relaxed);
             }),
@@ -264,21 +242,19 @@ impl Session {
         self.closed.is_cancelled()
     }
 
+    /// Milliseconds since the session's epoch.
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
     /// Records activity (for the idle sweep).
     pub fn touch(&self) {
-        let ms = self.epoch.elapsed().as_millis() as u64;
+        let ms = self.now_ms();
         self.last_activity_ms.store(ms, Ordering::Relaxed);
-        if let Some(c) = self.replication.get() {
-            let every = c.touch_every().as_millis() as u64;
-            let last = self.stored_touch_ms.load(Ordering::Relaxed);
-            if ms.saturating_sub(last) >= every
-                && self
-                    .stored_touch_ms
-                    .compare_exchange(last, ms, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                c.touched(&self.id);
-            }
+        if let Some(c) = self.replication()
+            && self.replica.touch_due(ms, c.touch_every())
+        {
+            c.touched(&self.id);
         }
     }
 
@@ -286,13 +262,7 @@ impl Session {
     /// check, or its creation here, is `every` old); claims the check when it is, so that one
     /// request of many does it.
     pub(crate) fn check_due(&self, every: Duration) -> bool {
-        let ms = self.epoch.elapsed().as_millis() as u64;
-        let last = self.checked_ms.load(Ordering::Relaxed);
-        ms.saturating_sub(last) >= every.as_millis() as u64
-            && self
-                .checked_ms
-                .compare_exchange(last, ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+        self.replica.check_due(self.now_ms(), every)
     }
 
     /// Time since the last activity.
@@ -303,7 +273,7 @@ impl Session {
 
     /// Subscribes to `notifications/resources/updated` for a URI.
     pub fn subscribe(&self, uri: &str) {
-        if lock(&self.subscriptions).insert(uri.to_owned()) {
+        if self.negotiated.subscribe(uri) {
             self.changed(SessionField::Subscribe(uri.to_owned()));
         }
     }
@@ -311,28 +281,22 @@ impl Session {
     /// Subscribes within `bounds`: a URI already subscribed is kept; a new one is refused
     /// (-32602) when the session holds [`SubscriptionBounds::max_entries`] already.
     pub fn subscribe_within(&self, uri: &str, bounds: &SubscriptionBounds) -> Result<(), RpcError> {
-        {
-            let mut subs = lock(&self.subscriptions);
-            if subs.contains(uri) {
-                return Ok(());
-            }
-            bounds.check_one_more(subs.len())?;
-            subs.insert(uri.to_owned());
+        if self.negotiated.subscribe_within(uri, bounds)? {
+            self.changed(SessionField::Subscribe(uri.to_owned()));
         }
-        self.changed(SessionField::Subscribe(uri.to_owned()));
         Ok(())
     }
 
     /// Unsubscribes from a URI.
     pub fn unsubscribe(&self, uri: &str) {
-        if lock(&self.subscriptions).remove(uri) {
+        if self.negotiated.unsubscribe(uri) {
             self.changed(SessionField::Unsubscribe(uri.to_owned()));
         }
     }
 
     /// Whether the session subscribed to a URI.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).contains(uri)
+        self.negotiated.is_subscribed(uri)
     }
 
     /// Whether the session is told about a change: every list change while it is open, a
@@ -350,36 +314,27 @@ impl Session {
     /// Registers a server-to-client request and returns its id and the
     /// receiver of its response.
     pub fn register_request(&self) -> (RequestId, oneshot::Receiver<Result<Value, RpcError>>) {
-        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         // Shared sessions: the instance's id keeps ids unique across instances.
-        let id = match self.replication.get() {
-            Some(c) => RequestId::String(Arc::from(format!("{S2C}{}-{n}", c.instance()))),
-            None => RequestId::String(Arc::from(format!("{S2C}{n}"))),
-        };
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
-        (id, rx)
+        self.correlation.register(self.replication().map(|c| c.instance()))
     }
 
     /// The instance that sent a server-to-client request of a shared session, from its id
     /// (see [`Session::register_request`]); `None` for any other id.
     #[cfg(feature = "shared-store")]
     pub(crate) fn asker(id: &RequestId) -> Option<&str> {
-        let RequestId::String(s) = id else { return None };
-        s.strip_prefix(S2C)?.rsplit_once('-').map(|(instance, _)| instance)
+        Correlation::asker(id)
     }
 
     /// Forgets a pending request (timed out or abandoned).
     pub fn forget_request(&self, id: &RequestId) {
-        lock(&self.pending).remove(id);
+        self.correlation.take(id);
     }
 
     /// Delivers a client response to the pending request it answers; `false` when no such
     /// request is pending (the response is dropped). A shared session forwards a response it
     /// does not hold to the other instances (one of them holds it) and answers `true`.
     pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
-        let tx = lock(&self.pending).remove(id);
-        match (tx, self.replication.get()) {
+        match (self.correlation.take(id), self.replication()) {
             (Some(tx), _) => tx.send(outcome).is_ok(),
             (None, Some(r)) => r.forward_response(&self.id, id, outcome),
             (None, None) => false,
@@ -389,7 +344,7 @@ impl Session {
     #[cfg(feature = "shared-store")]
     /// Delivers a response forwarded by another instance (never forwarded again).
     pub(crate) fn deliver_local(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
-        match lock(&self.pending).remove(id) {
+        match self.correlation.take(id) {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,
         }
@@ -402,7 +357,7 @@ impl Session {
         if self.in_flight.cancel(id) {
             return true;
         }
-        self.replication.get().is_some_and(|r| r.forward_cancel(&self.id, id))
+        self.replication().is_some_and(|r| r.forward_cancel(&self.id, id))
     }
 
     /// Connects the session to the stream that carries the notifications
@@ -420,9 +375,9 @@ impl Session {
             return false;
         }
         let outlet = lock(&self.outlet.0).clone();
-        match (outlet, self.replication.get()) {
+        match (outlet, self.replication()) {
             (Some(o), _) => o(frame),
-            // Shared: into the session's GET stream log, whichever instance holds the stream.
+            // Shared: into the session's own log, whichever instance reads it.
             (None, Some(c)) => c.append(&self.id, 0, frame),
             (None, None) => false,
         }
@@ -438,7 +393,7 @@ impl Session {
     fn ended(&self) {
         let opened = lock(&self.opened).take();
         if let Some(network) = opened {
-            crate::observe::session_ended(Some(self.revision), network, self.epoch.elapsed().as_secs_f64());
+            crate::observe::session_ended(Some(self.revision()), network, self.epoch.elapsed().as_secs_f64());
         }
     }
 
@@ -450,11 +405,10 @@ impl Session {
         self.closed.cancel();
         lock(&self.outlet.0).take();
         self.in_flight.cancel_all();
-        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, tx)| tx).collect();
-        for tx in pending {
+        for tx in self.correlation.drain() {
             let _ = tx.send(Err(RpcError::internal_with("Session terminated")));
         }
-        lock(&self.subscriptions).clear();
+        self.negotiated.clear_subscriptions();
     }
 }
 
@@ -471,10 +425,6 @@ impl Drop for Session {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn level_index(level: LoggingLevel) -> u8 {
-    LoggingLevel::ALL.iter().position(|l| *l == level).unwrap_or(1) as u8
 }
 
 /// A 2025-11-25 session of `principal` with no client capabilities (for unit tests).
