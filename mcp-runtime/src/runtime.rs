@@ -22,9 +22,9 @@ use crate::background::Background;
 use crate::catalog::{Catalog, Registry};
 use crate::cluster::Cluster;
 use crate::config::ServerConfig;
+use crate::dispatch::lifecycle;
 use crate::dispatch::parts::Parts;
-use crate::dispatch::route::{Rejection, Route, Routing};
-use crate::dispatch::{RequestEnv, lifecycle};
+use crate::dispatch::route::Routing;
 use crate::elicitation::{ElicitationError, Elicitations};
 use crate::exec::rounds::Rounds;
 use crate::listen::{self, Holder, ListenError, Listener, Subscriptions};
@@ -421,30 +421,22 @@ impl Runtime {
         lifecycle::capabilities(&self.config, &self.registry.snapshot(), revision)
     }
 
-    /// Routes a request whose era the engine decided (it is never classified again): the checks
-    /// of behaviour invariant 3 that come after the envelope, the header agreement and the
-    /// legacy session (the engine's): the method is served in the era (-32601 beats every later
-    /// error), then the modern `_meta`; what the method names is resolved as `auth` sees it.
-    pub(crate) fn route_in(
-        &self,
-        req: &Request,
-        era: Era,
-        session: Option<&Session>,
-        auth: &AuthInfo,
-    ) -> Result<Route, Rejection> {
-        let routing = Routing {
+    /// What the router uses of this runtime ([`route`](crate::dispatch::route::route)), with
+    /// the registry's current catalog.
+    pub(crate) fn routing(&self) -> Routing<'_> {
+        Routing {
             advertised: &self.advertised,
             catalog: self.registry.snapshot(),
             visibility: self.config.visibility.as_ref(),
             extensions: &self.config.extensions,
             method_scopes: &self.config.method_scopes,
             logging: self.config.logging,
-        };
-        crate::dispatch::route::route(&routing, req, era, session, auth)
+        }
     }
 
-    /// What the dispatcher uses of this runtime, for one request served from `catalog`.
-    fn parts(&self, catalog: Arc<Catalog>) -> Parts<'_> {
+    /// What the dispatcher uses of this runtime ([`dispatch`](crate::dispatch::dispatch)), for
+    /// one request served from `catalog`.
+    pub(crate) fn parts(&self, catalog: Arc<Catalog>) -> Parts<'_> {
         Parts {
             config: &self.config,
             catalog,
@@ -465,11 +457,6 @@ impl Runtime {
             era,
             Reply::Result(result),
         )
-    }
-
-    /// Runs a routed request (anything but a legacy `initialize`).
-    pub(crate) async fn dispatch(&self, req: Request, route: &Route, env: RequestEnv) -> Reply {
-        crate::dispatch::dispatch(&self.parts(route.catalog.clone()), req, route, env).await
     }
 
     /// Answers a legacy `initialize`: validates the params, negotiates the

@@ -10,6 +10,7 @@ use mcp_protocol::jsonrpc::{DecodeError, encode_batch, encode_error, split_batch
 use mcp_protocol::{Era, Message, RpcError, TransportRevision};
 
 use super::{Answer, Call, Engine, Peer, Resolved, Sessions, call, deliver_to, noted, register};
+use crate::dispatch::route::route;
 use crate::observe::Observed;
 use crate::session::InFlightGuard;
 use crate::sink::{Frame, Sink};
@@ -126,7 +127,7 @@ impl Engine {
                 }
                 Message::Request(req) => {
                     let era = request_era(&req, peer.revision.known());
-                    let route = match self.runtime.route_in(&req, era, session.as_deref(), &peer.auth) {
+                    let route = match route(&self.runtime.routing(), &req, era, session.as_deref(), &peer.auth) {
                         Ok(r) => r,
                         Err(rej) => {
                             crate::observe::refused(&req.method, &rej.error, revision, peer.network, received);

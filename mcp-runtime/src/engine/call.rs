@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::handler::BoxFuture;
-use crate::dispatch::RequestEnv;
 use crate::dispatch::route::Route;
+use crate::dispatch::{RequestEnv, dispatch};
 use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
 use crate::middleware::{Inbound, Outcome, Terminal};
@@ -162,13 +162,14 @@ impl Call {
                 extensions: env.extensions,
                 remote: env.remote.map(|r| r.address),
             };
-            let reply = AssertUnwindSafe(observed.run_in(runtime.dispatch(req, &route, renv)))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| {
-                    tracing::error!(%id, %method, "request handler panicked");
-                    Reply::Error(RpcError::internal())
-                });
+            let reply =
+                AssertUnwindSafe(observed.run_in(dispatch(&runtime.parts(route.catalog.clone()), req, &route, renv)))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::error!(%id, %method, "request handler panicked");
+                        Reply::Error(RpcError::internal())
+                    });
             (reply, None)
         } else {
             let inbound = Inbound {
@@ -223,7 +224,7 @@ fn layered(
                     extensions: inbound.extensions,
                     remote: inbound.remote,
                 };
-                Outcome::reply_of(rt.dispatch(req, &route, renv).await)
+                Outcome::reply_of(dispatch(&rt.parts(route.catalog.clone()), req, &route, renv).await)
             })
         });
         let chain = runtime.config().middleware.clone();

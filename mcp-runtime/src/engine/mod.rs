@@ -53,7 +53,7 @@ pub use peer::{HeaderLookup, Peer, Sessions};
 pub use start::{Driver, Storage};
 pub use step::{Answer, Listening, Step};
 
-use crate::dispatch::route::Route;
+use crate::dispatch::route::{Route, route};
 use crate::listen::{Holder, ListenError};
 use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
@@ -251,7 +251,7 @@ impl Engine {
         {
             return refuse(Stage::Route, &e);
         }
-        let route = match self.runtime.route_in(&req, Era::Modern, None, &peer.auth) {
+        let route = match route(&self.runtime.routing(), &req, Era::Modern, None, &peer.auth) {
             Ok(r) => r,
             Err(rej) => return refuse(Stage::Route, &rej.error),
         };
@@ -289,7 +289,13 @@ impl Engine {
             }
             (Resolved::Absent, false) => None,
         };
-        let route = match self.runtime.route_in(&req, Era::Legacy, session.as_deref(), &peer.auth) {
+        let route = match route(
+            &self.runtime.routing(),
+            &req,
+            Era::Legacy,
+            session.as_deref(),
+            &peer.auth,
+        ) {
             Ok(r) => r,
             Err(rej) => return refuse(Stage::Route, &rej.error),
         };
@@ -299,7 +305,7 @@ impl Engine {
     /// A legacy `initialize` naming no session: mints one and hands it to the transport's
     /// session keeping (through the middleware chain: a layer that refuses it mints nothing).
     async fn initialize(&self, peer: &Peer<'_>, req: Request) -> Step {
-        if let Err(rej) = self.runtime.route_in(&req, Era::Legacy, None, &peer.auth) {
+        if let Err(rej) = route(&self.runtime.routing(), &req, Era::Legacy, None, &peer.auth) {
             return Step::Answer(Answer::error(Stage::Route, Era::Legacy, Some(&req.id), &rej.error));
         }
         let keeping = match peer.sessions {
