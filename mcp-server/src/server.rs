@@ -658,6 +658,29 @@ impl McpServerBuilder {
         self
     }
 
+    /// Sets the `_meta` of the results of one list: `tools/list` ([`CatalogKind::Tool`]),
+    /// `prompts/list`, `resources/list` or `resources/templates/list`, on every page and in
+    /// every era (a modern result's `_meta` gets the server's `Implementation` beside it). It
+    /// is static configuration: setting it announces no list change. A value that is not a
+    /// JSON object makes [`build`](Self::build) fail
+    /// ([`RegistryError::ListMetaNotObject`]).
+    ///
+    /// ```
+    /// use mcp_server::CatalogKind;
+    /// use mcp_server::prelude::*;
+    ///
+    /// let server = McpServer::builder()
+    ///     .tool(Tool::new("ping", "Answers pong", |_, _| async { "pong" }))
+    ///     .list_meta(CatalogKind::Tool, json!({"com.example/catalog": "v2"}))
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn list_meta(mut self, kind: CatalogKind, meta: serde_json::Value) -> Self {
+        let r = self.registry.set_list_meta(kind, meta);
+        self.record(r);
+        self
+    }
+
     /// Registers completions for a prompt argument.
     pub fn prompt_completion<F, Fut>(self, prompt: &str, argument: &str, handler: F) -> Self
     where

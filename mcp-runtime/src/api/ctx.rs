@@ -219,8 +219,8 @@ impl Ctx {
     /// the answers.
     ///
     /// ```no_run
-    /// use mcp_runtime::mrtr::InputRequired;
-    /// use mcp_runtime::{Ctx, HandlerError};
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError, InputRequired};
     /// use serde_json::json;
     ///
     /// async fn ask_name(ctx: Ctx) -> Result<String, HandlerError> {

@@ -75,7 +75,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Why a handler did not produce a result.
 ///
 /// ```
-/// use mcp_runtime::HandlerError;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::HandlerError;
 ///
 /// fn read_note(path: &str) -> Result<String, HandlerError> {
 ///     if path.contains("..") {
@@ -129,7 +130,8 @@ impl HandlerError {
     /// need not know:
     ///
     /// ```
-    /// use mcp_runtime::HandlerError;
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::HandlerError;
     ///
     /// fn note(id: u64) -> Result<String, HandlerError> {
     ///     match id {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::scopes::{ScopeError, Scopes};
 use super::uri_template::{TemplateError, UriTemplate};
 use super::validator::{SchemaUse, Validator};
+use super::visibility::CatalogKind;
 use crate::api::handler::{PromptHandler, ResourceHandler, ToolHandler};
 
 /// Why a registration was refused.
@@ -66,6 +67,10 @@ pub enum RegistryError {
     /// template without the MIME type `text/html;profile=mcp-app`.
     #[error(transparent)]
     Apps(#[from] AppsError),
+    /// The `_meta` given for a list's results
+    /// ([`Registry::set_list_meta`](super::Registry::set_list_meta)) is not a JSON object.
+    #[error("the _meta of the {0:?} list must be a JSON object")]
+    ListMetaNotObject(CatalogKind),
 }
 
 /// The refusal of an item's scope that is not a scope token.

@@ -1,9 +1,10 @@
-//! The catalog: what the server offers (tools, resources, templates, prompts, completions),
-//! how it is registered and changed ([`Registry`]), read ([`Catalog`] snapshots), routed (URI
-//! templates), shown per principal ([`Visibility`]) and guarded by the scopes each item needs
-//! ([`Scopes`], [`MethodScopes`]).
+//! The catalog: what the server offers (tools, resources, templates, prompts, completions, the
+//! `_meta` of its lists), how it is registered and changed ([`Registry`]), read ([`Catalog`]
+//! snapshots), routed (URI templates), shown per principal ([`Visibility`]) and guarded by the
+//! scopes each item needs ([`Scopes`], [`MethodScopes`]).
 
 mod entries;
+mod list_meta;
 mod registry;
 pub(crate) mod scope_check;
 pub(crate) mod scopes;

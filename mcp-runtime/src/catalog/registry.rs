@@ -16,11 +16,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::ArcSwap;
 use tokio::sync::broadcast;
 
-use super::entries::{CompletionKey, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
+use super::entries::{CompletionKey, PromptEntry, RegistryError, ResourceEntry, TemplateEntry, ToolEntry};
 use super::snapshot::Catalog;
+use super::visibility::CatalogKind;
 use crate::api::handler::CompletionHandler;
 
 use mcp_protocol::notifications::Change;
+use serde_json::Value;
 
 /// The registry changes one stream receives, with the one lag policy: a receiver that fell
 /// behind gets every list announced as changed ([`Change::EVERY_LIST`]), never a silent loss.
@@ -314,6 +316,23 @@ impl Registry {
         self.current.store(Arc::new(next));
     }
 
+    /// Sets (replaces) the `_meta` every page of the list of `kind` carries (`tools/list`,
+    /// `prompts/list`, `resources/list`, `resources/templates/list`), in every era. It is static
+    /// configuration, not a list change: nothing is announced, as for completions. A value that
+    /// is not a JSON object is refused ([`RegistryError::ListMetaNotObject`]).
+    pub fn set_list_meta(&self, kind: CatalogKind, meta: Value) -> Result<(), RegistryError> {
+        let Value::Object(meta) = meta else {
+            return Err(RegistryError::ListMetaNotObject(kind));
+        };
+        let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Catalog::clone(&self.current.load());
+        next.list_meta.set(kind, meta);
+        // A new version: its pages are finalized afresh, with the new `_meta`.
+        next.reindex();
+        self.current.store(Arc::new(next));
+        Ok(())
+    }
+
     /// Announces that a resource's contents changed.
     pub fn notify_resource_updated(&self, uri: &str) {
         self.changed(Change::ResourceUpdated(Arc::from(uri)));
@@ -367,6 +386,26 @@ mod tests {
         r.remove_tool("a");
         assert_eq!(before.tools().len(), 1);
         assert_eq!(r.snapshot().tools().len(), 0);
+    }
+
+    #[test]
+    fn list_meta_is_an_object_set_per_list_and_not_announced() {
+        let r = Registry::new();
+        let mut rx = r.subscribe();
+        let before = r.snapshot();
+        for bad in [json!(null), json!([1]), json!("x"), json!(3)] {
+            assert!(matches!(
+                r.set_list_meta(CatalogKind::Prompt, bad),
+                Err(RegistryError::ListMetaNotObject(CatalogKind::Prompt))
+            ));
+        }
+        assert!(Arc::ptr_eq(&before, &r.snapshot()), "a refused value changes nothing");
+        r.set_list_meta(CatalogKind::Tool, json!({"k": 1})).unwrap();
+        let after = r.snapshot();
+        assert_eq!(after.list_meta(CatalogKind::Tool), json!({"k": 1}).as_object());
+        assert_eq!(after.list_meta(CatalogKind::Prompt), None);
+        assert_eq!(before.list_meta(CatalogKind::Tool), None, "a new snapshot");
+        assert!(rx.0.try_recv().is_err(), "static configuration: nothing announced");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! [`Catalog`]: one immutable version of everything registered, with its cache of finalized
-//! list pages.
+//! [`Catalog`]: one immutable version of everything registered (with the `_meta` its lists
+//! carry), with its cache of finalized list pages.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 use crate::fast_map::FastMap;
 
 use super::entries::{CompletionKey, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
+use super::list_meta::ListMeta;
+use super::visibility::CatalogKind;
 use crate::api::handler::CompletionHandler;
 
 /// One immutable version of everything registered.
@@ -25,6 +27,8 @@ pub struct Catalog {
     pub(super) prompts: Vec<Arc<PromptEntry>>,
     pub(super) prompt_index: FastMap<String, usize>,
     pub(super) completions: HashMap<CompletionKey, Arc<dyn CompletionHandler>>,
+    /// The `_meta` of each list's results.
+    pub(super) list_meta: ListMeta,
     pages: Arc<PageCache>,
     /// Whether some tool, resource, template or prompt needs scopes.
     scoped: bool,
@@ -129,6 +133,12 @@ impl Catalog {
     /// A completion handler.
     pub fn completion(&self, key: &CompletionKey) -> Option<&Arc<dyn CompletionHandler>> {
         self.completions.get(key)
+    }
+
+    /// The `_meta` every page of the list of `kind` carries, if set
+    /// ([`Registry::set_list_meta`](super::Registry::set_list_meta)).
+    pub fn list_meta(&self, kind: CatalogKind) -> Option<&Map<String, Value>> {
+        self.list_meta.of(kind)
     }
 
     /// Whether any completion handler is registered.

@@ -13,7 +13,7 @@ use super::errors::{handler_error, interrupted, parse_params};
 use super::finish::finish as decorate;
 use super::parts::Parts;
 use crate::api::{Ctx, HandlerError};
-use crate::catalog::{CatalogKind, CompletionKey, PageKey, Scopes};
+use crate::catalog::{Catalog, CatalogKind, CompletionKey, PageKey, Scopes};
 use crate::exec::guard::run_guarded;
 use crate::exec::run_rounds;
 use crate::reply::{EncodedResult, Reply};
@@ -26,11 +26,22 @@ fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, RpcError> {
     }
 }
 
-fn page(key: &str, items: Vec<Value>, next: Option<String>) -> Value {
+/// One page of the list of `kind`: its items, the cursor of the next page, and the `_meta` the
+/// catalog sets on every page of that list (looked up here, once per list request).
+fn page(catalog: &Catalog, kind: CatalogKind, items: Vec<Value>, next: Option<String>) -> Value {
+    let key = match kind {
+        CatalogKind::Tool => "tools",
+        CatalogKind::Prompt => "prompts",
+        CatalogKind::Resource => "resources",
+        CatalogKind::ResourceTemplate => "resourceTemplates",
+    };
     let mut m = Map::new();
     m.insert(key.into(), Value::Array(items));
     if let Some(n) = next {
         m.insert("nextCursor".into(), Value::String(n));
+    }
+    if let Some(meta) = catalog.list_meta(kind) {
+        m.insert("_meta".into(), Value::Object(meta.clone()));
     }
     Value::Object(m)
 }
@@ -58,7 +69,12 @@ fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Resu
     let tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name, |t| &t.scopes);
     let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
-    Ok(page("tools", items.iter().map(|t| t.def.render(rev)).collect(), next))
+    Ok(page(
+        c,
+        CatalogKind::Tool,
+        items.iter().map(|t| t.def.render(rev)).collect(),
+        next,
+    ))
 }
 
 fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -74,7 +90,8 @@ fn list_resources(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> 
     let (items, next) = paginate(&resources, |r| &r.def.uri, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
-        "resources",
+        c,
+        CatalogKind::Resource,
         items.iter().map(|r| r.def.render(rev)).collect(),
         next,
     ))
@@ -93,7 +110,8 @@ fn list_templates(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> 
     let (items, next) = paginate(&templates, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
-        "resourceTemplates",
+        c,
+        CatalogKind::ResourceTemplate,
         items.iter().map(|t| t.def.render(rev)).collect(),
         next,
     ))
@@ -111,7 +129,12 @@ fn list_prompts(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Re
     );
     let (items, next) = paginate(&prompts, |p| &p.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
-    Ok(page("prompts", items.iter().map(|p| p.def.render(rev)).collect(), next))
+    Ok(page(
+        c,
+        CatalogKind::Prompt,
+        items.iter().map(|p| p.def.render(rev)).collect(),
+        next,
+    ))
 }
 
 pub(super) async fn read_resource(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -232,7 +255,8 @@ pub(super) async fn complete(parts: &Parts<'_>, ctx: Ctx, params: &Map<String, V
 
 /// A catalog list. Unless lists differ per caller (a visibility hook, lists in scope) every
 /// caller of a revision and era gets the same page, so finalized pages are kept serialized in
-/// the catalog snapshot and written as they are.
+/// the catalog snapshot and written as they are (with the list's `_meta`, which is the
+/// snapshot's too).
 pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Params, era: Era, ctx: &Ctx) -> Reply {
     let catalog = &parts.catalog;
     let list = match method {

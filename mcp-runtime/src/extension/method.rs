@@ -64,8 +64,9 @@ impl Eras {
 /// serve it and, for a typed method, the schemas of its params and result.
 ///
 /// ```
-/// use mcp_runtime::extension::CustomMethod;
-/// use mcp_runtime::HandlerError;
+/// # mod mcp_server { pub use mcp_runtime::HandlerError; pub use mcp_runtime::extension::CustomMethod; }
+/// use mcp_server::CustomMethod;
+/// use mcp_server::HandlerError;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Search { query: String }

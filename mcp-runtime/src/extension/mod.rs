@@ -30,7 +30,8 @@ pub use method::{CustomMethod, Eras, MethodHandler, MethodResult};
 /// An extension a server offers: its identifier, settings and methods.
 ///
 /// ```
-/// use mcp_runtime::extension::{CustomMethod, Extension};
+/// # mod mcp_server { pub use mcp_runtime::extension::{CustomMethod, Extension}; }
+/// use mcp_server::{CustomMethod, Extension};
 /// use serde_json::json;
 ///
 /// let notes = Extension::new("com.example/notes")

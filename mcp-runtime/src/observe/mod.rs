@@ -88,11 +88,12 @@
 //! `OpenTelemetrySpanExt::set_parent` takes effect:
 //!
 //! ```ignore
+//! # use mcp_runtime as mcp_server;
 //! use opentelemetry::propagation::TextMapPropagator;
 //! use opentelemetry_sdk::propagation::TraceContextPropagator;
 //! use tracing_opentelemetry::OpenTelemetrySpanExt;
 //!
-//! mcp_runtime::observe::set_trace_context_hook(|span, trace| {
+//! mcp_server::observe::set_trace_context_hook(|span, trace| {
 //!     let mut carrier = std::collections::HashMap::new();
 //!     carrier.insert("traceparent".to_owned(), trace.traceparent.to_owned());
 //!     if let Some(state) = trace.tracestate {

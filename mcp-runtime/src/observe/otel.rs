@@ -31,11 +31,12 @@ use super::{Origin, Subject};
 /// `ServerConfig::tracer`). Cheap to clone.
 ///
 /// ```ignore
+/// # use mcp_runtime as mcp_server;
 /// use opentelemetry::trace::TracerProvider as _;
 /// let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
 ///     .with_batch_exporter(exporter)
 ///     .build();
-/// let tracer = mcp_runtime::observe::Tracer::new(provider.tracer("my-server"));
+/// let tracer = mcp_server::observe::Tracer::new(provider.tracer("my-server"));
 /// ```
 #[derive(Clone)]
 pub struct Tracer(Arc<opentelemetry::global::BoxedTracer>);

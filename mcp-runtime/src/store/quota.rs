@@ -9,8 +9,9 @@ use std::time::Duration;
 /// tokens and gains one every `interval`).
 ///
 /// ```
+/// # use mcp_runtime as mcp_server;
 /// use std::num::NonZeroU32;
-/// use mcp_runtime::store::Quota;
+/// use mcp_server::store::Quota;
 ///
 /// let ten = Quota::per_second(NonZeroU32::new(10).unwrap());
 /// assert_eq!(ten.burst(), 10);

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 /// Why a type cannot be an elicitation form (see [`form_schema`]).
 ///
 /// ```
-/// use mcp_runtime::input::form_schema;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::form_schema;
 ///
 /// let e = form_schema::<Vec<u8>>().unwrap_err();
 /// assert!(e.to_string().starts_with("alloc::vec::Vec<u8> cannot be an elicitation form"));
@@ -41,7 +42,8 @@ impl FormSchemaError {
 /// call it in a unit test to check a form type.
 ///
 /// ```
-/// use mcp_runtime::input::form_schema;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::form_schema;
 /// use schemars::JsonSchema;
 /// use serde_json::json;
 ///

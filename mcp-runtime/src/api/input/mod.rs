@@ -38,8 +38,9 @@
 //! a side effect that must run once per call (a charge, a reservation, a generated id):
 //!
 //! ```no_run
-//! use mcp_runtime::{Ctx, HandlerError};
-//! use mcp_runtime::input::Elicitation;
+//! # use mcp_runtime as mcp_server;
+//! use mcp_server::{Ctx, HandlerError};
+//! use mcp_server::input::Elicitation;
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //!
@@ -92,7 +93,8 @@ pub use sampling::{Root, Sampling, SamplingReply};
 /// The user's answer to a form elicitation ([`Ctx::elicit`]), one variant per `action`.
 ///
 /// ```
-/// use mcp_runtime::input::Elicitation;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::Elicitation;
 ///
 /// let answer: Elicitation<u32> = Elicitation::Accept(3);
 /// assert_eq!(answer.accepted(), Some(3));
@@ -127,7 +129,8 @@ impl<T> Elicitation<T> {
 /// input key (see the [module docs](self#keys)).
 ///
 /// ```
-/// use mcp_runtime::input::Elicit;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::Elicit;
 ///
 /// let ask = Elicit::new("Delete the file?").key("confirm-delete");
 /// assert_eq!(ask.message(), "Delete the file?");
@@ -198,8 +201,9 @@ impl Ctx {
     /// an answer that is not an `ElicitResult`: -32602.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
-    /// use mcp_runtime::input::Elicitation;
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
+    /// use mcp_server::input::Elicitation;
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///
@@ -229,8 +233,9 @@ impl Ctx {
     /// whose asks are not always made in the same order.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
-    /// use mcp_runtime::input::{Elicit, Elicitation};
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
+    /// use mcp_server::input::{Elicit, Elicitation};
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///
@@ -270,8 +275,9 @@ impl Ctx {
     /// `CreateMessageResult` of text, image or audio content is -32602.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
-    /// use mcp_runtime::input::Sampling;
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
+    /// use mcp_server::input::Sampling;
     ///
     /// async fn haiku(ctx: Ctx) -> Result<String, HandlerError> {
     ///     let ask = Sampling::new().system("You write haiku.").user("The sea").max_tokens(60);
@@ -297,7 +303,8 @@ impl Ctx {
     /// `roots` capability fails the call with -32021; a malformed answer is -32602.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
     ///
     /// async fn where_am_i(ctx: Ctx) -> Result<Vec<String>, HandlerError> {
     ///     Ok(ctx.roots().await?.into_iter().map(|r| r.uri).collect())
@@ -321,7 +328,8 @@ impl Ctx {
     /// `S` is an internal error.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
     ///
     /// async fn step(ctx: Ctx) -> Result<u32, HandlerError> {
     ///     let round: u32 = ctx.round_state()?.unwrap_or(0) + 1;
@@ -360,8 +368,9 @@ impl Ctx {
     /// several values). In the legacy eras the handler runs once, so `init` just runs.
     ///
     /// ```no_run
-    /// use mcp_runtime::{Ctx, HandlerError};
-    /// use mcp_runtime::input::Elicitation;
+    /// # use mcp_runtime as mcp_server;
+    /// use mcp_server::{Ctx, HandlerError};
+    /// use mcp_server::input::Elicitation;
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///

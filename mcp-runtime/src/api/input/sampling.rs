@@ -12,7 +12,8 @@ use serde_json::{Map, Value, json};
 /// system prompt, the token budget (1024 unless set), and optional model preferences.
 ///
 /// ```
-/// use mcp_runtime::input::Sampling;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::Sampling;
 ///
 /// let ask = Sampling::new()
 ///     .system("You are terse.")
@@ -191,7 +192,8 @@ impl Sampling {
 /// The client's answer to [`Ctx::sample`](crate::Ctx::sample) (`CreateMessageResult`).
 ///
 /// ```
-/// use mcp_runtime::input::SamplingReply;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::SamplingReply;
 /// use serde_json::json;
 ///
 /// let reply: SamplingReply = serde_json::from_value(json!({
@@ -251,7 +253,8 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Content>, D
 /// One of the client's roots ([`Ctx::roots`](crate::Ctx::roots)).
 ///
 /// ```
-/// use mcp_runtime::input::Root;
+/// # use mcp_runtime as mcp_server;
+/// use mcp_server::input::Root;
 /// use serde_json::json;
 ///
 /// let root: Root = serde_json::from_value(json!({"uri": "file:///projects", "name": "projects"})).unwrap();

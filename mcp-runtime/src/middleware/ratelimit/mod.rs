@@ -84,9 +84,10 @@ struct Settings {
 /// `initialize`, `ping`, the list methods and notifications are never counted unless asked.
 ///
 /// ```
+/// # mod mcp_server { pub use mcp_runtime::middleware::RateLimit; pub use mcp_runtime::store; }
 /// use std::num::NonZeroU32;
-/// use mcp_runtime::middleware::RateLimit;
-/// use mcp_runtime::store::Quota;
+/// use mcp_server::RateLimit;
+/// use mcp_server::store::Quota;
 ///
 /// // 10 tool calls per second per caller, 20 at once.
 /// let limit = RateLimit::new("10:20".parse::<Quota>().unwrap());
@@ -138,9 +139,10 @@ impl RateLimit {
     /// anonymous callers get [`AuthInfo::anonymous`]); `None` leaves the caller unlimited.
     ///
     /// ```
+    /// # mod mcp_server { pub use mcp_runtime::middleware::RateLimit; pub use mcp_runtime::store; }
     /// use std::num::NonZeroU32;
-    /// use mcp_runtime::middleware::RateLimit;
-    /// use mcp_runtime::store::Quota;
+    /// use mcp_server::RateLimit;
+    /// use mcp_server::store::Quota;
     ///
     /// let limit = RateLimit::per_caller(|auth| match () {
     ///     _ if auth.has_scope("internal") => None,
