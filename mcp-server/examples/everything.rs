@@ -28,7 +28,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use clap::Parser;
-use mcp_server::Registry;
+use mcp_server::catalog::Registry;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
 use mcp_server::skills::Skills;

@@ -302,13 +302,9 @@ pub use mcp_protocol::model::{
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
-pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
 pub use mcp_runtime::middleware::{Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
 pub use mcp_runtime::mrtr::InputRequired;
-pub use mcp_runtime::{
-    CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, InMemoryTaskStore, Registry, ServerConfig,
-    Store, StoreError, TaskStore, UrlElicitation, Visibility,
-};
+pub use mcp_runtime::{ClientRequestError, Ctx, ElicitationError, HandlerError, ServerConfig, UrlElicitation};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[doc(inline)]
@@ -321,7 +317,6 @@ pub use prompt::{IntoPromptResult, Prompt};
 pub use resource::{IntoReadResult, Resource, ResourceTemplate};
 pub use schema::{SchemaStyle, schema_of};
 pub use server::{McpServer, McpServerBuilder, ServerError};
-pub use server_json::{RegistryEntry, ServerJsonError};
 pub use signal::shutdown_signal;
 pub use tool::{IntoToolResult, Tool};
 
@@ -335,12 +330,12 @@ pub type Result<T, E = HandlerError> = std::result::Result<T, E>;
 pub mod prelude {
     #[cfg(feature = "http")]
     pub use crate::HttpConfig;
+    pub use crate::input::{Elicit, Elicitation, Sampling, SamplingReply};
     pub use crate::{
         CallToolResult, Completion, Content, Ctx, CustomMethod, Era, Extension, GetPromptResult, HandlerError, Icon,
         Inbound, InputRequired, IntoToolResult, LoggingLevel, McpServer, Next, Outcome, Prompt, PromptMessage,
         ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Result, Revision, RpcError, ServerError,
         TaskSupport, Tool, ToolAnnotations,
     };
-    pub use crate::{Elicit, Elicitation, Sampling, SamplingReply};
     pub use serde_json::{Value, json};
 }

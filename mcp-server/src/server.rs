@@ -666,7 +666,7 @@ impl McpServerBuilder {
     /// ([`RegistryError::ListMetaNotObject`]).
     ///
     /// ```
-    /// use mcp_server::CatalogKind;
+    /// use mcp_server::catalog::CatalogKind;
     /// use mcp_server::prelude::*;
     ///
     /// let server = McpServer::builder()

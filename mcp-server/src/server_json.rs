@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use mcp_server::prelude::*;
-//! use mcp_server::RegistryEntry;
+//! use mcp_server::server_json::RegistryEntry;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = McpServer::builder()

@@ -6,7 +6,7 @@
 //! ```no_run
 //! # mod mcp_server { pub use mcp_runtime::Store; pub use mcp_store_redis as redis; }
 //! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
-//! let store: mcp_server::Store = mcp_server::redis::RedisStore::connect("redis://127.0.0.1/").await?.into();
+//! let store: mcp_server::store::Store = mcp_server::redis::RedisStore::connect("redis://127.0.0.1/").await?.into();
 //! # let _ = store;
 //! # Ok(())
 //! # }
@@ -31,7 +31,7 @@
 //! # mod mcp_server { pub use mcp_runtime::Store; pub use mcp_store_redis as redis; }
 //! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
 //! let nodes = ["redis://10.0.0.5:7000/", "redis://10.0.0.6:7000/", "redis://10.0.0.7:7000/"];
-//! let store: mcp_server::Store = mcp_server::redis::RedisStore::connect_cluster(&nodes).await?.into();
+//! let store: mcp_server::store::Store = mcp_server::redis::RedisStore::connect_cluster(&nodes).await?.into();
 //! # let _ = store;
 //! # Ok(())
 //! # }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::{Params, Request, RequestId, Revision};
-use mcp_runtime::{Engine, Peer, Reply, Session, Sessions, Sink};
-use mcp_server::catalog::RegistryError;
+use mcp_runtime::{Engine, Peer, Reply, SessionHandle, Sessions, Sink};
+use mcp_server::ServerConfig;
+use mcp_server::catalog::{CatalogKind, RegistryError};
 use mcp_server::prelude::*;
-use mcp_server::{CatalogKind, ServerConfig};
 use mcp_tests::drive;
 
 /// Each list, its method and the member its items are in.
@@ -70,7 +70,7 @@ fn server() -> McpServer {
 struct Client {
     engine: Engine,
     revision: Revision,
-    session: Option<Arc<Session>>,
+    session: Option<SessionHandle>,
     auth: Arc<AuthInfo>,
 }
 

@@ -37,8 +37,8 @@ type Hook = dyn Fn(&AuthInfo, CatalogKind, &str) -> bool + Send + Sync;
 /// template); `true` shows the item.
 ///
 /// ```
-/// # use mcp_runtime as mcp_server;
-/// use mcp_server::{CatalogKind, Visibility};
+/// # mod mcp_server { pub mod catalog { pub use mcp_runtime::visibility::{CatalogKind, Visibility}; } }
+/// use mcp_server::catalog::{CatalogKind, Visibility};
 ///
 /// // Tools whose name starts with `admin_` only for principals with the `admin` scope.
 /// let hook = Visibility::new(|auth, kind, name| {
