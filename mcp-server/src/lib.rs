@@ -303,11 +303,11 @@ pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
 pub use mcp_runtime::input::{Elicit, Elicitation, FormSchemaError, Root, Sampling, SamplingReply, form_schema};
-pub use mcp_runtime::middleware::{Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
+pub use mcp_runtime::middleware::{Headers, Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
 pub use mcp_runtime::mrtr::InputRequired;
 pub use mcp_runtime::{
-    CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, InMemoryTaskStore, Registry, ServerConfig,
-    Store, StoreError, TaskStore, UrlElicitation, Visibility,
+    Attachments, CatalogKind, ClientRequestError, Ctx, ElicitationError, HandlerError, InMemoryTaskStore, Registry,
+    ServerConfig, Store, StoreError, TaskStore, UrlElicitation, Visibility,
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
