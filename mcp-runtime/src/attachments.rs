@@ -2,7 +2,7 @@
 //! after it and the handler, one value per type.
 //!
 //! The runtime's own type map, so that its API names no transport's types: the HTTP transport
-//! attaches its request's `http::Extensions` whole, as one attachment (a handler reads what axum
+//! attaches its request's extensions (the `http` crate's `Extensions`) whole, as one attachment (a handler reads what axum
 //! or the authentication provider put there through it), and a layer attaches values of its own
 //! types beside.
 //!
@@ -33,7 +33,7 @@ impl Clone for Box<dyn Attachment> {
 }
 
 /// Values attached to a message, at most one per type: by the transport (over HTTP, the
-/// request's `http::Extensions`), by middleware layers ([`Inbound::attachments_mut`]), read by
+/// request's extensions, whole), by middleware layers ([`Inbound::attachments_mut`]), read by
 /// later layers ([`Inbound::attachments`]) and the handler ([`Ctx::attachments`]).
 ///
 /// ```

@@ -321,9 +321,10 @@ impl Ctx {
 
     /// What the transport and middleware layers attached to the request
     /// ([`Inbound::attachments_mut`](crate::middleware::Inbound::attachments_mut)).
-    /// Over HTTP, the request's `http::Extensions` are one attachment (what
-    /// axum or the application's own layers put there):
-    /// `ctx.attachments().get::<http::Extensions>().and_then(|e| e.get::<T>())`.
+    /// Over HTTP, the request's extensions (the `http` crate's `Extensions`:
+    /// what axum, the application's own layers or the authentication provider
+    /// put there) are one attachment:
+    /// `ctx.attachments().get::<Extensions>().and_then(|e| e.get::<T>())`.
     pub fn attachments(&self) -> &crate::attachments::Attachments {
         &self.inner.attachments
     }

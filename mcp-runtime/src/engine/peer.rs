@@ -63,7 +63,7 @@ pub struct Peer<'a> {
     /// (in process) records none.
     pub network: Option<Network>,
     /// What the transport attaches for middleware and handlers (over HTTP, the request's
-    /// `http::Extensions`): moved into the call the message becomes (a batch's calls get
+    /// extensions, the `http` crate's `Extensions`): moved into the call the message becomes (a batch's calls get
     /// copies), so that a single request never copies them.
     pub attachments: Mutex<Attachments>,
 }

@@ -139,8 +139,8 @@ impl Inbound {
         self.remote
     }
 
-    /// Data attached by the transport (over HTTP, the request's `http::Extensions`, as one
-    /// attachment) or earlier layers.
+    /// Data attached by the transport (over HTTP, the request's extensions, the `http` crate's
+    /// `Extensions`, as one attachment) or earlier layers.
     pub fn attachments(&self) -> &Attachments {
         &self.attachments
     }
