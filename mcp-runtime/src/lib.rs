@@ -34,6 +34,7 @@
 //! `docs/INVARIANTS.md`.
 
 mod api;
+mod attachments;
 pub mod background;
 mod catalog;
 #[cfg(feature = "shared-store")]
@@ -63,6 +64,7 @@ pub mod store;
 pub mod tasks;
 
 pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, States, UrlElicitation, handler, input};
+pub use attachments::Attachments;
 pub use catalog::Registry;
 pub use catalog::{CatalogKind, Visibility};
 pub use config::ServerConfig;

@@ -302,9 +302,11 @@ pub use mcp_protocol::model::{
 pub use mcp_protocol::task_mode::TaskSupport;
 pub use mcp_protocol::{Era, Revision, RpcError};
 pub use mcp_runtime::extension::{CustomMethod, Eras, Extension};
-pub use mcp_runtime::middleware::{Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
+pub use mcp_runtime::middleware::{Headers, Inbound, Middleware, Next, OnStoreFailure, Outcome, RateLimit};
 pub use mcp_runtime::mrtr::InputRequired;
-pub use mcp_runtime::{ClientRequestError, Ctx, ElicitationError, HandlerError, ServerConfig, UrlElicitation};
+pub use mcp_runtime::{
+    Attachments, ClientRequestError, Ctx, ElicitationError, HandlerError, ServerConfig, UrlElicitation,
+};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[doc(inline)]

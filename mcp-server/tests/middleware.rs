@@ -11,7 +11,6 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use axum::http::header::RETRY_AFTER;
 use mcp_server::Middleware;
 use mcp_server::prelude::*;
 use mcp_server::testing::{ClientError, TestClient, text_of};
@@ -373,7 +372,7 @@ async fn rate_limit(request: Inbound, next: Next) -> Outcome {
     if request.tool_name().as_deref() == Some("limited") {
         return Outcome::error(RpcError::new(-32000, "Rate limited: retry in a second"))
             .with_status(429)
-            .with_header(RETRY_AFTER, "1");
+            .with_header("Retry-After", "1");
     }
     let call = request.method() == "tools/call";
     let outcome = next.run(request).await;
@@ -572,12 +571,12 @@ async fn a_layer_answers_in_place_decorated_for_the_era() {
 struct Tenant(String);
 
 fn tenant_of(ctx: &Ctx) -> String {
-    ctx.extensions()
+    ctx.attachments()
         .get::<Tenant>()
         .map_or_else(|| "no tenant".to_owned(), |t| t.0.clone())
 }
 
-/// A layer inserts a value in the request's extensions; the tool's and a custom method's
+/// A layer attaches a value to the request; the tool's and a custom method's
 /// handlers read it from their context, in both eras and over HTTP.
 #[tokio::test]
 async fn a_layer_attaches_data_for_the_handler() {
@@ -591,7 +590,7 @@ async fn a_layer_attaches_data_for_the_handler() {
             .version("1")
             .middleware(|mut request: Inbound, next: Next| async move {
                 let tenant = Tenant(format!("tenant of {}", request.principal()));
-                request.extensions_mut().insert(tenant);
+                request.attachments_mut().insert(tenant);
                 next.run(request).await
             })
             .tool(Tool::new("tenant", "Names the tenant", |_args, ctx: Ctx| async move {

@@ -104,6 +104,7 @@
 
 mod admit;
 mod body;
+mod bridge;
 mod client;
 mod config;
 mod endpoint;
@@ -166,7 +167,7 @@ use crate::state::Shared;
 ///
 /// The router sweeps its own idle sessions (started with its first request, or at once when
 /// built inside a Tokio runtime). Request extensions set by the application's middleware reach
-/// handlers through `Ctx::extensions`.
+/// handlers as one attachment: `ctx.attachments().get::<http::Extensions>()`.
 pub fn endpoint(engine: Engine, config: HttpConfig) -> Result<Endpoint, HttpError> {
     let shared = Shared::build(engine, config, None, CancellationToken::new())?;
     if tokio::runtime::Handle::try_current().is_ok() {

@@ -109,7 +109,7 @@ pub(crate) fn challenge(c: &Challenge) -> Response {
 /// challenge when the caller lacks scopes the operation needs).
 pub(crate) fn answer(config: &HttpConfig, a: Answer) -> Response {
     let mut resp = json(status::answer(a.status), a.frame);
-    resp.headers_mut().extend(a.headers);
+    crate::bridge::write_headers(resp.headers_mut(), &a.headers);
     if let Some(scopes) = &a.required_scopes {
         let refusal = config.auth.insufficient_scope(scopes);
         if let Some(v) = refusal

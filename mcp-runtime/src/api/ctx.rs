@@ -45,7 +45,7 @@ pub(crate) struct CtxInner {
     pub(crate) progress_token: Option<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Sink,
-    pub(crate) extensions: http::Extensions,
+    pub(crate) attachments: crate::attachments::Attachments,
     pub(crate) client_request_timeout: Duration,
     /// Whether the server offers logging (`ServerConfig::logging`).
     pub(crate) logging: bool,
@@ -319,10 +319,14 @@ impl Ctx {
         self.inner.cancel.is_cancelled()
     }
 
-    /// Request extensions set by the transport or the user's middleware
-    /// (HTTP request extensions).
-    pub fn extensions(&self) -> &http::Extensions {
-        &self.inner.extensions
+    /// What the transport and middleware layers attached to the request
+    /// ([`Inbound::attachments_mut`](crate::middleware::Inbound::attachments_mut)).
+    /// Over HTTP, the request's extensions (the `http` crate's `Extensions`:
+    /// what axum, the application's own layers or the authentication provider
+    /// put there) are one attachment:
+    /// `ctx.attachments().get::<Extensions>().and_then(|e| e.get::<T>())`.
+    pub fn attachments(&self) -> &crate::attachments::Attachments {
+        &self.inner.attachments
     }
 
     /// Sends `notifications/progress` on the request's stream, when the

@@ -42,8 +42,8 @@ pub(crate) struct RequestEnv {
     pub(crate) sink: Sink,
     /// Cancelled when the request is cancelled.
     pub(crate) cancel: CancellationToken,
-    /// Transport or middleware extensions for the handler.
-    pub(crate) extensions: http::Extensions,
+    /// What the transport and middleware attached for the handler.
+    pub(crate) attachments: crate::attachments::Attachments,
     /// The client's address, where the transport tells clients apart.
     pub(crate) remote: Option<std::net::IpAddr>,
 }
@@ -134,7 +134,7 @@ fn ctx(parts: &Parts<'_>, req: &Request, params: &Params, route: &Route, env: Re
         progress_token: progress_token(Some(params)),
         cancel: env.cancel,
         sink: env.sink,
-        extensions: env.extensions,
+        attachments: env.attachments,
         client_request_timeout: parts.config.client_request_timeout,
         logging: parts.config.logging,
         input_responses: round.responses,

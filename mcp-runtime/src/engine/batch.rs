@@ -113,7 +113,7 @@ impl Engine {
             return refuse(Stage::Session, &RpcError::session_required());
         }
         let mut calls = Vec::new();
-        let extensions = peer.take_extensions();
+        let attachments = peer.take_attachments();
         for message in messages {
             match message {
                 Message::Response(r) => deliver_to(session.as_deref(), r),
@@ -148,7 +148,7 @@ impl Engine {
                         session: session.clone(),
                         cancel,
                         guard,
-                        extensions: extensions.clone(),
+                        attachments: attachments.clone(),
                         remote: peer.remote,
                         network: peer.network,
                     };

@@ -13,11 +13,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::handler::BoxFuture;
+use crate::attachments::Attachments;
 use crate::dispatch::route::Route;
 use crate::dispatch::{RequestEnv, dispatch};
 use crate::middleware::inbound::Message;
 use crate::middleware::outcome::Body;
-use crate::middleware::{Inbound, Outcome, Terminal};
+use crate::middleware::{Headers, Inbound, Outcome, Terminal};
 use crate::observe::{Network, Observed, Origin};
 use crate::reply::Reply;
 use crate::runtime::Runtime;
@@ -32,7 +33,7 @@ pub(crate) struct Env {
     pub(crate) session: Option<Arc<Session>>,
     pub(crate) cancel: CancellationToken,
     pub(crate) guard: Option<InFlightGuard>,
-    pub(crate) extensions: http::Extensions,
+    pub(crate) attachments: Attachments,
     /// The client's address, where the transport tells clients apart.
     pub(crate) remote: Option<crate::remote::Remote>,
     /// The transport's network (for the call's telemetry).
@@ -159,7 +160,7 @@ impl Call {
                 session: env.session,
                 sink,
                 cancel: cancel.clone(),
-                extensions: env.extensions,
+                attachments: env.attachments,
                 remote: env.remote.map(|r| r.address),
             };
             let reply =
@@ -179,7 +180,7 @@ impl Call {
                 revision: route.revision,
                 session: env.session,
                 remote: env.remote.map(|r| r.address),
-                extensions: env.extensions,
+                attachments: env.attachments,
             };
             // Boxed: a call without middleware does not carry the chain's state in its future.
             let layered = layered(runtime.clone(), route, inbound, sink, cancel.clone(), method.clone());
@@ -221,7 +222,7 @@ fn layered(
                     session: inbound.session,
                     sink,
                     cancel,
-                    extensions: inbound.extensions,
+                    attachments: inbound.attachments,
                     remote: inbound.remote,
                 };
                 Outcome::reply_of(dispatch(&rt.parts(route.catalog.clone()), req, &route, renv).await)
@@ -249,11 +250,11 @@ fn layered(
 #[derive(Debug, Default)]
 struct Hints {
     status: Option<u16>,
-    headers: http::HeaderMap,
+    headers: Headers,
 }
 
 /// No headers (what a call without middleware answers with).
-static NO_HEADERS: std::sync::LazyLock<http::HeaderMap> = std::sync::LazyLock::new(http::HeaderMap::new);
+static NO_HEADERS: Headers = Headers::new();
 
 /// How a call ended.
 #[derive(Debug)]
@@ -308,7 +309,7 @@ impl Completed {
     }
 
     /// The HTTP headers middleware layers added to the answer.
-    pub fn headers(&self) -> &http::HeaderMap {
+    pub fn headers(&self) -> &Headers {
         self.hints.as_ref().map_or(&NO_HEADERS, |h| &h.headers)
     }
 

@@ -66,7 +66,7 @@ pub(super) fn inbound(
         revision,
         session,
         remote: peer.address(),
-        extensions: peer.take_extensions(),
+        attachments: peer.take_attachments(),
     }
 }
 

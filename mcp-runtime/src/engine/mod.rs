@@ -3,7 +3,7 @@
 //! A transport frames bytes (an HTTP body, a stdio line), decodes them with `mcp-protocol`, and
 //! calls the engine with what only it knows, a [`Peer`]: the caller's identity, the revision it
 //! declared beside the body, how it keeps legacy sessions, whether it can stream, the HTTP
-//! headers for the agreement checks, and middleware extensions. The engine does the rest, in
+//! headers for the agreement checks, and what it attaches for middleware and handlers. The engine does the rest, in
 //! the order of behaviour invariant 3, and answers with a [`Step`]:
 //!
 //! - client responses are delivered to the pending server-to-client request of the caller's
@@ -398,7 +398,7 @@ impl Engine {
                 session,
                 cancel,
                 guard,
-                extensions: peer.take_extensions(),
+                attachments: peer.take_attachments(),
                 remote: peer.remote,
                 network: peer.network,
             },

@@ -1,6 +1,6 @@
 //! [`Peer`]: what only the transport knows about an inbound message (the caller, the revision
 //! declared beside the body, how legacy sessions are kept, whether replies may stream, the
-//! headers, the client's address, extensions for the handler).
+//! headers, the client's address, attachments for the handler).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcp_protocol::TransportRevision;
 use mcp_protocol::auth::AuthInfo;
 
+use crate::attachments::Attachments;
 use crate::observe::Network;
 use crate::remote::Remote;
 use crate::session::slot::SessionSlot;
@@ -61,14 +62,15 @@ pub struct Peer<'a> {
     /// request's telemetry): [`Network::PIPE`] on stdio, [`Network::http`] over HTTP; `None`
     /// (in process) records none.
     pub network: Option<Network>,
-    /// Transport or middleware extensions handed to handlers: moved into the call the message
-    /// becomes (a batch's calls get copies), so that a single request never copies them.
-    pub extensions: Mutex<http::Extensions>,
+    /// What the transport attaches for middleware and handlers (over HTTP, the request's
+    /// extensions, the `http` crate's `Extensions`): moved into the call the message becomes (a batch's calls get
+    /// copies), so that a single request never copies them.
+    pub attachments: Mutex<Attachments>,
 }
 
 impl<'a> Peer<'a> {
     /// A peer with a caller and a session policy: no declared revision, streaming, both eras,
-    /// no headers, no network, no extensions.
+    /// no headers, no network, no attachments.
     pub fn new(auth: Arc<AuthInfo>, sessions: Sessions<'a>) -> Self {
         Peer {
             auth,
@@ -79,7 +81,7 @@ impl<'a> Peer<'a> {
             headers: None,
             remote: None,
             network: None,
-            extensions: Mutex::default(),
+            attachments: Mutex::default(),
         }
     }
 
@@ -94,14 +96,14 @@ impl<'a> Peer<'a> {
         self
     }
 
-    /// Sets the extensions handed to handlers.
-    pub fn with_extensions(mut self, extensions: http::Extensions) -> Self {
-        self.extensions = Mutex::new(extensions);
+    /// Sets what is attached for middleware and handlers.
+    pub fn with_attachments(mut self, attachments: Attachments) -> Self {
+        self.attachments = Mutex::new(attachments);
         self
     }
 
-    /// Takes the extensions (the call the message becomes owns them).
-    pub(crate) fn take_extensions(&self) -> http::Extensions {
-        std::mem::take(&mut *self.extensions.lock().unwrap_or_else(PoisonError::into_inner))
+    /// Takes the attachments (the call the message becomes owns them).
+    pub(crate) fn take_attachments(&self) -> Attachments {
+        std::mem::take(&mut *self.attachments.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }

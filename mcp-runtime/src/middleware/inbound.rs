@@ -8,6 +8,7 @@ use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::{Era, Method, Notification, NotificationMethod, Params, Request, RequestId, Revision};
 use serde_json::{Map, Value};
 
+use crate::attachments::Attachments;
 use crate::session::Session;
 
 /// The message itself.
@@ -52,7 +53,7 @@ pub struct Inbound {
     pub(crate) revision: Option<Revision>,
     pub(crate) session: Option<Arc<Session>>,
     pub(crate) remote: Option<IpAddr>,
-    pub(crate) extensions: http::Extensions,
+    pub(crate) attachments: Attachments,
 }
 
 impl Inbound {
@@ -138,13 +139,14 @@ impl Inbound {
         self.remote
     }
 
-    /// Data attached by the transport or earlier layers.
-    pub fn extensions(&self) -> &http::Extensions {
-        &self.extensions
+    /// Data attached by the transport (over HTTP, the request's extensions, the `http` crate's
+    /// `Extensions`, as one attachment) or earlier layers.
+    pub fn attachments(&self) -> &Attachments {
+        &self.attachments
     }
 
-    /// Data to attach for later layers and the handler (`Ctx::extensions`).
-    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
-        &mut self.extensions
+    /// Data to attach for later layers and the handler (`Ctx::attachments`).
+    pub fn attachments_mut(&mut self) -> &mut Attachments {
+        &mut self.attachments
     }
 }

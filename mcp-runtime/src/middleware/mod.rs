@@ -9,11 +9,11 @@
 //! - **pass it on**: `next.run(request).await`, and see how it ended (an [`Outcome`]: the
 //!   result, the error, a cancellation, an opened stream), to time, log or count it;
 //! - **refuse it**: return [`Outcome::error`] without calling `next` (a JSON-RPC error;
-//!   [`Outcome::with_status`] and [`Outcome::with_header`] add the HTTP status and headers,
-//!   such as `Retry-After`, where the transport is HTTP);
+//!   [`Outcome::with_status`] and [`Outcome::with_header`] add the HTTP status and
+//!   [`Headers`], such as `Retry-After`, where the transport is HTTP);
 //! - **answer it in place**: return [`Outcome::result`] without calling `next`;
-//! - **attach data for the handler**: insert it in [`Inbound::extensions_mut`] before calling
-//!   `next`; the handler reads it with `Ctx::extensions`.
+//! - **attach data for the handler**: insert it in [`Inbound::attachments_mut`] before calling
+//!   `next`; the handler reads it with `Ctx::attachments`.
 //!
 //! # Where the chain runs
 //!
@@ -34,6 +34,7 @@
 //! One layer is built in: [`RateLimit`], rate limits per caller (and per tool or method) with
 //! buckets in this process or in the shared store.
 
+mod headers;
 pub(crate) mod inbound;
 pub(crate) mod outcome;
 pub mod ratelimit;
@@ -45,6 +46,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use mcp_protocol::RpcError;
 
+pub use headers::Headers;
 pub use inbound::Inbound;
 pub use outcome::Outcome;
 pub use ratelimit::{Bucketing, OnStoreFailure, QuotaHook, RateLimit};

@@ -1,10 +1,12 @@
 //! [`Outcome`]: how a request or notification ended, as a middleware layer sees it and as a
 //! layer answers one itself.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use std::borrow::Cow;
+
 use mcp_protocol::RpcError;
 use serde_json::Value;
 
+use super::headers::Headers;
 use crate::listen::Listener;
 use crate::reply::Reply;
 
@@ -25,7 +27,7 @@ pub(crate) enum Body {
 pub struct Outcome {
     pub(crate) body: Body,
     pub(crate) status: Option<u16>,
-    pub(crate) headers: HeaderMap,
+    pub(crate) headers: Headers,
 }
 
 impl Outcome {
@@ -33,7 +35,7 @@ impl Outcome {
         Outcome {
             body,
             status: None,
-            headers: HeaderMap::new(),
+            headers: Headers::new(),
         }
     }
 
@@ -56,19 +58,10 @@ impl Outcome {
     }
 
     /// An HTTP header of the answer, where the transport is HTTP (`Retry-After`, for one):
-    /// `.with_header("retry-after", "1")`. A name or value that is not valid HTTP is left out
-    /// (and logged).
-    pub fn with_header<K, V>(mut self, name: K, value: V) -> Self
-    where
-        K: TryInto<HeaderName>,
-        V: TryInto<HeaderValue>,
-    {
-        match (name.try_into(), value.try_into()) {
-            (Ok(name), Ok(value)) => {
-                self.headers.insert(name, value);
-            }
-            _ => tracing::warn!("a middleware layer's header is not valid HTTP: left out"),
-        }
+    /// `.with_header("retry-after", "1")`; setting a name again replaces its value. The HTTP
+    /// transport leaves out (and logs) a name or value that is not valid HTTP.
+    pub fn with_header(mut self, name: impl Into<Cow<'static, str>>, value: impl Into<String>) -> Self {
+        self.headers.insert(name, value);
         self
     }
 
@@ -114,7 +107,7 @@ impl Outcome {
     }
 
     /// The HTTP headers layers added.
-    pub fn headers(&self) -> &HeaderMap {
+    pub fn headers(&self) -> &Headers {
         &self.headers
     }
 

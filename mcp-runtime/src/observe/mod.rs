@@ -164,7 +164,7 @@ use tracing::field::Empty;
 pub(crate) use self::metrics::session as session_ended;
 pub use self::metrics::{DURATION_BUCKETS, OPERATION_DURATION, SESSION_DURATION};
 use self::metrics::{Failure, Operation, TargetKind};
-pub use self::network::Network;
+pub use self::network::{HttpVersion, Network};
 #[cfg(feature = "otel")]
 pub use self::otel::Tracer;
 pub use self::trace::{TRACEPARENT, TRACESTATE, TraceContext, set_trace_context_hook};

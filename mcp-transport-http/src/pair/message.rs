@@ -13,7 +13,6 @@ use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::engine::Remote;
-use mcp_runtime::observe::Network;
 use mcp_runtime::relay::PairOutcome;
 use mcp_runtime::store::PairRecord;
 use mcp_runtime::{Answer, Peer, SessionHandle, Sessions, Sink, Step};
@@ -118,10 +117,10 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
     };
     // `MCP-Protocol-Version` is not part of this transport: no revision is declared beside the
     // body, and the pair serves the legacy revisions only.
-    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_network(Network::http(parts.version));
+    let mut peer = Peer::new(auth, Sessions::Slot(&pair.slot)).with_network(crate::bridge::network(parts.version));
     peer.remote = crate::client::remote(&shared.config, &parts.extensions);
     peer.legacy_only = true;
-    let peer = peer.with_extensions(parts.extensions);
+    let peer = peer.with_attachments(crate::bridge::attachments(parts.extensions));
     match handle(shared, &pair, &peer, inbound, permit).await {
         Some(a) => answer(&shared.config, a),
         None => empty(status::NOTHING_TO_ANSWER),

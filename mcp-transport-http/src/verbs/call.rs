@@ -17,6 +17,7 @@ use axum::body::Bytes;
 use axum::response::Response;
 use mcp_protocol::jsonrpc::encode_error;
 use mcp_protocol::{Era, RequestId, RpcError};
+use mcp_runtime::middleware::Headers;
 use mcp_runtime::{Call, Completed, Frame, SessionHandle, Sink};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -186,8 +187,8 @@ fn finish(guard: Option<DropGuard>, resp: Response) -> Response {
 }
 
 /// Adds the headers middleware layers chose to a response.
-fn with_headers(mut resp: Response, headers: &http::HeaderMap) -> Response {
-    resp.headers_mut().extend(headers.clone());
+fn with_headers(mut resp: Response, headers: &Headers) -> Response {
+    crate::bridge::write_headers(resp.headers_mut(), headers);
     resp
 }
 

@@ -18,10 +18,10 @@ use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{DecodeError, Inbound, decode};
 use mcp_protocol::{Message, RpcError, TransportRevision};
 use mcp_runtime::engine::HeaderLookup;
-use mcp_runtime::observe::Network;
 use mcp_runtime::{Peer, Sessions, Step};
 
 use crate::body::{limits, read_body, too_large};
+use crate::bridge;
 use crate::guard;
 use crate::headers::{self, SESSION_HEADER, VERSION};
 use crate::response::{answer, challenge, empty, refused, rpc_error, unsupported_media_type};
@@ -52,8 +52,8 @@ impl PostCtx {
         peer.streams = self.shared.streams();
         peer.headers = Some(headers);
         peer.remote = crate::client::remote(&self.shared.config, &extensions);
-        peer.with_network(Network::http(self.parts.version))
-            .with_extensions(extensions)
+        peer.with_network(bridge::network(self.parts.version))
+            .with_attachments(bridge::attachments(extensions))
     }
 }
 

@@ -85,7 +85,8 @@ async fn middleware_extensions_reach_handlers() {
     bounded(async {
         let (engine, registry) = engine();
         async fn whoami(_: Map<String, Value>, ctx: Ctx) -> mcp_runtime::ToolResult {
-            let tenant = ctx.extensions().get::<Tenant>().map_or("none", |t| t.0);
+            let extensions = ctx.attachments().get::<http::Extensions>();
+            let tenant = extensions.and_then(|e| e.get::<Tenant>()).map_or("none", |t| t.0);
             Ok(CallToolResult::text(format!("tenant {tenant}")))
         }
         registry.add_tool(tool("whoami", json!({"type": "object"}), whoami));

@@ -100,7 +100,7 @@ mod tests {
             revision: None,
             session: None,
             remote: Some(IpAddr::from([127, 0, 0, 2])),
-            extensions: http::Extensions::new(),
+            attachments: crate::Attachments::new(),
         }
     }
 
