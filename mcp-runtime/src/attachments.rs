@@ -6,13 +6,11 @@
 //! or the authentication provider put there through it), and a layer attaches values of its own
 //! types beside.
 //!
-//! Most messages carry nothing: an empty map allocates nothing, and the map is built on the first
-//! insert. A batch's calls each get a copy of the batch's attachments, hence values are `Clone`.
+//! Most messages carry nothing or one value (over HTTP, the request's extensions): an empty map
+//! allocates nothing, and the first value costs only its box. A batch's calls each get a copy of the batch's attachments, hence values are `Clone`.
 
 use std::any::{Any, TypeId};
 use std::fmt;
-
-use crate::fast_map::FastMap;
 
 /// One attached value: any `Clone + Send + Sync` type, kept behind a box that clones.
 trait Attachment: Any + Send + Sync {
@@ -55,9 +53,16 @@ impl Clone for Box<dyn Attachment> {
 /// [`Ctx::attachments`]: crate::Ctx::attachments
 #[derive(Clone, Default)]
 pub struct Attachments {
-    /// `None` until the first insert: a message with nothing attached allocates nothing.
-    map: Option<Box<FastMap<TypeId, Box<dyn Attachment>>>>,
+    /// The first value attached: a message carries one attachment or none nearly always (the
+    /// HTTP transport's), which then costs one allocation, its box.
+    first: Option<Slot>,
+    /// The values after it (allocated on the second insert), found by a scan: a message
+    /// carries few.
+    rest: Vec<Slot>,
 }
+
+/// One attached value and its type.
+type Slot = (TypeId, Box<dyn Attachment>);
 
 impl Attachments {
     /// An empty map (allocates nothing).
@@ -65,47 +70,76 @@ impl Attachments {
         Self::default()
     }
 
+    fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.first.iter().chain(&self.rest)
+    }
+
+    fn slot_mut(&mut self, id: TypeId) -> Option<&mut Box<dyn Attachment>> {
+        self.first
+            .iter_mut()
+            .chain(&mut self.rest)
+            .find(|(t, _)| *t == id)
+            .map(|(_, v)| v)
+    }
+
     /// Attaches `value`, returning the value of its type attached before, if any.
     pub fn insert<T: Clone + Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
-        let previous = self
-            .map
-            .get_or_insert_with(Box::default)
-            .insert(TypeId::of::<T>(), Box::new(value))?;
-        let previous: Box<dyn Any> = previous;
-        previous.downcast::<T>().ok().map(|b| *b)
+        let id = TypeId::of::<T>();
+        let boxed: Box<dyn Attachment> = Box::new(value);
+        if let Some(slot) = self.slot_mut(id) {
+            let previous = std::mem::replace(slot, boxed);
+            let previous: Box<dyn Any> = previous;
+            return previous.downcast::<T>().ok().map(|b| *b);
+        }
+        match self.first {
+            None => self.first = Some((id, boxed)),
+            Some(_) => self.rest.push((id, boxed)),
+        }
+        None
     }
 
     /// The value of type `T`, if one is attached.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        let value: &dyn Any = &**self.map.as_ref()?.get(&TypeId::of::<T>())?;
+        let id = TypeId::of::<T>();
+        let value: &dyn Any = &*self.slots().find(|(t, _)| *t == id)?.1;
         value.downcast_ref()
     }
 
     /// The value of type `T`, mutably, if one is attached.
     pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
-        let value: &mut dyn Any = &mut **self.map.as_mut()?.get_mut(&TypeId::of::<T>())?;
+        let value: &mut dyn Any = &mut **self.slot_mut(TypeId::of::<T>())?;
         value.downcast_mut()
     }
 
     /// Detaches the value of type `T`, if one is attached.
     pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
-        let value: Box<dyn Any> = self.map.as_mut()?.remove(&TypeId::of::<T>())?;
+        let id = TypeId::of::<T>();
+        let value = if self.first.as_ref().is_some_and(|(t, _)| *t == id) {
+            let first = self.first.take().map(|(_, v)| v);
+            self.first = self.rest.pop();
+            first
+        } else {
+            let at = self.rest.iter().position(|(t, _)| *t == id)?;
+            Some(self.rest.swap_remove(at).1)
+        }?;
+        let value: Box<dyn Any> = value;
         value.downcast::<T>().ok().map(|b| *b)
     }
 
     /// Whether a value of type `T` is attached.
     pub fn contains<T: Send + Sync + 'static>(&self) -> bool {
-        self.map.as_ref().is_some_and(|m| m.contains_key(&TypeId::of::<T>()))
+        let id = TypeId::of::<T>();
+        self.slots().any(|(t, _)| *t == id)
     }
 
     /// Whether nothing is attached.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.first.is_none()
     }
 
     /// How many values are attached.
     pub fn len(&self) -> usize {
-        self.map.as_ref().map_or(0, |m| m.len())
+        usize::from(self.first.is_some()) + self.rest.len()
     }
 }
 
@@ -126,7 +160,10 @@ mod tests {
     fn one_value_per_type() {
         let mut a = Attachments::new();
         assert!(a.is_empty());
-        assert!(a.map.is_none(), "an empty map allocates nothing");
+        assert!(
+            a.first.is_none() && a.rest.capacity() == 0,
+            "an empty map allocates nothing"
+        );
         assert_eq!(a.get::<Tenant>(), None);
         assert_eq!(a.remove::<Tenant>(), None);
         assert_eq!(a.insert(Tenant("acme".into())), None);
@@ -139,6 +176,14 @@ mod tests {
         assert_eq!(a.get::<u32>(), Some(&8));
         assert_eq!(a.remove::<u32>(), Some(8));
         assert_eq!(a.len(), 1);
+        // The first value removed, the next one takes its place.
+        a.insert(1u8);
+        assert_eq!(a.remove::<Tenant>(), Some(Tenant("umbrella".into())));
+        assert_eq!(a.get::<u8>(), Some(&1));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a.remove::<u8>(), Some(1));
+        assert!(a.is_empty());
+        a.insert(Tenant("x".into()));
         assert_eq!(format!("{a:?}"), "Attachments { len: 1 }");
     }
 

@@ -104,7 +104,8 @@ impl McpServer {
         if tokio::runtime::Handle::try_current().is_ok()
             && let Some(driver) = self.driver()
         {
-            mcp_runtime::background::spawn(std::future::IntoFuture::into_future(driver));
+            // Already a `Background` (boxed once): spawned as it is.
+            tokio::spawn(std::future::IntoFuture::into_future(driver));
         }
     }
 
