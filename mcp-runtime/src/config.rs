@@ -74,8 +74,8 @@ pub struct ServerConfig {
     /// nothing (the protocol has a server that logs declare it).
     pub logging: bool,
     /// Events kept per session stream in a shared store's event log, for `Last-Event-ID`
-    /// replay on any instance (default 256; a single process uses the HTTP transport's
-    /// `sse_buffer_size`).
+    /// replay on any instance (default 256; a single process uses the HTTP transport's own
+    /// stream buffer).
     pub max_stream_events: usize,
     /// The key sealing MRTR `requestState` (share it between instances behind
     /// one endpoint); random per process when unset.

@@ -7,7 +7,7 @@
 //! | layer | holds |
 //! | --- | --- |
 //! | [`engine`] | the one message pipeline every transport hands its decoded messages to |
-//! | runtime | one server's state and services, wired together (private: the engine is the door) |
+//! | runtime, [`mailbox`] | one server's state and services, wired together (private: the engine is the door); addressed delivery over the bus |
 //! | cluster | this instance's part of a shared [`store`]: the ports below, implemented (feature `shared-store`) |
 //! | dispatch | routing (what a request names, decided once) and the methods |
 //! | [`tasks`], [`listen`] | tasks and their hand-off; the `subscriptions/listen` hub |
@@ -18,16 +18,16 @@
 //! | URL elicitations, [`Session`]s, [`observe`] | records, legacy sessions, the span and metrics |
 //! | [`store`], [`Sink`], [`Reply`] | the store seams; where a request's messages go; how it ended |
 //!
-//! The [`Engine`] ([`engine`]) is the one message pipeline: a transport (stdio, HTTP, the
-//! 2024-11-05 pair, or your own) decodes bytes with `mcp-protocol` and hands each message to it
-//! with a [`Peer`] (what only the transport knows: the caller, its declared revision, how it
-//! keeps sessions, whether it can stream). The engine delivers responses, routes notifications
-//! and cancellations, classifies a request's era once, resolves or mints the legacy session,
-//! routes the request (the route carries what it decided: era, revision, `_meta`, the tool a
-//! `tools/call` names), registers it in flight, and hands back an [`Answer`], a [`Call`] to run
-//! or a [`Listening`] stream; every request and notification goes through the [`middleware`]
-//! chain on the way. Handlers emit progress, logs and server-to-client requests through the
-//! request's [`Sink`], which the transport connects to the request's own stream.
+//! The [`Engine`] ([`engine`]) is the one message pipeline: a transport (stdio, HTTP, or your
+//! own) decodes bytes with `mcp-protocol` and hands each message to it with a [`Peer`] (what
+//! only the transport knows: the caller, its declared revision, how it keeps sessions, whether
+//! it can stream). The engine delivers responses, routes notifications and cancellations,
+//! classifies a request's era once, resolves or mints the legacy session, routes the request
+//! (the route carries what it decided: era, revision, `_meta`, the tool a `tools/call` names),
+//! registers it in flight, and hands back an [`Answer`], a [`Call`] to run or a [`Listening`]
+//! stream; every request and notification goes through the [`middleware`] chain on the way.
+//! Handlers emit progress, logs and server-to-client requests through the request's [`Sink`],
+//! which the transport connects to the request's own stream.
 //!
 //! Its place in the workspace and the way a request travels through the engine are described
 //! in `docs/ARCHITECTURE.md` (§3); the invariants the code cites are defined in
@@ -50,11 +50,11 @@ mod exec;
 pub mod extension;
 mod fast_map;
 pub mod listen;
+pub mod mailbox;
 pub mod middleware;
 mod mint;
 pub mod observe;
 mod quota;
-pub mod relay;
 mod remote;
 mod reply;
 mod runtime;

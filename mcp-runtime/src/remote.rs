@@ -1,6 +1,6 @@
 //! [`Remote`]: who is calling, as the transport knows it. The engine's [`Peer`](crate::Peer)
-//! carries it, the request's telemetry reads it, and a 2024-11-05 pair's message forwarded to
-//! another instance takes it along on the bus.
+//! carries it, the request's telemetry reads it, and mail forwarded to another instance
+//! ([`crate::mailbox`]) takes it along on the bus.
 
 use std::net::IpAddr;
 

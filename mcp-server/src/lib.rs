@@ -211,8 +211,8 @@ pub mod catalog {
 }
 
 /// The store seams several instances of one server share (sessions, stream events, the bus,
-/// membership, tasks), for a store of your own; `Store::memory()` and, with the `redis`
-/// feature, `mcp_server::redis` are the two this workspace ships.
+/// membership, tasks, mailbox records), for a store of your own; `Store::memory()` and, with the
+/// `redis` feature, `mcp_server::redis` are the two this workspace ships.
 pub mod store {
     pub use mcp_runtime::store::*;
 }

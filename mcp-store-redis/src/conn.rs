@@ -121,9 +121,9 @@ impl Keys {
         format!("{}:instance:{id}", self.prefix)
     }
 
-    /// `<prefix>:pair:<id>`: an open HTTP+SSE pair's record.
-    pub(crate) fn pair(&self, id: &str) -> String {
-        format!("{}:pair:{id}", self.prefix)
+    /// `<prefix>:mailbox:<id>`: an open mailbox's record.
+    pub(crate) fn mailbox(&self, id: &str) -> String {
+        format!("{}:mailbox:{id}", self.prefix)
     }
 
     /// `<prefix>:rate:<bucket>`: a rate-limit bucket's GCRA state (its theoretical arrival

@@ -1,5 +1,5 @@
 //! Redis implementation of every store seam of [`mcp_runtime::store`]: session records, stream
-//! events, task records, the bus, membership, rate-limit buckets and HTTP+SSE pair records, so
+//! events, task records, the bus, membership, rate-limit buckets and mailbox records, so
 //! that several instances of one MCP server share their state through one Redis; and of `mcp-auth`'s DPoP replay cache
 //! ([`RedisStore::replay_cache`]), so that a DPoP proof is single-use across them.
 //!
@@ -67,7 +67,7 @@
 //! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
 //! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
-//! | `P:pair:<id>` | string | an open 2024-11-05 HTTP+SSE pair's record (JSON: id, principal, the instance holding its stream); `PX` = the pair ttl, refreshed by the holder, deleted when the stream ends |
+//! | `P:mailbox:<id>` | string | an open mailbox's record (JSON: id, principal, the instance holding it; the HTTP transport's 2024-11-05 HTTP+SSE pairs are mailboxes); `PX` = the mailbox ttl, refreshed by the holder, deleted when it closes |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages to every instance |
@@ -110,7 +110,7 @@
 //! | task count / count for principal / expired | `SCARD` / `SCARD` / `ZRANGEBYSCORE` | 1 |
 //! | heartbeat / alive / leave | `SET PX` / `EXISTS` / `DEL` | 1 |
 //! | reachability check (`Store::check`, the HTTP `/readyz` probe) | `PING`, unanswered after 800 ms = unreachable | 1 |
-//! | pair open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
+//! | mailbox open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
 //! | DPoP replay check | `SET NX PX` | 1 |
 //!
@@ -159,10 +159,10 @@ mod buckets;
 mod bus;
 mod conn;
 mod events;
+mod mailboxes;
 mod members;
 mod nodes;
 mod options;
-mod pairs;
 mod replay;
 mod sessions;
 mod tasks;
@@ -181,12 +181,12 @@ use crate::buckets::RedisBuckets;
 use crate::bus::RedisBus;
 use crate::conn::{Commands, Conn, Keys};
 use crate::events::RedisEventLog;
+use crate::mailboxes::RedisMailboxRecords;
 use crate::members::RedisMembership;
 use crate::nodes::{Discovery, Nodes};
 pub use crate::options::RedisOptions;
 #[cfg(feature = "tls")]
 pub use crate::options::RedisTls;
-use crate::pairs::RedisPairRecords;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
@@ -239,7 +239,7 @@ pub struct RedisStore {
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
     buckets: Arc<RedisBuckets>,
-    pairs: Arc<RedisPairRecords>,
+    mailboxes: Arc<RedisMailboxRecords>,
     replay: RedisReplayCache,
 }
 
@@ -450,7 +450,7 @@ impl RedisStore {
             bus: Arc::new(bus),
             members: Arc::new(RedisMembership::new(conn.clone())),
             buckets: Arc::new(RedisBuckets::new(conn.clone())),
-            pairs: Arc::new(RedisPairRecords::new(conn.clone())),
+            mailboxes: Arc::new(RedisMailboxRecords::new(conn.clone())),
             replay: RedisReplayCache::new(conn),
         })
     }
@@ -470,7 +470,7 @@ impl RedisStore {
             bus: self.bus,
             members: self.members,
             buckets: self.buckets,
-            pairs: self.pairs,
+            mailboxes: self.mailboxes,
         }
     }
 }
@@ -502,7 +502,7 @@ mod tests {
         assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
         assert_eq!(k.instance("i"), "mcp:instance:i");
         assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
-        assert_eq!(k.pair("mcp_abc"), "mcp:pair:mcp_abc");
+        assert_eq!(k.mailbox("mcp_abc"), "mcp:mailbox:mcp_abc");
         assert_eq!(k.replay("h4sh"), "mcp:dpop:h4sh");
         assert_eq!(k.bus_channel(), "mcp:bus");
     }

@@ -11,7 +11,7 @@ use common::{RedisCluster, TestRedis, cluster_store_on, store_on, unique_prefix}
 use mcp_auth::{MemoryReplayCache, ReplayCache};
 use mcp_protocol::RpcError;
 use mcp_protocol::model::{LoggingLevel, TaskStatus};
-use mcp_runtime::store::{Admission, BusEvent, PairRecord, Quota, Replay, SessionField, SessionRecord, StreamKey};
+use mcp_runtime::store::{Admission, BusEvent, MailboxRecord, Quota, Replay, SessionField, SessionRecord, StreamKey};
 use mcp_runtime::{Store, TaskOutcome, TaskOwner, TaskRecord};
 use serde_json::{Map, json};
 use tokio::time::{sleep, timeout};
@@ -53,7 +53,7 @@ contract!(addressed_bus, addressed_bus_memory, addressed_bus_redis);
 contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
 contract!(buckets, buckets_memory, buckets_redis);
-contract!(pairs, pairs_memory, pairs_redis);
+contract!(mailboxes, mailboxes_memory, mailboxes_redis);
 
 // The DPoP replay cache is `mcp-auth`'s seam, not the runtime's: the same check against
 // `MemoryReplayCache` and `RedisReplayCache`, two handles on one state each.
@@ -624,25 +624,28 @@ async fn membership(a: &Store, b: &Store, _: Backend) {
     assert!(!b.members.alive("i2").await.unwrap(), "a zero ttl is gone at once");
 }
 
-/// HTTP+SSE pair records: written by one instance, read by the other; a refresh pushes the
+/// Mailbox records: written by one instance, read by the other; a refresh pushes the
 /// expiry back, a record not refreshed expires, a closed one is gone.
-async fn pairs(a: &Store, b: &Store, _: Backend) {
+async fn mailboxes(a: &Store, b: &Store, _: Backend) {
     let short = Duration::from_millis(400);
-    assert_eq!(b.pairs.load("p1").await.unwrap(), None, "never opened");
-    let p1 = PairRecord::new("p1", "alice", "i1");
-    a.pairs.open(&p1, short).await.unwrap();
-    a.pairs.open(&PairRecord::new("p2", "bob", "i1"), LONG).await.unwrap();
-    assert_eq!(b.pairs.load("p1").await.unwrap(), Some(p1.clone()));
+    assert_eq!(b.mailboxes.load("m1").await.unwrap(), None, "never opened");
+    let m1 = MailboxRecord::new("m1", "alice", "i1");
+    a.mailboxes.open(&m1, short).await.unwrap();
+    a.mailboxes
+        .open(&MailboxRecord::new("m2", "bob", "i1"), LONG)
+        .await
+        .unwrap();
+    assert_eq!(b.mailboxes.load("m1").await.unwrap(), Some(m1.clone()));
     sleep(Duration::from_millis(250)).await;
-    assert!(a.pairs.refresh("p1", short).await.unwrap());
+    assert!(a.mailboxes.refresh("m1", short).await.unwrap());
     sleep(Duration::from_millis(250)).await;
-    assert_eq!(b.pairs.load("p1").await.unwrap(), Some(p1), "refreshed");
+    assert_eq!(b.mailboxes.load("m1").await.unwrap(), Some(m1), "refreshed");
     sleep(Duration::from_millis(400)).await;
-    assert_eq!(b.pairs.load("p1").await.unwrap(), None, "expired");
-    assert!(!a.pairs.refresh("p1", short).await.unwrap(), "nothing to refresh");
-    b.pairs.close("p2").await.unwrap();
-    assert_eq!(a.pairs.load("p2").await.unwrap(), None, "closed");
-    b.pairs.close("p2").await.unwrap();
+    assert_eq!(b.mailboxes.load("m1").await.unwrap(), None, "expired");
+    assert!(!a.mailboxes.refresh("m1", short).await.unwrap(), "nothing to refresh");
+    b.mailboxes.close("m2").await.unwrap();
+    assert_eq!(a.mailboxes.load("m2").await.unwrap(), None, "closed");
+    b.mailboxes.close("m2").await.unwrap();
 }
 
 /// Rate-limit buckets: a bucket allows its burst, then refuses with the wait until the next

@@ -22,19 +22,23 @@
 //! `initialize` negotiates the session's revision as on the Streamable endpoint. The session
 //! receives list-changed and subscribed resource-updated notifications on its stream.
 //!
-//! **Across instances.** With a shared store (`Storage::Shared`), the POSTs of a pair may reach
-//! any instance: no sticky routing is needed. The instance answering the GET holds the pair
-//! ([`Engine::hold_pair`](mcp_runtime::Engine::hold_pair)): the pair's record (id, principal,
-//! holder) is written before the `endpoint` event, refreshed while the stream is open and deleted
-//! when it ends. A POST reaching another instance is checked there as here (media type,
-//! authentication, `sessionId`, the pair's record: an unknown pair and another principal's are the
-//! same `404`; then the body: `413`, `408`, `400`), forwarded to the holder through the engine's
-//! relay ([`mcp_runtime::relay`]), and answered as the holder says: `202` once the holder handed it
-//! to its engine, exactly as for a POST it received itself (same principal check, same session
-//! slot; [`relay`] feeds the pair's forwarded messages to [`message::handle`] one by one, in the
-//! order the bus brought them). So a message posted after the previous POST was answered is
-//! handled after it, whichever instances they reached. A holder whose stream ended answers `404`;
-//! one that died is `503` until its heartbeat lapsed, then `404` (the record is removed).
+//! **Across instances.** With a shared store (`Storage::Shared`), the POSTs of a pair may reach any
+//! instance: no sticky routing is needed. Each pair is a mailbox of the engine's addressed delivery
+//! ([`mcp_runtime::mailbox`]), whose id is the pair's. The instance answering the GET holds it
+//! ([`Engine::hold_mailbox`](mcp_runtime::Engine::hold_mailbox)): the mailbox's record (id,
+//! principal, holder) is written before the `endpoint` event, refreshed while the stream is open
+//! and deleted when it ends. A POST reaching another instance is checked there as here (media type,
+//! authentication, `sessionId`, the record
+//! ([`Engine::find_mailbox`](mcp_runtime::Engine::find_mailbox)): an unknown pair and another
+//! principal's are the same `404`; then the body: `413`, `408`, `400`), forwarded to the holder as
+//! mail ([`Engine::forward_mail`](mcp_runtime::Engine::forward_mail)), and answered as the holder
+//! says: `202` once the holder handed it to its engine, exactly as for a POST it received itself
+//! (same principal check, same session slot; [`relay`] feeds the pair's forwarded messages to
+//! [`message::handle`] one by one, in the order the bus brought them, and writes the holder's
+//! answer, which the engine carries back without reading it). So a message posted after the
+//! previous POST was answered is handled after it, whichever instances they reached. A holder whose
+//! stream ended answers `404`; one that died is `503` until its heartbeat lapsed, then `404` (the
+//! record is removed).
 //!
 //! The GET on the SSE path is [`stream`], the POSTs on the message path [`message`], the messages
 //! forwarded from other instances [`relay`]; the table of open pairs is part of the endpoint's

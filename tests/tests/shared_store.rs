@@ -465,85 +465,81 @@ async fn broadcast_everywhere_returns_once_the_bus_has_carried_the_message() {
     assert!(lost.is_err(), "{lost:?}");
 }
 
-/// The HTTP+SSE pair relay, through the engine's entry points: a pair held by A is found by B
-/// (for its principal only), a message B forwards reaches A's inbox with the identity it was
-/// posted with and its client's address and port, and B gets A's outcome; another principal's message, and one A drops unanswered,
-/// are `Gone`; once the pair ends its record is gone and a message is `Gone` too.
+/// Addressed delivery, through the engine's entry points: a mailbox held by A is found by B
+/// (for its principal only), mail B forwards reaches A's inbox with the identity it was sent
+/// with, its client's address and port and its payload, and B gets A's outcome, whatever JSON
+/// A's transport answered; another principal's mail, and mail A drops unanswered, are `Gone`;
+/// once the mailbox is closed its record is gone and mail is `Gone` too.
 #[tokio::test]
-async fn a_pair_message_forwarded_by_one_instance_reaches_the_holder() {
+async fn mail_forwarded_by_one_instance_reaches_the_holder() {
     use mcp_runtime::Remote;
-    use mcp_runtime::relay::PairOutcome;
+    use mcp_runtime::mailbox::MailOutcome;
     let store = Store::memory();
     let ((a, _), (b, _)) = (instance(&store), instance(&store));
     let ended = tokio_util::sync::CancellationToken::new();
     let mut inbox = a
-        .hold_pair("p1", "alice", ended.clone())
+        .hold_mailbox("m1", "alice", ended.clone())
         .await
         .unwrap()
         .expect("an inbox with a store");
-    let record = b.find_pair("p1", "alice").await.unwrap().expect("the record");
+    let record = b.find_mailbox("m1", "alice").await.unwrap().expect("the record");
     assert_eq!(Some(record.holder.as_str()), a.instance_id());
-    assert_eq!(b.find_pair("p1", "bob").await.unwrap(), None, "another principal's");
-    assert_eq!(b.find_pair("p2", "alice").await.unwrap(), None, "unknown");
+    assert_eq!(b.find_mailbox("m1", "bob").await.unwrap(), None, "another principal's");
+    assert_eq!(b.find_mailbox("m2", "alice").await.unwrap(), None, "unknown");
 
     let alice = AuthInfo::new("alice").with_scopes(vec!["s1".into()]);
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let payload = json!({"any": ["json", 1]});
     let client = Some(Remote {
         address: "127.0.0.2".parse().unwrap(),
         port: Some(40_000),
     });
     let forwarded = tokio::spawn({
-        let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
-        async move { b.forward_pair_message(&record, &alice, client, body).await }
+        let (b, record, alice, payload) = (b.clone(), record.clone(), alice.clone(), payload.clone());
+        async move { b.forward_mail(&record, &alice, client, payload).await }
     });
     let m = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
         .await
         .expect("forwarded within 5 s")
-        .expect("a message");
+        .expect("mail");
     assert_eq!(
-        (m.auth.clone(), m.client, m.body.as_str()),
-        (alice.clone(), client, body)
+        (m.mailbox.as_str(), m.auth.clone(), m.client, &m.payload),
+        ("m1", alice.clone(), client, &payload)
     );
-    m.receipt.answer(PairOutcome::Answered {
-        status: 200,
-        body: "[]".into(),
-    });
+    m.receipt
+        .answer(MailOutcome::Handled(json!({"status": 200, "body": "[]"})));
     assert_eq!(
         forwarded.await.unwrap(),
-        Ok(PairOutcome::Answered {
-            status: 200,
-            body: "[]".into()
-        })
+        Ok(MailOutcome::Handled(json!({"status": 200, "body": "[]"})))
     );
 
     let bob = AuthInfo::new("bob");
     assert_eq!(
-        b.forward_pair_message(&record, &bob, client, body).await,
-        Ok(PairOutcome::Gone),
+        b.forward_mail(&record, &bob, client, payload.clone()).await,
+        Ok(MailOutcome::Gone),
         "not alice's: refused by the holder"
     );
     let dropped = tokio::spawn({
-        let (b, record, alice) = (b.clone(), record.clone(), alice.clone());
-        async move { b.forward_pair_message(&record, &alice, client, body).await }
+        let (b, record, alice, payload) = (b.clone(), record.clone(), alice.clone(), payload.clone());
+        async move { b.forward_mail(&record, &alice, client, payload).await }
     });
-    drop(inbox.recv().await.expect("a message"));
-    assert_eq!(dropped.await.unwrap(), Ok(PairOutcome::Gone), "dropped unanswered");
+    drop(inbox.recv().await.expect("mail"));
+    assert_eq!(dropped.await.unwrap(), Ok(MailOutcome::Gone), "dropped unanswered");
 
     ended.cancel();
     for _ in 0..100 {
-        if b.find_pair("p1", "alice").await.unwrap().is_none() {
+        if b.find_mailbox("m1", "alice").await.unwrap().is_none() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(
-        b.find_pair("p1", "alice").await.unwrap(),
+        b.find_mailbox("m1", "alice").await.unwrap(),
         None,
-        "the record went with the pair"
+        "the record went with the mailbox"
     );
     assert_eq!(
-        b.forward_pair_message(&record, &alice, client, body).await,
-        Ok(PairOutcome::Gone),
+        b.forward_mail(&record, &alice, client, payload).await,
+        Ok(MailOutcome::Gone),
         "the holder no longer holds it"
     );
 }

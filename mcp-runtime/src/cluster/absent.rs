@@ -4,9 +4,9 @@
 //! `None`. This stand-in keeps the runtime's code one text in both builds: its `Option<Arc<Cluster>>`
 //! branches still type-check, and every method below is unreachable (`match *self {}` on an
 //! empty enum), so none of the cluster's code (the bus listener, the heartbeat, the replicas,
-//! the relays) is compiled into a server that serves from one process. The signatures are
-//! those of `cluster/mod.rs`, `relay.rs` and `remote.rs`, which the compiler checks for both
-//! builds through the call sites.
+//! the deliveries) is compiled into a server that serves from one process. The signatures are
+//! those of `cluster/mod.rs`, `delivery.rs` and `on_behalf.rs`, which the compiler checks for
+//! both builds through the call sites.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 use crate::background::Background;
 use crate::catalog::Registry;
 use crate::elicitation::Elicitations;
+use crate::mailbox::{Mail, MailOutcome};
 use crate::quota::ClientKey;
-use crate::relay::{PairMessage, PairOutcome};
 use crate::remote::Remote;
 use crate::session::Session;
 use crate::session::store::{Elsewhere, SessionStore};
-use crate::store::{PairRecord, SessionField, SessionRecord, Store, StoreError};
+use crate::store::{MailboxRecord, SessionField, SessionRecord, Store, StoreError};
 use crate::tasks::Tasks;
 
 /// An application's handler of broadcast messages on one topic.
@@ -96,23 +96,23 @@ impl Cluster {
         match *self {}
     }
 
-    pub(crate) async fn hold_pair(
+    pub(crate) async fn hold_mailbox(
         &self,
         _: &str,
         _: &str,
         _: CancellationToken,
-    ) -> Result<mpsc::Receiver<PairMessage>, StoreError> {
+    ) -> Result<mpsc::Receiver<Mail>, StoreError> {
         match *self {}
     }
 
-    pub(crate) async fn forward_pair(
+    pub(crate) async fn forward_mail(
         &self,
-        _: &PairRecord,
+        _: &MailboxRecord,
         _: &AuthInfo,
         _: Option<Remote>,
-        _: &str,
+        _: Value,
         _: Duration,
-    ) -> Result<PairOutcome, StoreError> {
+    ) -> Result<MailOutcome, StoreError> {
         match *self {}
     }
 }

@@ -24,16 +24,16 @@
 //!   ends the session's older GET stream on another (one GET stream per session).
 //! - **Requests served elsewhere.** A URL-mode elicitation is completed by the instance holding
 //!   its record, wherever `complete_elicitation` is called; a 2025-11-25 `tasks/result` on one
-//!   instance carries the messages of a task another instance runs (`remote`).
-//! - **HTTP+SSE pairs.** The instance holding a 2024-11-05 pair's stream keeps its record in
-//!   [`PairRecords`](crate::store::PairRecords); a POST of the pair reaching another instance is
-//!   published to the holder, which hands it to the transport and publishes what became of it
-//!   (see [`crate::relay`]).
+//!   instance carries the messages of a task another instance runs (`on_behalf`).
+//! - **Mailboxes.** The instance holding a transport's mailbox keeps its record in
+//!   [`MailboxRecords`](crate::store::MailboxRecords); mail for it reaching another instance is
+//!   published to the holder, which hands it to its transport and publishes what became of it
+//!   (`delivery`, see [`crate::mailbox`]).
 //! - **Liveness.** The instance renews a heartbeat in [`Membership`](crate::store::Membership),
 //!   and reports on the bus how many sessions it started (and which clients hold many): the
 //!   session bounds count every instance's, approximately (`load`).
 //! - **Addressing.** A message for one instance (a session's end to its holders and their
-//!   acknowledgements, a response to the instance that asked, a pair's messages and receipts,
+//!   acknowledgements, a response to the instance that asked, mail and its receipts,
 //!   a task's cancellation, input and following to the instance its record names, a followed
 //!   task's messages back, an answer) names it, and goes to its process's bus address when
 //!   the bus has addresses (an instance's id starts with it): the others are not woken. On a
@@ -45,13 +45,13 @@
 //!   every list is re-announced and every GET stream re-reads its log.
 
 mod asks;
-mod background;
+mod delivery;
 mod load;
+mod loops;
 mod note;
 mod numbers;
+mod on_behalf;
 mod ports;
-mod relay;
-mod remote;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -74,7 +74,7 @@ use crate::session::store::Elsewhere;
 use crate::session::store::SessionStore;
 use crate::store::{SessionField, SessionRecord, Store, StoreError, StreamKey};
 use crate::tasks::Tasks;
-use background::{append, forward_changes, heartbeat, listen};
+use loops::{append, forward_changes, heartbeat, listen};
 use note::{BUS_VERSION, Envelope, Heard};
 
 /// How often the heartbeat is renewed, and how long it lasts.
@@ -116,8 +116,8 @@ pub(crate) struct Cluster {
     tasks: OnceLock<Weak<Tasks>>,
     /// This instance's URL-mode elicitation records (set as the runtime is built).
     elicitations: OnceLock<Weak<Elicitations>>,
-    /// Requests served across instances (see `remote`).
-    remote: remote::Remote,
+    /// Requests served on behalf of other instances (see `on_behalf`).
+    on_behalf: on_behalf::OnBehalf,
     /// The application's broadcast handlers, by topic.
     handlers: std::sync::RwLock<Vec<(String, UserHandler)>>,
     /// Sessions being deleted here: the holders not yet acknowledged, and the waiting DELETE.
@@ -129,8 +129,8 @@ pub(crate) struct Cluster {
     loads: load::Loads,
     /// A client is named in this instance's reports from this many sessions on.
     report_from: usize,
-    /// The HTTP+SSE pairs held here, and the messages forwarded from here awaiting an outcome.
-    relay: relay::Relay,
+    /// The mailboxes held here, and the mail forwarded from here awaiting an outcome.
+    delivery: delivery::Delivery,
 }
 
 /// The holders of a session still to acknowledge its end, and who waits for them.
@@ -161,13 +161,13 @@ impl Cluster {
             sessions: OnceLock::new(),
             tasks: OnceLock::new(),
             elicitations: OnceLock::new(),
-            remote: remote::Remote::default(),
+            on_behalf: on_behalf::OnBehalf::default(),
             handlers: std::sync::RwLock::new(Vec::new()),
             acks: std::sync::Mutex::new(std::collections::HashMap::new()),
             numbers: std::sync::Mutex::new(numbers::Outgoing::default()),
             loads: load::Loads::default(),
             report_from: (config.max_sessions_per_principal / 16).max(1),
-            relay: relay::Relay::default(),
+            delivery: delivery::Delivery::default(),
         });
         let _ = c.me.set(Arc::downgrade(&c));
         c

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Change;
-use crate::relay::PairOutcome;
+use crate::mailbox::MailOutcome;
 use crate::remote::Remote;
 use crate::store::SessionField;
 
@@ -81,21 +81,22 @@ pub(crate) enum Note {
     },
     /// An application message ([`crate::Engine::broadcast`]).
     User { topic: String, payload: Value },
-    /// A message POSTed to the sender for a 2024-11-05 pair the receiver holds, the sender's
-    /// `n`th forwarded, with the identity it authenticated as.
-    PairMessage {
+    /// Mail sent to the sender for a mailbox the receiver holds, the sender's `n`th forwarded,
+    /// with the identity it authenticated as.
+    Mail {
         n: u64,
-        pair: String,
+        mailbox: String,
         principal: String,
         scopes: Vec<String>,
         claims: serde_json::Map<String, Value>,
-        /// Who POSTed it, as the forwarding instance's transport knew it.
+        /// Who sent it, as the forwarding instance's transport knew it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client: Option<Remote>,
-        body: String,
+        /// The transport's payload, as it sent it.
+        payload: Value,
     },
-    /// What the holder of a pair made of the receiver's `n`th forwarded message.
-    PairReceipt { n: u64, outcome: PairOutcome },
+    /// What the holder of a mailbox made of the receiver's `n`th forwarded mail.
+    MailReceipt { n: u64, outcome: MailOutcome },
     /// The sessions the sender started, and the clients holding many of them (by store key).
     Load {
         sessions: usize,
@@ -117,7 +118,7 @@ pub(crate) enum Note {
 /// The version of the bus messages' format. Instances sharing a store read each other's
 /// messages only if they write the same version: raised whenever a build writes or reads them
 /// differently (a message without one is of a build from before versions, 0).
-pub(super) const BUS_VERSION: u64 = 1;
+pub(super) const BUS_VERSION: u64 = 2;
 
 /// A bus message: who sent it, to whom, its place among the sender's messages, and what it
 /// says.
@@ -232,11 +233,9 @@ mod tests {
 
     #[test]
     fn what_is_not_a_bus_message_is_unreadable() {
-        for bytes in [
-            &b"\x00\x01\xff"[..],
-            br#"{"v":1,"from":"a.i1","t":"somethingNew"}"#,
-            b"[]",
-        ] {
+        // This build's version, with a note this build does not know.
+        let unknown = format!(r#"{{"v":{BUS_VERSION},"from":"a.i1","t":"somethingNew"}}"#);
+        for bytes in [&b"\x00\x01\xff"[..], unknown.as_bytes(), b"[]"] {
             let heard = Heard::read(bytes);
             assert!(matches!(&heard, Heard::Unreadable(_)), "{heard:?}");
         }

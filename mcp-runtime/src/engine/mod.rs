@@ -22,7 +22,7 @@
 //! Every refusal is an [`Answer`] carrying its JSON-RPC frame and its HTTP status, which
 //! `mcp-protocol` maps from the stage and the era ([`status_at`]): the same input gets the same
 //! answer on every transport. The transport keeps only what is its own: framing, the stream
-//! choice and SSE, replay, keep-alives, and its bounds.
+//! choice and its event framing, replay, keep-alives, and its bounds.
 
 mod batch;
 mod call;

@@ -24,7 +24,7 @@ pub enum Sessions<'a> {
     /// `server/discover` must name one. `Some("")` names no session that exists (use it for a
     /// header that is not valid text).
     Store(Option<&'a str>),
-    /// One session per connection or process, in its slot (stdio, the HTTP+SSE pair): requests
+    /// One session per connection or process, in its slot (stdio, a held stream): requests
     /// before `initialize` run without a session.
     Slot(&'a SessionSlot),
     /// None (HTTP simple mode, or sessions turned off): `initialize` is answered, nothing kept.
@@ -51,7 +51,7 @@ pub struct Peer<'a> {
     pub sessions: Sessions<'a>,
     /// Whether a reply may stream (false in HTTP simple mode).
     pub streams: bool,
-    /// Whether the transport serves the legacy revisions only (the 2024-11-05 HTTP+SSE pair).
+    /// Whether the transport serves the legacy revisions only (a transport of the 2024-11-05 revision).
     pub legacy_only: bool,
     /// The HTTP headers, for the modern header/body agreement checks (none on stdio).
     pub headers: Option<&'a HeaderLookup<'a>>,

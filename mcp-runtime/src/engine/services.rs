@@ -1,6 +1,6 @@
 //! What a transport or an application asks of a started engine beside its messages: the
 //! configuration and the catalog's change feed, legacy sessions (found, ended, swept), the
-//! shared store and its bus, the 2024-11-05 pair's relay, and the server's own services
+//! shared store and its bus, addressed delivery (mailboxes), and the server's own services
 //! (broadcasts, URL-elicitation completion, shutdown). Each is one call into the runtime the
 //! engine wires; nothing here runs on the request path.
 
@@ -18,10 +18,10 @@ use crate::catalog::{ChangeFeed, Registry};
 use crate::config::ServerConfig;
 use crate::elicitation::ElicitationError;
 use crate::engine::handle::Engine;
-use crate::relay::{PairMessage, PairOutcome};
+use crate::mailbox::{Mail, MailOutcome};
 use crate::remote::Remote;
 use crate::session::{Session, SessionHandle};
-use crate::store::{PairRecord, Store, StoreError, TaskStore};
+use crate::store::{MailboxRecord, Store, StoreError, TaskStore};
 
 impl Engine {
     /// The configuration.
@@ -109,32 +109,33 @@ impl Engine {
         self.runtime.bus_gaps()
     }
 
-    /// Holds a 2024-11-05 pair whose stream this instance opens, until `ended` (see the relay):
-    /// `Ok(None)` without a shared store; with one, the messages other instances forward.
-    pub async fn hold_pair(
+    /// Holds a mailbox this instance opens for `principal`, until `ended` (see
+    /// [`crate::mailbox`]): `Ok(None)` without a shared store; with one, its record is written
+    /// before this returns, and the receiver yields the mail other instances forward to it.
+    pub async fn hold_mailbox(
         &self,
         id: &str,
         principal: &str,
         ended: CancellationToken,
-    ) -> Result<Option<mpsc::Receiver<PairMessage>>, StoreError> {
-        self.runtime.hold_pair(id, principal, ended).await
+    ) -> Result<Option<mpsc::Receiver<Mail>>, StoreError> {
+        self.runtime.hold_mailbox(id, principal, ended).await
     }
 
-    /// The record of an open pair held on any instance, if `principal` opened it.
-    pub async fn find_pair(&self, id: &str, principal: &str) -> Result<Option<PairRecord>, StoreError> {
-        self.runtime.find_pair(id, principal).await
+    /// The record of an open mailbox held on any instance, if `principal` opened it.
+    pub async fn find_mailbox(&self, id: &str, principal: &str) -> Result<Option<MailboxRecord>, StoreError> {
+        self.runtime.find_mailbox(id, principal).await
     }
 
-    /// Forwards a POSTed message of `pair` to the instance holding it and waits for what it
-    /// made of it.
-    pub async fn forward_pair_message(
+    /// Forwards mail (the transport's `payload`, sent as `auth` by `client`) to the instance
+    /// holding `mailbox`, and waits for what it made of it.
+    pub async fn forward_mail(
         &self,
-        pair: &PairRecord,
+        mailbox: &MailboxRecord,
         auth: &AuthInfo,
         client: Option<Remote>,
-        body: &str,
-    ) -> Result<PairOutcome, StoreError> {
-        self.runtime.forward_pair_message(pair, auth, client, body).await
+        payload: Value,
+    ) -> Result<MailOutcome, StoreError> {
+        self.runtime.forward_mail(mailbox, auth, client, payload).await
     }
 
     /// Sends an application message to every other instance sharing the store (nothing

@@ -21,7 +21,7 @@ pub struct Answer {
     /// The HTTP status it is answered with.
     pub status: u16,
     /// The legacy session `initialize` minted and the transport now serves (HTTP sends its id
-    /// in `Mcp-Session-Id`; stdio and the pair connect its outlet).
+    /// in `Mcp-Session-Id`; a transport with a session slot connects its outlet).
     pub session: Option<SessionHandle>,
     /// When the caller lacks scopes the operation needs: every scope it needs (HTTP answers 403
     /// with the authentication provider's `insufficient_scope` challenge naming them).

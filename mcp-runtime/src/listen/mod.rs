@@ -8,13 +8,13 @@
 //! directly and never waits: a subscriber whose channel is full misses the
 //! notification (notifications have no reply), and a closed one is removed.
 //!
-//! A subscription's channel is a `mailbox`: a queue that allocates only
+//! A subscription's channel is a `queue`: one that allocates only
 //! while notifications wait in it (an idle subscription holds a few dozen
 //! bytes for it, where a `tokio::sync::mpsc` channel holds a block of 32
 //! slots from the start), since a server may hold thousands of idle
 //! subscriptions.
 
-mod mailbox;
+mod queue;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Change, Registry};
 use crate::sink::Frame;
-use mailbox::{Inbox, Mailbox, Refused, mailbox};
+use queue::{Inbox, Outbox, Refused, queue};
 
 /// Who holds a subscription: its principal, and the peer it came from (the client's address
 /// on HTTP; `None` where the transport has one peer, as on stdio).
@@ -142,7 +142,7 @@ struct Entry {
     holder: Holder,
     listen_id: RequestId,
     filter: ListenFilter,
-    tx: Mailbox,
+    tx: Outbox,
 }
 
 /// The bounds on open subscriptions (`ServerConfig::max_listeners`,
@@ -213,7 +213,7 @@ impl Subscriptions {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take(holder, &self.limits)?;
-        let (tx, rx) = mailbox();
+        let (tx, rx) = queue();
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         self.entries.insert(
             key,

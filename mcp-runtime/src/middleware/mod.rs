@@ -1,6 +1,5 @@
 //! The middleware chain: layers every inbound request and notification goes through, whatever
-//! the transport (stdio, Streamable HTTP, the 2024-11-05 pair; each item of a batch on its
-//! own).
+//! the transport (stdio, HTTP, a transport of your own; each item of a batch on its own).
 //!
 //! A layer ([`Middleware`]: a plain async closure `|request, next| async move { … }`, or a type
 //! implementing the trait) sees the message ([`Inbound`]: its method, params, id, principal,

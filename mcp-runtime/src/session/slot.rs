@@ -1,5 +1,5 @@
 //! The session slot of a transport that holds one legacy session per connection or process
-//! (stdio, the 2024-11-05 HTTP+SSE pair), with the requests in flight on it.
+//! (stdio, a held stream), with the requests in flight on it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

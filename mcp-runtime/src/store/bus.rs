@@ -2,8 +2,8 @@
 //!
 //! The bus carries opaque bytes; the runtime defines what they say (list changes, resource
 //! updates, session ends and changes, responses and cancellations for a request another
-//! instance holds, new stream events, task control, HTTP+SSE pair messages for the instance
-//! holding the pair). Delivery is at most once, like Redis
+//! instance holds, new stream events, task control, mail for the instance holding its
+//! mailbox). Delivery is at most once, like Redis
 //! pub/sub: a subscriber that could not keep up, or lost its connection, is told so with
 //! [`BusEvent::Gap`] and reacts as to a lag (every list is re-announced, streams re-read their
 //! logs), so a loss is never silent.

@@ -1,4 +1,4 @@
-//! The [`EventLog`] seam: the events of each session's SSE streams, behind event ids and
+//! The [`EventLog`] seam: the events of each session's streams, behind event ids and
 //! `Last-Event-ID` replay, and the in-memory default.
 //!
 //! Every stream of a session has its own log: the session's GET stream and each resumable POST

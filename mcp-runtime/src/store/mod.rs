@@ -9,16 +9,16 @@
 //!
 //! - [`SessionRecords`]: the negotiated part of each legacy session (revision, client info and
 //!   capabilities, principal, log level, resource subscriptions), with a sliding idle expiry;
-//! - [`EventLog`]: the events of each session's streams, behind SSE ids and `Last-Event-ID`
+//! - [`EventLog`]: the events of each session's streams, behind event ids and `Last-Event-ID`
 //!   replay, bounded per stream, written before they are sent;
 //! - [`TaskStore`]: task records;
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
-//!   request, session ends and changes, new stream events, task control, the messages of an
-//!   HTTP+SSE pair for the instance holding its stream (and what it made of them);
+//!   request, session ends and changes, new stream events, task control, mail for the
+//!   instance holding its mailbox (and what it made of it);
 //! - [`Membership`]: which instances are alive (the tasks of a dead one are failed by recovery);
-//! - [`PairRecords`]: which instance holds each open 2024-11-05 HTTP+SSE pair's stream, and for
-//!   which principal, so that a POST of the pair reaching any instance is forwarded there;
+//! - [`MailboxRecords`]: which instance holds each open mailbox, and for which principal, so
+//!   that mail for it reaching any instance is forwarded there (see [`crate::mailbox`]);
 //! - [`RateBuckets`]: the rate-limit buckets of the `RateLimit` middleware, so that a client
 //!   gets its rate once across every instance, not once per instance.
 //!
@@ -34,8 +34,8 @@ mod buckets;
 mod bus;
 mod error;
 mod events;
+mod mailboxes;
 mod members;
-mod pairs;
 mod quota;
 mod sessions;
 mod tasks;
@@ -46,8 +46,8 @@ pub use buckets::{Admission, MemoryBuckets, RateBuckets};
 pub use bus::{Bus, BusEvent, Fanout, MemoryBus};
 pub use error::{StoreError, StoreFuture};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
+pub use mailboxes::{MailboxRecord, MailboxRecords, MemoryMailboxRecords};
 pub use members::{Membership, MemoryMembership};
-pub use pairs::{MemoryPairRecords, PairRecord, PairRecords};
 pub use quota::{Quota, QuotaError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
@@ -70,8 +70,8 @@ pub struct Store {
     pub members: Arc<dyn Membership>,
     /// Rate-limit buckets (used by the `RateLimit` middleware a server is built with).
     pub buckets: Arc<dyn RateBuckets>,
-    /// The open 2024-11-05 HTTP+SSE pairs and the instances holding their streams.
-    pub pairs: Arc<dyn PairRecords>,
+    /// The open mailboxes and the instances holding them.
+    pub mailboxes: Arc<dyn MailboxRecords>,
 }
 
 impl std::fmt::Debug for Store {
@@ -100,7 +100,7 @@ impl Store {
             bus: Arc::new(MemoryBus::new()),
             members: Arc::new(MemoryMembership::new()),
             buckets: Arc::new(MemoryBuckets::new()),
-            pairs: Arc::new(MemoryPairRecords::new()),
+            mailboxes: Arc::new(MemoryMailboxRecords::new()),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The message path of the 2024-11-05 pair: each POST names its pair (`sessionId`), is
 //! answered `202` once its message is handed to the engine (this instance's, or the one holding
-//! the pair's stream, through the engine's relay), and the answer travels on the pair's stream.
+//! the pair's stream, as mail to the pair's mailbox: see [`super::relay`]), and the answer
+//! travels on the pair's stream.
 
 use std::sync::Arc;
 
@@ -13,10 +14,11 @@ use mcp_protocol::jsonrpc::{Inbound, decode};
 use mcp_protocol::{Message, RpcError};
 use mcp_runtime::engine::BatchStep;
 use mcp_runtime::engine::Remote;
-use mcp_runtime::relay::PairOutcome;
-use mcp_runtime::store::PairRecord;
+use mcp_runtime::mailbox::MailOutcome;
+use mcp_runtime::store::MailboxRecord;
 use mcp_runtime::{Answer, Peer, SessionHandle, Sessions, Sink, Step};
 
+use super::relay::{PairAnswer, forwarded_body};
 use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
 use crate::guard;
@@ -54,7 +56,7 @@ enum Holder {
     /// Here: the message goes to the engine.
     Here(Arc<Pair>),
     /// On another instance (known from the shared store): the message is forwarded there.
-    Elsewhere(PairRecord),
+    Elsewhere(MailboxRecord),
 }
 
 /// Finds the pair `id` of `principal`: held here, or (with a shared store) on another instance.
@@ -63,7 +65,7 @@ async fn locate(shared: &Shared, id: &str, principal: &str) -> Result<Holder, Re
     if let Some(pair) = shared.pairs.get(id, principal) {
         return Ok(Holder::Here(pair));
     }
-    match shared.engine.find_pair(id, principal).await {
+    match shared.engine.find_mailbox(id, principal).await {
         Ok(Some(record)) => Ok(Holder::Elsewhere(record)),
         Ok(None) => Err(session_not_found()),
         Err(e) => {
@@ -131,7 +133,7 @@ async fn post(shared: &Arc<Shared>, req: Request) -> Response {
 /// the holder handed it to its engine, as a local POST.
 async fn forward(
     shared: &Shared,
-    record: &PairRecord,
+    record: &MailboxRecord,
     auth: &AuthInfo,
     client: Option<Remote>,
     bytes: &[u8],
@@ -140,10 +142,20 @@ async fn forward(
     let Ok(body) = std::str::from_utf8(bytes) else {
         return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));
     };
-    match shared.engine.forward_pair_message(record, auth, client, body).await {
-        Ok(PairOutcome::Accepted) => empty(status::NOTHING_TO_ANSWER),
-        Ok(PairOutcome::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
-        Ok(PairOutcome::Busy) => overloaded(),
+    match shared
+        .engine
+        .forward_mail(record, auth, client, forwarded_body(body))
+        .await
+    {
+        Ok(MailOutcome::Handled(answer)) => match PairAnswer::read(&answer) {
+            Some(PairAnswer::Accepted) => empty(status::NOTHING_TO_ANSWER),
+            Some(PairAnswer::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
+            None => {
+                tracing::warn!(pair = %record.id, "HTTP+SSE message forwarded, but the holder's answer is unreadable");
+                store_unavailable()
+            }
+        },
+        Ok(MailOutcome::Busy) => overloaded(),
         Ok(_) => session_not_found(),
         Err(e) => {
             tracing::warn!(pair = %record.id, error = %e, "HTTP+SSE message not forwarded");

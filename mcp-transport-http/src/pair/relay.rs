@@ -1,14 +1,22 @@
-//! The messages of a pair held here that reached other instances: the engine's relay brings
-//! them to the pair's inbox, in the order the bus carried them, and each is handed to the engine
-//! exactly as a POST reaching this instance would be ([`message::handle`]), one after the other;
-//! the forwarding instance answers its client as the outcome says.
+//! The messages of a pair held here that reached other instances. The pair is a mailbox of the
+//! engine's addressed delivery ([`mcp_runtime::mailbox`]; its id is the pair's): a POST reaching
+//! another instance is forwarded as mail whose payload is the POSTed body
+//! ([`forwarded_body`]), the engine brings it to the pair's inbox in the order the bus carried
+//! it, and each is handed to the engine exactly as a POST reaching this instance would be
+//! ([`message::handle`]), one after the other. What the holder made of it travels back as a
+//! [`PairAnswer`] inside [`MailOutcome::Handled`], and the forwarding instance answers its client
+//! as it says ([`PairAnswer::read`]); the engine's own [`MailOutcome::Gone`] and
+//! [`MailOutcome::Busy`] are `404` and `503` there.
 
 use std::sync::Arc;
 
+use mcp_protocol::error::Stage;
 use mcp_protocol::jsonrpc::{decode, encode_error};
+use mcp_protocol::{RequestId, RpcError};
+use mcp_runtime::mailbox::{Mail, MailOutcome, MailReceipt};
 use mcp_runtime::observe::Network;
-use mcp_runtime::relay::{PairMessage, PairOutcome};
 use mcp_runtime::{Peer, Sessions};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::message;
@@ -16,9 +24,67 @@ use crate::body::limits;
 use crate::state::{Pair, Shared};
 use crate::status;
 
+/// What the instance holding a pair made of a POST another instance forwarded to it, when it
+/// handled it (it travels in [`MailOutcome::Handled`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PairAnswer {
+    /// Handed to the holder's engine; the answer travels on the pair's stream (`202`).
+    Accepted,
+    /// Answered on the POST itself (a refused batch, a body the holder refused): the HTTP
+    /// status and the JSON body.
+    Answered {
+        /// The HTTP status.
+        status: u16,
+        /// The JSON body.
+        body: String,
+    },
+}
+
+impl PairAnswer {
+    /// As it travels: `{"k":"accepted"}` or `{"k":"answered","status":…,"body":…}`.
+    fn to_value(&self) -> Value {
+        match self {
+            PairAnswer::Accepted => json!({ "k": "accepted" }),
+            PairAnswer::Answered { status, body } => json!({ "k": "answered", "status": status, "body": body }),
+        }
+    }
+
+    /// Reads what [`PairAnswer::to_value`] wrote (`None` for anything else).
+    pub(crate) fn read(value: &Value) -> Option<PairAnswer> {
+        match value.get("k")?.as_str()? {
+            "accepted" => Some(PairAnswer::Accepted),
+            "answered" => Some(PairAnswer::Answered {
+                status: u16::try_from(value.get("status")?.as_u64()?).ok()?,
+                body: value.get("body")?.as_str()?.to_owned(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Sends it to the forwarding instance.
+    fn send(self, receipt: MailReceipt) {
+        receipt.answer(MailOutcome::Handled(self.to_value()));
+    }
+}
+
+/// The mail a forwarded POST is: its body, as POSTed (the forwarding instance checked that it
+/// decodes).
+pub(crate) fn forwarded_body(body: &str) -> Value {
+    Value::String(body.to_owned())
+}
+
+/// A message refused before it reached the engine, answered on the POST.
+fn refused(id: Option<&RequestId>, error: &RpcError) -> PairAnswer {
+    let frame = encode_error(id, error);
+    PairAnswer::Answered {
+        status: status::at(Stage::Envelope, error.code).as_u16(),
+        body: String::from_utf8_lossy(&frame).into_owned(),
+    }
+}
+
 /// Hands the pair's forwarded messages to the engine until its stream ends (those still queued
 /// then are answered `Gone`: the pair ended before they were handled).
-pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Receiver<PairMessage>) {
+pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Receiver<Mail>) {
     loop {
         let m = tokio::select! {
             () = pair.ended().cancelled() => return,
@@ -27,44 +93,76 @@ pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Re
                 None => return,
             },
         };
-        let PairMessage {
+        let Mail {
             auth,
             client,
-            body,
+            payload,
             receipt,
             ..
         } = m;
         if *auth.principal != *pair.principal {
-            receipt.answer(PairOutcome::Gone);
+            receipt.answer(MailOutcome::Gone);
             continue;
         }
         let Ok(permit) = shared.permit(client.map(|r| r.address)) else {
-            receipt.answer(PairOutcome::Busy);
+            receipt.answer(MailOutcome::Busy);
+            continue;
+        };
+        let Value::String(body) = payload else {
+            // Not what a POST forwards: refused as a body that does not parse.
+            refused(None, &RpcError::parse_error("forwarded message is not a body")).send(receipt);
             continue;
         };
         let inbound = match decode(body.as_bytes(), &limits(&shared.config)) {
             Ok(i) => i,
             // The forwarding instance decoded it; a stricter limit here refuses it alike.
             Err(e) => {
-                let frame = encode_error(e.id(), &e.to_rpc_error());
-                receipt.answer(PairOutcome::Answered {
-                    status: status::at(mcp_protocol::error::Stage::Envelope, e.to_rpc_error().code).as_u16(),
-                    body: String::from_utf8_lossy(&frame).into_owned(),
-                });
+                refused(e.id(), &e.to_rpc_error()).send(receipt);
                 continue;
             }
         };
-        // Relayed by another instance: HTTP, of a version the relay does not carry.
+        // Forwarded by another instance: HTTP, of a version the mail does not carry.
         let mut peer = Peer::new(Arc::new(auth), Sessions::Slot(&pair.slot)).with_network(Network::HTTP);
         peer.remote = client;
         peer.legacy_only = true;
-        let outcome = match message::handle(&shared, &pair, &peer, inbound, permit).await {
-            None => PairOutcome::Accepted,
-            Some(a) => PairOutcome::Answered {
+        let answer = match message::handle(&shared, &pair, &peer, inbound, permit).await {
+            None => PairAnswer::Accepted,
+            Some(a) => PairAnswer::Answered {
                 status: a.status,
                 body: String::from_utf8_lossy(&a.frame).into_owned(),
             },
         };
-        receipt.answer(outcome);
+        answer.send(receipt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_reads_back_as_written() {
+        for answer in [
+            PairAnswer::Accepted,
+            PairAnswer::Answered {
+                status: 400,
+                body: r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#.into(),
+            },
+        ] {
+            assert_eq!(PairAnswer::read(&answer.to_value()), Some(answer));
+        }
+    }
+
+    #[test]
+    fn what_no_holder_writes_is_not_an_answer() {
+        for value in [
+            Value::Null,
+            json!("accepted"),
+            json!({ "k": "later" }),
+            json!({ "k": "answered", "status": 70000, "body": "" }),
+            json!({ "k": "answered", "status": 400 }),
+        ] {
+            assert_eq!(PairAnswer::read(&value), None, "{value}");
+        }
     }
 }

@@ -86,7 +86,7 @@ async fn open(shared: &Arc<Shared>, req: Request) -> Response {
     // path: the client's first POST may reach any instance.
     match shared
         .engine
-        .hold_pair(&id, &auth.principal, pair.ended().clone())
+        .hold_mailbox(&id, &auth.principal, pair.ended().clone())
         .await
     {
         Ok(Some(inbox)) => {

@@ -155,7 +155,7 @@ async fn once_the_holders_stream_ends_the_other_instance_answers_404() {
         }
         assert_eq!(status, StatusCode::NOT_FOUND, "the pair went with its stream");
         let id = url.split("sessionId=").nth(1).expect("an id");
-        assert_eq!(store.pairs.load(id).await.unwrap(), None, "its record is gone");
+        assert_eq!(store.mailboxes.load(id).await.unwrap(), None, "its record is gone");
     })
     .await;
 }

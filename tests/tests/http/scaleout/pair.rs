@@ -118,7 +118,7 @@ async fn the_holder_of_a_pair_dies(mut c: Cluster) {
     }
     let id = url.split("sessionId=").nth(1).expect("an id");
     assert_eq!(
-        c.store.pairs.load(id).await.unwrap(),
+        c.store.mailboxes.load(id).await.unwrap(),
         None,
         "the dead holder's record is gone"
     );

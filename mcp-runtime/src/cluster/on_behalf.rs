@@ -38,7 +38,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The bookkeeping of requests served across instances.
 #[derive(Debug, Default)]
-pub(super) struct Remote {
+pub(super) struct OnBehalf {
     /// Numbers followers.
     next: AtomicU64,
     /// Elicitation completions asked of the other instances.
@@ -51,7 +51,7 @@ pub(super) struct Remote {
     followed: Mutex<HashMap<String, (String, u64)>>,
 }
 
-impl Remote {
+impl OnBehalf {
     fn number(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -61,22 +61,22 @@ impl Cluster {
     /// Completes a URL-mode elicitation this instance does not hold: `true` once the instance
     /// holding it answered that it completed it.
     pub(crate) async fn complete_elicitation(&self, id: &str, principal: &str) -> bool {
-        let (ask, rx) = self.remote.asks.open();
+        let (ask, rx) = self.on_behalf.asks.open();
         let sent = self.publish(Note::CompleteElicitation {
             id: id.to_owned(),
             principal: principal.to_owned(),
             ask,
         });
         let done = sent.is_ok() && matches!(tokio::time::timeout(ANSWER_WAIT, rx).await, Ok(Ok(())));
-        self.remote.asks.close(ask);
+        self.on_behalf.asks.close(ask);
         done
     }
 
     /// Sends the messages of `task` (run by `runner`, another instance) to `sink` until the
     /// returned guard is dropped.
     pub(crate) fn follow(&self, runner: &str, task: &str, sink: Sink) -> Following {
-        let number = self.remote.number();
-        lock(&self.remote.following).insert(task.to_owned(), (number, sink));
+        let number = self.on_behalf.number();
+        lock(&self.on_behalf.following).insert(task.to_owned(), (number, sink));
         let _ = self.publish_to(runner, Note::TaskFollow { task: task.to_owned() });
         let cluster = self.me.get().cloned().unwrap_or_default();
         let runner = runner.to_owned();
@@ -84,7 +84,7 @@ impl Cluster {
         Following::new(move || {
             let Some(c) = cluster.upgrade() else { return };
             let mine = {
-                let mut following = lock(&c.remote.following);
+                let mut following = lock(&c.on_behalf.following);
                 let mine = following.get(&task).is_some_and(|(n, _)| *n == number);
                 if mine {
                     following.remove(&task);
@@ -108,10 +108,10 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
                 let _ = cluster.publish_to(from, Note::Answer { ask });
             }
         }
-        Note::Answer { ask } => cluster.remote.asks.answer(ask, ()),
+        Note::Answer { ask } => cluster.on_behalf.asks.answer(ask, ()),
         Note::TaskFollow { task } => attach_follower(cluster, from, task),
         Note::TaskFrame { task, frame } => {
-            let mut following = lock(&cluster.remote.following);
+            let mut following = lock(&cluster.on_behalf.following);
             let sink = following.get(&task).map(|(_, s)| s.clone());
             match sink {
                 Some(sink) if sink.can_stream() => {
@@ -133,7 +133,7 @@ pub(super) fn apply(cluster: &Arc<Cluster>, from: &str, note: Note) -> Option<No
         }
         Note::TaskUnfollow { task } => {
             let live = cluster.tasks.get().and_then(Weak::upgrade).and_then(|t| t.live(&task));
-            let mut followed = lock(&cluster.remote.followed);
+            let mut followed = lock(&cluster.on_behalf.followed);
             if followed.get(&task).is_some_and(|(follower, _)| follower == from) {
                 followed.remove(&task);
                 if let Some(live) = live {
@@ -155,8 +155,8 @@ fn attach_follower(cluster: &Arc<Cluster>, from: &str, task: String) {
     if live.is_finished() {
         return;
     }
-    let number = cluster.remote.number();
-    lock(&cluster.remote.followed).insert(task.clone(), (from.to_owned(), number));
+    let number = cluster.on_behalf.number();
+    lock(&cluster.on_behalf.followed).insert(task.clone(), (from.to_owned(), number));
     let (sink, mut frames) = Sink::channel(FOLLOW_QUEUE);
     live.relay.attach(sink);
     let weak = Arc::downgrade(cluster);
@@ -174,7 +174,7 @@ fn attach_follower(cluster: &Arc<Cluster>, from: &str, task: String) {
             }
         }
         if let Some(c) = weak.upgrade() {
-            let mut followed = lock(&c.remote.followed);
+            let mut followed = lock(&c.on_behalf.followed);
             if followed.get(&task).is_some_and(|(_, n)| *n == number) {
                 followed.remove(&task);
             }

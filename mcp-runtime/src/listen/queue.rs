@@ -28,7 +28,7 @@ pub(super) enum Refused {
     Closed,
 }
 
-/// A bounded queue of frames from the fan-out to one subscription: [`mailbox`].
+/// A bounded queue of frames from the fan-out to one subscription: [`queue`].
 #[derive(Debug, Default)]
 struct Queue {
     frames: Mutex<VecDeque<Frame>>,
@@ -36,13 +36,13 @@ struct Queue {
     waker: AtomicWaker,
     /// The [`Inbox`] was dropped.
     receiver_gone: AtomicBool,
-    /// The [`Mailbox`] was dropped or closed: the receiver gets what is queued, then the end.
+    /// The [`Outbox`] was dropped or closed: the receiver gets what is queued, then the end.
     sender_gone: AtomicBool,
 }
 
-/// The sending end: [`Mailbox::try_send`] never waits.
+/// The sending end: [`Outbox::try_send`] never waits.
 #[derive(Debug)]
-pub(super) struct Mailbox(Arc<Queue>);
+pub(super) struct Outbox(Arc<Queue>);
 
 /// The receiving end, held by the [`Listener`].
 #[derive(Debug)]
@@ -50,12 +50,12 @@ pub(super) struct Inbox(Arc<Queue>);
 
 /// A queue of at most [`LISTENER_BUFFER`] frames with one sender and one receiver. Unlike
 /// `tokio::sync::mpsc`, it allocates nothing beyond its header until frames wait in it.
-pub(super) fn mailbox() -> (Mailbox, Inbox) {
+pub(super) fn queue() -> (Outbox, Inbox) {
     let queue = Arc::new(Queue::default());
-    (Mailbox(queue.clone()), Inbox(queue))
+    (Outbox(queue.clone()), Inbox(queue))
 }
 
-impl Mailbox {
+impl Outbox {
     /// Queues `frame`, unless the queue is full or the receiver is gone.
     pub(super) fn try_send(&self, frame: Frame) -> Result<(), Refused> {
         if self.0.receiver_gone.load(Ordering::Acquire) || self.0.sender_gone.load(Ordering::Acquire) {
@@ -81,7 +81,7 @@ impl Mailbox {
     }
 }
 
-impl Drop for Mailbox {
+impl Drop for Outbox {
     fn drop(&mut self) {
         self.close();
     }

@@ -1,29 +1,29 @@
-//! [`PairRecords`] on Redis: one key per open HTTP+SSE pair, the record as JSON, `SET … PX ttl`.
+//! [`MailboxRecords`] on Redis: one key per open mailbox, the record as JSON, `SET … PX ttl`.
 
 use std::time::Duration;
 
 use mcp_runtime::StoreError;
-use mcp_runtime::store::{PairRecord, PairRecords, StoreFuture};
+use mcp_runtime::store::{MailboxRecord, MailboxRecords, StoreFuture};
 
 use crate::conn::{Conn, millis, store_error};
 
-/// HTTP+SSE pair records in Redis.
-pub(crate) struct RedisPairRecords {
+/// Mailbox records in Redis.
+pub(crate) struct RedisMailboxRecords {
     conn: Conn,
 }
 
-impl RedisPairRecords {
+impl RedisMailboxRecords {
     pub(crate) fn new(conn: Conn) -> Self {
-        RedisPairRecords { conn }
+        RedisMailboxRecords { conn }
     }
 }
 
-impl PairRecords for RedisPairRecords {
-    fn open<'a>(&'a self, record: &'a PairRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+impl MailboxRecords for RedisMailboxRecords {
+    fn open<'a>(&'a self, record: &'a MailboxRecord, ttl: Duration) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let json = serde_json::to_string(record).map_err(|e| StoreError::Backend(e.to_string()))?;
             let _: redis::Value = redis::cmd("SET")
-                .arg(self.conn.keys.pair(&record.id))
+                .arg(self.conn.keys.mailbox(&record.id))
                 .arg(json)
                 .arg("PX")
                 .arg(millis(ttl).max(1))
@@ -34,17 +34,17 @@ impl PairRecords for RedisPairRecords {
         })
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<PairRecord>> {
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<MailboxRecord>> {
         Box::pin(async move {
             let json: Option<String> = redis::cmd("GET")
-                .arg(self.conn.keys.pair(id))
+                .arg(self.conn.keys.mailbox(id))
                 .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
             Ok(json.and_then(|j| match serde_json::from_str(&j) {
                 Ok(r) => Some(r),
                 Err(e) => {
-                    tracing::warn!(pair = id, error = %e, "stored HTTP+SSE pair record does not decode: treated as gone");
+                    tracing::warn!(mailbox = id, error = %e, "stored mailbox record does not decode: treated as gone");
                     None
                 }
             }))
@@ -54,7 +54,7 @@ impl PairRecords for RedisPairRecords {
     fn refresh<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let n: i64 = redis::cmd("PEXPIRE")
-                .arg(self.conn.keys.pair(id))
+                .arg(self.conn.keys.mailbox(id))
                 .arg(millis(ttl).max(1))
                 .query_async(&mut self.conn.commands())
                 .await
@@ -66,7 +66,7 @@ impl PairRecords for RedisPairRecords {
     fn close<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let _: i64 = redis::cmd("DEL")
-                .arg(self.conn.keys.pair(id))
+                .arg(self.conn.keys.mailbox(id))
                 .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;

@@ -1,6 +1,6 @@
-//! The cluster's background tasks: the bus listener applying what other instances say, the
-//! forwarder of this instance's registry changes, the heartbeat, and the appender of stream
-//! events.
+//! The cluster's loops, each run as a background task for as long as the runtime lives: the bus
+//! listener applying what other instances say, the forwarder of this instance's registry
+//! changes, the heartbeat, and the appender of stream events.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
@@ -105,26 +105,26 @@ pub(super) async fn listen(
             _ => {}
         }
         match envelope.note {
-            Note::PairMessage {
+            Note::Mail {
                 n,
-                pair,
+                mailbox,
                 principal,
                 scopes,
                 claims,
                 client,
-                body,
+                payload,
             } => {
                 let auth = AuthInfo::new(principal).with_scopes(scopes).with_claims(claims);
-                cluster.pair_message(&envelope.from, n, &pair, auth, client, body);
+                cluster.mail(&envelope.from, n, mailbox, auth, client, payload);
                 continue;
             }
-            Note::PairReceipt { n, outcome } => {
-                cluster.pair_receipt(n, outcome);
+            Note::MailReceipt { n, outcome } => {
+                cluster.mail_receipt(n, outcome);
                 continue;
             }
             note => envelope.note = note,
         }
-        let Some(note) = super::remote::apply(&cluster, &envelope.from, envelope.note) else {
+        let Some(note) = super::on_behalf::apply(&cluster, &envelope.from, envelope.note) else {
             continue;
         };
         envelope.note = note;
@@ -190,8 +190,8 @@ fn apply(note: Note, sessions: &SessionStore, registry: &Registry, tasks: Option
         | Note::TaskFollow { .. }
         | Note::TaskFrame { .. }
         | Note::TaskUnfollow { .. }
-        | Note::PairMessage { .. }
-        | Note::PairReceipt { .. } => {}
+        | Note::Mail { .. }
+        | Note::MailReceipt { .. } => {}
         Note::TaskChanged { task, params } => {
             if let Some(tasks) = tasks {
                 tasks.subscriptions().task_changed(&task, params);
