@@ -42,8 +42,6 @@ use serde_json::Value;
 
 use crate::remote::Remote;
 
-mod entry;
-
 /// How long a mailbox's record lives without a refresh (its holder refreshes it every third of
 /// this while it holds the mailbox): the longest a dead holder's mailbox can still be found. A
 /// forwarding instance that finds the holder dead removes the record sooner.
