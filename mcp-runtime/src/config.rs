@@ -73,8 +73,8 @@ pub struct ServerConfig {
     /// `notifications/message`. Without it, `logging/setLevel` is -32601 and `Ctx::log` sends
     /// nothing (the protocol has a server that logs declare it).
     pub logging: bool,
-    /// Events kept per session stream in a shared store's event log, for `Last-Event-ID`
-    /// replay on any instance (default 256; a single process uses the HTTP transport's own
+    /// Events kept per session stream in a shared store's event log, for replay from an
+    /// event id on any instance (default 256; a single process uses the HTTP transport's own
     /// stream buffer).
     pub max_stream_events: usize,
     /// The key sealing MRTR `requestState` (share it between instances behind

@@ -28,12 +28,10 @@ use crate::dispatch::route::Routing;
 use crate::elicitation::{ElicitationError, Elicitations};
 use crate::exec::rounds::Rounds;
 use crate::listen::{self, Holder, ListenError, Listener, Subscriptions};
-use crate::mailbox::{FORWARD_WAIT, Mail, MailOutcome};
-use crate::remote::Remote;
 use crate::reply::Reply;
 use crate::session::store::{SessionStore, StartError};
 use crate::session::{InFlight, Session};
-use crate::store::{InMemoryTaskStore, MailboxRecord, SessionField, Store, StoreError, TaskOwner, TaskStore};
+use crate::store::{InMemoryTaskStore, SessionField, Store, StoreError, TaskOwner, TaskStore};
 use crate::tasks::Tasks;
 
 /// The protocol state of one server: registry, configuration, sessions, tasks, subscriptions.
@@ -110,8 +108,8 @@ impl Runtime {
         self.dropped.clone()
     }
 
-    /// A receiver woken whenever messages between instances may have been lost (GET streams
-    /// re-read their logs); `None` without a store.
+    /// A receiver woken whenever messages between instances may have been lost (streams that follow a
+    /// session's log re-read it); `None` without a store.
     pub(crate) fn bus_gaps(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.cluster.as_ref().map(|c| c.gaps())
     }
@@ -573,58 +571,5 @@ impl Runtime {
     /// How many URL-mode elicitations `principal` has pending (live ids).
     pub(crate) fn pending_elicitations(&self, principal: &str) -> usize {
         self.elicitations.live_for(principal)
-    }
-}
-
-/// Addressed delivery over the bus ([`mailbox`](crate::mailbox)).
-impl Runtime {
-    /// Holds a mailbox this instance opens for `principal`, until `ended` is cancelled. Without
-    /// a shared store, `Ok(None)` (every message for the mailbox must reach this instance). With
-    /// one, the mailbox's record is written before this answers (so that the transport may name
-    /// the mailbox to its client), refreshed every third of [`MAILBOX_TTL`](crate::mailbox::MAILBOX_TTL)
-    /// and deleted once `ended` is cancelled; the receiver yields the mail other instances
-    /// forward, in the order the bus brought it, until `ended`.
-    pub(crate) async fn hold_mailbox(
-        &self,
-        id: &str,
-        principal: &str,
-        ended: CancellationToken,
-    ) -> Result<Option<tokio::sync::mpsc::Receiver<Mail>>, StoreError> {
-        let Some(cluster) = self.cluster() else {
-            return Ok(None);
-        };
-        cluster.hold_mailbox(id, principal, ended).await.map(Some)
-    }
-
-    /// The record of an open mailbox, held here or on another instance, if `principal` opened
-    /// it: an unknown mailbox, an expired one and another principal's are all `Ok(None)`. Always
-    /// `Ok(None)` without a shared store.
-    pub(crate) async fn find_mailbox(&self, id: &str, principal: &str) -> Result<Option<MailboxRecord>, StoreError> {
-        let Some(cluster) = self.cluster() else {
-            return Ok(None);
-        };
-        Ok(cluster
-            .store()
-            .mailboxes
-            .load(id)
-            .await?
-            .filter(|r| r.principal == principal))
-    }
-
-    /// Forwards mail for `mailbox` to its holder and waits (at most [`FORWARD_WAIT`]) for what
-    /// it made of it. A holder that does not answer in time and is known dead has its mailbox's
-    /// record removed: [`MailOutcome::Gone`]. `Err` when the bus cannot take the mail, or a live
-    /// holder did not answer in time (the mail may still be handled).
-    pub(crate) async fn forward_mail(
-        &self,
-        mailbox: &MailboxRecord,
-        auth: &AuthInfo,
-        client: Option<Remote>,
-        payload: Value,
-    ) -> Result<MailOutcome, StoreError> {
-        let Some(cluster) = self.cluster() else {
-            return Ok(MailOutcome::Gone);
-        };
-        cluster.forward_mail(mailbox, auth, client, payload, FORWARD_WAIT).await
     }
 }

@@ -4,7 +4,7 @@
 //! ([`RedisStore::replay_cache`]), so that a DPoP proof is single-use across them.
 //!
 //! ```no_run
-//! # mod mcp_server { pub use mcp_runtime::Store; pub use mcp_store_redis as redis; }
+//! # mod mcp_server { pub mod store { pub use mcp_runtime::store::Store; } pub mod redis { pub use mcp_store_redis::*; } }
 //! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
 //! let store: mcp_server::store::Store = mcp_server::redis::RedisStore::connect("redis://127.0.0.1/").await?.into();
 //! # let _ = store;
@@ -28,7 +28,7 @@
 //! some of a cluster's nodes instead of one URL; every seam then works the same way:
 //!
 //! ```no_run
-//! # mod mcp_server { pub use mcp_runtime::Store; pub use mcp_store_redis as redis; }
+//! # mod mcp_server { pub mod store { pub use mcp_runtime::store::Store; } pub mod redis { pub use mcp_store_redis::*; } }
 //! # async fn run() -> Result<(), mcp_store_redis::RedisStoreError> {
 //! let nodes = ["redis://10.0.0.5:7000/", "redis://10.0.0.6:7000/", "redis://10.0.0.7:7000/"];
 //! let store: mcp_server::store::Store = mcp_server::redis::RedisStore::connect_cluster(&nodes).await?.into();

@@ -157,7 +157,7 @@ impl Strangers {
     }
 }
 
-/// Answers a loss like a lag: every list re-announced, every GET stream re-reading its log.
+/// Answers a loss like a lag: every list re-announced, every stream that follows a log re-reading it.
 fn gap(cluster: &Cluster, registry: &Registry, why: &str) {
     tracing::warn!("{why}; every list is re-announced and every stream re-reads its log");
     for change in Change::EVERY_LIST {

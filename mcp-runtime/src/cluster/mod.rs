@@ -13,15 +13,15 @@
 //!   across instances. A client's response, or a `notifications/cancelled`, that reaches an
 //!   instance not holding the waiting request is published on the bus; the holder delivers it.
 //! - **Changes.** A local registry change is published; a change heard on the bus is announced
-//!   to this instance's streams (legacy GET streams and listen streams) without touching the
+//!   to this instance's streams (the transports' streams and listen streams) without touching the
 //!   local catalog (catalogs are code: every instance registers the same one). This instance's
 //!   own change is announced here when the bus brings it back too (at once if the bus cannot
 //!   take it): what an application broadcast before the change has then reached every instance,
 //!   so a client told of the change by one instance lists it on any other.
 //! - **Stream events.** Session-targeted notifications are appended to the session's log in the
 //!   [`EventLog`](crate::store::EventLog) (stored before they are sent) and announced; the instance
-//!   holding the session's GET stream reads them from the log. A GET stream opened on one instance
-//!   ends the session's older GET stream on another (one GET stream per session).
+//!   whose transport streams the session reads them from the log. A stream of the session claimed
+//!   on one instance ends the one on another (one reader per session: [`LogNews::Claimed`](crate::LogNews::Claimed)).
 //! - **Requests served elsewhere.** A URL-mode elicitation is completed by the instance holding
 //!   its record, wherever `complete_elicitation` is called; a 2025-11-25 `tasks/result` on one
 //!   instance carries the messages of a task another instance runs (`on_behalf`).
@@ -42,7 +42,7 @@
 //!   number skipped in another instance's counts, see `numbers`, or a message this instance
 //!   cannot read: another build's, whose format version differs, the first time, an unreadable
 //!   one each time) is answered like a lag:
-//!   every list is re-announced and every GET stream re-reads its log.
+//!   every list is re-announced and every stream that follows a log re-reads it.
 
 mod asks;
 mod delivery;
@@ -103,7 +103,7 @@ pub(crate) struct Cluster {
     event_capacity: usize,
     appends: mpsc::Sender<Append>,
     appends_rx: std::sync::Mutex<Option<mpsc::Receiver<Append>>>,
-    /// Bumped by every bus gap: GET streams re-read their logs.
+    /// Bumped by every bus gap: streams that follow a log re-read it.
     gaps: watch::Sender<u64>,
     /// The number of this instance's last message the bus brought back to it (see
     /// [`Cluster::published_everywhere`]).

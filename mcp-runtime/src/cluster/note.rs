@@ -65,7 +65,7 @@ pub(crate) enum Note {
     Cancel { session: String, id: RequestId },
     /// An event was appended to a session's stream log.
     Event { session: String, stream: u64, id: u64 },
-    /// A GET stream of the session opened on the sender.
+    /// The session's own stream was claimed by a reader on the sender.
     StreamOpened { session: String },
     /// `tasks/cancel` reached the sender for a task another instance runs.
     TaskCancel { task: String },

@@ -5,7 +5,7 @@
 //! - **Elicitation completion.** [`Cluster::complete_elicitation`] publishes the id and the
 //!   principal; the instance holding the record completes it (its
 //!   `notifications/elicitation/complete` goes to the session's log, like any session event, and
-//!   from there to the session's GET stream wherever it is) and answers. No answer within
+//!   from there to whichever instance streams it) and answers. No answer within
 //!   [`ANSWER_WAIT`] is "not found", as for an unknown id: a record lives on the instance whose
 //!   handler elicited, and goes with it.
 //! - **Task messages.** A `tasks/result` for a task another instance runs follows it

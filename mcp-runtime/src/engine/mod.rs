@@ -476,7 +476,7 @@ async fn start(
         Err(e) => return refuse(Stage::Dispatch, e),
     };
     if keeping == Keeping::Store {
-        // The session's event channel (ring buffer, GET stream state) is created by the
+        // Whatever the transport keeps to stream the session's messages is created by the
         // transport when first needed: most sessions never open a stream.
         let config = runtime.config();
         match runtime.start_session(&session, remote).await {

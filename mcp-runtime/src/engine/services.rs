@@ -110,24 +110,38 @@ impl Engine {
     }
 
     /// Holds a mailbox this instance opens for `principal`, until `ended` (see
-    /// [`crate::mailbox`]): `Ok(None)` without a shared store; with one, its record is written
-    /// before this returns, and the receiver yields the mail other instances forward to it.
+    /// [`crate::mailbox`]). Without a shared store, `Ok(None)` (every message for the mailbox
+    /// must reach this instance). With one, the mailbox's record is written before this answers
+    /// (so that the transport may name the mailbox to its client), refreshed every third of
+    /// [`MAILBOX_TTL`](crate::mailbox::MAILBOX_TTL) and deleted once `ended` is cancelled; the
+    /// receiver yields the mail other instances forward, in the order the bus brought it.
     pub async fn hold_mailbox(
         &self,
         id: &str,
         principal: &str,
         ended: CancellationToken,
     ) -> Result<Option<mpsc::Receiver<Mail>>, StoreError> {
-        self.runtime.hold_mailbox(id, principal, ended).await
+        match self.runtime.cluster() {
+            Some(cluster) => cluster.hold_mailbox(id, principal, ended).await.map(Some),
+            None => Ok(None),
+        }
     }
 
-    /// The record of an open mailbox held on any instance, if `principal` opened it.
+    /// The record of an open mailbox, held here or on another instance, if `principal` opened
+    /// it: an unknown mailbox, an expired one and another principal's are all `Ok(None)`, and so
+    /// is every mailbox without a shared store.
     pub async fn find_mailbox(&self, id: &str, principal: &str) -> Result<Option<MailboxRecord>, StoreError> {
-        self.runtime.find_mailbox(id, principal).await
+        let Some(store) = self.runtime.store() else {
+            return Ok(None);
+        };
+        Ok(store.mailboxes.load(id).await?.filter(|r| r.principal == principal))
     }
 
     /// Forwards mail (the transport's `payload`, sent as `auth` by `client`) to the instance
-    /// holding `mailbox`, and waits for what it made of it.
+    /// holding `mailbox`, and waits (at most [`FORWARD_WAIT`](crate::mailbox::FORWARD_WAIT))
+    /// for what it made of it. A holder that does not answer in time and is known dead has its
+    /// mailbox's record removed: [`MailOutcome::Gone`]. `Err` when the bus cannot take the mail,
+    /// or a live holder did not answer in time (the mail may still be handled).
     pub async fn forward_mail(
         &self,
         mailbox: &MailboxRecord,
@@ -135,7 +149,13 @@ impl Engine {
         client: Option<Remote>,
         payload: Value,
     ) -> Result<MailOutcome, StoreError> {
-        self.runtime.forward_mail(mailbox, auth, client, payload).await
+        match self.runtime.cluster() {
+            Some(cluster) => {
+                let wait = crate::mailbox::FORWARD_WAIT;
+                cluster.forward_mail(mailbox, auth, client, payload, wait).await
+            }
+            None => Ok(MailOutcome::Gone),
+        }
     }
 
     /// Sends an application message to every other instance sharing the store (nothing

@@ -2,7 +2,7 @@
 //! between the runtime, which stores a session's messages where every instance reads them, and
 //! the transport, which turns them into resumable streams.
 //!
-//! A transport that resumes streams from any instance (HTTP's event ids over SSE) keeps, per
+//! A transport that resumes streams from any instance (HTTP's event ids) keeps, per
 //! session, whatever wakes its streams; it installs that once as the session's [`LogWatcher`]
 //! ([`SessionHandle::watch_logs`](crate::SessionHandle::watch_logs)). The runtime tells the
 //! watcher of every message appended to one of the session's logs, here or on another instance,

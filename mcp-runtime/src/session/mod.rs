@@ -45,7 +45,7 @@ use crate::store::{SessionField, StoreError};
 
 /// Where the notifications meant for one session go (for example
 /// `notifications/elicitation/complete`): installed by the transport that
-/// serves the session (HTTP: the session's event buffer and GET stream;
+/// serves the session (over HTTP, the session's event buffer and its stream;
 /// stdio: the writer). It answers whether the frame was accepted, and never
 /// waits.
 pub type Outlet = Arc<dyn Fn(Frame) -> bool + Send + Sync>;

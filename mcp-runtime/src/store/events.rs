@@ -1,8 +1,8 @@
-//! The [`EventLog`] seam: the events of each session's streams, behind event ids and
-//! `Last-Event-ID` replay, and the in-memory default.
+//! The [`EventLog`] seam: the events of each session's streams, behind event ids and replay
+//! from an event id, and the in-memory default.
 //!
-//! Every stream of a session has its own log: the session's GET stream and each resumable POST
-//! stream (SEP-1699). Ids are allocated by the log, increasing from 1 within a stream, so that
+//! Every stream of a session has its own log: the session's own stream (`0`: the messages meant
+//! for the session alone) and each resumable stream of a request (SEP-1699). Ids are allocated by the log, increasing from 1 within a stream, so that
 //! whichever instance writes an event, a client resuming on any instance names the same
 //! event. A log keeps the newest `capacity` events; a cursor older than the oldest one kept, or
 //! newer than the newest id handed out, is answered [`Replay::Truncated`] (the stream then says
@@ -14,12 +14,12 @@ use dashmap::DashMap;
 
 use super::StoreFuture;
 
-/// One stream's log: a session and the stream's number in it (0: the GET stream).
+/// One stream's log: a session and the stream's number in it (0: the session's own stream).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StreamKey {
     /// The session id.
     pub session: String,
-    /// The stream's number: 0 for the session's GET stream, the POST stream's number otherwise.
+    /// The stream's number: 0 for the session's own stream, a request's stream's number otherwise.
     pub stream: u64,
 }
 
@@ -42,8 +42,8 @@ pub enum Replay {
     Truncated,
     /// The cursor is past every id the stream handed out (or the stream is unknown): what it
     /// names is not stored yet. A stream whose ids are stored before they are sent never sees
-    /// it from an honest client; a stream mirrored after writing (a POST stream of a shared
-    /// session) does, until the mirror catches up.
+    /// it from an honest client; a stream mirrored after writing (a request's stream of a
+    /// shared session) does, until the mirror catches up.
     Ahead,
 }
 

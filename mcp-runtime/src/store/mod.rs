@@ -3,14 +3,14 @@
 //! A single process needs none of this: with no store configured, sessions, stream events,
 //! server-to-client requests and tasks live in the process's memory, as they always did. Behind a
 //! load balancer that does not pin clients, the legacy era's state must be shared: a session
-//! minted on instance A is used on B, a `Last-Event-ID` resumes on B, a client's answer to A's
+//! minted on instance A is used on B, a stream resumes on B from an event id, a client's answer to A's
 //! `elicitation/create` reaches B, a task created on A is read on B, a list change raised on B
 //! reaches a stream held by A. A [`Store`] bundles the seams that make that work:
 //!
 //! - [`SessionRecords`]: the negotiated part of each legacy session (revision, client info and
 //!   capabilities, principal, log level, resource subscriptions), with a sliding idle expiry;
-//! - [`EventLog`]: the events of each session's streams, behind event ids and `Last-Event-ID`
-//!   replay, bounded per stream, written before they are sent;
+//! - [`EventLog`]: the events of each session's streams, behind event ids and replay
+//!   from an event id, bounded per stream, written before they are sent;
 //! - [`TaskStore`]: task records;
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
