@@ -43,7 +43,7 @@
 //! Handlers receive a [`Ctx`]: the caller's principal, the era and revision,
 //! the client's capabilities, progress and log emitters, a cancellation
 //! token, and client input in both eras: [`Ctx::elicit`] (a form derived
-//! from a `JsonSchema` type, answered as an [`Elicitation`]), [`Ctx::sample`]
+//! from a `JsonSchema` type, answered as an [`Elicitation`](input::Elicitation)), [`Ctx::sample`]
 //! and [`Ctx::roots`], MRTR rounds for 2026-07-28 clients (the handler runs
 //! again from the top with the answers; see [`input`]) and real
 //! server-to-client requests for legacy ones. A 2025-11-25 URL-mode elicitation ([`Ctx::elicit_url`])
