@@ -17,8 +17,9 @@ use mcp_runtime::engine::Remote;
 use mcp_runtime::mailbox::MailOutcome;
 use mcp_runtime::store::MailboxRecord;
 use mcp_runtime::{Answer, Peer, SessionHandle, Sessions, Sink, Step};
+use serde_json::Value;
 
-use super::relay::{PairAnswer, forwarded_body};
+use super::relay::PairAnswer;
 use crate::admit::{admit, with_cors};
 use crate::body::{limits, read_body};
 use crate::guard;
@@ -138,16 +139,13 @@ async fn forward(
     client: Option<Remote>,
     bytes: &[u8],
 ) -> Response {
-    // It decoded: it is UTF-8.
+    // It decoded: it is UTF-8. The mail is the body as POSTed, a JSON string.
     let Ok(body) = std::str::from_utf8(bytes) else {
         return refused(Stage::Envelope, None, &RpcError::parse_error("body is not UTF-8"));
     };
-    match shared
-        .engine
-        .forward_mail(record, auth, client, forwarded_body(body))
-        .await
-    {
-        Ok(MailOutcome::Handled(answer)) => match PairAnswer::read(&answer) {
+    let mail = Value::String(body.to_owned());
+    match shared.engine.forward_mail(record, auth, client, mail).await {
+        Ok(MailOutcome::Handled(answer)) => match PairAnswer::read(answer) {
             Some(PairAnswer::Accepted) => empty(status::NOTHING_TO_ANSWER),
             Some(PairAnswer::Answered { status: s, body }) => json(status::answer(s), body.into_bytes()),
             None => {

@@ -1,7 +1,7 @@
 //! The messages of a pair held here that reached other instances. The pair is a mailbox of the
 //! engine's addressed delivery ([`mcp_runtime::mailbox`]; its id is the pair's): a POST reaching
-//! another instance is forwarded as mail whose payload is the POSTed body
-//! ([`forwarded_body`]), the engine brings it to the pair's inbox in the order the bus carried
+//! another instance is forwarded as mail whose payload is the POSTed body (a JSON
+//! string), the engine brings it to the pair's inbox in the order the bus carried
 //! it, and each is handed to the engine exactly as a POST reaching this instance would be
 //! ([`message::handle`]), one after the other. What the holder made of it travels back as a
 //! [`PairAnswer`] inside [`MailOutcome::Handled`], and the forwarding instance answers its client
@@ -16,7 +16,7 @@ use mcp_protocol::{RequestId, RpcError};
 use mcp_runtime::mailbox::{Mail, MailOutcome, MailReceipt};
 use mcp_runtime::observe::Network;
 use mcp_runtime::{Peer, Sessions};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::message;
@@ -25,8 +25,10 @@ use crate::state::{Pair, Shared};
 use crate::status;
 
 /// What the instance holding a pair made of a POST another instance forwarded to it, when it
-/// handled it (it travels in [`MailOutcome::Handled`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// handled it (it travels in [`MailOutcome::Handled`] as `{"k":"accepted"}` or
+/// `{"k":"answered","status":…,"body":…}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
 pub(crate) enum PairAnswer {
     /// Handed to the holder's engine; the answer travels on the pair's stream (`202`).
     Accepted,
@@ -41,36 +43,17 @@ pub(crate) enum PairAnswer {
 }
 
 impl PairAnswer {
-    /// As it travels: `{"k":"accepted"}` or `{"k":"answered","status":…,"body":…}`.
-    fn to_value(&self) -> Value {
-        match self {
-            PairAnswer::Accepted => json!({ "k": "accepted" }),
-            PairAnswer::Answered { status, body } => json!({ "k": "answered", "status": status, "body": body }),
-        }
-    }
-
-    /// Reads what [`PairAnswer::to_value`] wrote (`None` for anything else).
-    pub(crate) fn read(value: &Value) -> Option<PairAnswer> {
-        match value.get("k")?.as_str()? {
-            "accepted" => Some(PairAnswer::Accepted),
-            "answered" => Some(PairAnswer::Answered {
-                status: u16::try_from(value.get("status")?.as_u64()?).ok()?,
-                body: value.get("body")?.as_str()?.to_owned(),
-            }),
-            _ => None,
-        }
+    /// Reads what a holder sent (`None` for anything else).
+    pub(crate) fn read(value: Value) -> Option<PairAnswer> {
+        serde_json::from_value(value).ok()
     }
 
     /// Sends it to the forwarding instance.
     fn send(self, receipt: MailReceipt) {
-        receipt.answer(MailOutcome::Handled(self.to_value()));
+        // A unit variant and a struct of a number and a string: serializing cannot fail.
+        let value = serde_json::to_value(&self).unwrap_or_default();
+        receipt.answer(MailOutcome::Handled(value));
     }
-}
-
-/// The mail a forwarded POST is: its body, as POSTed (the forwarding instance checked that it
-/// decodes).
-pub(crate) fn forwarded_body(body: &str) -> Value {
-    Value::String(body.to_owned())
 }
 
 /// A message refused before it reached the engine, answered on the POST.
@@ -138,6 +121,8 @@ pub(crate) async fn inbox(shared: Arc<Shared>, pair: Arc<Pair>, mut rx: mpsc::Re
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -149,7 +134,8 @@ mod tests {
                 body: r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#.into(),
             },
         ] {
-            assert_eq!(PairAnswer::read(&answer.to_value()), Some(answer));
+            let sent = serde_json::to_value(&answer).unwrap();
+            assert_eq!(PairAnswer::read(sent), Some(answer));
         }
     }
 
@@ -162,7 +148,7 @@ mod tests {
             json!({ "k": "answered", "status": 70000, "body": "" }),
             json!({ "k": "answered", "status": 400 }),
         ] {
-            assert_eq!(PairAnswer::read(&value), None, "{value}");
+            assert_eq!(PairAnswer::read(value.clone()), None, "{value}");
         }
     }
 }
