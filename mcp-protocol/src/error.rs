@@ -102,6 +102,13 @@ impl RpcError {
         Self::new(codes::INVALID_PARAMS, message)
     }
 
+    /// -32602 "Unknown tool: NAME", in every revision (the tools page's own example): a
+    /// `tools/call` naming no tool the caller can see is a protocol error, not a tool execution
+    /// error. A tool hidden from the caller answers exactly so.
+    pub fn unknown_tool(name: &str) -> Self {
+        Self::invalid_params(format!("Unknown tool: {name}"))
+    }
+
     /// -32603 with a generic message: internal details never reach the wire.
     pub fn internal() -> Self {
         Self::new(codes::INTERNAL_ERROR, "Internal error")

@@ -283,7 +283,7 @@ impl McpServerBuilder {
     /// Filters the catalog per caller: `hook(auth, kind, key)` says whether
     /// `auth` sees a tool or prompt (by name), a resource (by URI) or a
     /// template (by URI template). Hidden items are left out of the lists
-    /// and answer as unknown (a hidden tool's call is "Unknown tool: X").
+    /// and answer as unknown (a hidden tool's call is -32602 "Unknown tool: X").
     /// Modern cache hints stay `private` while a hook is set.
     pub fn visibility(mut self, hook: impl Fn(&AuthInfo, CatalogKind, &str) -> bool + Send + Sync + 'static) -> Self {
         self.config.visibility = Some(Visibility::new(hook));

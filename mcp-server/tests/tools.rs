@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_server::AuthInfo;
 use mcp_server::prelude::*;
-use mcp_server::testing::TestClient;
+use mcp_server::testing::{ClientError, TestClient};
 
 /// One legacy revision of each shape and the modern one.
 const REVISIONS: [Revision; 3] = [Revision::V2024_11_05, Revision::V2025_11_25, Revision::V2026_07_28];
@@ -163,15 +163,27 @@ async fn tool_error_is_a_result_with_is_error() {
     }
 }
 
-/// An unknown tool is an `isError` result naming it, not a JSON-RPC error (invariant 25).
+/// The -32602 "Unknown tool: NAME" of a call, or a panic naming what came instead.
+fn unknown_tool_error(answer: Result<CallToolResult, ClientError>) -> (i32, String) {
+    match answer {
+        Err(ClientError::Rpc(e)) => (e.code, e.message),
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// An unknown tool is the JSON-RPC error -32602 naming it in every revision, as the tools page
+/// of each says (its own example), not an `isError` result (invariant 25).
 #[tokio::test]
-async fn unknown_tool_is_a_tool_error_naming_it() {
+async fn unknown_tool_is_invalid_params_naming_it() {
     let server = server();
     for revision in REVISIONS {
         let c = client(&server, revision).await;
-        let r = c.call_tool("nope", json!({})).await.unwrap();
-        assert!(r.is_error, "{revision:?}");
-        assert_eq!(r.content, vec![Content::text("Unknown tool: nope")]);
+        let answer = c.call_tool("nope", json!({})).await;
+        assert_eq!(
+            unknown_tool_error(answer),
+            (-32602, "Unknown tool: nope".into()),
+            "{revision:?}"
+        );
     }
 }
 
@@ -337,8 +349,8 @@ async fn a_tool_added_at_run_time_is_announced_to_legacy_sessions_and_listed() {
     c.wait_for_notification("notifications/tools/list_changed", Duration::from_secs(5))
         .await
         .expect("list_changed after the removal");
-    let r = c.call_tool("late", json!({})).await.unwrap();
-    assert_eq!(r.content, vec![Content::text("Unknown tool: late")]);
+    let answer = c.call_tool("late", json!({})).await;
+    assert_eq!(unknown_tool_error(answer), (-32602, "Unknown tool: late".into()));
 }
 
 #[tokio::test]
@@ -370,9 +382,10 @@ async fn visibility_hides_tools_per_principal() {
         assert_eq!(names(user.list_tools().await.unwrap()), ["public"]);
         assert_eq!(names(admin.list_tools().await.unwrap()), ["admin", "public"]);
         // A hidden tool answers like an unknown one.
-        let r = user.call_tool("admin", json!({})).await.unwrap();
-        assert_eq!(r.content, vec![Content::text("Unknown tool: admin")], "{revision:?}");
-        assert!(r.is_error);
+        let hidden = unknown_tool_error(user.call_tool("admin", json!({})).await);
+        let unknown = unknown_tool_error(user.call_tool("no_such_tool", json!({})).await);
+        assert_eq!(hidden, (-32602, "Unknown tool: admin".into()), "{revision:?}");
+        assert_eq!(unknown, (-32602, "Unknown tool: no_such_tool".into()), "{revision:?}");
         assert_eq!(
             admin.call_tool("admin", json!({})).await.unwrap().content,
             vec![Content::text("root")]

@@ -209,7 +209,6 @@ async fn pre_dispatch_rejections_per_era() {
 async fn tool_error_paths_never_leak_details() {
     let rt = runtime();
     let cases = [
-        (json!({"name": "nope"}), "Unknown tool: nope"),
         (json!({"name": "echo", "arguments": {"text": 5}}), "Invalid tool input"),
         (json!({"name": "echo"}), "Invalid tool input"),
         (json!({"name": "boom"}), "Internal tool error"),
@@ -227,6 +226,11 @@ async fn tool_error_paths_never_leak_details() {
         let text = v["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with(want), "{params}: {text}");
         assert!(!text.contains("secret") && !text.contains("hunter2"), "{text}");
+    }
+    // An unknown tool is a protocol error naming it, not a tool execution error.
+    match run(&rt, request(1, "tools/call", json!({"name": "nope"}))).await.0 {
+        Reply::Error(e) => assert_eq!((e.code, e.message.as_str()), (-32602, "Unknown tool: nope")),
+        other => panic!("expected -32602, got {other:?}"),
     }
     let code = error_code(
         run(&rt, request(1, "tools/call", json!({"name": "needs_sampling"})))

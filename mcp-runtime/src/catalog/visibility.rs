@@ -4,7 +4,7 @@
 //! A hidden item is absent for that caller everywhere: it is left out of
 //! `tools/list`, `prompts/list`, `resources/list` and
 //! `resources/templates/list`; calling a hidden tool answers exactly as an
-//! unknown tool (an `isError` result "Unknown tool: X"); getting a hidden
+//! unknown tool (-32602 "Unknown tool: X"); getting a hidden
 //! prompt or reading a hidden resource answers as an unknown one; completions
 //! of a hidden prompt or template are empty. While a hook is set, the modern
 //! cache hints of lists and reads are always `private`, so that no shared

@@ -2,7 +2,6 @@
 //! task. The route read the params and looked the tool up once ([`ToolCall`]); the run itself
 //! (validation, the guarded handler, rendering) is `exec::tool`'s, shared with the tasks.
 
-use mcp_protocol::model::CallToolResult;
 use mcp_protocol::task_mode::{TaskMode, refusal, task_mode};
 use mcp_protocol::{Era, Feature, Params, RpcError};
 use serde_json::{Map, Value};
@@ -29,10 +28,9 @@ pub(super) async fn call(parts: &Parts<'_>, ctx: Ctx, params: &Params, call: &To
         return Reply::Error(RpcError::clone(e));
     }
     let revision = ctx.revision();
-    // A tool hidden from the caller answers exactly as an unknown one.
+    // A tool hidden from the caller answers exactly as an unknown one: -32602.
     let Some(tool) = call.tool.clone() else {
-        let name = params.str("name").unwrap_or_default();
-        return Reply::Result(CallToolResult::error(format!("Unknown tool: {name}")).render(revision));
+        return Reply::Error(RpcError::unknown_tool(&params.str("name").unwrap_or_default()));
     };
     let task_text = params.raw("task").filter(|t| *t != "null");
     let enabled = tasks_enabled(&ctx, task_text);

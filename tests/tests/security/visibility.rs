@@ -53,10 +53,14 @@ async fn hidden_items_are_absent_for_the_legacy_era() {
 
         let hidden = bob("tools/call", json!({"name": "admin_reset", "arguments": {}})).await;
         let unknown = bob("tools/call", json!({"name": "no_such_tool", "arguments": {}})).await;
-        assert_eq!(hidden["result"]["isError"], true, "{hidden}");
-        assert_eq!(hidden["result"]["content"][0]["text"], "Unknown tool: admin_reset");
         assert_eq!(
-            unknown["result"]["content"][0]["text"], "Unknown tool: no_such_tool",
+            hidden["error"],
+            json!({"code": -32602, "message": "Unknown tool: admin_reset"}),
+            "{hidden}"
+        );
+        assert_eq!(
+            unknown["error"],
+            json!({"code": -32602, "message": "Unknown tool: no_such_tool"}),
             "the same shape as an unknown tool"
         );
         let prompt = bob("prompts/get", json!({"name": "admin_prompt"})).await;
@@ -83,10 +87,15 @@ async fn hidden_items_are_absent_for_the_modern_era_and_lists_stay_private() {
         assert_eq!(list["result"]["cacheScope"], "private", "{list}");
         let call = json!({"name": "admin_reset", "arguments": {}});
         let hidden = modern_by(&s, "bob", 2, "tools/call", call, caps.clone()).send().await;
-        assert_eq!(hidden.status, StatusCode::OK);
+        assert_eq!(
+            hidden.status,
+            StatusCode::OK,
+            "a -32602 raised while dispatching is in-band"
+        );
         let hidden = hidden.json().await;
         assert_eq!(
-            hidden["result"]["content"][0]["text"], "Unknown tool: admin_reset",
+            hidden["error"],
+            json!({"code": -32602, "message": "Unknown tool: admin_reset"}),
             "{hidden}"
         );
         let read = json!({"uri": "test://admin/secret"});
