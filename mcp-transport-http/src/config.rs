@@ -107,6 +107,9 @@ pub struct HttpConfig {
     pub poll_after: Option<Duration>,
     /// The tools [`HttpConfig::poll_after`] applies to (default `None`: every tool).
     pub poll_tools: Option<Vec<String>>,
+    /// How long a modern call may run before its answer becomes a stream (default none:
+    /// only when it emits a notification). See [`HttpConfig::open_stream_after`].
+    pub open_stream_after: Option<Duration>,
     /// The RFC 9728 protected-resource metadata document (default none). See
     /// [`HttpConfig::with_resource_metadata`].
     pub resource_metadata: Option<Arc<Value>>,
@@ -191,6 +194,7 @@ impl fmt::Debug for HttpConfig {
             .field("sse_pair", &self.sse_pair)
             .field("poll_after", &self.poll_after)
             .field("poll_tools", &self.poll_tools)
+            .field("open_stream_after", &self.open_stream_after)
             .field("resource_metadata", &self.resource_metadata.is_some())
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
@@ -244,6 +248,7 @@ impl Default for HttpConfig {
             sse_pair: None,
             poll_after: None,
             poll_tools: None,
+            open_stream_after: None,
             resource_metadata: None,
             header_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
@@ -521,6 +526,20 @@ impl HttpConfig {
         S: Into<String>,
     {
         self.poll_tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Opens the stream of a modern (2026-07-28) call that is still running `after` its start
+    /// without having emitted anything (default off: a call is answered `application/json`
+    /// unless it emits a notification first). The answer becomes `text/event-stream` at once,
+    /// with an empty event (`data:` and nothing else, which SSE clients do not dispatch), and
+    /// keep-alive comments every [`HttpConfig::sse_keep_alive`] while the call runs; the reply
+    /// ends the stream as usual. A client, and every proxy between, then sees a long call alive
+    /// instead of a silent request that an idle timeout may cut; closing the stream still
+    /// cancels the call. Legacy calls keep their own rules ([`HttpConfig::poll_after`]); in the
+    /// simple mode nothing streams.
+    pub fn open_stream_after(mut self, after: Duration) -> Self {
+        self.open_stream_after = Some(after);
         self
     }
 

@@ -40,12 +40,12 @@
 //! Protocol rules are asked of `mcp-protocol` and the pipeline is the engine's: this crate only
 //! moves bytes, keeps the wire's bounds and picks the response shape (its place in the workspace:
 //! `docs/ARCHITECTURE.md`). Each call runs in its own task with a per-request outbound channel
-//! (`Sink`); every long-lived stream (the GET stream, listen streams, the pair, resumable POST
-//! streams) is written by one pump (keep-alives, the client leaving, shutdown). If the reply is
+//! (`Sink`); every stream (the GET stream, listen streams, the pair, a call's stream,
+//! resumable or not) is written by one pump (keep-alives, the client leaving, shutdown). If the reply is
 //! ready before the handler emits anything, it is answered as `application/json`; as soon as a
 //! frame (progress, a log message, a legacy server-to-client request) arrives first, the answer
 //! switches to `text/event-stream` and carries the frames, then the reply, on that request's own
-//! stream. A legacy client that disconnects does not cancel its call; a modern client that
+//! stream ([`HttpConfig::open_stream_after`] opens a silent modern call's stream after a while). A legacy client that disconnects does not cancel its call; a modern client that
 //! closes its stream does. A call cancelled by `notifications/cancelled` gets no JSON-RPC
 //! answer: a stream that had started just ends, otherwise the POST is answered with an SSE
 //! stream that ends before any event (behaviour invariant 13).

@@ -4,7 +4,8 @@
 //!
 //! This file holds the session and call tests; `http/checks.rs` the checks before any handler
 //! (both eras); `http/limits.rs` every limit; `http/budgets.rs` the stream budget, which never
-//! starves calls; `http/ownership.rs` session ownership of client
+//! starves calls; `http/open_stream.rs` a silent modern call's stream opened early;
+//! `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
 //! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
 //! `http/scaleout.rs` several instances behind a round-robin proxy (both
@@ -21,6 +22,8 @@ mod checks;
 mod hardening;
 #[path = "http/limits.rs"]
 mod limits;
+#[path = "http/open_stream.rs"]
+mod open_stream;
 #[path = "http/ownership.rs"]
 mod ownership;
 #[path = "http/pair.rs"]
@@ -50,7 +53,7 @@ use mcp_protocol::model::CallToolResult;
 use mcp_runtime::Ctx;
 use mcp_transport_http::HttpConfig;
 use serde_json::{Map, Value, json};
-use support::{NamedUsers, Server, bounded, call, list, modern, tool};
+use support::{NamedUsers, Server, bounded, call, list, modern, modern_call, tool};
 
 #[tokio::test]
 async fn initialize_mints_a_session() {
@@ -416,18 +419,6 @@ impl Drop for PanicsWhenDropped {
             }),
         }
     }
-}
-
-/// A modern `tools/call` of `name` with its headers, asking for progress when `progress`.
-fn modern_call(s: &Server, id: i64, name: &str, progress: bool) -> support::Req {
-    let mut body = modern(id, "tools/call", json!({"name": name, "arguments": {}}));
-    if progress {
-        body["params"]["_meta"]["progressToken"] = json!("p");
-    }
-    s.post(body)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
 }
 
 #[tokio::test]

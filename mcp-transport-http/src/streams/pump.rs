@@ -7,7 +7,7 @@
 //! mostly idle), taking the next chunk when the connection asks for one, with no task and no
 //! channel. Both hand out the same chunks in the same order (one state machine, `Pump`); below,
 //! "written" means taken by the body. What a stream carries differs (the GET stream's session events, a resumable POST stream's tape, a
-//! `subscriptions/listen` subscription, the 2024-11-05 pair's messages), but the way it is
+//! call's own stream, a `subscriptions/listen` subscription, the 2024-11-05 pair's messages), but the way it is
 //! written does not, and that part lives here, once:
 //!
 //! - **Opening.** [`Feed::open`] is written first, before anything else is watched: the

@@ -18,6 +18,10 @@ use tokio::sync::mpsc;
 /// A keep-alive comment.
 pub(crate) const KEEP_ALIVE: &[u8] = b":\n\n";
 
+/// An event with empty data and no id: it opens a stream before anything else is ready, and SSE
+/// clients do not dispatch it (`HttpConfig::open_stream_after`).
+pub(crate) const EMPTY: &[u8] = b"data: \n\n";
+
 /// One event: an optional `id:` line and one `data:` line.
 pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(data.len() + 32);

@@ -22,11 +22,12 @@ use mcp_runtime::{Call, Completed, Frame, SessionHandle, Sink};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::sync::DropGuard;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::response::{json, rpc_error};
 use crate::state::{Permit, Shared};
 use crate::status;
+use crate::streams::pump::{self, Feed, Next};
 use crate::streams::resume::{self, Follow, Streams, Tape};
 use crate::streams::sse;
 
@@ -56,6 +57,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Res
     // still runs to its end, within its grace.
     let token = call.cancel_token().clone();
     let close_at = poll.map(|after| Instant::now() + after);
+    // A modern call silent for this long answers with a stream anyway (`open_stream_after`).
+    let open_at = match shared.config.open_stream_after {
+        Some(after) if !legacy && shared.streams() => Some(Instant::now() + after),
+        _ => None,
+    };
     let mut run = Box::pin(call.run(sink));
     let (mut job, first) = match futures::poll!(run.as_mut()) {
         Poll::Ready(done) => match frames.as_mut().and_then(|f| f.try_recv().ok()) {
@@ -81,6 +87,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Res
                 f = next_frame(&mut frames) => f,
                 r = &mut job => return finish(guard, json_reply(&id, r)),
                 _ = until(close_at) => None,
+                _ = until(open_at) => None,
             };
             (job, first)
         }
@@ -91,12 +98,25 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Res
     {
         return resumable(shared, session, first, frames, job, id, close_at);
     }
-    let (Some(first), Some(frames)) = (first, frames) else {
+    // A call that emitted a frame streams; so does a silent one whose stream opens now.
+    let opened = open_at.is_some_and(|at| at <= Instant::now());
+    if first.is_none() && !opened {
         let r = (&mut job).await;
         return finish(guard, json_reply(&id, r));
-    };
+    }
     let (tx, rx) = sse::channel(shared.config.sse_buffer_size);
-    shared.tracker.spawn(pump(first, frames, job, tx, guard, id));
+    let feed = CallFeed {
+        first,
+        frames,
+        job,
+        _guard: guard,
+        id,
+    };
+    // Shutdown does not end a call's stream: the call's grace does, and its reply ends it.
+    let keep_alive = shared.config.sse_keep_alive;
+    shared
+        .tracker
+        .spawn(pump::run(feed, tx, keep_alive, CancellationToken::new()));
     sse::response(rx)
 }
 
@@ -218,51 +238,64 @@ fn final_frame(id: &RequestId, r: Result<Completed, tokio::task::JoinError>) -> 
     }
 }
 
-/// Writes a call's frames, then its reply, then ends the stream. `_guard` (modern) cancels the
-/// call if the client leaves first.
+/// The stream of a call that is not resumable, written by the transport's one pump
+/// ([`pump::run`]: keep-alives, the client leaving): the call's first frame (or, for a call
+/// that had emitted nothing when its stream was opened, an empty event), its other frames, then
+/// its reply, which ends the stream. Dropped with the stream: `_guard` (modern) then cancels
+/// the call if the client left first.
 ///
 /// Unlike stdio (`mcp-transport-stdio`'s writer), a reply may follow its frames at once, even
 /// in one TCP read: the official TypeScript SDK clients take SSE events one `await`ed read at a
 /// time, so the microtask that dispatches a progress notification runs before the next event
 /// (the reply) is handled. Measured with both SDK majors over 200 calls each of the fixture's
-/// progress tool, modern (this pump) and legacy (the tape of [`collect`]): no notification lost.
-async fn pump(
-    first: Frame,
-    mut frames: mpsc::Receiver<Frame>,
-    mut job: JoinHandle<Completed>,
-    tx: mpsc::Sender<Bytes>,
+/// progress tool, modern (this feed) and legacy (the tape of [`collect`]): no notification lost.
+struct CallFeed {
+    /// The frame that opened the stream, until it is written.
+    first: Option<Frame>,
+    /// The call's frames, until the call drops its sink.
+    frames: Option<mpsc::Receiver<Frame>>,
+    /// The call; its reply ends the stream.
+    job: JoinHandle<Completed>,
+    /// (Modern) cancels the call if the client leaves first.
     _guard: Option<DropGuard>,
+    /// The call's request id.
     id: RequestId,
-) {
-    if tx.send(sse::event(None, &first)).await.is_err() {
-        return;
+}
+
+impl Feed for CallFeed {
+    fn open(&mut self) -> Next {
+        let opening = match self.first.take() {
+            Some(f) => sse::event(None, &f),
+            None => Bytes::from_static(sse::EMPTY),
+        };
+        Next::Write(vec![opening])
     }
-    let mut open = true;
-    let reply = loop {
-        tokio::select! {
+
+    async fn next(&mut self) -> Next {
+        // Both waits are cancel safe: a keep-alive tick may come first.
+        let reply = tokio::select! {
             biased;
-            f = frames.recv(), if open => match f {
-                Some(f) => {
-                    if tx.send(sse::event(None, &f)).await.is_err() {
-                        tracing::debug!(%id, "client left the stream");
-                        return;
+            f = next_frame(&mut self.frames) => {
+                return match f {
+                    Some(f) => Next::Write(vec![sse::event(None, &f)]),
+                    None => {
+                        self.frames = None;
+                        Next::Write(Vec::new())
                     }
-                }
-                None => open = false,
-            },
-            r = &mut job => break r,
-            _ = tx.closed() => {
-                tracing::debug!(%id, "client left the stream");
-                return;
+                };
+            }
+            r = &mut self.job => r,
+        };
+        // Frames the call emitted before it ended go first, then its reply.
+        let mut chunks = Vec::new();
+        if let Some(rx) = self.frames.as_mut() {
+            while let Ok(f) = rx.try_recv() {
+                chunks.push(sse::event(None, &f));
             }
         }
-    };
-    while let Ok(f) = frames.try_recv() {
-        if tx.send(sse::event(None, &f)).await.is_err() {
-            return;
+        if let Some(last) = final_frame(&self.id, reply) {
+            chunks.push(sse::event(None, &last));
         }
-    }
-    if let Some(last) = final_frame(&id, reply) {
-        let _ = tx.send(sse::event(None, &last)).await;
+        Next::End(chunks)
     }
 }

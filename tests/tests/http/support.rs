@@ -57,6 +57,18 @@ pub(crate) fn modern(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// A modern `tools/call` of `name` with its headers, asking for progress when `progress`.
+pub(crate) fn modern_call(s: &Server, id: i64, name: &str, progress: bool) -> Req {
+    let mut body = modern(id, "tools/call", json!({"name": name, "arguments": {}}));
+    if progress {
+        body["params"]["_meta"]["progressToken"] = json!("p");
+    }
+    s.post(body)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+}
+
 /// The modern `_meta` envelope.
 pub(crate) fn modern_meta() -> Value {
     json!({
@@ -405,6 +417,32 @@ impl Sse {
     /// The next event if one arrives within `wait`.
     pub(crate) async fn next_within(&mut self, wait: Duration) -> Option<Event> {
         tokio::time::timeout(wait, self.next()).await.ok().flatten()
+    }
+
+    /// Whether a keep-alive comment (`:` alone) arrives within `wait` before any event; it is
+    /// taken from the stream.
+    pub(crate) async fn keep_alive_within(&mut self, wait: Duration) -> bool {
+        tokio::time::timeout(wait, async {
+            loop {
+                if self.buf.starts_with(b":\n\n") {
+                    let _ = self.buf.split_to(3);
+                    return true;
+                }
+                if self.buf.windows(2).any(|w| w == b"\n\n") {
+                    return false;
+                }
+                match self.body.frame().await {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            self.buf.extend_from_slice(&data);
+                        }
+                    }
+                    _ => return false,
+                }
+            }
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// The next event with data (priming events skipped), as JSON.
