@@ -100,14 +100,22 @@ impl ToolDef {
     }
     /// Renders the definition for a revision (`None`: before negotiation,
     /// every field). Fields the revision does not know are left out: `title`
-    /// and `outputSchema` before 2025-06-18, `annotations` before 2025-03-26
+    /// and `outputSchema` before 2025-06-18 (and an `outputSchema` whose root is not
+    /// `type: "object"` before 2026-07-28, SEP-2106), `annotations` before 2025-03-26
     /// (and when no hint is set), `icons` before 2025-11-25.
     pub fn render(&self, revision: Option<Revision>) -> Value {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.clone()));
         m.insert("inputSchema".into(), self.input_schema.clone());
-        if let Some(o) = self.output_schema.as_ref().filter(|_| has(Feature::OutputSchema)) {
+        // Before 2026-07-28 an output schema is an object schema (`type: "object"` at the root):
+        // a client of such a revision gets none for another root (nor the structured content).
+        let any_root = has(Feature::AnyStructuredContent);
+        if let Some(o) = self
+            .output_schema
+            .as_ref()
+            .filter(|o| has(Feature::OutputSchema) && (any_root || o.get("type") == Some(&json!("object"))))
+        {
             m.insert("outputSchema".into(), o.clone());
         }
         let shown = Shown {
@@ -318,6 +326,29 @@ mod tests {
             full().render(Some(V2025_11_25))["execution"],
             json!({"taskSupport": "optional"})
         );
+    }
+
+    #[test]
+    fn an_output_schema_of_another_root_is_modern_only() {
+        for schema in [
+            json!({"type": "array", "items": {"type": "number"}}),
+            json!({"type": "number"}),
+            json!({"oneOf": [{"type": "object"}, {"type": "string"}]}),
+        ] {
+            let t = ToolDef {
+                output_schema: Some(schema.clone()),
+                ..ToolDef::new("t")
+            };
+            assert_eq!(t.render(Some(V2026_07_28))["outputSchema"], schema);
+            assert_eq!(
+                t.render(None)["outputSchema"],
+                schema,
+                "before negotiation: every field"
+            );
+            for rev in [V2025_06_18, V2025_11_25] {
+                assert!(t.render(Some(rev)).get("outputSchema").is_none(), "{rev:?} {schema}");
+            }
+        }
     }
 
     #[test]
