@@ -100,8 +100,8 @@ pre{font-size:11px;white-space:pre-wrap}</style></head>
 
     // What the server offered, as the host saw it.
     expect(
-      JSON.stringify(host.declared) === JSON.stringify({ mimeTypes: ["text/html;profile=mcp-app"] }),
-      `the server declares io.modelcontextprotocol/ui with mimeTypes (${JSON.stringify(host.declared)})`,
+      JSON.stringify(host.declared) === JSON.stringify({}),
+      `the server declares io.modelcontextprotocol/ui with no settings (${JSON.stringify(host.declared)})`,
     );
     const increment = host.serverTools.find((t) => t.name === "counter_increment");
     expect(

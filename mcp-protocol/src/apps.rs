@@ -17,8 +17,9 @@
 //!   `_meta["ui/resourceUri"]` ([`LEGACY_RESOURCE_URI_KEY`]) is written too, as the official
 //!   server helpers do.
 //! - **Declaration**: a server with an app resource or tool declares [`EXTENSION_ID`] in both
-//!   eras with the settings of [`declaration`] (`{"mimeTypes": ["text/html;profile=mcp-app"]}`),
-//!   which the runtime hands to `model::server_capabilities` among the declared extensions.
+//!   eras with no settings (`{}`, [`declaration`]; SEP-2133's own example): the `mimeTypes` are
+//!   the client's (the host says which views it renders, [`client_supports`]). The runtime hands
+//!   the declaration to `model::server_capabilities` among the declared extensions.
 //!
 //! The checks ([`check_resource`], [`check_tool_meta`]) are made when a resource or tool is
 //! registered, so that a server never lists a UI resource a host would refuse.
@@ -448,13 +449,12 @@ pub fn is_app_resource(uri: &str, mime_type: Option<&str>) -> bool {
     is_ui_uri(uri) || mime_type == Some(MIME_TYPE)
 }
 
-/// The server's declaration of the extension: `{"mimeTypes": ["text/html;profile=mcp-app"]}`,
-/// in both eras.
+/// The server's declaration of the extension, in both eras: no settings (`{}`). A host
+/// declares the `mimeTypes` it renders; a server only says that it offers apps.
 pub fn declaration() -> Declared {
-    let settings = json!({ "mimeTypes": [MIME_TYPE] });
     Declared {
         id: EXTENSION_ID.to_owned(),
-        settings: settings.as_object().cloned().unwrap_or_default(),
+        settings: Map::new(),
         legacy: true,
     }
 }

@@ -19,7 +19,13 @@ mod apps;
 const EXTENSION: &str = "io.modelcontextprotocol/ui";
 const VIEW: &str = "ui://counter/view";
 
+/// What the server declares: the extension, with no settings.
 fn declaration() -> Value {
+    json!({})
+}
+
+/// What a host that renders HTML views declares.
+fn host_declaration() -> Value {
     json!({ "mimeTypes": [MIME_TYPE] })
 }
 
@@ -59,7 +65,7 @@ fn open_tool() -> Tool {
 
 // ------------------------------------------------------------------------ the example
 
-/// Both eras: the extension is declared with its `mimeTypes`; both tools are listed with their
+/// Both eras: the extension is declared (with no settings); both tools are listed with their
 /// `_meta.ui` (the app-only one too: hosts filter, the server does not); the view reads as
 /// `text/html;profile=mcp-app` with its `_meta.ui`; the app-only tool answers and keeps the count.
 #[tokio::test]
@@ -138,7 +144,7 @@ async fn the_example_in_both_eras() {
 async fn over_http_in_both_eras() {
     bounded(async {
         let running = Running::start(apps::server().expect("builds")).await;
-        let host = json!({ "extensions": { EXTENSION: declaration() } });
+        let host = json!({ "extensions": { EXTENSION: host_declaration() } });
         let params = json!({
             "protocolVersion": "2025-11-25",
             "capabilities": host,
@@ -291,7 +297,7 @@ async fn handlers_see_whether_the_host_renders_apps() {
             let host = server
                 .test_client()
                 .revision(revision)
-                .extension(EXTENSION, declaration())
+                .extension(EXTENSION, host_declaration())
                 .connect()
                 .await
                 .expect("connects");

@@ -207,8 +207,11 @@ fn declaration_and_client_support() {
     let d = declaration();
     assert_eq!(d.id, EXTENSION_ID);
     assert!(d.legacy);
-    assert_eq!(Value::Object(d.settings.clone()), json!({"mimeTypes": [MIME_TYPE]}));
-    assert_valid("McpUiClientCapabilities", &Value::Object(d.settings));
+    assert!(
+        d.settings.is_empty(),
+        "the server declares no settings: {:?}",
+        d.settings
+    );
     // The runtime declares it; a server cannot declare it by hand.
     assert_eq!(
         check_id(EXTENSION_ID),
@@ -236,7 +239,7 @@ fn declared_in_the_capabilities_of_both_eras() {
         tasks: true,
         ..ServerFeatures::default()
     };
-    let ui = json!({"mimeTypes": [MIME_TYPE]});
+    let ui = json!({});
     let v = server_capabilities(&f, Some(Revision::V2026_07_28), &[declaration()]);
     assert_eq!(
         v["extensions"],

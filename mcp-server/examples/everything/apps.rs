@@ -1,6 +1,6 @@
 //! MCP Apps (SEP-1865) in the fixture: a tool whose `_meta.ui.resourceUri` names a readable
 //! `ui://` resource of type `text/html;profile=mcp-app`, in both eras. With it the server
-//! declares `io.modelcontextprotocol/ui` (`mimeTypes`) in `initialize` and `server/discover`.
+//! declares `io.modelcontextprotocol/ui` (`{}`) in `initialize` and `server/discover`.
 
 use mcp_server::apps::{AppResource, AppsError, Csp, ToolUi};
 use mcp_server::prelude::*;
