@@ -3,7 +3,8 @@
 //! Exposes every tool, resource, template, prompt and completion the official
 //! conformance runner and the SDK interop clients expect, with the exact
 //! outputs they check; the tools of the tasks scenarios are in
-//! `everything/tasks.rs`.
+//! `everything/tasks.rs`, those of the suite's newer scenarios (stream cancellation,
+//! per-request log level, SEP-2106, legacy extensions) in `everything/scenarios.rs`.
 //!
 //! ```text
 //! cargo run --release --example everything -- --stdio
@@ -42,6 +43,8 @@ mod auth;
 mod metrics;
 #[path = "everything/ratelimit.rs"]
 mod ratelimit;
+#[path = "everything/scenarios.rs"]
+mod scenarios;
 #[path = "everything/scope_fixture.rs"]
 mod scope_fixture;
 #[path = "everything/shared.rs"]
@@ -819,6 +822,7 @@ async fn server(
     let b = modern_tools(b);
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
+    let b = scenarios::scenario_tools(b)?;
     let b = soak.apply(b);
     let (b, replay) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
@@ -864,9 +868,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     // SEP-1699: the reconnection tool's POST stream is closed at once, and
     // the client resumes it with GET and Last-Event-ID.
+    // A modern call silent for a second opens its stream (the suite's http-stream-cancellation
+    // scenario reads a `data:` line of a slow call within 3 s).
     let config = HttpConfig::default()
         .poll_after(Duration::ZERO)
-        .poll_tools(["test_reconnection"]);
+        .poll_tools(["test_reconnection"])
+        .open_stream_after(Duration::from_secs(1));
     let config = if args.sse_pair {
         config.sse_pair("/sse", "/messages")
     } else {

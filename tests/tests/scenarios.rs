@@ -1,0 +1,20 @@
+//! The conformance suite's newer server scenarios (modelcontextprotocol/conformance,
+//! `src/scenarios/server/`), followed check by check against the `everything` fixture, which
+//! `cargo test` builds beside this suite and each test starts on a free port. Each file names the
+//! scenario's source file and commit, and each assertion the check id it stands for.
+//!
+//! `scenarios/cancellation.rs`: `http-stream-cancellation`. `scenarios/loglevel.rs`:
+//! `per-request-loglevel`. `scenarios/sep_2106.rs`: `sep-2106-json-schema-loosening` and
+//! `sep-2106-structured-content`. `scenarios/extensions.rs`: `server-legacy-extensions`.
+//! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
+
+#[path = "scenarios/cancellation.rs"]
+mod cancellation;
+#[path = "scenarios/extensions.rs"]
+mod extensions;
+#[path = "scenarios/loglevel.rs"]
+mod loglevel;
+#[path = "scenarios/sep_2106.rs"]
+mod sep_2106;
+#[path = "scenarios/support.rs"]
+mod support;

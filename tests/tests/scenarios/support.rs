@@ -1,0 +1,176 @@
+//! The `everything` fixture as a process on a free port, and a client that sends one request
+//! per connection the way the scenarios do (raw `fetch`, every header explicit) and reads the
+//! answer as JSON or as SSE events.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// Fails a test that runs longer than `secs`.
+pub(crate) async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F) {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .expect("test timed out");
+}
+
+/// The fixture, killed when dropped.
+pub(crate) struct Fixture {
+    pub(crate) addr: SocketAddr,
+    _child: Child,
+}
+
+impl Fixture {
+    /// Starts `everything` on `127.0.0.1:0` and waits for the line naming its endpoint.
+    pub(crate) async fn start() -> Fixture {
+        let mut child = Command::new(mcp_tests::fixture::everything())
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("everything starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+        let line = lines.next_line().await.expect("read").expect("a first line");
+        let url = line.strip_prefix("listening on http://").expect("the endpoint line");
+        let addr = url.trim_end_matches("/mcp").parse().expect("an address");
+        // The rest of stdout is drained so that the fixture never blocks on it.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Fixture { addr, _child: child }
+    }
+
+    /// A POST of `body` to `/mcp` with the usual headers and `extra`.
+    pub(crate) async fn post(&self, body: &Value, extra: &[(&str, &str)]) -> Answer {
+        let mut req = http::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", self.addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        for (n, v) in extra {
+            req = req.header(*n, *v);
+        }
+        let req = req.body(Full::new(Bytes::from(body.to_string()))).expect("request");
+        let tcp = TcpStream::connect(self.addr).await.expect("connect");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .expect("handshake");
+        tokio::spawn(conn);
+        let resp = sender.send_request(req).await.expect("response");
+        let (parts, body) = resp.into_parts();
+        Answer {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// A 2026-07-28 request the way the scenarios build it (`buildStandardHeaders`,
+    /// `withRequestMeta`): the `_meta` keys, `MCP-Protocol-Version`, `Mcp-Method`, and
+    /// `Mcp-Name` for a call. Keys already in `params._meta` stay.
+    pub(crate) async fn modern(&self, id: u64, method: &str, params: Value) -> Answer {
+        let mut params = params;
+        let meta = params["_meta"].as_object().cloned().unwrap_or_default();
+        let mut full = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "conformance-test-client", "version": "1.0.0"},
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}}
+        });
+        for (k, v) in meta {
+            full[k] = v;
+        }
+        params["_meta"] = full;
+        let name = params["name"].as_str().map(str::to_owned);
+        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(name) = &name {
+            headers.push(("mcp-name", name));
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.post(&body, &headers).await
+    }
+}
+
+/// An answer whose body is read as it comes.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: http::HeaderMap,
+    body: Incoming,
+    buf: BytesMut,
+}
+
+impl Answer {
+    /// The `Content-Type`.
+    pub(crate) fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// Whether the answer is an SSE stream.
+    pub(crate) fn is_sse(&self) -> bool {
+        self.content_type().starts_with("text/event-stream")
+    }
+
+    /// The next `data:` line of an SSE stream within `wait` (empty for an event without data),
+    /// `None` when the stream ends or nothing comes.
+    pub(crate) async fn data_line(&mut self, wait: Duration) -> Option<String> {
+        tokio::time::timeout(wait, async {
+            loop {
+                while let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                    let line = self.buf.split_to(end + 1);
+                    let line = String::from_utf8_lossy(&line).trim_end().to_owned();
+                    if let Some(data) = line.strip_prefix("data:") {
+                        return Some(data.trim_start().to_owned());
+                    }
+                }
+                match self.body.frame().await {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            self.buf.extend_from_slice(&data);
+                        }
+                    }
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Every message of the answer: the JSON body, or each non-empty `data:` line of the SSE
+    /// stream, read to its end.
+    pub(crate) async fn messages(mut self) -> Vec<Value> {
+        if !self.is_sse() {
+            let body = self.body.collect().await.expect("body").to_bytes();
+            return vec![serde_json::from_slice(&body).expect("a JSON body")];
+        }
+        let mut out = Vec::new();
+        while let Some(data) = self.data_line(Duration::from_secs(30)).await {
+            if !data.is_empty() {
+                out.push(serde_json::from_str(&data).expect("a JSON event"));
+            }
+        }
+        out
+    }
+
+    /// The JSON-RPC answer to request `id` (the scenarios' `body`).
+    pub(crate) async fn answer(self, id: u64) -> Value {
+        let messages = self.messages().await;
+        messages
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no answer to {id} in {messages:?}"))
+    }
+}
