@@ -37,6 +37,8 @@
 //! - [`model`]: the wire types of every method, and their per-era rendering.
 //! - [`skills`]: the Skills extension (SEP-2640): naming rules, `skill://` URIs, digests,
 //!   limits and the wire types of its entries and results.
+//! - [`discovery`]: Server Cards and the MCP Catalog (SEP-2127): their locations, media type
+//!   and schema, and how a catalog names a server.
 //! - [`apps`]: MCP Apps (`io.modelcontextprotocol/ui`): the `_meta.ui` of UI resources and
 //!   of the tools linked to them, and the rules they follow.
 //!
@@ -51,6 +53,7 @@ pub mod auth;
 pub mod bounds;
 pub mod classify;
 pub mod cursor;
+pub mod discovery;
 pub mod error;
 pub mod event_id;
 pub mod extension;

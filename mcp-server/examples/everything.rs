@@ -32,6 +32,8 @@ use clap::Parser;
 use mcp_server::catalog::Registry;
 use mcp_server::prelude::*;
 use mcp_server::protocol::model::{CompleteParams, CompleteReference};
+use mcp_server::server_card::{CatalogEntry, catalog};
+use mcp_server::server_json::RegistryEntry;
 use mcp_server::skills::Skills;
 use serde_json::Map;
 
@@ -879,6 +881,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         config
     };
+    // SEP-2127: its card at /mcp/server-card and the host's AI Catalog, made from the server.
+    let entry = RegistryEntry::new(
+        "io.github.mcp-rs/everything",
+        "The conformance fixture of the mcp-rs library: every tool, resource and prompt checked",
+    )
+    .remote(endpoint.as_str());
+    let card = server.server_card(&entry)?;
+    let listed: Vec<CatalogEntry> = CatalogEntry::of_card(&card, format!("{endpoint}/server-card"))
+        .into_iter()
+        .collect();
+    let config = config.with_server_card(card).with_catalog(catalog(&listed));
     let config = args.soak.http(config);
     let config = auth
         .apply(config, &endpoint, local.ip().is_loopback(), replay)

@@ -27,6 +27,9 @@
 //! - [`apps`]: MCP Apps, interactive HTML views hosts render for tools
 //!   ([`apps::AppResource`], [`Tool::ui`]); the `io.modelcontextprotocol/ui` extension is
 //!   declared by itself.
+//! - [`server_json`] and [`server_card`]: the server's `server.json` for the MCP registry, and
+//!   its Server Card and MCP Catalog (SEP-2127) for discovery before connecting, made from the
+//!   server itself.
 //! - [`Extension`] and [`CustomMethod`]: extensions the server declares and methods the
 //!   core protocol does not know; [`McpServerBuilder::middleware`]: layers every request
 //!   and notification goes through, on every transport.
@@ -175,6 +178,7 @@ mod schema;
 #[cfg(any(feature = "http", feature = "stdio"))]
 mod serve;
 mod server;
+pub mod server_card;
 pub mod server_json;
 mod signal;
 mod tool;

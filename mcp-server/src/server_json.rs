@@ -132,6 +132,12 @@ pub enum ServerJsonError {
     /// The entry lists neither a package nor a remote.
     #[error("the entry lists neither a package nor a remote")]
     Nothing,
+    /// A Server Card describes a remote server: the entry names no endpoint.
+    #[error("a Server Card needs the server's endpoint: add it with RegistryEntry::remote")]
+    NoRemote,
+    /// A remote is not an `http://` or `https://` URL.
+    #[error("remote {0:?} is not an http:// or https:// URL")]
+    Remote(String),
 }
 
 impl McpServer {
@@ -146,8 +152,14 @@ impl McpServer {
     }
 }
 
-/// The `server.json` of `entry` for the server `server_name` at `version`.
-fn server_json(entry: &RegistryEntry, server_name: &str, version: &str) -> Result<Value, ServerJsonError> {
+/// What `server.json` and the Server Card say alike of `entry` at `version`, under `$schema`:
+/// the name, description and version, the repository and website. Refused as the registry
+/// refuses them.
+pub(crate) fn identity(
+    entry: &RegistryEntry,
+    version: &str,
+    schema: &str,
+) -> Result<Map<String, Value>, ServerJsonError> {
     if !is_registry_name(&entry.name) {
         return Err(ServerJsonError::Name(entry.name.clone()));
     }
@@ -158,11 +170,8 @@ fn server_json(entry: &RegistryEntry, server_name: &str, version: &str) -> Resul
     if !is_specific_version(version) {
         return Err(ServerJsonError::Version(version.to_owned()));
     }
-    if !entry.package && entry.remotes.is_empty() {
-        return Err(ServerJsonError::Nothing);
-    }
     let mut doc = Map::new();
-    doc.insert("$schema".into(), json!(SERVER_JSON_SCHEMA));
+    doc.insert("$schema".into(), json!(schema));
     doc.insert("name".into(), json!(entry.name));
     doc.insert("description".into(), json!(entry.description));
     doc.insert("version".into(), json!(version));
@@ -171,6 +180,20 @@ fn server_json(entry: &RegistryEntry, server_name: &str, version: &str) -> Resul
     }
     if let Some(url) = &entry.website_url {
         doc.insert("websiteUrl".into(), json!(url));
+    }
+    Ok(doc)
+}
+
+/// The endpoints the entry names (`remote`).
+pub(crate) fn remotes(entry: &RegistryEntry) -> &[String] {
+    &entry.remotes
+}
+
+/// The `server.json` of `entry` for the server `server_name` at `version`.
+fn server_json(entry: &RegistryEntry, server_name: &str, version: &str) -> Result<Value, ServerJsonError> {
+    let mut doc = identity(entry, version, SERVER_JSON_SCHEMA)?;
+    if !entry.package && entry.remotes.is_empty() {
+        return Err(ServerJsonError::Nothing);
     }
     if entry.package {
         let identifier = entry.crate_name.as_deref().unwrap_or(server_name);

@@ -113,6 +113,12 @@ pub struct HttpConfig {
     /// The RFC 9728 protected-resource metadata document (default none). See
     /// [`HttpConfig::with_resource_metadata`].
     pub resource_metadata: Option<Arc<Value>>,
+    /// The Server Card served at `<path>/server-card` (default none). See
+    /// [`HttpConfig::with_server_card`].
+    pub server_card: Option<Arc<Value>>,
+    /// The AI Catalog served at `/.well-known/ai-catalog.json` (default none). See
+    /// [`HttpConfig::with_catalog`].
+    pub catalog: Option<Arc<Value>>,
     /// How long [`serve`](crate::serve) waits for a request's headers on HTTP/1.1 (default
     /// 30 s): a client that drips them, or sends nothing after a reply on a keep-alive
     /// connection, has its connection closed. See [`HttpConfig::header_read_timeout`].
@@ -196,6 +202,8 @@ impl fmt::Debug for HttpConfig {
             .field("poll_tools", &self.poll_tools)
             .field("open_stream_after", &self.open_stream_after)
             .field("resource_metadata", &self.resource_metadata.is_some())
+            .field("server_card", &self.server_card.is_some())
+            .field("catalog", &self.catalog.is_some())
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("stall_timeout", &self.stall_timeout)
@@ -250,6 +258,8 @@ impl Default for HttpConfig {
             poll_tools: None,
             open_stream_after: None,
             resource_metadata: None,
+            server_card: None,
+            catalog: None,
             header_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             stall_timeout: Duration::from_secs(30),
@@ -550,6 +560,26 @@ impl HttpConfig {
     /// the auth configuration (`mcp-auth`'s `ResourceMetadata`).
     pub fn with_resource_metadata(mut self, document: Value) -> Self {
         self.resource_metadata = Some(Arc::new(document));
+        self
+    }
+
+    /// Serves this server's card (SEP-2127) at the reserved `<path>/server-card`, as
+    /// `application/mcp-server-card+json`: public (before the Origin check and authentication,
+    /// `Access-Control-Allow-Origin: *`), cacheable (`Cache-Control: public, max-age=3600`, a
+    /// strong `ETag`, `304` on `If-None-Match`). Make the card from the server itself
+    /// (`McpServer::server_card` in `mcp-server`), so that it cannot contradict what the
+    /// server answers once connected.
+    pub fn with_server_card(mut self, card: Value) -> Self {
+        self.server_card = Some(Arc::new(card));
+        self
+    }
+
+    /// Serves an AI Catalog (SEP-2127's discovery) at `/.well-known/ai-catalog.json`, as
+    /// `application/ai-catalog+json` and otherwise as the card is served: the cards of the
+    /// servers a host offers (`mcp_server::server_card::catalog`). Serve it from the host's root,
+    /// where clients look for it.
+    pub fn with_catalog(mut self, catalog: Value) -> Self {
+        self.catalog = Some(Arc::new(catalog));
         self
     }
 

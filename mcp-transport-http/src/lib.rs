@@ -80,7 +80,9 @@
 //! [`HttpMode::Simple`] serves POST only, with JSON replies and no sessions.
 //! [`HttpConfig::sse_pair`] adds the 2024-11-05 HTTP+SSE transport (a GET stream whose first
 //! event names the URL to POST messages to; the session is the stream).
-//! [`HttpConfig::with_resource_metadata`] serves the RFC 9728 document before any check.
+//! [`HttpConfig::with_resource_metadata`] serves the RFC 9728 document before any check, and
+//! [`HttpConfig::with_server_card`] and [`HttpConfig::with_catalog`] the discovery documents of
+//! SEP-2127 (the server's card at `<path>/server-card`, a domain's AI Catalog).
 //!
 //! ## Connections
 //!
@@ -107,6 +109,7 @@ mod body;
 mod bridge;
 mod client;
 mod config;
+mod discovery;
 mod endpoint;
 mod error;
 mod guard;

@@ -1,6 +1,6 @@
 //! The router of an endpoint: which path goes where (the Streamable endpoint, the 2024-11-05
-//! pair's two paths, the RFC 9728 document, the health probes), and the Streamable endpoint's
-//! verbs.
+//! pair's two paths, the RFC 9728 document, the Server Card and the AI Catalog, the health
+//! probes), and the Streamable endpoint's verbs.
 
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use http::Method;
 
 use crate::admit::{admit, with_cors};
 use crate::config::HttpMode;
+use crate::discovery::Document;
 use crate::response::empty;
 use crate::state::Shared;
 use crate::{metadata, pair, probes, status, verbs};
@@ -31,6 +32,16 @@ pub(crate) fn build(shared: Arc<Shared>) -> Router {
             let suffixed = format!("{}{}", metadata::PATH, config.path);
             router = router.route(&suffixed, any(metadata::serve));
         }
+    }
+    if let Some(card) = &config.server_card {
+        let doc = Document::card(card);
+        let path = mcp_protocol::discovery::server_card_path(&config.path);
+        router = router.route(&path, any(move |req: Request| std::future::ready(doc.serve(&req))));
+    }
+    if let Some(catalog) = &config.catalog {
+        let doc = Document::catalog(catalog);
+        let path = mcp_protocol::discovery::CATALOG_PATH;
+        router = router.route(path, any(move |req: Request| std::future::ready(doc.serve(&req))));
     }
     if let Some((live, ready)) = &config.probes {
         router = router.route(live, get(probes::live)).route(ready, get(probes::ready));

@@ -57,8 +57,13 @@ pub(crate) const NOTHING_TO_ANSWER: StatusCode = StatusCode::ACCEPTED;
 /// result or error (JSON-RPC 2.0 §6), so the response as a whole is a success.
 pub(crate) const BATCH_ANSWERED: StatusCode = StatusCode::OK;
 
-/// `200 OK`: the RFC 9728 protected-resource metadata document (RFC 9728 §3.2).
+/// `200 OK`: a public document (the RFC 9728 protected-resource metadata, RFC 9728 §3.2; a
+/// Server Card or an MCP Catalog, SEP-2127).
 pub(crate) const DOCUMENT: StatusCode = StatusCode::OK;
+
+/// `304 Not Modified`: a discovery document whose `ETag` the client already holds
+/// (`If-None-Match`, RFC 9110 §13.1.2, §15.4.5).
+pub(crate) const NOT_MODIFIED: StatusCode = StatusCode::NOT_MODIFIED;
 
 /// `204 No Content`: the answer to `OPTIONS`, a CORS preflight (the Fetch standard asks for an
 /// "ok status", 200–299; the CORS headers are added beside it).
@@ -159,6 +164,7 @@ mod tests {
         for (name, s) in the_clients {
             assert!(s.is_client_error(), "{name}: {s}");
         }
+        assert!(NOT_MODIFIED.is_redirection(), "NOT_MODIFIED: {NOT_MODIFIED}");
         for (name, s) in [("TASK_FAILED", TASK_FAILED), ("STREAM_NOT_OPENED", STREAM_NOT_OPENED)] {
             assert!(s.is_server_error(), "{name}: {s}");
         }

@@ -179,15 +179,17 @@ impl Answer {
 impl Running {
     /// Serves `server` over Streamable HTTP (the default config) on a free loopback port.
     pub(crate) async fn start(server: McpServer) -> Running {
+        Running::start_with(server, HttpConfig::default()).await
+    }
+
+    /// Serves `server` over Streamable HTTP with `config` on a free loopback port.
+    pub(crate) async fn start_with(server: McpServer, config: HttpConfig) -> Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
-            server
-                .serve_http_on(listener, HttpConfig::default(), token)
-                .await
-                .expect("serves");
+            server.serve_http_on(listener, config, token).await.expect("serves");
         });
         Running { addr, stop, task }
     }
@@ -208,8 +210,14 @@ impl Running {
 
     /// Sends `verb` to `/mcp` with `headers` and `body` (`Connection: close`).
     pub(crate) async fn send(&self, verb: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        self.request(verb, "/mcp", headers, body).await
+    }
+
+    /// Sends `verb` to `path` with `headers` and `body` (`Connection: close`); the answer's
+    /// message is its JSON body, whatever the path.
+    pub(crate) async fn request(&self, verb: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
         let mut request = format!(
-            "{verb} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+            "{verb} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
             self.addr,
             body.len()
