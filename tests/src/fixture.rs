@@ -1,6 +1,13 @@
-//! The `everything` example as a test fixture: where its binary is.
+//! The `everything` example as a test fixture: where its binary is, and a process of it on a
+//! free port.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
 
 /// The `everything` example's binary, `target/<profile>/examples/everything` beside the running
 /// test's directory. `cargo test` of the workspace builds it; a suite run alone needs
@@ -15,4 +22,39 @@ pub fn everything() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Starts `everything` on `127.0.0.1:0` with `args` besides (its stdin closed, its stderr the
+/// test's, killed when dropped) and waits, 30 s at most, for the line naming its endpoint and
+/// for `more` lines after it (`--metrics` prints a second one): the process, the endpoint's
+/// address and those lines. The rest of its stdout is drained, so that it never blocks on it.
+pub async fn start_everything(args: &[&str], more: usize) -> (Child, SocketAddr, Vec<String>) {
+    let mut child = Command::new(everything())
+        .args(["--host", "127.0.0.1", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("everything starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("everything prints within 30 s")
+            .expect("its stdout")
+            .expect("a line (a set-up error exits before it)")
+    };
+    let first = next().await;
+    let endpoint = first
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"));
+    let addr = endpoint.trim_end_matches("/mcp").parse().expect("an address");
+    let mut after = Vec::with_capacity(more);
+    for _ in 0..more {
+        after.push(next().await);
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr, after)
 }

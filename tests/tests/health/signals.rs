@@ -99,22 +99,7 @@ async fn serve_stdio_drains_on_sigterm() {
 #[tokio::test]
 async fn the_everything_fixture_drains_on_sigterm() {
     bounded(60, async {
-        let mut child = Command::new(mcp_tests::fixture::everything())
-            .args(["--host", "127.0.0.1", "--port", "0", "--soak"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("everything starts");
-        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
-        let first = lines.next_line().await.expect("its stdout").expect("a first line");
-        let endpoint = first.strip_prefix("listening on ").expect("`listening on <url>`");
-        let addr: std::net::SocketAddr = endpoint
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
-            .parse()
-            .expect("an address");
+        let (mut child, addr, _) = mcp_tests::fixture::start_everything(&["--soak"], 0).await;
         until_status(addr, "/livez", 200, Duration::from_secs(5)).await;
 
         let body = call_body(1, "soak_sleep", json!({"ms": 1500}));

@@ -3,13 +3,10 @@
 //! (authentication, `--metrics`), killed on drop; and the MCP requests the tests send it
 //! (modern, and legacy in a session).
 
-use std::process::Stdio;
-use std::time::Duration;
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::net::{Answer, exchange};
 
@@ -28,41 +25,14 @@ impl Everything {
     /// Starts `everything` with `flags` and waits for its endpoint (and its metrics endpoint,
     /// with `--metrics`).
     pub(crate) async fn start(flags: &[&str]) -> Everything {
-        let mut child = Command::new(mcp_tests::fixture::everything())
-            .args(["--host", "127.0.0.1", "--port", "0"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("everything starts");
-        let stdout = child.stdout.take().expect("its stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("everything listens within 30 s")
-            .expect("its stdout")
-            .expect("a first line (a set-up error exits before it)");
-        let endpoint = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_owned();
-        let metrics = match flags.contains(&"--metrics") {
-            true => {
-                let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-                    .await
-                    .expect("everything names its metrics endpoint")
-                    .expect("its stdout")
-                    .expect("a second line");
-                let url = line.strip_prefix("metrics on ");
-                Some(
-                    url.unwrap_or_else(|| panic!("unexpected second line: {line}"))
-                        .to_owned(),
-                )
-            }
-            false => None,
-        };
+        let with_metrics = flags.contains(&"--metrics");
+        let (child, addr, after) = mcp_tests::fixture::start_everything(flags, usize::from(with_metrics)).await;
+        let endpoint = format!("http://{addr}/mcp");
+        let metrics = after.first().map(|line| {
+            line.strip_prefix("metrics on ")
+                .unwrap_or_else(|| panic!("unexpected second line: {line}"))
+                .to_owned()
+        });
         Everything {
             endpoint,
             metrics,

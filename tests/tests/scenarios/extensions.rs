@@ -23,13 +23,7 @@ async fn extensions_round_trip_through_a_2025_11_25_handshake() {
             "clientInfo": {"name": "legacy-extension-conformance", "version": "1.0.0"}}});
         let answer = fixture.post(&init, &version).await;
         assert_eq!(answer.status, 200);
-        let sid = answer
-            .headers
-            .get("mcp-session-id")
-            .expect("a session")
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
         let result = answer.answer(1).await["result"].clone();
         // legacy-extensions-server-handshake.
         assert_eq!(result["protocolVersion"], "2025-11-25", "{result}");

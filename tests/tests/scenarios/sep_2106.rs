@@ -104,13 +104,7 @@ async fn a_session_opened_with_the_draft_version_gets_its_own_revisions_shapes()
             "clientInfo": {"name": "sep-2106-raw-client", "version": "1.0.0"}}});
         let answer = fixture.post(&init, &[]).await;
         assert_eq!(answer.status, 200);
-        let sid = answer
-            .headers
-            .get("mcp-session-id")
-            .expect("a session")
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
         let init = answer.answer(1).await;
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});

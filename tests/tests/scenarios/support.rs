@@ -3,7 +3,6 @@
 //! answer as JSON or as SSE events.
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -11,9 +10,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// Fails a test that runs longer than `secs`.
 pub(crate) async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F) {
@@ -31,19 +29,7 @@ pub(crate) struct Fixture {
 impl Fixture {
     /// Starts `everything` on `127.0.0.1:0` and waits for the line naming its endpoint.
     pub(crate) async fn start() -> Fixture {
-        let mut child = Command::new(mcp_tests::fixture::everything())
-            .args(["--host", "127.0.0.1", "--port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("everything starts");
-        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
-        let line = lines.next_line().await.expect("read").expect("a first line");
-        let url = line.strip_prefix("listening on http://").expect("the endpoint line");
-        let addr = url.trim_end_matches("/mcp").parse().expect("an address");
-        // The rest of stdout is drained so that the fixture never blocks on it.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (child, addr, _) = mcp_tests::fixture::start_everything(&[], 0).await;
         Fixture { addr, _child: child }
     }
 
@@ -108,6 +94,11 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// A header's value, if it is text.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
     /// The `Content-Type`.
     pub(crate) fn content_type(&self) -> &str {
         self.headers
