@@ -65,6 +65,12 @@ pub enum ExtensionError {
     /// The settings are not a JSON object.
     #[error("the settings of extension {0:?} must be a JSON object")]
     SettingsNotObject(String),
+    /// The settings hold a value the 2026-07-28 schema does not allow in them (`null`, a number
+    /// that is not an integer), and the extension is declared in that era.
+    #[error(
+        "the settings of extension {0:?} hold a null or a non-integer number, which 2026-07-28 clients cannot be sent (declare it for the legacy era only)"
+    )]
+    SettingsNotModern(String),
     /// The method name is empty, reserved, or a core method.
     #[error("method {0:?} cannot be registered: {1}")]
     InvalidMethod(String, &'static str),
@@ -144,6 +150,25 @@ pub fn check_method(name: &str) -> Result<(), ExtensionError> {
     Ok(())
 }
 
+/// Checks that an extension's settings can be declared to a 2026-07-28 client: its schema's
+/// `JSONObject` holds strings, integers, booleans, arrays and objects of them, never `null` nor
+/// a fractional number (the legacy revisions' capabilities are free-form).
+pub fn check_modern_settings(id: &str, settings: &Map<String, Value>) -> Result<(), ExtensionError> {
+    fn allowed(v: &Value) -> bool {
+        match v {
+            Value::Null => false,
+            Value::Number(n) => n.is_i64() || n.is_u64(),
+            Value::Array(items) => items.iter().all(allowed),
+            Value::Object(m) => m.values().all(allowed),
+            Value::Bool(_) | Value::String(_) => true,
+        }
+    }
+    match settings.values().all(allowed) {
+        true => Ok(()),
+        false => Err(ExtensionError::SettingsNotModern(id.to_owned())),
+    }
+}
+
 /// Checks an extension's settings: a JSON object (`{}` when it has none).
 pub fn check_settings(id: &str, settings: Value) -> Result<Map<String, Value>, ExtensionError> {
     match settings {
@@ -186,6 +211,23 @@ mod tests {
     use super::*;
     use crate::error::RpcError;
     use serde_json::json;
+
+    #[test]
+    fn modern_settings_hold_no_null_and_no_fraction() {
+        let ok = json!({"nested": {"enabled": true, "limit": 3}, "values": ["b", 4, [1, {"x": "y"}]]});
+        assert_eq!(check_modern_settings("a/b", ok.as_object().unwrap()), Ok(()));
+        for bad in [
+            json!({"values": [null, "b", 4]}),
+            json!({"ratio": 0.5}),
+            json!({"x": {"y": null}}),
+        ] {
+            assert_eq!(
+                check_modern_settings("a/b", bad.as_object().unwrap()),
+                Err(ExtensionError::SettingsNotModern("a/b".into())),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn identifiers() {

@@ -366,6 +366,25 @@ fn registrations_are_refused_with_their_reason() {
     }
     let settings = Extension::new("com.example/notes").expect("valid").settings(json!([1]));
     assert!(matches!(settings, Err(ExtensionError::SettingsNotObject(_))));
+    // A null in settings cannot be declared to 2026-07-28 clients (their schema's JSONObject has
+    // none); declared to legacy clients only, it can.
+    let with_null = || {
+        Extension::new("com.example/nulls")
+            .expect("valid")
+            .settings(json!({"values": [null, "b"]}))
+            .expect("an object")
+    };
+    let both = McpServer::builder().extension(with_null()).build();
+    assert!(
+        matches!(&both, Err(ServerError::Extension(ExtensionError::SettingsNotModern(id))) if id == "com.example/nulls"),
+        "{both:?}"
+    );
+    assert!(
+        McpServer::builder()
+            .extension(with_null().eras(Eras::Legacy))
+            .build()
+            .is_ok()
+    );
 
     // Duplicates are found by the builder.
     let method = || noop("com.example/notes.count").expect("a valid name");

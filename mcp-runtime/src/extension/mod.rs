@@ -149,6 +149,9 @@ impl Extensions {
             serves_undeclared,
             methods,
         } = extension;
+        if eras.has(mcp_protocol::Era::Modern) {
+            mcp_protocol::extension::check_modern_settings(&id, &settings)?;
+        }
         let gate = (!serves_undeclared).then(|| id.clone());
         for method in methods {
             let eras = match (eras, method.served_in()) {

@@ -12,11 +12,12 @@
 //!   2026-07-28 client gets the array and the number in `structuredContent`; a legacy client gets
 //!   their JSON as text (its revision's schema allows an object only).
 //! - `legacy-extensions.ts` (415be5264f44): the `com.example/conformance` (nested settings) and
-//!   `com.example/empty` extensions, and `test_legacy_extension_capabilities`, which reports the
+//!   `com.example/empty` extensions, declared in the legacy era only (the scenario's settings
+//!   hold a `null`, which no 2026-07-28 declaration may), and `test_legacy_extension_capabilities`, which reports the
 //!   extensions the client declared as the server read them.
 
 use mcp_server::prelude::*;
-use mcp_server::{Extension, ExtensionError};
+use mcp_server::{Eras, Extension, ExtensionError};
 
 use super::empty_schema;
 
@@ -31,11 +32,14 @@ fn forecast() -> Value {
 
 /// The tools and extensions of the newer scenarios.
 pub(crate) fn scenario_tools(b: mcp_server::McpServerBuilder) -> Result<mcp_server::McpServerBuilder, ExtensionError> {
+    // Legacy only: the scenario is pinned to 2025-11-25, and a `null` in settings is not a
+    // 2026-07-28 JSONObject (the runtime refuses to declare it there).
     let conformance = Extension::new("com.example/conformance")?
-        .settings(json!({"nested": {"enabled": true, "limit": 3}, "values": [null, "b", 4]}))?;
+        .settings(json!({"nested": {"enabled": true, "limit": 3}, "values": [null, "b", 4]}))?
+        .eras(Eras::Legacy);
     let b = b
         .extension(conformance)
-        .extension(Extension::new("com.example/empty")?)
+        .extension(Extension::new("com.example/empty")?.eras(Eras::Legacy))
         .tool(
             Tool::new("test_tool_slow", "Runs for durationMs (default 5000) unless cancelled", |args, ctx: Ctx| async move {
                 let ms = args.get("durationMs").and_then(Value::as_u64).unwrap_or(5000).min(60_000);

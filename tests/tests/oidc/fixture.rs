@@ -3,7 +3,6 @@
 //! (authentication, `--metrics`), killed on drop; and the MCP requests the tests send it
 //! (modern, and legacy in a session).
 
-
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::process::Child;
