@@ -456,6 +456,7 @@ pub fn declaration() -> Declared {
         id: EXTENSION_ID.to_owned(),
         settings: Map::new(),
         legacy: true,
+        modern: true,
     }
 }
 

@@ -184,15 +184,23 @@ pub struct Declared {
     pub id: String,
     /// The settings object.
     pub settings: Map<String, Value>,
-    /// Whether the legacy `initialize` result declares it too (the modern era always does).
+    /// Whether the legacy `initialize` result declares it.
     pub legacy: bool,
+    /// Whether `server/discover` (2026-07-28) declares it.
+    pub modern: bool,
 }
 
 /// Adds the declared extensions a revision carries to `capabilities.extensions` (created when
 /// needed, keeping what is there).
 pub fn declare(capabilities: &mut Map<String, Value>, declared: &[Declared], revision: Option<Revision>) {
     let era = revision.map_or(Era::Legacy, Revision::era);
-    let shown: Vec<&Declared> = declared.iter().filter(|d| era == Era::Modern || d.legacy).collect();
+    let shown: Vec<&Declared> = declared
+        .iter()
+        .filter(|d| match era {
+            Era::Modern => d.modern,
+            Era::Legacy => d.legacy,
+        })
+        .collect();
     if shown.is_empty() {
         return;
     }
@@ -294,11 +302,19 @@ mod tests {
                 id: "com.example/a".into(),
                 settings: Map::new(),
                 legacy: true,
+                modern: true,
             },
             Declared {
                 id: "com.example/b".into(),
                 settings: json!({"level": 2}).as_object().cloned().unwrap_or_default(),
                 legacy: false,
+                modern: true,
+            },
+            Declared {
+                id: "com.example/c".into(),
+                settings: json!({"values": [null]}).as_object().cloned().unwrap_or_default(),
+                legacy: true,
+                modern: false,
             },
         ];
         let mut modern = Map::new();
@@ -314,10 +330,10 @@ mod tests {
         declare(&mut legacy, &declared, Some(Revision::V2025_11_25));
         assert_eq!(
             Value::Object(legacy),
-            json!({"extensions": {"x/y": {}, "com.example/a": {}}})
+            json!({"extensions": {"x/y": {}, "com.example/a": {}, "com.example/c": {"values": [null]}}})
         );
         let mut none = Map::new();
-        declare(&mut none, &declared[1..], None);
+        declare(&mut none, &declared[1..2], None);
         assert!(none.is_empty());
     }
 

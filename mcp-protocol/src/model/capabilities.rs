@@ -157,6 +157,7 @@ pub fn server_capabilities(f: &ServerFeatures, revision: Option<Revision>, exten
                     id: TASKS_EXTENSION.to_owned(),
                     settings: Map::new(),
                     legacy: false,
+                    modern: true,
                 };
                 declare(&mut caps, &[tasks], revision);
             }

@@ -176,6 +176,7 @@ impl Extensions {
             id: id.to_string(),
             settings,
             legacy: eras.has(mcp_protocol::Era::Legacy),
+            modern: eras.has(mcp_protocol::Era::Modern),
         });
         Ok(())
     }
