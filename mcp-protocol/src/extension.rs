@@ -30,6 +30,7 @@ use crate::task_mode::TASKS_EXTENSION;
 /// runtime, never by hand).
 pub const OFFICIAL: &[&str] = &[
     "io.modelcontextprotocol/skills",
+    crate::events::EXTENSION,
     "io.modelcontextprotocol/oauth-client-credentials",
     "io.modelcontextprotocol/enterprise-managed-authorization",
 ];

@@ -39,6 +39,8 @@
 //!   limits and the wire types of its entries and results.
 //! - [`discovery`]: Server Cards and the MCP Catalog (SEP-2127): their locations, media type
 //!   and schema, and how a catalog names a server.
+//! - [`events`]: the Events extension (`io.modelcontextprotocol/events`): methods, wire types,
+//!   error codes, cursors, subscription keys, webhook signatures and the SSRF rules.
 //! - [`apps`]: MCP Apps (`io.modelcontextprotocol/ui`): the `_meta.ui` of UI resources and
 //!   of the tools linked to them, and the rules they follow.
 //!
@@ -56,6 +58,7 @@ pub mod cursor;
 pub mod discovery;
 pub mod error;
 pub mod event_id;
+pub mod events;
 pub mod extension;
 pub mod headers;
 mod json;

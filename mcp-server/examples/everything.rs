@@ -19,7 +19,8 @@
 //! the other bounds) in `everything/soak.rs`; the flags that make several processes one
 //! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`; the
 //! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`; the
-//! Prometheus endpoint (`--metrics HOST:PORT`) in `everything/metrics.rs`. The skills it serves
+//! Prometheus endpoint (`--metrics HOST:PORT`) in `everything/metrics.rs`; the Events
+//! extension's fixture (`--events-fixture`) in `everything/events.rs`. The skills it serves
 //! (SEP-2640) are the tree `everything/skills/`.
 
 use scope_fixture::ScopeFixture;
@@ -41,6 +42,8 @@ use serde_json::Map;
 mod apps;
 #[path = "everything/auth.rs"]
 mod auth;
+#[path = "everything/events.rs"]
+mod events;
 #[path = "everything/metrics.rs"]
 mod metrics;
 #[path = "everything/ratelimit.rs"]
@@ -85,6 +88,8 @@ struct Args {
     rate_limit: ratelimit::RateLimitArgs,
     #[command(flatten)]
     metrics: metrics::MetricsArgs,
+    #[command(flatten)]
+    events: events::EventsArgs,
 }
 
 /// A short WAV file (8 kHz, 8-bit mono, 0.01 s of silence), base64.
@@ -811,6 +816,7 @@ async fn server(
     soak: &soak::SoakArgs,
     shared: &shared::SharedArgs,
     rate_limit: &ratelimit::RateLimitArgs,
+    events: &events::EventsArgs,
     scopes: ScopeFixture,
 ) -> Result<(McpServer, Option<mcp_store_redis::RedisReplayCache>), Box<dyn std::error::Error>> {
     let b = McpServer::builder()
@@ -828,6 +834,7 @@ async fn server(
     let b = soak.apply(b);
     let (b, replay) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
+    let b = events.apply(b)?;
     let b = resources(b, scopes);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
     let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;
@@ -849,7 +856,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scopes = args.auth.scope_fixture();
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
     let metrics = args.metrics.serve().await?;
-    let (server, replay) = server(&args.soak, &args.shared, &args.rate_limit, scopes).await?;
+    let (server, replay) = server(&args.soak, &args.shared, &args.rate_limit, &args.events, scopes).await?;
     if args.stdio {
         if let Some(addr) = metrics {
             eprintln!("metrics on http://{addr}/metrics");

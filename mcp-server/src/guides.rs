@@ -16,6 +16,7 @@
 //! - [`testing`]: tests of your server with `mcp_server::testing::TestClient` (feature `testing`);
 //! - [`extensions`]: declaring extensions, custom and vendor methods, in both eras;
 //! - [`middleware`]: layers every request and notification goes through;
+//! - `events`: the Events extension (event types, emitting, poll and push; feature `events`);
 //! - `skills`: Agent Skills (SEP-2640) from a directory tree or code, in both eras (feature
 //!   `skills`);
 //! - [`apps`]: MCP Apps, interactive views hosts render for tools, in both eras;
@@ -99,3 +100,7 @@ pub mod migrating_from_rmcp {}
 #[cfg(feature = "skills")]
 #[doc = include_str!("../guides/skills.md")]
 pub mod skills {}
+
+#[cfg(feature = "events")]
+#[doc = include_str!("../guides/events.md")]
+pub mod events {}

@@ -88,6 +88,7 @@
 //! | `http2` | yes | HTTP/2 beside HTTP/1.1 on the listener (h2c, and `h2` through ALPN with `tls`); implies `http` |
 //! | `stdio` | yes | [`McpServer::serve_stdio`], [`StdioConfig`], [`stdio`] |
 //! | `auth` | yes | [`auth`] with the JWT bearer provider (`jsonwebtoken`) |
+//! | `events` | yes | `mcp_server::events` (`mcp-events`) and `McpServerBuilder::events`: event types and their occurrences, served as the `io.modelcontextprotocol/events` extension (poll and push) |
 //! | `skills` | yes | `mcp_server::skills` (`mcp-skills`) and `McpServerBuilder::skills`: Agent Skills served as the `io.modelcontextprotocol/skills` extension (SEP-2640) |
 //! | `redis` | no | `mcp_server::redis` (`mcp-store-redis`; implies `shared-store`): sessions, stream events, tasks and the bus shared by several instances through Redis (one server or a Redis Cluster) |
 //!
@@ -244,11 +245,18 @@ pub mod guides;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "http", feature = "auth"))))]
 #[doc(inline)]
 pub use mcp_auth as auth;
+/// Events (`io.modelcontextprotocol/events`, `features = ["events"]`, on by default):
+/// [`events::EventType`]s declared in code, occurrences emitted through [`events::Events`],
+/// served with `McpServerBuilder::events`.
+#[cfg(feature = "events")]
+#[cfg_attr(docsrs, doc(cfg(feature = "events")))]
+pub use mcp_events as events;
 /// The sans-IO protocol layer (`mcp-protocol`): wire types ([`protocol::model`]), revisions and
 /// eras, error codes. Needed for what the prelude does not re-export, e.g. completion references
 /// or a request's raw `_meta`.
 #[doc(inline)]
 pub use mcp_protocol as protocol;
+
 /// Skills (SEP-2640, `features = ["skills"]`, on by default): [`skills::Skills`] loaded from a
 /// directory tree or built in code, served with `McpServerBuilder::skills`.
 #[cfg(feature = "skills")]

@@ -552,6 +552,31 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves the Events extension (`io.modelcontextprotocol/events`): declares it and serves
+    /// `events/list`, `events/poll` and `events/stream` for the types `events` declares; emit
+    /// their occurrences through `events` (a clone) from anywhere (see the
+    /// [events guide](crate::guides::events)).
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    /// use mcp_server::events::{EventType, Events};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let events = Events::builder()
+    ///     .event(EventType::new("build.finished", "A CI build finished"))
+    ///     .build()?;
+    /// let server = McpServer::builder().events(&events).build()?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "events")]
+    pub fn events(mut self, events: &crate::events::Events) -> Self {
+        let r = events.extension().and_then(|e| self.config.extensions.add(e));
+        self.record(r);
+        self
+    }
+
     /// Registers a custom method that belongs to no extension (a vendor method such as
     /// `com.example/search`): every client may call it, in the eras it names.
     pub fn method(mut self, method: CustomMethod) -> Self {

@@ -388,7 +388,12 @@ impl Ctx {
         self.notify("notifications/message", Value::Object(params)).await;
     }
 
-    async fn notify(&self, method: &str, params: Value) {
+    /// Sends a notification on the request's stream: for an extension's own notifications
+    /// (the Events extension's `notifications/events/*` on an `events/stream`); the core
+    /// protocol's have their own methods ([`progress`](Self::progress), [`log`](Self::log)).
+    /// Nothing is sent once the request is cancelled; where the request cannot stream (the
+    /// simple mode, a batch), it is dropped.
+    pub async fn notify(&self, method: &str, params: Value) {
         if self.is_cancelled() {
             return;
         }

@@ -91,6 +91,19 @@ impl Call {
         self.stream
     }
 
+    /// Whether the request is a long-lived stream: a custom method marked
+    /// [`long_lived`](crate::extension::CustomMethod::long_lived) (the Events extension's
+    /// `events/stream`), which a transport holds with its stream budget rather than its
+    /// in-flight request bound.
+    pub fn long_lived(&self) -> bool {
+        match &self.req.method {
+            Method::Unknown(name) => {
+                (self.runtime.config().extensions.method(name)).is_some_and(|m| m.method.is_long_lived())
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the client going away cancels the call (behaviour invariant 14).
     pub fn disconnect_cancels(&self) -> bool {
         disconnect_cancels(self.route.era)

@@ -91,6 +91,7 @@ pub struct CustomMethod {
     params_schema: Option<Value>,
     result_schema: Option<Value>,
     cacheable: bool,
+    long_lived: bool,
 }
 
 impl std::fmt::Debug for CustomMethod {
@@ -115,6 +116,7 @@ impl CustomMethod {
             params_schema: None,
             result_schema: None,
             cacheable: false,
+            long_lived: false,
         })
     }
 
@@ -160,6 +162,21 @@ impl CustomMethod {
         self
     }
 
+    /// Its requests are long-lived streams (a subscription that lasts until the client
+    /// cancels it, like the Events extension's `events/stream`): exempt from the in-flight
+    /// request bound, held instead by the transport's stream budget (over HTTP: answered with
+    /// a stream at once, refused with the budget's error when it is full, no keep-alive
+    /// comments: the handler's own notifications keep it alive).
+    pub fn long_lived(mut self) -> Self {
+        self.long_lived = true;
+        self
+    }
+
+    /// Whether its requests are long-lived streams ([`long_lived`](Self::long_lived)).
+    pub fn is_long_lived(&self) -> bool {
+        self.long_lived
+    }
+
     /// Whether its modern results carry the cache hint ([`cacheable`](Self::cacheable)).
     pub fn is_cacheable(&self) -> bool {
         self.cacheable
@@ -196,8 +213,9 @@ impl CustomMethod {
     }
 }
 
-/// The JSON Schema of a type (2020-12).
-fn schema_of<T: JsonSchema>() -> Value {
+/// The JSON Schema of a type (2020-12), as a typed method's params and an extension's typed
+/// declarations are derived (`{"type": "object"}` should it not serialize).
+pub fn schema_of<T: JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
 }
 

@@ -25,7 +25,7 @@ use mcp_protocol::extension::{Declared, ExtensionError, check_id, check_settings
 use mcp_protocol::model::ClientCapabilities;
 use serde_json::{Map, Value};
 
-pub use method::{CustomMethod, Eras, MethodHandler, MethodResult};
+pub use method::{CustomMethod, Eras, MethodHandler, MethodResult, schema_of};
 
 /// An extension a server offers: its identifier, settings and methods.
 ///

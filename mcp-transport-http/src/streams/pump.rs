@@ -102,6 +102,13 @@ pub(crate) trait Feed: Send {
     /// Called after each keep-alive comment was written (an open stream is activity).
     fn on_keep_alive(&mut self) {}
 
+    /// Whether the pump writes keep-alive comments while the feed is idle (yes by default); a
+    /// feed whose own frames keep the stream alive (an `events/stream`'s heartbeats, data
+    /// frames that carry a cursor) says no.
+    fn keeps_alive(&self) -> bool {
+        true
+    }
+
     /// At server shutdown: the last chunk to write before the stream ends (`None`: nothing).
     fn on_shutdown(&mut self) -> Option<Bytes> {
         None
@@ -135,15 +142,20 @@ struct Pump<F> {
     phase: Phase,
     /// A keep-alive comment was handed out: [`Feed::on_keep_alive`] runs before anything else.
     kept_alive: bool,
-    tick: tokio::time::Interval,
+    /// The keep-alive clock (`None`: the feed keeps its stream alive itself).
+    tick: Option<tokio::time::Interval>,
 }
 
 impl<F: Feed> Pump<F> {
     fn new(feed: F, keep_alive: Duration) -> Pump<F> {
-        let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        // An interval's first tick is immediate: the first keep-alive is due one period from now.
-        tick.reset();
+        let tick = feed.keeps_alive().then(|| {
+            let mut tick = tokio::time::interval(keep_alive.max(MIN_KEEP_ALIVE));
+            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            // An interval's first tick is immediate: the first keep-alive is due one period
+            // from now.
+            tick.reset();
+            tick
+        });
         Pump {
             feed,
             pending: Vec::new().into_iter(),
@@ -225,7 +237,7 @@ impl<F: Feed> Pump<F> {
                 biased;
                 () = shutdown.cancelled() => self.shut(),
                 step = self.feed.next() => self.take(step),
-                _ = self.tick.tick() => return Ok(self.keep_alive()),
+                () = tick(&mut self.tick) => return Ok(self.keep_alive()),
             }
         }
     }
@@ -247,12 +259,22 @@ impl<F: PollFeed> Pump<F> {
                 self.shut();
             } else if let Poll::Ready(step) = self.feed.poll_next(cx) {
                 self.take(step);
-            } else if self.tick.poll_tick(cx).is_ready() {
+            } else if self.tick.as_mut().is_some_and(|t| t.poll_tick(cx).is_ready()) {
                 return Poll::Ready(Ok(self.keep_alive()));
             } else {
                 return Poll::Pending;
             }
         }
+    }
+}
+
+/// The next keep-alive tick, or never.
+async fn tick(tick: &mut Option<tokio::time::Interval>) {
+    match tick {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

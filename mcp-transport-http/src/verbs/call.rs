@@ -25,15 +25,17 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::response::{json, rpc_error};
-use crate::state::{Permit, Shared};
+use crate::state::Shared;
 use crate::status;
 use crate::streams::pump::{self, Feed, Next};
 use crate::streams::resume::{self, Follow, Streams, Tape};
 use crate::streams::sse;
 
-/// Runs a call the engine prepared and answers it.
-pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Response {
+/// Runs a call the engine prepared and answers it, holding `permit` (a slot of the in-flight
+/// cap, or of the stream budget for a long-lived call) until the call ends.
+pub(crate) async fn run<P: Send + 'static>(shared: &Arc<Shared>, permit: P, call: Call) -> Response {
     let id = call.id().clone();
+    let long_lived = call.long_lived();
     let streams = call.may_stream();
     let session = call.session();
     let legacy = call.era() == Era::Legacy;
@@ -111,6 +113,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, permit: Permit, call: Call) -> Res
         job,
         _guard: guard,
         id,
+        long_lived,
     };
     // Shutdown does not end a call's stream: the call's grace does, and its reply ends it.
     let keep_alive = shared.config.sse_keep_alive;
@@ -260,9 +263,15 @@ struct CallFeed {
     _guard: Option<DropGuard>,
     /// The call's request id.
     id: RequestId,
+    /// A long-lived call: its own frames keep its stream alive (no keep-alive comments).
+    long_lived: bool,
 }
 
 impl Feed for CallFeed {
+    fn keeps_alive(&self) -> bool {
+        !self.long_lived
+    }
+
     fn open(&mut self) -> Next {
         let opening = match self.first.take() {
             Some(f) => sse::event(None, &f),

@@ -119,6 +119,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: HttpRequest) -> Response {
             drop(peer);
             match step {
                 Step::Answer(a) => answer(&shared.config, a),
+                // A long-lived call (an `events/stream`) is a stream too.
+                Step::Call(c) if c.long_lived() => match cx.shared.stream(address) {
+                    Ok(stream) => {
+                        drop(cx.permit);
+                        call::run(&cx.shared, stream, c).await
+                    }
+                    Err(refusal) => refusal.response(Some(c.id())),
+                },
                 Step::Call(c) => call::run(&cx.shared, cx.permit, c).await,
                 // A stream is held by the stream budget, not by the calls' in-flight cap.
                 Step::Listen(l) => {

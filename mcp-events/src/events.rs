@@ -1,0 +1,303 @@
+//! [`Events`]: the declared types, the occurrence log and the settings of one server; where
+//! occurrences are emitted and where the extension's methods come from.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_protocol::RpcError;
+use mcp_protocol::events::cursor::Position;
+use mcp_protocol::extension::ExtensionError;
+use mcp_runtime::extension::Extension;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::EventsError;
+use crate::event_type::EventType;
+use crate::log::{MemoryLog, Occurrence, OccurrenceLog, Record, Signal};
+
+/// The event types of a server and their occurrence log. Cheap to clone: emit from anywhere.
+#[derive(Clone)]
+pub struct Events {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("types", &self.inner.types.len())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    /// In declaration order.
+    pub(crate) types: Vec<Arc<EventType>>,
+    /// By name (the order of `events/list`).
+    pub(crate) listed: Vec<Arc<EventType>>,
+    by_name: HashMap<String, usize>,
+    pub(crate) log: Arc<dyn OccurrenceLog>,
+    pub(crate) settings: Settings,
+    /// Push streams open on this instance, per type.
+    streams: Mutex<HashMap<String, usize>>,
+}
+
+/// How the methods are served.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    pub(crate) page_size: usize,
+    pub(crate) next_poll: Duration,
+    pub(crate) max_poll_wait: Duration,
+    pub(crate) default_max_events: usize,
+    pub(crate) max_events: usize,
+    pub(crate) heartbeat: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            page_size: 50,
+            next_poll: Duration::from_secs(1),
+            max_poll_wait: Duration::from_secs(60),
+            default_max_events: 100,
+            max_events: 1000,
+            heartbeat: Duration::from_secs(25),
+        }
+    }
+}
+
+/// Builds [`Events`].
+#[derive(Default)]
+pub struct EventsBuilder {
+    types: Vec<EventType>,
+    log: Option<Arc<dyn OccurrenceLog>>,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for EventsBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventsBuilder")
+            .field("types", &self.types)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventsBuilder {
+    /// Declares a type.
+    pub fn event(mut self, event: EventType) -> Self {
+        self.types.push(event);
+        self
+    }
+
+    /// Where occurrences are kept (default: a [`MemoryLog`] with its default retention).
+    pub fn log(mut self, log: impl OccurrenceLog) -> Self {
+        self.log = Some(Arc::new(log));
+        self
+    }
+
+    /// At most this many types per `events/list` page (default 50; 0: one page).
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.settings.page_size = size;
+        self
+    }
+
+    /// The `nextPollMs` of poll results (default 1 s).
+    pub fn next_poll(mut self, wait: Duration) -> Self {
+        self.settings.next_poll = wait;
+        self
+    }
+
+    /// The longest a poll is held, whatever its `timeoutMs` (default 60 s).
+    pub fn max_poll_wait(mut self, wait: Duration) -> Self {
+        self.settings.max_poll_wait = wait;
+        self
+    }
+
+    /// How often a push stream's heartbeat is sent (default 25 s; at most 30 s).
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.settings.heartbeat = every.clamp(Duration::from_millis(100), Duration::from_secs(30));
+        self
+    }
+
+    /// The events a poll returns without `maxEvents` (default 100), and the most it returns
+    /// with it (default 1,000).
+    pub fn poll_batch(mut self, default: usize, max: usize) -> Self {
+        self.settings.max_events = max.max(1);
+        self.settings.default_max_events = default.clamp(1, self.settings.max_events);
+        self
+    }
+
+    /// The [`Events`]; refused when two types share a name.
+    pub fn build(self) -> Result<Events, EventsError> {
+        let mut by_name = HashMap::new();
+        for (i, t) in self.types.iter().enumerate() {
+            if by_name.insert(t.name().to_owned(), i).is_some() {
+                return Err(EventsError::Duplicate(t.name().to_owned()));
+            }
+        }
+        let types: Vec<Arc<EventType>> = self.types.into_iter().map(Arc::new).collect();
+        let mut listed = types.clone();
+        listed.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(Events {
+            inner: Arc::new(Inner {
+                types,
+                listed,
+                by_name,
+                log: self.log.unwrap_or_else(|| Arc::new(MemoryLog::default())),
+                settings: self.settings,
+                streams: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+}
+
+/// An occurrence that was emitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emitted {
+    /// Its `eventId`.
+    pub event_id: String,
+    /// Its position in the type's log.
+    pub position: Position,
+}
+
+impl Events {
+    /// A builder.
+    pub fn builder() -> EventsBuilder {
+        EventsBuilder::default()
+    }
+
+    /// The extension to register with a server (`McpServerBuilder::events` does):
+    /// `io.modelcontextprotocol/events`, declared as `{}` in both eras, with `events/list`,
+    /// `events/poll` and `events/stream` (long-lived). Its methods answer clients that did not
+    /// declare the extension too: a client learns of it from the server's declaration.
+    pub fn extension(&self) -> Result<Extension, ExtensionError> {
+        let mut extension = Extension::new(mcp_protocol::events::EXTENSION)?.serving_undeclared_clients();
+        for method in crate::methods::methods(self)? {
+            extension = extension.method(method);
+        }
+        Ok(extension)
+    }
+
+    /// The type named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<EventType>> {
+        self.inner.by_name.get(name).map(|i| &self.inner.types[*i])
+    }
+
+    /// The declared types, in order.
+    pub fn types(&self) -> impl Iterator<Item = &EventType> {
+        self.inner.types.iter().map(|t| &**t)
+    }
+
+    /// Emits an occurrence of `name` now, with a fresh `eventId`: every poll, stream and
+    /// subscription of the type whose arguments admit it receives it.
+    pub async fn emit(&self, name: &str, data: impl Serialize) -> Result<Emitted, EventsError> {
+        let id = format!("evt_{:016x}", crate::random_u64());
+        self.emit_with_id(name, &id, data).await
+    }
+
+    /// Emits an occurrence with the upstream's own stable id as its `eventId` (so that the
+    /// same upstream event reached by two paths is deduplicated by clients).
+    pub async fn emit_with_id(&self, name: &str, event_id: &str, data: impl Serialize) -> Result<Emitted, EventsError> {
+        let event = self.get(name).ok_or_else(|| EventsError::Unknown(name.to_owned()))?;
+        let data = match serde_json::to_value(data) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(EventsError::Payload(name.to_owned(), "not an object".into())),
+            Err(e) => return Err(EventsError::Payload(name.to_owned(), e.to_string())),
+        };
+        if let Some(schema) = &event.payload {
+            let value = Value::Object(data);
+            schema
+                .validate(&value)
+                .map_err(|v| EventsError::Payload(name.to_owned(), v.to_rpc_error().message))?;
+            let Value::Object(data) = value else {
+                unreachable!("built as an object")
+            };
+            return self.append(name, event_id, data).await;
+        }
+        self.append(name, event_id, data).await
+    }
+
+    async fn append(
+        &self,
+        name: &str,
+        event_id: &str,
+        data: serde_json::Map<String, Value>,
+    ) -> Result<Emitted, EventsError> {
+        let record = Record::Occurrence(Occurrence {
+            event_id: event_id.to_owned(),
+            at_ms: crate::now_ms(),
+            data,
+        });
+        let position = self.signal_record(name, record).await?;
+        Ok(Emitted {
+            event_id: event_id.to_owned(),
+            position,
+        })
+    }
+
+    /// Tells the type's open push streams of a recoverable failure (an upstream fetch
+    /// failed): `notifications/events/error`; the streams stay open.
+    pub async fn fail(&self, name: &str, error: RpcError) -> Result<(), EventsError> {
+        self.signal(name, Signal::Error(error)).await
+    }
+
+    /// Tells the type's open push streams that occurrences were skipped: a fresh
+    /// `notifications/events/active` with `truncated: true`.
+    pub async fn gap(&self, name: &str) -> Result<(), EventsError> {
+        self.signal(name, Signal::Gap).await
+    }
+
+    /// Ends the type's open push streams (access revoked, the type withdrawn):
+    /// `notifications/events/terminated` with `error`, then the final result.
+    pub async fn terminate(&self, name: &str, error: RpcError) -> Result<(), EventsError> {
+        self.signal(name, Signal::Terminate(error)).await
+    }
+
+    async fn signal(&self, name: &str, signal: Signal) -> Result<(), EventsError> {
+        if self.get(name).is_none() {
+            return Err(EventsError::Unknown(name.to_owned()));
+        }
+        self.signal_record(name, Record::Signal(signal)).await.map(|_| ())
+    }
+
+    async fn signal_record(&self, name: &str, record: Record) -> Result<Position, EventsError> {
+        self.inner
+            .log
+            .append(name, record)
+            .await
+            .map_err(|e| EventsError::Log(e.to_string()))
+    }
+
+    /// Counts a push stream of `event` open until the guard drops, or says the type's limit
+    /// is reached.
+    pub(crate) fn open_stream(&self, event: &EventType) -> Result<StreamGuard, RpcError> {
+        let mut streams = self.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
+        let open = streams.entry(event.name().to_owned()).or_insert(0);
+        if let Some(max) = event.max_streams
+            && *open >= max
+        {
+            return Err(mcp_protocol::events::errors::resource_exhausted("streams", max as u64));
+        }
+        *open += 1;
+        Ok(StreamGuard {
+            events: self.clone(),
+            name: event.name().to_owned(),
+        })
+    }
+}
+
+/// A push stream counted open.
+pub(crate) struct StreamGuard {
+    events: Events,
+    name: String,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        let mut streams = self.events.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(open) = streams.get_mut(&self.name) {
+            *open = open.saturating_sub(1);
+        }
+    }
+}

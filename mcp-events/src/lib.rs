@@ -1,0 +1,57 @@
+//! # mcp-events
+//!
+//! The Events extension (`io.modelcontextprotocol/events`) for servers built on
+//! `mcp-runtime`: a server declares event types in code ([`EventType`]: name, description,
+//! delivery modes, the JSON Schemas of a subscription's arguments and of the payload, derived
+//! from Rust types) and emits their occurrences from anywhere ([`Events::emit`]); clients
+//! receive them
+//!
+//! - by **poll** (`events/poll`): a long poll answered as soon as an occurrence exists, and
+//!   never later than `timeoutMs`, with `maxEvents`, `maxAgeMs`, `truncated`, `hasMore` and
+//!   `nextPollMs`;
+//! - by **push** (`events/stream`): a long-lived request whose stream carries
+//!   `notifications/events/active`, `event`, `heartbeat` (at most 30 s of silence), `error`
+//!   and `terminated`, each naming the request in `_meta`, with the empty result when the
+//!   server ends it; exempt from the in-flight request bound (a transport holds it with its
+//!   stream budget).
+//!
+//! `events/list` pages the declared types. Cursors are opaque positions of an occurrence log
+//! ([`log::OccurrenceLog`], kept in memory by [`log::MemoryLog`]); a cursor the log no longer
+//! covers is answered from now with `truncated: true`, never with an error. Unknown types are
+//! -32011, a mode a type does not offer -32014, arguments that do not follow the type's schema
+//! -32602 (see `mcp_protocol::events`, where every wire rule of the extension lives).
+//!
+//! It uses the runtime's public API only: an
+//! [`Extension`](mcp_runtime::extension::Extension) whose methods are
+//! [`CustomMethod`](mcp_runtime::extension::CustomMethod)s, `events/stream` marked
+//! [`long_lived`](mcp_runtime::extension::CustomMethod::long_lived). With `mcp-server`,
+//! `McpServerBuilder::events` registers it.
+
+mod error;
+mod event_type;
+mod events;
+pub mod log;
+mod methods;
+
+pub use error::EventsError;
+pub use event_type::{EventType, Filter};
+pub use events::{Emitted, Events, EventsBuilder};
+pub use mcp_protocol::events::wire::DeliveryMode;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// A random number (a log's epoch, an event id).
+pub(crate) fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // Without an entropy source, the clock still separates two epochs.
+    if getrandom::fill(&mut bytes).is_err() {
+        return now_ms();
+    }
+    u64::from_le_bytes(bytes)
+}

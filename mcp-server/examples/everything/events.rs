@@ -1,0 +1,184 @@
+//! `--events-fixture`: the Events extension (`io.modelcontextprotocol/events`) as the
+//! conformance suite's `events-*` scenarios expect it (modelcontextprotocol/conformance,
+//! `src/scenarios/server/events/`, `helpers.ts` 375f6da28cf5 for the controls, `poll.ts`
+//! 5aceffa371fc and `push.ts` f9eb9a48566 for the shapes):
+//!
+//! - `build.finished` (poll and push): emitted on its own every two seconds, with a typed
+//!   optional argument (`branch`, a string) for the invalid-arguments probe; the first type
+//!   offering poll, and the first offering push (types are listed by name, two per page).
+//! - `chat.message` (push only): the second push type, which the terminate control ends, and
+//!   the type without poll (-32014 on `events/poll`).
+//! - `quota.probe` (push only): at most two streams at once, reported by the quota control.
+//! - The controls, ordinary tools taking `{name}`: `events_conformance_yield_error`
+//!   (`notifications/events/error` on the type's streams), `events_conformance_yield_gap` (a
+//!   fresh `active` with `truncated: true`), `events_conformance_terminate`
+//!   (`notifications/events/terminated`, then the final result), and `events_conformance_quota`
+//!   (`{}`: `{"name": "quota.probe", "max": 2}`).
+//!
+//! No type offers webhook delivery yet.
+
+use std::time::Duration;
+
+use mcp_server::McpServerBuilder;
+use mcp_server::events::{DeliveryMode, EventType, Events, EventsError};
+use mcp_server::prelude::*;
+use serde_json::Map;
+
+/// The stream limit of `quota.probe`.
+const QUOTA: usize = 2;
+
+/// Whether to serve the events fixture.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct EventsArgs {
+    /// Serve the Events extension with the conformance suite's fixture types and controls.
+    #[arg(long)]
+    events_fixture: bool,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct BuildFilter {
+    /// Only builds of this branch.
+    #[allow(dead_code)]
+    branch: Option<String>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct BuildFinished {
+    branch: String,
+    ok: bool,
+    number: u64,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct ChatMessage {
+    channel: String,
+    text: String,
+}
+
+fn types() -> Result<Events, EventsError> {
+    let push = [DeliveryMode::Push];
+    Events::builder()
+        .event(
+            EventType::new("build.finished", "A CI build finished")
+                .arguments::<BuildFilter>()?
+                .payload::<BuildFinished>()?
+                .delivery(&[DeliveryMode::Poll, DeliveryMode::Push])?
+                .filter(|args, data| args.get("branch").is_none_or(|b| data.get("branch") == Some(b))),
+        )
+        .event(
+            EventType::new("chat.message", "A message was posted to a channel")
+                .payload::<ChatMessage>()?
+                .delivery(&push)?,
+        )
+        .event(
+            EventType::new("quota.probe", "Never emitted: a type whose streams are limited")
+                .delivery(&push)?
+                .max_streams(QUOTA),
+        )
+        .page_size(2)
+        .heartbeat(Duration::from_secs(10))
+        .build()
+}
+
+fn name_schema() -> Value {
+    json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+}
+
+fn control(
+    events: &Events,
+    tool: &str,
+    description: &str,
+    act: impl Fn(Events, String) -> futures::future::BoxFuture<'static, Result<(), EventsError>> + Send + Sync + 'static,
+) -> Tool {
+    let events = events.clone();
+    let act = std::sync::Arc::new(act);
+    Tool::new(tool, description, move |args: Map<String, Value>, _ctx: Ctx| {
+        let (events, act) = (events.clone(), act.clone());
+        async move {
+            let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            act(events, name).await.map_err(HandlerError::tool)?;
+            Ok::<_, HandlerError>("ok")
+        }
+    })
+    .input_schema(name_schema())
+}
+
+impl EventsArgs {
+    /// Adds the extension, its controls and the emitter, if asked.
+    pub(crate) fn apply(&self, b: McpServerBuilder) -> Result<McpServerBuilder, EventsError> {
+        if !self.events_fixture {
+            return Ok(b);
+        }
+        let events = types()?;
+        let b = b
+            .events(&events)
+            .tool(control(
+                &events,
+                "events_conformance_yield_error",
+                "Sends notifications/events/error on the type's streams",
+                |e, name| {
+                    Box::pin(async move {
+                        let error = RpcError::internal_with("UpstreamError")
+                            .with_data(json!({"reason": "conformance control"}));
+                        e.fail(&name, error).await
+                    })
+                },
+            ))
+            .tool(control(
+                &events,
+                "events_conformance_yield_gap",
+                "Announces a gap on the type's streams",
+                |e, name| Box::pin(async move { e.gap(&name).await }),
+            ))
+            .tool(control(
+                &events,
+                "events_conformance_terminate",
+                "Ends every stream of the type",
+                |e, name| {
+                    Box::pin(async move {
+                        let error = RpcError::new(-32012, "Forbidden").with_data(json!({"reason": "Access revoked"}));
+                        e.terminate(&name, error).await
+                    })
+                },
+            ))
+            .tool(
+                Tool::new(
+                    "events_conformance_quota",
+                    "Reports the per-type stream limit",
+                    |_, _| async { json!({"name": "quota.probe", "max": QUOTA}).to_string() },
+                )
+                .input_schema(json!({"type": "object", "properties": {}})),
+            );
+        tokio::spawn(emit(events));
+        Ok(b)
+    }
+}
+
+/// Emits `build.finished` every two seconds and `chat.message` every three.
+async fn emit(events: Events) {
+    let mut number = 0u64;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        number += 1;
+        if number.is_multiple_of(2) {
+            let build = BuildFinished {
+                branch: "main".into(),
+                ok: number.is_multiple_of(4),
+                number: number / 2,
+            };
+            if let Err(e) = events.emit("build.finished", build).await {
+                tracing::warn!(error = %e, "emitting build.finished");
+            }
+        }
+        if number.is_multiple_of(3) {
+            let message = ChatMessage {
+                channel: "general".into(),
+                text: format!("message {}", number / 3),
+            };
+            if let Err(e) = events.emit("chat.message", message).await {
+                tracing::warn!(error = %e, "emitting chat.message");
+            }
+        }
+    }
+}
