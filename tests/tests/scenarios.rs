@@ -6,10 +6,16 @@
 //! `scenarios/cancellation.rs`: `http-stream-cancellation`. `scenarios/loglevel.rs`:
 //! `per-request-loglevel`. `scenarios/sep_2106.rs`: `sep-2106-json-schema-loosening` and
 //! `sep-2106-structured-content`. `scenarios/extensions.rs`: `server-legacy-extensions`.
+//! `scenarios/events_poll.rs`: `events-discovery` and `events-poll`.
+//! `scenarios/events_push.rs`: `events-push`.
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
 mod cancellation;
+#[path = "scenarios/events_poll.rs"]
+mod events_poll;
+#[path = "scenarios/events_push.rs"]
+mod events_push;
 #[path = "scenarios/extensions.rs"]
 mod extensions;
 #[path = "scenarios/loglevel.rs"]

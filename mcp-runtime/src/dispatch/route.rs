@@ -36,6 +36,13 @@ pub(crate) struct Route {
     pub(crate) catalog: Arc<Catalog>,
 }
 
+impl Route {
+    /// Whether the request is a long-lived stream (a custom method marked `long_lived`).
+    pub(crate) fn long_lived(&self) -> bool {
+        matches!(&self.target, Target::Custom(m) if m.method.is_long_lived())
+    }
+}
+
 /// What a routed request names, resolved once.
 #[derive(Debug, Clone, Default)]
 pub(crate) enum Target {

@@ -96,12 +96,7 @@ impl Call {
     /// `events/stream`), which a transport holds with its stream budget rather than its
     /// in-flight request bound.
     pub fn long_lived(&self) -> bool {
-        match &self.req.method {
-            Method::Unknown(name) => {
-                (self.runtime.config().extensions.method(name)).is_some_and(|m| m.method.is_long_lived())
-            }
-            _ => false,
-        }
+        self.route.long_lived()
     }
 
     /// Whether the client going away cancels the call (behaviour invariant 14).

@@ -388,7 +388,8 @@ impl Engine {
             Err(e) => return Step::Answer(Answer::error(Stage::Dispatch, route.era, Some(&req.id), &e)),
         };
         let log_level = route.modern.as_ref().is_some_and(|m| m.log_level.is_some());
-        let stream = peer.streams && may_stream(route.era, req.params.as_ref(), log_level);
+        // A long-lived request (an `events/stream`) is a stream whatever it asked for.
+        let stream = peer.streams && (route.long_lived() || may_stream(route.era, req.params.as_ref(), log_level));
         Step::Call(Call::new(
             self.runtime.clone(),
             req,

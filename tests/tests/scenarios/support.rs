@@ -29,7 +29,12 @@ pub(crate) struct Fixture {
 impl Fixture {
     /// Starts `everything` on `127.0.0.1:0` and waits for the line naming its endpoint.
     pub(crate) async fn start() -> Fixture {
-        let (child, addr, _) = mcp_tests::fixture::start_everything(&[], 0).await;
+        Fixture::start_with(&[]).await
+    }
+
+    /// Starts `everything` with `args` (e.g. `--events-fixture`).
+    pub(crate) async fn start_with(args: &[&str]) -> Fixture {
+        let (child, addr, _) = mcp_tests::fixture::start_everything(args, 0).await;
         Fixture { addr, _child: child }
     }
 
@@ -57,6 +62,7 @@ impl Fixture {
             headers: parts.headers,
             body,
             buf: BytesMut::new(),
+            comments: 0,
         }
     }
 
@@ -91,6 +97,8 @@ pub(crate) struct Answer {
     pub(crate) headers: http::HeaderMap,
     body: Incoming,
     buf: BytesMut,
+    /// The SSE comment lines (`:` …) read so far.
+    pub(crate) comments: usize,
 }
 
 impl Answer {
@@ -123,6 +131,9 @@ impl Answer {
                     if let Some(data) = line.strip_prefix("data:") {
                         return Some(data.trim_start().to_owned());
                     }
+                    if line.starts_with(':') {
+                        self.comments += 1;
+                    }
                 }
                 match self.body.frame().await {
                     Some(Ok(frame)) => {
@@ -137,6 +148,19 @@ impl Answer {
         .await
         .ok()
         .flatten()
+    }
+
+    /// The next JSON message of an SSE stream within `wait` (skipping events without data);
+    /// `None` when the stream ends or nothing comes in time.
+    pub(crate) async fn next_message(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let data = self.data_line(left).await?;
+            if !data.is_empty() {
+                return Some(serde_json::from_str(&data).expect("a JSON event"));
+            }
+        }
     }
 
     /// Every message of the answer: the JSON body, or each non-empty `data:` line of the SSE
