@@ -119,6 +119,7 @@ impl Coordinator {
                 self.answer(answer.frame, None).await;
             }
             Step::Listen(listening) => self.listen(listening).await,
+            Step::Call(call) if call.long_lived() => self.long_lived(call),
             Step::Call(call) => match self.pool.reserve() {
                 Ok(slot) => self.pool.submit(slot, exec::single(self.shared.clone(), call)),
                 Err(_) => {
@@ -128,6 +129,26 @@ impl Coordinator {
                 }
             },
         }
+    }
+
+    /// A long-lived request (an `events/stream`): run beside the pool, which bounds requests
+    /// that end, not subscriptions (the client, the one process at the other end of the pipe,
+    /// ends it with `notifications/cancelled`); cancelled when the input ends or a shutdown
+    /// begins, like a listen stream.
+    fn long_lived(&self, call: mcp_runtime::Call) {
+        let token = call.cancel_token().clone();
+        let (closed, shutdown) = (self.shared.input_closed.clone(), self.shared.shutdown.clone());
+        let mut job = exec::single(self.shared.clone(), call);
+        self.shared.listens.spawn(mcp_runtime::background::boxed(async move {
+            tokio::select! {
+                biased;
+                () = &mut job => return,
+                () = closed.cancelled() => {}
+                () = shutdown.cancelled() => {}
+            }
+            token.cancel();
+            job.await;
+        }));
     }
 
     /// `subscriptions/listen`: the acknowledgement first, then the

@@ -7,7 +7,8 @@
 //! `per-request-loglevel`. `scenarios/sep_2106.rs`: `sep-2106-json-schema-loosening` and
 //! `sep-2106-structured-content`. `scenarios/extensions.rs`: `server-legacy-extensions`.
 //! `scenarios/events_poll.rs`: `events-discovery` and `events-poll`.
-//! `scenarios/events_push.rs`: `events-push`.
+//! `scenarios/events_push.rs`: `events-push`. `scenarios/events_stdio.rs`: `events/stream`
+//! over stdio.
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
@@ -16,6 +17,8 @@ mod cancellation;
 mod events_poll;
 #[path = "scenarios/events_push.rs"]
 mod events_push;
+#[path = "scenarios/events_stdio.rs"]
+mod events_stdio;
 #[path = "scenarios/extensions.rs"]
 mod extensions;
 #[path = "scenarios/loglevel.rs"]

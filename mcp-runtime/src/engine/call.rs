@@ -99,9 +99,10 @@ impl Call {
         self.route.long_lived()
     }
 
-    /// Whether the client going away cancels the call (behaviour invariant 14).
+    /// Whether the client going away cancels the call (behaviour invariant 14); a long-lived
+    /// request's stream is its subscription, which ends with it in every era.
     pub fn disconnect_cancels(&self) -> bool {
-        disconnect_cancels(self.route.era)
+        disconnect_cancels(self.route.era) || self.route.long_lived()
     }
 
     /// The tool a `tools/call` names.

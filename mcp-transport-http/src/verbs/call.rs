@@ -94,7 +94,8 @@ pub(crate) async fn run<P: Send + 'static>(shared: &Arc<Shared>, permit: P, call
             (job, first)
         }
     };
-    if let (Some(session), true) = (&session, legacy)
+    // A long-lived call is not resumed from a tape: its client resumes it with its cursor.
+    if let (Some(session), true) = (&session, legacy && !long_lived)
         && (first.is_some() || close_at.is_some_and(|at| at <= Instant::now()))
         && let Some(frames) = frames.take()
     {
