@@ -58,7 +58,7 @@ pub struct Entry {
 
 /// What a read found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Read {
+pub struct Slice {
     /// The log's epoch (cursors name it).
     pub epoch: u64,
     /// The entries after the position read from, oldest first (at most the limit asked).
@@ -70,7 +70,7 @@ pub struct Read {
     pub gap: bool,
 }
 
-impl Read {
+impl Slice {
     /// The cursor of a position of this log.
     pub fn cursor(&self, position: Position) -> String {
         Cursor {
@@ -83,7 +83,7 @@ impl Read {
 
 /// Where a read starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum From {
+pub enum Start {
     /// Now: nothing is read, the head is reported.
     Now,
     /// After a client's cursor (possibly another epoch's: then from now, with a gap).
@@ -98,7 +98,7 @@ pub trait OccurrenceLog: Send + Sync + 'static {
     fn append<'a>(&'a self, name: &'a str, record: Record) -> StoreFuture<'a, Position>;
 
     /// Reads up to `limit` entries of `name` after `from`.
-    fn read<'a>(&'a self, name: &'a str, from: From, limit: usize) -> StoreFuture<'a, Read>;
+    fn read<'a>(&'a self, name: &'a str, from: Start, limit: usize) -> StoreFuture<'a, Slice>;
 
     /// A receiver that changes whenever something is appended to `name` (by any instance).
     fn watch(&self, name: &str) -> watch::Receiver<u64>;
@@ -198,28 +198,28 @@ impl OccurrenceLog for MemoryLog {
         Box::pin(std::future::ready(Ok(position)))
     }
 
-    fn read<'a>(&'a self, name: &'a str, from: From, limit: usize) -> StoreFuture<'a, Read> {
+    fn read<'a>(&'a self, name: &'a str, from: Start, limit: usize) -> StoreFuture<'a, Slice> {
         let now = crate::now_ms();
         let read = self.with_ring(name, |ring| {
             ring.trim(self.retention, now);
             let head = Position::new(0, ring.last);
-            let mut read = Read {
+            let mut read = Slice {
                 epoch: self.epoch,
                 entries: Vec::new(),
                 head,
                 gap: false,
             };
             let after = match from {
-                From::Now => return read,
-                From::Stale => {
+                Start::Now => return read,
+                Start::Stale => {
                     read.gap = true;
                     return read;
                 }
-                From::Cursor(c) if c.epoch != self.epoch || c.position.hi != 0 || c.position.lo > ring.last => {
+                Start::Cursor(c) if c.epoch != self.epoch || c.position.hi != 0 || c.position.lo > ring.last => {
                     read.gap = true;
                     return read;
                 }
-                From::Cursor(c) => c.position.lo,
+                Start::Cursor(c) => c.position.lo,
             };
             // Entries after `after` were dropped: the read starts at the oldest kept.
             read.gap = ring.oldest() > after + 1;
@@ -244,7 +244,7 @@ impl<L: OccurrenceLog> OccurrenceLog for Arc<L> {
         (**self).append(name, record)
     }
 
-    fn read<'a>(&'a self, name: &'a str, from: From, limit: usize) -> StoreFuture<'a, Read> {
+    fn read<'a>(&'a self, name: &'a str, from: Start, limit: usize) -> StoreFuture<'a, Slice> {
         (**self).read(name, from, limit)
     }
 
@@ -265,8 +265,8 @@ mod tests {
         })
     }
 
-    fn cursor(log: &MemoryLog, lo: u64) -> From {
-        From::Cursor(Cursor {
+    fn cursor(log: &MemoryLog, lo: u64) -> Start {
+        Start::Cursor(Cursor {
             epoch: log.epoch,
             position: Position::new(0, lo),
         })
@@ -276,7 +276,7 @@ mod tests {
     async fn reads_resume_after_a_position_and_report_the_head() {
         let log = MemoryLog::default();
         let mut watch = log.watch("t");
-        let now = log.read("t", From::Now, 10).await.unwrap();
+        let now = log.read("t", Start::Now, 10).await.unwrap();
         assert_eq!(now.head, Position::START);
         assert!(!now.gap && now.entries.is_empty());
         let p1 = log.append("t", occurrence("a")).await.unwrap();
@@ -289,7 +289,7 @@ mod tests {
         let rest = log
             .read(
                 "t",
-                From::Cursor(Cursor {
+                Start::Cursor(Cursor {
                     epoch: log.epoch,
                     position: p1,
                 }),
@@ -302,7 +302,7 @@ mod tests {
         let limited = log.read("t", cursor(&log, 0), 1).await.unwrap();
         assert_eq!(limited.entries.len(), 1);
         // Another type's log is apart.
-        assert_eq!(log.read("u", From::Now, 10).await.unwrap().head, Position::START);
+        assert_eq!(log.read("u", Start::Now, 10).await.unwrap().head, Position::START);
     }
 
     #[tokio::test]
@@ -318,13 +318,13 @@ mod tests {
         assert!(trimmed.gap);
         assert_eq!(trimmed.entries.len(), 2);
         assert!(!log.read("t", cursor(&log, 1), 10).await.unwrap().gap);
-        let foreign = From::Cursor(Cursor {
+        let foreign = Start::Cursor(Cursor {
             epoch: log.epoch ^ 1,
             position: Position::new(0, 1),
         });
         let read = log.read("t", foreign, 10).await.unwrap();
         assert!(read.gap && read.entries.is_empty());
         assert!(log.read("t", cursor(&log, 99), 10).await.unwrap().gap);
-        assert!(log.read("t", From::Stale, 10).await.unwrap().gap);
+        assert!(log.read("t", Start::Stale, 10).await.unwrap().gap);
     }
 }

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use crate::event_type::EventType;
 use crate::events::Events;
-use crate::log::{Entry, From, Occurrence, Read, Record, Signal};
+use crate::log::{Entry, Occurrence, Record, Signal, Slice, Start};
 
 /// At most this many log entries are read at once.
 const SCAN: usize = 256;
@@ -61,18 +61,18 @@ fn check(
 }
 
 /// Where a client's cursor starts a read.
-fn from(cursor: Option<&str>) -> From {
+fn from(cursor: Option<&str>) -> Start {
     match cursor.map(Cursor::decode) {
-        None => From::Now,
-        Some(Some(c)) => From::Cursor(c),
-        Some(None) => From::Stale,
+        None => Start::Now,
+        Some(Some(c)) => Start::Cursor(c),
+        Some(None) => Start::Stale,
     }
 }
 
 /// The position a read starts after: the cursor's when the log covers it, else the head.
-fn base(from: From, read: &Read) -> Position {
+fn base(from: Start, read: &Slice) -> Position {
     match from {
-        From::Cursor(c) if !read.gap => c.position,
+        Start::Cursor(c) if !read.gap => c.position,
         _ => read.head,
     }
 }
@@ -134,7 +134,7 @@ pub(crate) async fn poll(events: Events, params: Map<String, Value>, ctx: Ctx) -
                 }
             }
         }
-        from = From::Cursor(Cursor {
+        from = Start::Cursor(Cursor {
             epoch: read.epoch,
             position,
         });
@@ -224,7 +224,7 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
             }
         }
         watch.borrow_and_update();
-        let from = From::Cursor(Cursor { epoch, position });
+        let from = Start::Cursor(Cursor { epoch, position });
         match log.read(&p.name, from, SCAN).await {
             Ok(read) => {
                 if read.gap {
