@@ -8,7 +8,7 @@ use mcp_protocol::RpcError;
 use mcp_protocol::events::cursor::{Cursor, Position};
 use mcp_protocol::events::errors::{self, Missing};
 use mcp_protocol::events::wire::{
-    self, DeliveryMode, EventOccurrence, ListEventsResult, PollParams, PollResult, StreamParams, parse_params,
+    self, DeliveryMode, EventOccurrence, ListEventsResult, PollParams, PollResult, SubscriptionParams, parse_params,
 };
 use mcp_protocol::events::{ACTIVE, ERROR, EVENT, HEARTBEAT, LIST, POLL, STREAM, TERMINATED};
 use mcp_runtime::extension::MethodResult;
@@ -97,16 +97,19 @@ fn store_failed(e: impl std::fmt::Display) -> HandlerError {
 /// `events/poll`: the occurrences after the cursor, at once when there are some, else as soon
 /// as one comes, else empty once `timeoutMs` (bounded by the server) ran out.
 pub(crate) async fn poll(events: Events, params: Map<String, Value>, ctx: Ctx) -> MethodResult {
-    let p: PollParams = parse_params(POLL, params)?;
+    let PollParams {
+        subscription: p,
+        max_events,
+        timeout_ms,
+    } = parse_params(POLL, params)?;
     let event = check(&events, &p.name, DeliveryMode::Poll, &p.arguments)?;
     let settings = events.inner.settings;
-    let max = p
-        .max_events
+    let max = max_events
         .map_or(settings.default_max_events, |m| {
             usize::try_from(m).unwrap_or(usize::MAX)
         })
         .clamp(1, settings.max_events);
-    let wait = Duration::from_millis(p.timeout_ms.unwrap_or(0)).min(settings.max_poll_wait);
+    let wait = Duration::from_millis(timeout_ms.unwrap_or(0)).min(settings.max_poll_wait);
     let deadline = Instant::now() + wait;
     let floor = p.max_age_ms.map(|age| crate::now_ms().saturating_sub(age));
     let log = &events.inner.log;
@@ -161,7 +164,7 @@ pub(crate) async fn poll(events: Events, params: Map<String, Value>, ctx: Ctx) -
 /// `events/stream`: `active`, the replay after the cursor, then occurrences as they come,
 /// heartbeats, errors and gaps, until the client cancels or the server terminates the type.
 pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx) -> MethodResult {
-    let p: StreamParams = parse_params(STREAM, params)?;
+    let p: SubscriptionParams = parse_params(STREAM, params)?;
     let event = check(&events, &p.name, DeliveryMode::Push, &p.arguments)?;
     let _open = events.open_stream(&event)?;
     let id = ctx.request_id().clone();

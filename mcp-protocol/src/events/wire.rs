@@ -92,10 +92,11 @@ pub struct EventOccurrence {
     pub meta: Option<Map<String, Value>>,
 }
 
-/// The params of `events/poll`.
+/// What every subscribing request names: the type, the arguments and where to start. The
+/// params of `events/stream`; flattened into those of `events/poll` and `events/subscribe`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PollParams {
+pub struct SubscriptionParams {
     /// The event type.
     pub name: String,
     /// The subscription's arguments (`{}` when absent).
@@ -107,6 +108,15 @@ pub struct PollParams {
     /// Replay nothing older than this many milliseconds.
     #[serde(default)]
     pub max_age_ms: Option<u64>,
+}
+
+/// The params of `events/poll`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PollParams {
+    /// The type, arguments and cursor.
+    #[serde(flatten)]
+    pub subscription: SubscriptionParams,
     /// At most this many occurrences.
     #[serde(default)]
     pub max_events: Option<u64>,
@@ -129,23 +139,6 @@ pub struct PollResult {
     pub has_more: bool,
     /// How long to wait before the next poll.
     pub next_poll_ms: u64,
-}
-
-/// The params of `events/stream`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamParams {
-    /// The event type.
-    pub name: String,
-    /// The subscription's arguments (`{}` when absent).
-    #[serde(default)]
-    pub arguments: Map<String, Value>,
-    /// Where to resume; `None` starts from now.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Replay nothing older than this many milliseconds.
-    #[serde(default)]
-    pub max_age_ms: Option<u64>,
 }
 
 /// Where a webhook subscription delivers.
@@ -186,19 +179,11 @@ impl<'de> Deserialize<'de> for TtlRequest {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeParams {
-    /// The event type.
-    pub name: String,
-    /// The subscription's arguments (`{}` when absent).
-    #[serde(default)]
-    pub arguments: Map<String, Value>,
+    /// The type, arguments and cursor.
+    #[serde(flatten)]
+    pub subscription: SubscriptionParams,
     /// Where to deliver.
     pub delivery: WebhookDelivery,
-    /// Where delivery starts; `None` starts from now.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Replay nothing older than this many milliseconds.
-    #[serde(default)]
-    pub max_age_ms: Option<u64>,
     /// The suggested lifetime.
     #[serde(default)]
     pub ttl_ms: TtlRequest,
@@ -351,10 +336,11 @@ mod tests {
     #[test]
     fn poll_params_absent_means_null_and_empty() {
         let p: PollParams = parse_params("events/poll", obj(json!({"name": "a"}))).unwrap();
-        assert_eq!(p.cursor, None);
-        assert!(p.arguments.is_empty());
-        let p: PollParams = parse_params("events/poll", obj(json!({"name": "a", "cursor": null}))).unwrap();
-        assert_eq!(p.cursor, None);
+        assert_eq!(p.subscription.cursor, None);
+        assert!(p.subscription.arguments.is_empty());
+        let p: PollParams =
+            parse_params("events/poll", obj(json!({"name": "a", "cursor": null, "maxEvents": 2}))).unwrap();
+        assert_eq!((p.subscription.cursor, p.max_events), (None, Some(2)));
     }
 
     #[test]
