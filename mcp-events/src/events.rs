@@ -1,7 +1,7 @@
 //! [`Events`]: the declared types, the occurrence log and the settings of one server; where
 //! occurrences are emitted and where the extension's methods come from.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ use serde_json::Value;
 use crate::error::EventsError;
 use crate::event_type::EventType;
 use crate::log::{MemoryLog, Occurrence, OccurrenceLog, Record, Signal};
+use crate::webhook::store::SubscriptionStore;
+use crate::webhook::{WebhookSettings, Webhooks};
 
 /// The event types of a server and their occurrence log. Cheap to clone: emit from anywhere.
 #[derive(Clone)]
@@ -40,6 +42,8 @@ pub(crate) struct Inner {
     pub(crate) settings: Settings,
     /// Push streams open on this instance, per type.
     streams: Mutex<HashMap<String, usize>>,
+    /// Webhook delivery, when the server offers it.
+    pub(crate) webhooks: Option<Webhooks>,
 }
 
 /// How the methods are served.
@@ -72,6 +76,10 @@ pub struct EventsBuilder {
     types: Vec<EventType>,
     log: Option<Arc<dyn OccurrenceLog>>,
     settings: Settings,
+    webhooks: Option<WebhookSettings>,
+    subscriptions: Option<Arc<dyn SubscriptionStore>>,
+    permitted: HashSet<String>,
+    trusted: HashSet<String>,
 }
 
 impl std::fmt::Debug for EventsBuilder {
@@ -128,6 +136,33 @@ impl EventsBuilder {
         self
     }
 
+    /// Offers webhook delivery (`events/subscribe`, `events/unsubscribe`) within `settings`
+    /// for the types whose delivery lists `webhook`; on by default as soon as one does.
+    pub fn webhooks(mut self, settings: WebhookSettings) -> Self {
+        self.webhooks = Some(settings);
+        self
+    }
+
+    /// Where webhook subscriptions are kept (default: in memory).
+    pub fn subscriptions(mut self, store: impl SubscriptionStore) -> Self {
+        self.subscriptions = Some(Arc::new(store));
+        self
+    }
+
+    /// Exempts callbacks of `origin` (`scheme://host[:port]`) from the `https` and routability
+    /// rules: a receiver on the operator's own network.
+    pub fn permit_callback_origin(mut self, origin: &str) -> Self {
+        self.permitted.insert(crate::webhook::normalize_origin(origin));
+        self
+    }
+
+    /// Trusts callbacks of `origin` to want deliveries without a verification handshake (the
+    /// design's allow-list path: a receiver the operator registered).
+    pub fn trust_callback_origin(mut self, origin: &str) -> Self {
+        self.trusted.insert(crate::webhook::normalize_origin(origin));
+        self
+    }
+
     /// The [`Events`]; refused when two types share a name.
     pub fn build(self) -> Result<Events, EventsError> {
         let mut by_name = HashMap::new();
@@ -136,6 +171,13 @@ impl EventsBuilder {
                 return Err(EventsError::Duplicate(t.name().to_owned()));
             }
         }
+        let offered = self.types.iter().any(|t| t.offers(crate::DeliveryMode::Webhook));
+        let webhooks = match (self.webhooks, offered) {
+            (Some(settings), _) => Some(settings),
+            (None, true) => Some(WebhookSettings::default()),
+            (None, false) => None,
+        }
+        .map(|settings| Webhooks::new(settings, self.subscriptions, self.permitted, self.trusted));
         let types: Vec<Arc<EventType>> = self.types.into_iter().map(Arc::new).collect();
         let mut listed = types.clone();
         listed.sort_by(|a, b| a.name().cmp(b.name()));
@@ -147,6 +189,7 @@ impl EventsBuilder {
                 log: self.log.unwrap_or_else(|| Arc::new(MemoryLog::default())),
                 settings: self.settings,
                 streams: Mutex::new(HashMap::new()),
+                webhooks,
             }),
         })
     }
@@ -267,6 +310,60 @@ impl Events {
             .append(name, record)
             .await
             .map_err(|e| EventsError::Log(e.to_string()))
+    }
+
+    /// Exempts callbacks of `origin` from the `https` and routability rules from now on (see
+    /// [`EventsBuilder::permit_callback_origin`]).
+    pub fn permit_callback_origin(&self, origin: &str) {
+        if let Some(hooks) = &self.inner.webhooks {
+            hooks.permit(origin);
+        }
+    }
+
+    /// Sends webhook subscription `id` a `gap` envelope with the type's current position.
+    pub async fn webhook_gap(&self, id: &str) -> Result<(), EventsError> {
+        let (mut sub, hooks) = self.subscription(id).await?;
+        let slice = (self.inner.log)
+            .read(&sub.name, crate::log::Start::Now, 0)
+            .await
+            .map_err(|e| EventsError::Log(e.to_string()))?;
+        let cursor = mcp_protocol::events::cursor::Cursor {
+            epoch: slice.epoch,
+            position: slice.head,
+        };
+        let body = mcp_protocol::events::webhook::gap_body(Some(&cursor.encode()));
+        crate::webhook::send_envelope(self, &mut sub, mcp_protocol::events::webhook::Envelope::Gap, &body).await;
+        let _ = hooks;
+        Ok(())
+    }
+
+    /// Ends webhook subscription `id`: a `terminated` envelope with `error`, then it is removed.
+    pub async fn webhook_terminate(&self, id: &str, error: RpcError) -> Result<(), EventsError> {
+        let (mut sub, _) = self.subscription(id).await?;
+        crate::webhook::terminate(self, &mut sub, &error).await;
+        Ok(())
+    }
+
+    /// Whether webhook subscription `id` is `"active"`, `"suspended"` or `"absent"`.
+    pub async fn subscription_state(&self, id: &str) -> &'static str {
+        match self.subscription(id).await {
+            Ok((s, _)) if s.active => "active",
+            Ok(_) => "suspended",
+            Err(_) => "absent",
+        }
+    }
+
+    async fn subscription(&self, id: &str) -> Result<(crate::webhook::store::Subscription, &Webhooks), EventsError> {
+        let hooks = self
+            .inner
+            .webhooks
+            .as_ref()
+            .ok_or_else(|| EventsError::Unknown(id.to_owned()))?;
+        match hooks.store.get(id).await {
+            Ok(Some(s)) if crate::now_ms() < s.expires_ms => Ok((s, hooks)),
+            Ok(_) => Err(EventsError::Unknown(id.to_owned())),
+            Err(e) => Err(EventsError::Log(e.to_string())),
+        }
     }
 
     /// Counts a push stream of `event` open until the guard drops, or says the type's limit

@@ -13,7 +13,11 @@
 //!   `notifications/events/active`, `event`, `heartbeat` (at most 30 s of silence), `error`
 //!   and `terminated`, each naming the request in `_meta`, with the empty result when the
 //!   server ends it; exempt from the in-flight request bound (a transport holds it with its
-//!   stream budget).
+//!   stream budget);
+//! - by **webhook** (`events/subscribe`, `events/unsubscribe`, see [`webhook`]): signed POSTs
+//!   (Standard Webhooks) to an `https` callback the endpoint consented to, retried with backoff,
+//!   under a subscription keyed by (principal, URL, type, arguments) and refreshed before its
+//!   grant ends; SSRF guards on every exchange.
 //!
 //! `events/list` pages the declared types. Cursors are opaque positions of an occurrence log
 //! ([`log::OccurrenceLog`], kept in memory by [`log::MemoryLog`]); a cursor the log no longer
@@ -32,11 +36,13 @@ mod event_type;
 mod events;
 pub mod log;
 mod methods;
+pub mod webhook;
 
 pub use error::EventsError;
 pub use event_type::{EventType, Filter};
 pub use events::{Emitted, Events, EventsBuilder};
 pub use mcp_protocol::events::wire::DeliveryMode;
+pub use webhook::WebhookSettings;
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {

@@ -40,7 +40,7 @@ pub(crate) async fn list(events: Events, params: Map<String, Value>) -> MethodRe
 }
 
 /// The type a request names, offered in `mode`, with arguments that follow its schema.
-fn check(
+pub(crate) fn check(
     events: &Events,
     name: &str,
     mode: DeliveryMode,
@@ -258,11 +258,22 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
 pub(crate) fn methods(
     events: &Events,
 ) -> Result<Vec<mcp_runtime::extension::CustomMethod>, mcp_protocol::extension::ExtensionError> {
+    use mcp_protocol::events::{SUBSCRIBE, UNSUBSCRIBE};
     use mcp_runtime::extension::CustomMethod;
     let (a, b, c) = (events.clone(), events.clone(), events.clone());
-    Ok(vec![
+    let mut methods = vec![
         CustomMethod::new(LIST, move |params, _ctx| list(a.clone(), params))?,
         CustomMethod::new(POLL, move |params, ctx| poll(b.clone(), params, ctx))?,
         CustomMethod::new(STREAM, move |params, ctx| stream(c.clone(), params, ctx))?.long_lived(),
-    ])
+    ];
+    if events.inner.webhooks.is_some() {
+        let (d, e) = (events.clone(), events.clone());
+        methods.push(CustomMethod::new(SUBSCRIBE, move |params, ctx| {
+            crate::webhook::subscribe(d.clone(), params, ctx)
+        })?);
+        methods.push(CustomMethod::new(UNSUBSCRIBE, move |params, ctx| {
+            crate::webhook::unsubscribe(e.clone(), params, ctx)
+        })?);
+    }
+    Ok(methods)
 }

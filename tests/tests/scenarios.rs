@@ -8,7 +8,7 @@
 //! `sep-2106-structured-content`. `scenarios/extensions.rs`: `server-legacy-extensions`.
 //! `scenarios/events_poll.rs`: `events-discovery` and `events-poll`.
 //! `scenarios/events_push.rs`: `events-push`. `scenarios/events_stdio.rs`: `events/stream`
-//! over stdio.
+//! over stdio. `scenarios/events_webhook.rs`: `events-webhook` and `events-webhook-delivery`.
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
@@ -19,6 +19,8 @@ mod events_poll;
 mod events_push;
 #[path = "scenarios/events_stdio.rs"]
 mod events_stdio;
+#[path = "scenarios/events_webhook.rs"]
+mod events_webhook;
 #[path = "scenarios/extensions.rs"]
 mod extensions;
 #[path = "scenarios/loglevel.rs"]

@@ -3,9 +3,9 @@
 //! `src/scenarios/server/events/`, `helpers.ts` 375f6da28cf5 for the controls, `poll.ts`
 //! 5aceffa371fc and `push.ts` f9eb9a48566 for the shapes):
 //!
-//! - `build.finished` (poll and push): emitted on its own every two seconds, with a typed
-//!   optional argument (`branch`, a string) for the invalid-arguments probe; the first type
-//!   offering poll, and the first offering push (types are listed by name, two per page).
+//! - `build.finished` (poll, push and webhook): emitted on its own every two seconds, with a
+//!   typed optional argument (`branch`, a string) for the invalid-arguments probe; the first
+//!   type offering each mode (types are listed by name, two per page).
 //! - `chat.message` (push only): the second push type, which the terminate control ends, and
 //!   the type without poll (-32014 on `events/poll`).
 //! - `quota.probe` (push only): at most two streams at once, reported by the quota control.
@@ -14,8 +14,14 @@
 //!   fresh `active` with `truncated: true`), `events_conformance_terminate`
 //!   (`notifications/events/terminated`, then the final result), and `events_conformance_quota`
 //!   (`{}`: `{"name": "quota.probe", "max": 2}`).
-//!
-//! No type offers webhook delivery yet.
+//! - Webhooks (`webhook.ts` b7fcf3f0d5ff, `webhook-delivery.ts` 45e4ede806f5): the suite's
+//!   unresolvable callbacks `https://conformance.invalid/…` are trusted (the design's
+//!   allow-list path: no handshake), every other callback is verified;
+//!   `events_conformance_allow_callback_origin {origin}` exempts one origin from the SSRF rules
+//!   (the harness's loopback receiver); `events_conformance_webhook_gap {id}` and
+//!   `events_conformance_webhook_terminate {id}` send a subscription its envelopes;
+//!   `events_conformance_subscription_state {id}` answers `active`, `suspended` or `absent`. A
+//!   webhook subscription needs a principal: start the fixture with `--api-key`.
 
 use std::time::Duration;
 
@@ -62,7 +68,7 @@ fn types() -> Result<Events, EventsError> {
             EventType::new("build.finished", "A CI build finished")
                 .arguments::<BuildFilter>()?
                 .payload::<BuildFinished>()?
-                .delivery(&[DeliveryMode::Poll, DeliveryMode::Push])?
+                .delivery(&[DeliveryMode::Poll, DeliveryMode::Push, DeliveryMode::Webhook])?
                 .filter(|args, data| args.get("branch").is_none_or(|b| data.get("branch") == Some(b))),
         )
         .event(
@@ -76,6 +82,7 @@ fn types() -> Result<Events, EventsError> {
                 .max_streams(QUOTA),
         )
         .page_size(2)
+        .trust_callback_origin("https://conformance.invalid")
         .heartbeat(Duration::from_secs(10))
         .build()
 }
@@ -101,6 +108,43 @@ fn control(
         }
     })
     .input_schema(name_schema())
+}
+
+/// A control taking `{id}` (a webhook subscription) and answering text.
+fn id_control(
+    events: &Events,
+    tool: &str,
+    description: &str,
+    act: impl Fn(Events, String) -> futures::future::BoxFuture<'static, Result<String, EventsError>> + Send + Sync + 'static,
+) -> Tool {
+    let events = events.clone();
+    let act = std::sync::Arc::new(act);
+    Tool::new(tool, description, move |args: Map<String, Value>, _ctx: Ctx| {
+        let (events, act) = (events.clone(), act.clone());
+        async move {
+            let id = args.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            act(events, id).await.map_err(HandlerError::tool)
+        }
+    })
+    .input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}))
+}
+
+/// `events_conformance_allow_callback_origin {origin}`.
+fn allow_origin(events: &Events) -> Tool {
+    let events = events.clone();
+    Tool::new(
+        "events_conformance_allow_callback_origin",
+        "Exempts one callback origin from the SSRF rules for the rest of the process",
+        move |args: Map<String, Value>, _ctx: Ctx| {
+            let events = events.clone();
+            async move {
+                let origin = args.get("origin").and_then(Value::as_str).unwrap_or_default();
+                events.permit_callback_origin(origin);
+                "ok"
+            }
+        },
+    )
+    .input_schema(json!({"type": "object", "properties": {"origin": {"type": "string"}}, "required": ["origin"]}))
 }
 
 impl EventsArgs {
@@ -140,6 +184,30 @@ impl EventsArgs {
                         e.terminate(&name, error).await
                     })
                 },
+            ))
+            .tool(allow_origin(&events))
+            .tool(id_control(
+                &events,
+                "events_conformance_webhook_gap",
+                "Sends a webhook subscription a gap envelope",
+                |e, id| Box::pin(async move { e.webhook_gap(&id).await.map(|()| "ok".to_owned()) }),
+            ))
+            .tool(id_control(
+                &events,
+                "events_conformance_webhook_terminate",
+                "Ends a webhook subscription with a terminated envelope",
+                |e, id| {
+                    Box::pin(async move {
+                        let error = RpcError::new(-32012, "Forbidden").with_data(json!({"reason": "Access revoked"}));
+                        e.webhook_terminate(&id, error).await.map(|()| "ok".to_owned())
+                    })
+                },
+            ))
+            .tool(id_control(
+                &events,
+                "events_conformance_subscription_state",
+                "Answers active, suspended or absent",
+                |e, id| Box::pin(async move { Ok(e.subscription_state(&id).await.to_owned()) }),
             ))
             .tool(
                 Tool::new(

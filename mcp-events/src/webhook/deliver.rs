@@ -1,0 +1,298 @@
+//! The delivery task of one webhook subscription: its type's occurrences from its watermark,
+//! in order, each signed and retried; envelopes for gaps and the end.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use mcp_protocol::RpcError;
+use mcp_protocol::events::cursor::Cursor;
+use mcp_protocol::events::webhook::{
+    self, Envelope, ID_HEADER, MAX_BODY, Outcome, SIGNATURE_HEADER, SUBSCRIPTION_HEADER, Secret, TIMESTAMP_HEADER,
+};
+use mcp_protocol::events::wire::{EventOccurrence, LastError};
+use serde_json::Value;
+
+use super::client::Callback;
+use super::store::Subscription;
+use crate::Events;
+use crate::log::{Record, Signal, Start};
+
+/// At most this many log entries are read at once.
+const SCAN: usize = 64;
+/// Sustained failure: at least this many attempts in the window…
+const SUSPEND_MIN_ATTEMPTS: u32 = 100;
+/// …of which at least this share failed (per cent)…
+const SUSPEND_FAILED_PERCENT: u32 = 95;
+/// …over this window (ms).
+const WINDOW_MS: u64 = 3_600_000;
+
+/// How one delivery ended.
+enum Delivery {
+    /// Accepted by the endpoint.
+    Delivered,
+    /// Given up on (a final refusal, or the attempts spent).
+    Abandoned,
+    /// The subscription is gone (unsubscribed, expired) while it was tried.
+    Gone,
+}
+
+/// Runs subscription `id`'s deliveries until it is removed or expires.
+pub(crate) async fn run(events: Events, id: String) {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return;
+    };
+    let log = &events.inner.log;
+    loop {
+        let Ok(Some(mut sub)) = hooks.store.get(&id).await else {
+            return;
+        };
+        let now = crate::now_ms();
+        if now >= sub.expires_ms {
+            let _ = hooks.store.remove(&id).await;
+            tracing::debug!(%id, "webhook subscription expired");
+            return;
+        }
+        let mut watch = log.watch(&sub.name);
+        watch.borrow_and_update();
+        let slice = if sub.active {
+            match log.read(&sub.name, Start::Cursor(sub.next), SCAN).await {
+                Ok(slice) => Some(slice),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the occurrence log failed; webhook delivery paused");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let Some(slice) = slice else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        if slice.gap {
+            // The log moved on (a restart, the retention): from now, and the endpoint is told.
+            sub.next = Cursor {
+                epoch: slice.epoch,
+                position: slice.head,
+            };
+            let body = webhook::gap_body(Some(&sub.next.encode()));
+            if matches!(envelope(&events, &mut sub, Envelope::Gap, &body).await, Delivery::Gone)
+                || !save(&events, &sub).await
+            {
+                return;
+            }
+            continue;
+        }
+        let Some(event) = events.get(&sub.name).cloned() else {
+            return;
+        };
+        let idle = slice.entries.is_empty();
+        for entry in slice.entries {
+            let ended = match entry.record {
+                Record::Occurrence(o) if event.admits(&sub.arguments, &o.data) => {
+                    let occurrence = EventOccurrence {
+                        event_id: o.event_id.clone(),
+                        name: sub.name.clone(),
+                        timestamp: mcp_protocol::model::task::format_timestamp(o.at_ms),
+                        data: o.data,
+                        cursor: Some(
+                            Cursor {
+                                epoch: slice.epoch,
+                                position: entry.position,
+                            }
+                            .encode(),
+                        ),
+                        meta: None,
+                    };
+                    let body = serde_json::to_vec(&occurrence).unwrap_or_default();
+                    if body.len() > MAX_BODY {
+                        tracing::warn!(id = %sub.id, size = body.len(), "occurrence too large for a webhook; abandoned");
+                        false
+                    } else {
+                        matches!(
+                            deliver(&events, &mut sub, &o.event_id, Bytes::from(body)).await,
+                            Delivery::Gone
+                        )
+                    }
+                }
+                Record::Signal(Signal::Gap) if entry.position > sub.signals_after => {
+                    let body = webhook::gap_body(Some(
+                        &Cursor {
+                            epoch: slice.epoch,
+                            position: entry.position,
+                        }
+                        .encode(),
+                    ));
+                    matches!(envelope(&events, &mut sub, Envelope::Gap, &body).await, Delivery::Gone)
+                }
+                Record::Signal(Signal::Terminate(e)) if entry.position > sub.signals_after => {
+                    terminate(&events, &mut sub, &e).await;
+                    return;
+                }
+                _ => false,
+            };
+            if ended {
+                return;
+            }
+            sub.next = Cursor {
+                epoch: slice.epoch,
+                position: entry.position,
+            };
+            if !save(&events, &sub).await {
+                return;
+            }
+        }
+        if idle {
+            let until_expiry = Duration::from_millis(sub.expires_ms.saturating_sub(crate::now_ms()));
+            tokio::select! {
+                _ = watch.changed() => {}
+                () = tokio::time::sleep(until_expiry.min(Duration::from_secs(1))) => {}
+            }
+        }
+    }
+}
+
+/// Writes back what the task changed (watermark, delivery status), keeping what a refresh
+/// changed meanwhile (secrets, grant, reactivation); false when the subscription is gone.
+async fn save(events: &Events, sub: &Subscription) -> bool {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return false;
+    };
+    let Ok(Some(mut fresh)) = hooks.store.get(&sub.id).await else {
+        return false;
+    };
+    fresh.next = sub.next;
+    fresh.last_delivery_ms = sub.last_delivery_ms;
+    fresh.last_error = sub.last_error;
+    fresh.failed_since_ms = sub.failed_since_ms;
+    // A refresh since the task read the record (a new grant) reactivated it and restarted its
+    // window; otherwise the task's verdict stands.
+    if fresh.expires_ms == sub.expires_ms {
+        fresh.active = sub.active;
+        fresh.window = sub.window;
+    }
+    hooks.store.put(fresh).await.is_ok()
+}
+
+/// Sends a control envelope (tried like an occurrence).
+pub(crate) async fn send_envelope(events: &Events, sub: &mut Subscription, kind: Envelope, body: &Value) {
+    let _ = envelope(events, sub, kind, body).await;
+}
+
+/// Sends a control envelope (tried like an occurrence).
+async fn envelope(events: &Events, sub: &mut Subscription, kind: Envelope, body: &Value) -> Delivery {
+    let random = crate::random_u64().to_be_bytes();
+    let id = kind.message_id(&random);
+    deliver(events, sub, &id, Bytes::from(body.to_string())).await
+}
+
+/// Sends the `terminated` envelope and removes the subscription.
+pub(crate) async fn terminate(events: &Events, sub: &mut Subscription, error: &RpcError) {
+    let body = webhook::terminated_body(error);
+    let _ = envelope(events, sub, Envelope::Terminated, &body).await;
+    if let Some(hooks) = events.inner.webhooks.as_ref() {
+        let _ = hooks.store.remove(&sub.id).await;
+    }
+}
+
+/// Tries one delivery until it is accepted, refused for good, or its attempts are spent.
+async fn deliver(events: &Events, sub: &mut Subscription, delivery_id: &str, body: Bytes) -> Delivery {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return Delivery::Gone;
+    };
+    let mut attempt = 1;
+    loop {
+        let Ok(callback) = Callback::parse(&sub.url, |o| hooks.permits(o)) else {
+            return Delivery::Abandoned;
+        };
+        let open = hooks.permits(&callback.origin);
+        let answer = send(events, sub, &callback, open, delivery_id, body.clone()).await;
+        let now = crate::now_ms();
+        let outcome = match answer {
+            Ok((status, _)) => webhook::outcome(status),
+            Err(e) => Outcome::Retry(e),
+        };
+        record(sub, now, &outcome);
+        match outcome {
+            Outcome::Delivered => return Delivery::Delivered,
+            Outcome::GiveUp(_) => return Delivery::Abandoned,
+            Outcome::Retry(_) => {}
+        }
+        if !sub.active {
+            return Delivery::Abandoned;
+        }
+        let Some(wait) = webhook::retry_after(attempt) else {
+            return Delivery::Abandoned;
+        };
+        attempt += 1;
+        tokio::time::sleep(wait).await;
+        // Still subscribed? (An unsubscribe or an expiry ends the retries.)
+        match hooks.store.get(&sub.id).await {
+            Ok(Some(fresh)) if crate::now_ms() < fresh.expires_ms => {
+                sub.secrets = fresh.secrets;
+                sub.rotation_ends_ms = fresh.rotation_ends_ms;
+                sub.expires_ms = fresh.expires_ms;
+            }
+            _ => return Delivery::Gone,
+        }
+    }
+}
+
+/// One signed POST.
+pub(crate) async fn send(
+    events: &Events,
+    sub: &Subscription,
+    callback: &Callback,
+    open: bool,
+    delivery_id: &str,
+    body: Bytes,
+) -> Result<(u16, Bytes), LastError> {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return Err(LastError::ConnectionRefused);
+    };
+    let timestamp = crate::now_ms() / 1000;
+    let now = crate::now_ms();
+    let secrets: Vec<Secret> = sub
+        .secrets
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || now < sub.rotation_ends_ms)
+        .filter_map(|(_, s)| Secret::parse(Some(s)).ok())
+        .collect();
+    let refs: Vec<&Secret> = secrets.iter().collect();
+    let headers = [
+        (ID_HEADER, delivery_id.to_owned()),
+        (TIMESTAMP_HEADER, timestamp.to_string()),
+        (
+            SIGNATURE_HEADER,
+            webhook::signature_header(&refs, delivery_id, timestamp, &body),
+        ),
+        (SUBSCRIPTION_HEADER, sub.id.clone()),
+    ];
+    hooks.sender.post(callback, open, &headers, body).await
+}
+
+/// Counts an attempt; suspends the subscription on sustained failure.
+fn record(sub: &mut Subscription, now: u64, outcome: &Outcome) {
+    let (attempts, failures, start) = &mut sub.window;
+    if now.saturating_sub(*start) > WINDOW_MS {
+        (*attempts, *failures, *start) = (0, 0, now);
+    }
+    *attempts += 1;
+    match outcome {
+        Outcome::Delivered => {
+            sub.last_delivery_ms = Some(now);
+            sub.last_error = None;
+            sub.failed_since_ms = None;
+        }
+        Outcome::Retry(e) | Outcome::GiveUp(e) => {
+            *failures += 1;
+            sub.last_error = Some(*e);
+            sub.failed_since_ms.get_or_insert(now);
+        }
+    }
+    if *attempts >= SUSPEND_MIN_ATTEMPTS && *failures * 100 >= *attempts * SUSPEND_FAILED_PERCENT {
+        tracing::warn!(id = %sub.id, "webhook deliveries suspended after sustained failure");
+        sub.active = false;
+    }
+}

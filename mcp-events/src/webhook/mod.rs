@@ -1,0 +1,143 @@
+//! Webhook delivery (`events/subscribe`, `events/unsubscribe`): subscriptions keyed by
+//! (principal, callback URL, type, arguments), granted a lifetime the client refreshes, whose
+//! occurrences are POSTed to the callback signed per Standard Webhooks, after the endpoint
+//! proved it wants them.
+//!
+//! - **Consent.** Before the first delivery to a (principal, URL), the server POSTs a
+//!   `verification` envelope with a single-use challenge, which the endpoint echoes
+//!   (`{"challenge": …}`, compared in constant time); an origin the operator trusts
+//!   ([`EventsBuilder::trust_callback_origin`](crate::EventsBuilder::trust_callback_origin))
+//!   needs no handshake. A failed handshake is -32015 with the failure's category, never the
+//!   endpoint's words.
+//! - **SSRF.** `https` only, and only globally routable addresses, checked when the name is
+//!   resolved for every exchange ([`client`]); an origin the operator permits
+//!   ([`Events::permit_callback_origin`](crate::Events::permit_callback_origin)) is exempt.
+//! - **Delivery.** One task per subscription delivers its type's occurrences in order from its
+//!   watermark, each retried on 5xx, 408, 425, 429 and failures to connect (1 s, 5 s, 30 s,
+//!   5 min apart, re-signed each time), never after 410, 413 or a redirect; the watermark moves
+//!   past what was delivered or abandoned. Sustained failure (95 % of at least 100 attempts in
+//!   an hour) suspends it until the client refreshes. A body over 256 KiB is abandoned.
+//! - **Lifetime.** A grant of the suggested `ttlMs` within bounds (default one hour, between a
+//!   minute and a day); `ttlMs: null` is granted the longest finite lifetime, since
+//!   subscriptions kept in memory do not outlive the process.
+
+pub mod client;
+mod deliver;
+mod methods;
+pub mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+pub(crate) use deliver::{send_envelope, terminate};
+pub(crate) use methods::{subscribe, unsubscribe};
+
+use client::Sender;
+use store::{MemorySubscriptions, SubscriptionStore};
+
+/// The bounds of webhook subscriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// The lifetime granted when the client suggests none (one hour).
+    pub default_ttl: Duration,
+    /// The shortest lifetime granted (one minute).
+    pub min_ttl: Duration,
+    /// The longest lifetime granted (one day).
+    pub max_ttl: Duration,
+    /// How long one attempt may take, connection and answer included (5 s).
+    pub attempt_timeout: Duration,
+    /// At most this many subscriptions per principal (100): -32013 past it.
+    pub max_per_principal: usize,
+    /// How long a replaced secret still signs after a rotation (5 minutes).
+    pub rotation_grace: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            default_ttl: Duration::from_secs(3600),
+            min_ttl: Duration::from_secs(60),
+            max_ttl: Duration::from_secs(86_400),
+            attempt_timeout: Duration::from_secs(5),
+            max_per_principal: 100,
+            rotation_grace: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The webhook side of [`Events`](crate::Events).
+pub(crate) struct Webhooks {
+    pub(crate) settings: WebhookSettings,
+    pub(crate) store: Arc<dyn SubscriptionStore>,
+    pub(crate) sender: Sender,
+    /// Origins exempt from the scheme and routability rules.
+    permitted: RwLock<HashSet<String>>,
+    /// Origins that need no verification handshake.
+    trusted: RwLock<HashSet<String>>,
+    /// (principal, URL) pairs whose endpoint echoed a challenge.
+    verified: Mutex<HashSet<(String, String)>>,
+    /// The delivery task of each subscription this instance runs.
+    workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+}
+
+impl Webhooks {
+    pub(crate) fn new(
+        settings: WebhookSettings,
+        store: Option<Arc<dyn SubscriptionStore>>,
+        permitted: HashSet<String>,
+        trusted: HashSet<String>,
+    ) -> Self {
+        Webhooks {
+            settings,
+            store: store.unwrap_or_else(|| Arc::new(MemorySubscriptions::default())),
+            sender: Sender::new(settings.attempt_timeout),
+            permitted: RwLock::new(permitted),
+            trusted: RwLock::new(trusted),
+            verified: Mutex::new(HashSet::new()),
+            workers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn permits(&self, origin: &str) -> bool {
+        self.permitted
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(origin)
+    }
+
+    pub(crate) fn permit(&self, origin: &str) {
+        let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+        self.permitted.write().unwrap_or_else(|e| e.into_inner()).insert(origin);
+    }
+
+    pub(crate) fn trusts(&self, origin: &str) -> bool {
+        self.trusted.read().unwrap_or_else(|e| e.into_inner()).contains(origin)
+    }
+
+    pub(crate) fn is_verified(&self, principal: &str, url: &str) -> bool {
+        let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        verified.contains(&(principal.to_owned(), url.to_owned()))
+    }
+
+    pub(crate) fn mark_verified(&self, principal: &str, url: &str) {
+        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        verified.insert((principal.to_owned(), url.to_owned()));
+    }
+
+    /// Starts the delivery task of subscription `id` unless this instance runs it already.
+    pub(crate) fn ensure_worker(&self, events: &crate::Events, id: &str) {
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        workers.retain(|_, task| !task.is_finished());
+        if workers.contains_key(id) {
+            return;
+        }
+        let task = tokio::spawn(deliver::run(events.clone(), id.to_owned()));
+        workers.insert(id.to_owned(), task.abort_handle());
+    }
+}
+
+/// `scheme://host[:port]` of an origin or URL as given to an allow-list.
+pub(crate) fn normalize_origin(origin: &str) -> String {
+    origin.trim_end_matches('/').to_ascii_lowercase()
+}
