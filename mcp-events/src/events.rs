@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use mcp_protocol::RpcError;
 use mcp_protocol::events::cursor::Position;
-use mcp_protocol::extension::ExtensionError;
-use mcp_runtime::extension::Extension;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -171,7 +169,10 @@ impl EventsBuilder {
                 return Err(EventsError::Duplicate(t.name().to_owned()));
             }
         }
-        let offered = self.types.iter().any(|t| t.offers(crate::DeliveryMode::Webhook));
+        let offered = self
+            .types
+            .iter()
+            .any(|t| t.offers(mcp_protocol::events::wire::DeliveryMode::Webhook));
         let webhooks = match (self.webhooks, offered) {
             (Some(settings), _) => Some(settings),
             (None, true) => Some(WebhookSettings::default()),
@@ -210,18 +211,6 @@ impl Events {
         EventsBuilder::default()
     }
 
-    /// The extension to register with a server (`McpServerBuilder::events` does):
-    /// `io.modelcontextprotocol/events`, declared as `{}` in both eras, with `events/list`,
-    /// `events/poll` and `events/stream` (long-lived). Its methods answer clients that did not
-    /// declare the extension too: a client learns of it from the server's declaration.
-    pub fn extension(&self) -> Result<Extension, ExtensionError> {
-        let mut extension = Extension::new(mcp_protocol::events::EXTENSION)?.serving_undeclared_clients();
-        for method in crate::methods::methods(self)? {
-            extension = extension.method(method);
-        }
-        Ok(extension)
-    }
-
     /// The type named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<EventType>> {
         self.inner.by_name.get(name).map(|i| &self.inner.types[*i])
@@ -235,7 +224,7 @@ impl Events {
     /// Emits an occurrence of `name` now, with a fresh `eventId`: every poll, stream and
     /// subscription of the type whose arguments admit it receives it.
     pub async fn emit(&self, name: &str, data: impl Serialize) -> Result<Emitted, EventsError> {
-        let id = format!("evt_{:016x}", crate::random_u64());
+        let id = format!("evt_{:016x}", crate::time::random_u64());
         self.emit_with_id(name, &id, data).await
     }
 
@@ -269,7 +258,7 @@ impl Events {
     ) -> Result<Emitted, EventsError> {
         let record = Record::Occurrence(Occurrence {
             event_id: event_id.to_owned(),
-            at_ms: crate::now_ms(),
+            at_ms: crate::time::now_ms(),
             data,
         });
         let position = self.signal_record(name, record).await?;
@@ -332,7 +321,8 @@ impl Events {
             position: slice.head,
         };
         let body = mcp_protocol::events::webhook::gap_body(Some(&cursor.encode()));
-        crate::webhook::send_envelope(self, &mut sub, mcp_protocol::events::webhook::Envelope::Gap, &body).await;
+        crate::webhook::deliver::send_envelope(self, &mut sub, mcp_protocol::events::webhook::Envelope::Gap, &body)
+            .await;
         let _ = hooks;
         Ok(())
     }
@@ -340,7 +330,7 @@ impl Events {
     /// Ends webhook subscription `id`: a `terminated` envelope with `error`, then it is removed.
     pub async fn webhook_terminate(&self, id: &str, error: RpcError) -> Result<(), EventsError> {
         let (mut sub, _) = self.subscription(id).await?;
-        crate::webhook::terminate(self, &mut sub, &error).await;
+        crate::webhook::deliver::terminate(self, &mut sub, &error).await;
         Ok(())
     }
 
@@ -360,7 +350,7 @@ impl Events {
             .as_ref()
             .ok_or_else(|| EventsError::Unknown(id.to_owned()))?;
         match hooks.store.get(id).await {
-            Ok(Some(s)) if crate::now_ms() < s.expires_ms => Ok((s, hooks)),
+            Ok(Some(s)) if crate::time::now_ms() < s.expires_ms => Ok((s, hooks)),
             Ok(_) => Err(EventsError::Unknown(id.to_owned())),
             Err(e) => Err(EventsError::Log(e.to_string())),
         }

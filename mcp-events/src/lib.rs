@@ -34,8 +34,10 @@
 mod error;
 mod event_type;
 mod events;
+mod extension;
 pub mod log;
 mod methods;
+mod time;
 pub mod webhook;
 
 pub use error::EventsError;
@@ -43,21 +45,3 @@ pub use event_type::{EventType, Filter};
 pub use events::{Emitted, Events, EventsBuilder};
 pub use mcp_protocol::events::wire::DeliveryMode;
 pub use webhook::WebhookSettings;
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
-/// A random number (a log's epoch, an event id).
-pub(crate) fn random_u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    // Without an entropy source, the clock still separates two epochs.
-    if getrandom::fill(&mut bytes).is_err() {
-        return now_ms();
-    }
-    u64::from_le_bytes(bytes)
-}

@@ -166,7 +166,7 @@ impl MemoryLog {
     /// A log with `retention`, under a fresh random epoch.
     pub fn new(retention: Retention) -> Self {
         MemoryLog {
-            epoch: crate::random_u64(),
+            epoch: crate::time::random_u64(),
             retention,
             rings: Mutex::new(HashMap::new()),
         }
@@ -186,7 +186,7 @@ impl Default for MemoryLog {
 
 impl OccurrenceLog for MemoryLog {
     fn append<'a>(&'a self, name: &'a str, record: Record) -> StoreFuture<'a, Position> {
-        let now = crate::now_ms();
+        let now = crate::time::now_ms();
         let position = self.with_ring(name, |ring| {
             ring.last += 1;
             let position = Position::new(0, ring.last);
@@ -199,7 +199,7 @@ impl OccurrenceLog for MemoryLog {
     }
 
     fn read<'a>(&'a self, name: &'a str, from: Start, limit: usize) -> StoreFuture<'a, Slice> {
-        let now = crate::now_ms();
+        let now = crate::time::now_ms();
         let read = self.with_ring(name, |ring| {
             ring.trim(self.retention, now);
             let head = Position::new(0, ring.last);
@@ -260,7 +260,7 @@ mod tests {
     fn occurrence(id: &str) -> Record {
         Record::Occurrence(Occurrence {
             event_id: id.into(),
-            at_ms: crate::now_ms(),
+            at_ms: crate::time::now_ms(),
             data: Map::new(),
         })
     }

@@ -10,7 +10,7 @@ use mcp_protocol::events::errors::{self, Missing};
 use mcp_protocol::events::wire::{
     self, DeliveryMode, EventOccurrence, ListEventsResult, PollParams, PollResult, SubscriptionParams, parse_params,
 };
-use mcp_protocol::events::{ACTIVE, ERROR, EVENT, HEARTBEAT, LIST, POLL, STREAM, TERMINATED};
+use mcp_protocol::events::{ACTIVE, ERROR, EVENT, HEARTBEAT, POLL, STREAM, TERMINATED};
 use mcp_runtime::extension::MethodResult;
 use mcp_runtime::{Ctx, HandlerError};
 use serde_json::{Map, Value};
@@ -111,7 +111,7 @@ pub(crate) async fn poll(events: Events, params: Map<String, Value>, ctx: Ctx) -
         .clamp(1, settings.max_events);
     let wait = Duration::from_millis(timeout_ms.unwrap_or(0)).min(settings.max_poll_wait);
     let deadline = Instant::now() + wait;
-    let floor = p.max_age_ms.map(|age| crate::now_ms().saturating_sub(age));
+    let floor = p.max_age_ms.map(|age| crate::time::now_ms().saturating_sub(age));
     let log = &events.inner.log;
     let mut watch = log.watch(&p.name);
     let mut from = from(p.cursor.as_deref());
@@ -180,7 +180,7 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
     let cursor = |epoch: u64, position: Position| Cursor { epoch, position }.encode();
     ctx.notify(ACTIVE, wire::active(&id, Some(&cursor(epoch, position)), read.gap))
         .await;
-    let floor = p.max_age_ms.map(|age| crate::now_ms().saturating_sub(age));
+    let floor = p.max_age_ms.map(|age| crate::time::now_ms().saturating_sub(age));
     let mut pending = read.entries;
     let mut full = pending.len() == SCAN;
     let mut beat = tokio::time::interval_at(
@@ -252,28 +252,4 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
             }
         }
     }
-}
-
-/// The list, poll and stream methods of `events`.
-pub(crate) fn methods(
-    events: &Events,
-) -> Result<Vec<mcp_runtime::extension::CustomMethod>, mcp_protocol::extension::ExtensionError> {
-    use mcp_protocol::events::{SUBSCRIBE, UNSUBSCRIBE};
-    use mcp_runtime::extension::CustomMethod;
-    let (a, b, c) = (events.clone(), events.clone(), events.clone());
-    let mut methods = vec![
-        CustomMethod::new(LIST, move |params, _ctx| list(a.clone(), params))?,
-        CustomMethod::new(POLL, move |params, ctx| poll(b.clone(), params, ctx))?,
-        CustomMethod::new(STREAM, move |params, ctx| stream(c.clone(), params, ctx))?.long_lived(),
-    ];
-    if events.inner.webhooks.is_some() {
-        let (d, e) = (events.clone(), events.clone());
-        methods.push(CustomMethod::new(SUBSCRIBE, move |params, ctx| {
-            crate::webhook::subscribe(d.clone(), params, ctx)
-        })?);
-        methods.push(CustomMethod::new(UNSUBSCRIBE, move |params, ctx| {
-            crate::webhook::unsubscribe(e.clone(), params, ctx)
-        })?);
-    }
-    Ok(methods)
 }

@@ -28,6 +28,7 @@ const LIBRARIES: &[&str] = &[
     "mcp-auth",
     "mcp-store-redis",
     "mcp-skills",
+    "mcp-events",
     "mcp-server",
 ];
 

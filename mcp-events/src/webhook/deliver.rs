@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::client::Callback;
 use super::store::Subscription;
-use crate::Events;
+use crate::events::Events;
 use crate::log::{Record, Signal, Start};
 
 /// At most this many log entries are read at once.
@@ -36,6 +36,20 @@ enum Delivery {
     Gone,
 }
 
+/// Starts the delivery task of subscription `id` unless this instance runs it already.
+pub(crate) fn ensure_worker(events: &Events, id: &str) {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return;
+    };
+    let mut workers = hooks.workers.lock().unwrap_or_else(|e| e.into_inner());
+    workers.retain(|_, task| !task.is_finished());
+    if workers.contains_key(id) {
+        return;
+    }
+    let task = tokio::spawn(run(events.clone(), id.to_owned()));
+    workers.insert(id.to_owned(), task.abort_handle());
+}
+
 /// Runs subscription `id`'s deliveries until it is removed or expires.
 pub(crate) async fn run(events: Events, id: String) {
     let Some(hooks) = events.inner.webhooks.as_ref() else {
@@ -46,7 +60,7 @@ pub(crate) async fn run(events: Events, id: String) {
         let Ok(Some(mut sub)) = hooks.store.get(&id).await else {
             return;
         };
-        let now = crate::now_ms();
+        let now = crate::time::now_ms();
         if now >= sub.expires_ms {
             let _ = hooks.store.remove(&id).await;
             tracing::debug!(%id, "webhook subscription expired");
@@ -143,7 +157,7 @@ pub(crate) async fn run(events: Events, id: String) {
             }
         }
         if idle {
-            let until_expiry = Duration::from_millis(sub.expires_ms.saturating_sub(crate::now_ms()));
+            let until_expiry = Duration::from_millis(sub.expires_ms.saturating_sub(crate::time::now_ms()));
             tokio::select! {
                 _ = watch.changed() => {}
                 () = tokio::time::sleep(until_expiry.min(Duration::from_secs(1))) => {}
@@ -181,7 +195,7 @@ pub(crate) async fn send_envelope(events: &Events, sub: &mut Subscription, kind:
 
 /// Sends a control envelope (tried like an occurrence).
 async fn envelope(events: &Events, sub: &mut Subscription, kind: Envelope, body: &Value) -> Delivery {
-    let random = crate::random_u64().to_be_bytes();
+    let random = crate::time::random_u64().to_be_bytes();
     let id = kind.message_id(&random);
     deliver(events, sub, &id, Bytes::from(body.to_string())).await
 }
@@ -207,7 +221,7 @@ async fn deliver(events: &Events, sub: &mut Subscription, delivery_id: &str, bod
         };
         let open = hooks.permits(&callback.origin);
         let answer = send(events, sub, &callback, open, delivery_id, body.clone()).await;
-        let now = crate::now_ms();
+        let now = crate::time::now_ms();
         let outcome = match answer {
             Ok((status, _)) => webhook::outcome(status),
             Err(e) => Outcome::Retry(e),
@@ -228,7 +242,7 @@ async fn deliver(events: &Events, sub: &mut Subscription, delivery_id: &str, bod
         tokio::time::sleep(wait).await;
         // Still subscribed? (An unsubscribe or an expiry ends the retries.)
         match hooks.store.get(&sub.id).await {
-            Ok(Some(fresh)) if crate::now_ms() < fresh.expires_ms => {
+            Ok(Some(fresh)) if crate::time::now_ms() < fresh.expires_ms => {
                 sub.secrets = fresh.secrets;
                 sub.rotation_ends_ms = fresh.rotation_ends_ms;
                 sub.expires_ms = fresh.expires_ms;
@@ -250,8 +264,8 @@ pub(crate) async fn send(
     let Some(hooks) = events.inner.webhooks.as_ref() else {
         return Err(LastError::ConnectionRefused);
     };
-    let timestamp = crate::now_ms() / 1000;
-    let now = crate::now_ms();
+    let timestamp = crate::time::now_ms() / 1000;
+    let now = crate::time::now_ms();
     let secrets: Vec<Secret> = sub
         .secrets
         .iter()

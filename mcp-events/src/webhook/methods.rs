@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::Webhooks;
 use super::client::Callback;
 use super::store::Subscription;
-use crate::Events;
+use crate::events::Events;
 use crate::log::Start;
 
 fn hooks(events: &Events) -> Result<&Webhooks, RpcError> {
@@ -63,7 +63,7 @@ pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: C
     let key = SubscriptionKey::new(&principal, &p.delivery.url, event.name(), &sub.arguments);
     let id = key.id();
     let existing = hooks.store.get(&id).await.map_err(store_failed)?;
-    let now = crate::now_ms();
+    let now = crate::time::now_ms();
     let existing = existing.filter(|s| now < s.expires_ms);
     if existing.is_none() {
         let owned = hooks.store.count_of(&principal).await.map_err(store_failed)?;
@@ -141,7 +141,7 @@ pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: C
     });
     let watermark = record.next.encode();
     hooks.store.put(record).await.map_err(store_failed)?;
-    hooks.ensure_worker(&events, &id);
+    super::deliver::ensure_worker(&events, &id);
     let result = SubscribeResult {
         id,
         refresh_before: Some(format_timestamp(expires_ms)),
@@ -154,7 +154,7 @@ pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: C
 
 /// The verification handshake: a `verification` envelope whose challenge the endpoint echoes.
 async fn verify(events: &Events, id: &str, callback: &Callback, open: bool, secret: &Secret) -> Result<(), RpcError> {
-    let random: [u8; 16] = std::array::from_fn(|i| (crate::random_u64() >> (8 * (i % 8))) as u8);
+    let random: [u8; 16] = std::array::from_fn(|i| (crate::time::random_u64() >> (8 * (i % 8))) as u8);
     let challenge: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let body = Bytes::from(webhook::verification_body(&challenge).to_string());
     let probe = Subscription {
@@ -177,7 +177,7 @@ async fn verify(events: &Events, id: &str, callback: &Callback, open: bool, secr
         failed_since_ms: None,
         window: (0, 0, 0),
     };
-    let message_id = Envelope::Verification.message_id(&crate::random_u64().to_be_bytes());
+    let message_id = Envelope::Verification.message_id(&crate::time::random_u64().to_be_bytes());
     let answer = super::deliver::send(events, &probe, callback, open, &message_id, body).await;
     let failure = match answer {
         Ok((status, body)) if (200..300).contains(&status) => {

@@ -22,16 +22,13 @@
 //!   subscriptions kept in memory do not outlive the process.
 
 pub mod client;
-mod deliver;
-mod methods;
+pub(crate) mod deliver;
+pub(crate) mod methods;
 pub mod store;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-
-pub(crate) use deliver::{send_envelope, terminate};
-pub(crate) use methods::{subscribe, unsubscribe};
 
 use client::Sender;
 use store::{MemorySubscriptions, SubscriptionStore};
@@ -78,7 +75,7 @@ pub(crate) struct Webhooks {
     /// (principal, URL) pairs whose endpoint echoed a challenge.
     verified: Mutex<HashSet<(String, String)>>,
     /// The delivery task of each subscription this instance runs.
-    workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    pub(crate) workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
 }
 
 impl Webhooks {
@@ -123,17 +120,6 @@ impl Webhooks {
     pub(crate) fn mark_verified(&self, principal: &str, url: &str) {
         let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
         verified.insert((principal.to_owned(), url.to_owned()));
-    }
-
-    /// Starts the delivery task of subscription `id` unless this instance runs it already.
-    pub(crate) fn ensure_worker(&self, events: &crate::Events, id: &str) {
-        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        workers.retain(|_, task| !task.is_finished());
-        if workers.contains_key(id) {
-            return;
-        }
-        let task = tokio::spawn(deliver::run(events.clone(), id.to_owned()));
-        workers.insert(id.to_owned(), task.abort_handle());
     }
 }
 
