@@ -62,9 +62,28 @@ pub fn catalog_identifier(name: &str) -> Option<String> {
     Some(format!("urn:air:{}:mcp:{server}", publisher.join(".")))
 }
 
+/// Whether `url` may be a remote's URL in a card: absolute `http` or `https` with something
+/// after the scheme, and no whitespace.
+pub fn is_remote_url(url: &str) -> bool {
+    ["http://", "https://"]
+        .iter()
+        .any(|scheme| url.strip_prefix(scheme).is_some_and(|rest| !rest.is_empty()))
+        && !url.contains(char::is_whitespace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_urls_are_absolute_http_without_whitespace() {
+        for ok in ["https://mcp.example.com/mcp", "http://127.0.0.1:3000/mcp"] {
+            assert!(is_remote_url(ok), "{ok}");
+        }
+        for bad in ["https://", "ftp://x/y", "mcp.example.com", "https://a b/mcp", "/mcp"] {
+            assert!(!is_remote_url(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn identifiers_anchor_on_the_publisher_domain() {

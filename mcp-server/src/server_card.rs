@@ -81,19 +81,10 @@ impl McpServer {
         }
         // Every revision the endpoint serves, newest first: what `server/discover` lists, and
         // the legacy ones `initialize` negotiates when the server serves that era.
-        let versions: Vec<&str> = Revision::ALL
-            .iter()
-            .rev()
-            .filter(|r| config.eras.has(r.era()))
-            .map(|r| r.as_str())
-            .collect();
+        let versions: Vec<&str> = config.eras.revisions().map(Revision::as_str).collect();
         let mut listed = Vec::with_capacity(endpoints.len());
         for url in endpoints {
-            let is_url = ["http://", "https://"]
-                .iter()
-                .any(|scheme| url.strip_prefix(scheme).is_some_and(|rest| !rest.is_empty()))
-                && !url.contains(char::is_whitespace);
-            if !is_url {
+            if !mcp_protocol::discovery::is_remote_url(url) {
                 return Err(ServerJsonError::Remote(url.clone()));
             }
             listed.push(json!({"type": "streamable-http", "url": url, "supportedProtocolVersions": versions}));

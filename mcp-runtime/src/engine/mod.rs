@@ -229,11 +229,7 @@ impl Engine {
 
     /// -32022 naming the revisions the server serves (`ServerConfig::eras`) and `requested`.
     fn unserved_error(&self, requested: &str) -> RpcError {
-        let served: Vec<Revision> = Revision::ALL
-            .into_iter()
-            .rev()
-            .filter(|r| self.runtime.config().eras.has(r.era()))
-            .collect();
+        let served: Vec<Revision> = self.runtime.config().eras.revisions().collect();
         RpcError::unsupported_version(&served, requested)
     }
 

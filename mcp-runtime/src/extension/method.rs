@@ -58,6 +58,15 @@ impl Eras {
             (Eras::Both, _) | (Eras::Modern, Era::Modern) | (Eras::Legacy, Era::Legacy)
         )
     }
+
+    /// The revisions of these eras, newest first: what a server serving them lists
+    /// (`-32022`'s `supported`, a Server Card's `supportedProtocolVersions`).
+    pub fn revisions(self) -> impl Iterator<Item = mcp_protocol::Revision> {
+        mcp_protocol::Revision::ALL
+            .into_iter()
+            .rev()
+            .filter(move |r| self.has(r.era()))
+    }
 }
 
 /// A request method the core protocol does not define: its name, its handler, the eras that
