@@ -43,8 +43,9 @@ pub const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
 /// The extensions of the specification the runtime declares itself, from what the server
 /// registers: `io.modelcontextprotocol/tasks` from the tools that support tasks (2026-07-28),
 /// `io.modelcontextprotocol/ui` (MCP Apps, both eras) from the `ui://` resources and the tools
-/// linked to them ([`crate::apps`]).
-pub const BUILTIN: &[&str] = &[TASKS_EXTENSION, APPS_EXTENSION];
+/// linked to them ([`crate::apps`]), `io.modelcontextprotocol/secure-params` (both eras) from
+/// the tools with a secure schema ([`crate::secure_params`]).
+pub const BUILTIN: &[&str] = &[TASKS_EXTENSION, APPS_EXTENSION, crate::secure_params::EXTENSION];
 
 /// Why an extension identifier, its settings or a custom method name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

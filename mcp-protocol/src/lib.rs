@@ -72,6 +72,7 @@ pub mod params;
 pub mod request_state;
 pub mod revision;
 pub mod schema;
+pub mod secure_params;
 pub mod skills;
 pub mod task_mode;
 

@@ -140,6 +140,11 @@ impl CompiledSchema {
         match *self {}
     }
 
+    /// As [`CompiledSchema::validate`], messages naming no value.
+    pub fn validate_redacted(&self, _: &Value) -> Result<(), SchemaViolations> {
+        match *self {}
+    }
+
     /// Whether an instance is valid (no messages are built).
     pub fn is_valid(&self, _: &Value) -> bool {
         match *self {}
@@ -301,6 +306,30 @@ impl CompiledSchema {
         Err(SchemaViolations { messages, truncated })
     }
 
+    /// As [`CompiledSchema::validate`], with messages that name where the instance fails and
+    /// the schema's keyword it fails (a missing required member by its name), never a value of
+    /// the instance: for values that must not be echoed (secure parameters).
+    pub fn validate_redacted(&self, instance: &Value) -> Result<(), SchemaViolations> {
+        if self.validator.is_valid(instance) {
+            return Ok(());
+        }
+        let mut errors = self.validator.iter_errors(instance);
+        let messages: Vec<String> = errors
+            .by_ref()
+            .take(MAX_VIOLATIONS)
+            .map(|e| {
+                let path = e.instance_path().as_str();
+                let path = if path.is_empty() { "/" } else { path };
+                cut(match e.kind() {
+                    ValidationErrorKind::Required { property } => format!("at {path}: missing required {property}"),
+                    kind => format!("at {path}: fails {:?}", kind.keyword()),
+                })
+            })
+            .collect();
+        let truncated = errors.next().is_some();
+        Err(SchemaViolations { messages, truncated })
+    }
+
     /// Whether an instance is valid (no messages are built).
     pub fn is_valid(&self, instance: &Value) -> bool {
         self.validator.is_valid(instance)
@@ -332,6 +361,24 @@ mod tests {
         assert_traits::<CompiledSchema>();
         let c = ok(json!({"type": "object"}));
         assert_eq!(format!("{c:?}"), "CompiledSchema { dialect: Draft202012, .. }");
+    }
+
+    #[test]
+    fn redacted_violations_name_no_value() {
+        let c = ok(json!({
+            "type": "object",
+            "properties": {"port": {"type": "integer"}, "token": {"type": "string", "minLength": 12}},
+            "required": ["instance"]
+        }));
+        let v = c
+            .validate_redacted(&json!({"port": "sekrit-1", "token": "sekrit-2"}))
+            .unwrap_err();
+        let text = v.to_string();
+        assert!(!text.contains("sekrit"), "{text}");
+        assert!(text.contains("missing required \"instance\""), "{text}");
+        assert!(text.contains("at /port: fails \"type\""), "{text}");
+        assert!(text.contains("at /token: fails \"minLength\""), "{text}");
+        assert_eq!(c.validate_redacted(&json!({"instance": "x", "port": 1})), Ok(()));
     }
 
     #[test]

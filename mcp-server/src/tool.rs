@@ -82,6 +82,8 @@ struct Derived {
     input: Option<fn(SchemaStyle) -> Value>,
     /// The output schema's derivation (unwrapped), until one is given as JSON.
     output: Option<fn(SchemaStyle) -> Value>,
+    /// The secure parameters' schema's derivation, until one is given as JSON.
+    secure: Option<fn(SchemaStyle) -> Value>,
     /// The output is not an object: values are sent as `{"result": …}`, the schema wrapped.
     wrapped: bool,
     /// Why the output schema could not be wrapped (the registration is refused).
@@ -272,6 +274,9 @@ impl Tool {
         if let Some(derive) = self.derived.input {
             self.def.input_schema = derive(style);
         }
+        if let Some(derive) = self.derived.secure {
+            self.def.secure_input_schema = Some(derive(style));
+        }
         self.derived.unwrappable = None;
         if let Some(derive) = self.derived.output {
             let schema = derive(style);
@@ -296,6 +301,48 @@ impl Tool {
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.derived.input = None;
         self.def = self.def.with_input_schema(schema);
+        self
+    }
+
+    /// Gives the tool secure parameters (SEP-3221; the tools guide's "Secure parameters") whose schema
+    /// is derived from `S`: values the host application supplies in `secureArguments` (a
+    /// tenant, a database instance, a session token), never the model. A client that declared
+    /// the extension gets the schema as `secureInputSchema`; a client that did not is not
+    /// shown the tool when `S` requires a field, and its calls of it are refused (-32021). The
+    /// runtime refuses a call whose `arguments` name a secure parameter, or whose secure
+    /// arguments miss a required one or fail the schema, before the handler runs (-32602, the
+    /// message naming no value); the handler reads them with
+    /// [`Ctx::secure_arguments::<S>()`](Ctx::secure_arguments). No field of `S` may share a
+    /// name with the input schema's properties (the registration fails).
+    ///
+    /// ```
+    /// use mcp_server::prelude::*;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Query { sql: String }
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Target { project: String, instance: String }
+    ///
+    /// let tool = Tool::typed("execute_sql", "Runs a query", |q: Query, ctx: Ctx| async move {
+    ///     let target: Target = ctx.secure_arguments()?;
+    ///     Ok(format!("{} on {}/{}", q.sql, target.project, target.instance))
+    /// })
+    /// .secure_input::<Target>();
+    /// let secure = tool.def().secure_input_schema.as_ref().unwrap();
+    /// assert_eq!(secure["properties"]["instance"]["type"], "string");
+    /// assert!(tool.def().input_schema["properties"].get("instance").is_none());
+    /// ```
+    pub fn secure_input<S: JsonSchema>(mut self) -> Self {
+        self.derived.secure = Some(schema::input_schema::<S>);
+        self.def.secure_input_schema = Some(schema::input_schema::<S>(SchemaStyle::default()));
+        self
+    }
+
+    /// Sets the secure parameters' schema (kept verbatim; an object schema): see
+    /// [`Tool::secure_input`].
+    pub fn secure_input_schema(mut self, schema: Value) -> Self {
+        self.derived.secure = None;
+        self.def = self.def.with_secure_input_schema(schema);
         self
     }
 

@@ -7,7 +7,7 @@
 //! starves calls; `http/open_stream.rs` a silent modern call's stream opened early;
 //! `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
-//! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
+//! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/secure_params.rs` SEP-3221's secure parameters; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
 //! `http/scaleout.rs` several instances behind a round-robin proxy (both
 //! stores); `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
 //! challenges; `http/support.rs` the server, client and SSE reader.
@@ -38,6 +38,8 @@ mod ratelimit;
 mod resume;
 #[path = "http/scaleout.rs"]
 mod scaleout;
+#[path = "http/secure_params.rs"]
+mod secure_params;
 #[path = "http/serving.rs"]
 mod serving;
 #[path = "http/simple.rs"]

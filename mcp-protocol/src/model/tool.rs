@@ -12,6 +12,7 @@ use super::tool_annotations::ToolAnnotations;
 use crate::error::RpcError;
 use crate::params::Params;
 use crate::revision::{Era, Feature, Revision};
+use crate::secure_params::{Listed, SCHEMA_FIELD};
 use crate::task_mode::TaskSupport;
 
 /// A tool definition as listed by `tools/list`.
@@ -36,6 +37,10 @@ pub struct ToolDef {
     pub meta: Option<Value>,
     /// Whether the tool may or must run as a task.
     pub task_support: TaskSupport,
+    /// JSON Schema of the secure parameters the host application supplies in
+    /// `secureArguments` (SEP-3221, [`crate::secure_params`]), returned verbatim to clients that
+    /// declared the extension.
+    pub secure_input_schema: Option<Value>,
 }
 
 impl ToolDef {
@@ -51,6 +56,7 @@ impl ToolDef {
             icons: Vec::new(),
             meta: None,
             task_support: TaskSupport::Forbidden,
+            secure_input_schema: None,
         }
     }
 
@@ -98,12 +104,26 @@ impl ToolDef {
         self.task_support = v;
         self
     }
+
+    /// Sets the secure parameters' schema (kept verbatim; see [`crate::secure_params`]).
+    pub fn with_secure_input_schema(mut self, v: Value) -> Self {
+        self.secure_input_schema = Some(v);
+        self
+    }
+
     /// Renders the definition for a revision (`None`: before negotiation,
     /// every field). Fields the revision does not know are left out: `title`
     /// and `outputSchema` before 2025-06-18 (and an `outputSchema` whose root is not
     /// `type: "object"` before 2026-07-28, SEP-2106), `annotations` before 2025-03-26
-    /// (and when no hint is set), `icons` before 2025-11-25.
+    /// (and when no hint is set), `icons` before 2025-11-25. `secureInputSchema` is left out
+    /// too: see [`ToolDef::render_listed`].
     pub fn render(&self, revision: Option<Revision>) -> Value {
+        self.render_listed(revision, Listed::Plain)
+    }
+
+    /// As [`ToolDef::render`], with the secure parameters' schema when `listed` says so (for a
+    /// client that declared the secure-parameters extension).
+    pub fn render_listed(&self, revision: Option<Revision>, listed: Listed) -> Value {
         let has = |f: Feature| revision.is_none_or(|r| r.has(f));
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.clone()));
@@ -111,6 +131,9 @@ impl ToolDef {
         // Before 2026-07-28 an output schema is an object schema (`type: "object"` at the root):
         // a client of such a revision gets none for another root (nor the structured content).
         let any_root = has(Feature::AnyStructuredContent);
+        if let (Some(secure), Listed::WithSecureSchema) = (&self.secure_input_schema, listed) {
+            m.insert(SCHEMA_FIELD.into(), secure.clone());
+        }
         if let Some(o) = self
             .output_schema
             .as_ref()
@@ -153,6 +176,9 @@ pub struct CallToolParams {
     /// 2025-11-25 task augmentation.
     #[serde(default)]
     pub task: Option<Value>,
+    /// The secure parameters the host application supplies (SEP-3221; absent means none).
+    #[serde(default, rename = "secureArguments")]
+    pub secure_arguments: Option<Map<String, Value>>,
 }
 
 /// [`CallToolParams`] read in place from the params' text: nothing is parsed but the name, so
@@ -169,7 +195,8 @@ pub struct CallToolParamsRef<'a> {
 
 impl<'a> CallToolParamsRef<'a> {
     /// Reads `tools/call` params (-32602 when `name` is missing or not a string, or
-    /// `arguments` is neither an object nor `null`).
+    /// `arguments` is neither an object nor `null`). `secureArguments` are the route's to admit
+    /// ([`crate::secure_params::admit`]).
     pub fn parse(params: &'a Params) -> Result<Self, RpcError> {
         let invalid = |what: &str| RpcError::invalid_params(format!("Invalid params: {what}"));
         let name = match params.raw("name") {
@@ -348,6 +375,20 @@ mod tests {
             for rev in [V2025_06_18, V2025_11_25] {
                 assert!(t.render(Some(rev)).get("outputSchema").is_none(), "{rev:?} {schema}");
             }
+        }
+    }
+
+    #[test]
+    fn the_secure_schema_is_listed_only_when_asked() {
+        let secure = json!({"type": "object", "properties": {"tenant": {"type": "string"}}});
+        let t = ToolDef::new("t").with_secure_input_schema(secure.clone());
+        for rev in [Some(V2025_11_25), Some(V2026_07_28), None] {
+            assert_eq!(
+                t.render_listed(rev, Listed::WithSecureSchema)["secureInputSchema"],
+                secure
+            );
+            assert!(t.render_listed(rev, Listed::Plain).get("secureInputSchema").is_none());
+            assert!(t.render(rev).get("secureInputSchema").is_none());
         }
     }
 

@@ -180,6 +180,27 @@ impl Ctx {
         self.inner.progress_token.as_ref()
     }
 
+    /// The secure parameters of a `tools/call` (SEP-3221: `secureArguments`, supplied by the
+    /// host application, never by the model), as a `T` (a map, or the type the tool's
+    /// `secure_input` schema was derived from); `{}` when none were sent. They were checked
+    /// against the tool's `secureInputSchema` before the handler ran. A value that is not a `T`
+    /// is -32602, its message naming no value.
+    pub fn secure_arguments<T: serde::de::DeserializeOwned>(&self) -> Result<T, HandlerError> {
+        use mcp_protocol::secure_params::{ARGUMENTS_FIELD, invalid};
+        let text = match self.inner.params.raw(ARGUMENTS_FIELD) {
+            Some(text) if text != "null" => text,
+            _ => "{}",
+        };
+        serde_json::from_str(text).map_err(|e| {
+            // serde's message may quote the value; only where it failed is kept.
+            HandlerError::Rpc(invalid(format_args!(
+                "not the expected shape (line {}, column {})",
+                e.line(),
+                e.column()
+            )))
+        })
+    }
+
     /// The client input gathered so far for this call: the responses of
     /// every earlier round (MRTR retries in the modern era, answered
     /// server-to-client requests in the legacy one).

@@ -7,6 +7,7 @@ use mcp_protocol::apps::{AppsError, check_resource, check_tool_meta};
 use mcp_protocol::headers::{ParamHeader, XMcpHeaderError, parse_param_headers};
 use mcp_protocol::model::{CacheHint, PromptDef, ResourceDef, ResourceTemplateDef, ToolDef};
 use mcp_protocol::schema::SchemaError;
+use mcp_protocol::secure_params::{Listed, SecureSchemaError, check_schemas};
 use serde_json::Value;
 
 use super::scopes::{ScopeError, Scopes};
@@ -19,12 +20,12 @@ use crate::api::handler::{PromptHandler, ResourceHandler, ToolHandler};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// The input or output schema does not compile.
+    /// The input, output or secure input schema does not compile.
     #[error("tool {tool}: invalid {which} schema: {source}")]
     InvalidSchema {
         /// The tool.
         tool: String,
-        /// `input` or `output`.
+        /// `input`, `output` or `secure input`.
         which: &'static str,
         /// Why.
         source: SchemaError,
@@ -40,6 +41,15 @@ pub enum RegistryError {
     /// The input schema is not an object schema.
     #[error("tool {0}: inputSchema must be a JSON object with \"type\": \"object\"")]
     InputSchemaNotObject(String),
+    /// The secure parameters' schema is not an object schema, or names a parameter of the
+    /// input schema (SEP-3221).
+    #[error("tool {tool}: {source}")]
+    SecureSchema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: SecureSchemaError,
+    },
     /// A typed tool's output is not a JSON object, so it is sent as `{"result": …}`, but its
     /// derived schema cannot be wrapped to match.
     #[error(
@@ -88,8 +98,12 @@ pub struct ToolEntry {
     pub(crate) handler: Arc<dyn ToolHandler>,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
-    /// The `x-mcp-header` parameters of the input schema.
+    pub(crate) secure: Validator,
+    /// The `x-mcp-header` parameters of the input schema (their values in `arguments`).
     pub param_headers: Vec<ParamHeader>,
+    /// The `x-mcp-header` parameters of the secure parameters' schema (their values in
+    /// `secureArguments`).
+    pub secure_param_headers: Vec<ParamHeader>,
     /// The deadline of this tool's handler runs, overriding
     /// `ServerConfig::handler_timeout` (inline) and `ServerConfig::task_ttl` (as a task)
     /// when set (default `None`). See [`ToolEntry::with_timeout`].
@@ -156,21 +170,43 @@ impl ToolEntry {
             Some(s) => Validator::prepare(s, output).map_err(|e| schema_err("output", e))?,
             None => Validator::Off,
         };
-        let param_headers =
-            parse_param_headers(&def.input_schema).map_err(|source| RegistryError::InvalidHeaderAnnotation {
+        let headers_of = |schema: &Value| {
+            parse_param_headers(schema).map_err(|source| RegistryError::InvalidHeaderAnnotation {
                 tool: def.name.clone(),
                 source,
-            })?;
+            })
+        };
+        let param_headers = headers_of(&def.input_schema)?;
+        let (secure, secure_param_headers) = match &def.secure_input_schema {
+            Some(s) => {
+                check_schemas(&def.input_schema, s).map_err(|source| RegistryError::SecureSchema {
+                    tool: def.name.clone(),
+                    source,
+                })?;
+                // The secure parameters are always checked (when the build validates): they are
+                // the host's, and a call that fails their schema is refused before anything runs.
+                let v = Validator::prepare(s, SchemaUse::given(true)).map_err(|e| schema_err("secure input", e))?;
+                (v, headers_of(s)?)
+            }
+            None => (Validator::Off, Vec::new()),
+        };
         check_tool_meta(&def.name, def.meta.as_ref())?;
         Ok(ToolEntry {
             def,
             handler,
             input,
             output,
+            secure,
             param_headers,
+            secure_param_headers,
             timeout: None,
             scopes: Scopes::default(),
         })
+    }
+
+    /// How the tool is listed to a client that declared the secure-parameters extension or not.
+    pub(crate) fn listed(&self, declared: bool) -> Listed {
+        Listed::of(self.def.secure_input_schema.as_ref(), declared)
     }
 
     /// Sets the OAuth scopes a call of this tool needs, besides those of `tools/call`

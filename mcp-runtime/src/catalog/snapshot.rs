@@ -37,6 +37,8 @@ pub struct Catalog {
     /// Whether the catalog holds an MCP App: a `ui://` resource or template, or a tool linked
     /// to one.
     apps: bool,
+    /// Some tool has a secure parameters' schema (SEP-3221).
+    secure_params: bool,
 }
 
 /// Identifies one finalized page of a catalog list.
@@ -46,6 +48,9 @@ pub(crate) struct PageKey {
     pub(crate) revision: Option<Revision>,
     pub(crate) era: Era,
     pub(crate) cursor: Option<String>,
+    /// The client declared the secure-parameters extension (always `false` for a catalog with
+    /// no secure parameter, whose pages are the same either way).
+    pub(crate) secure_params: bool,
 }
 
 /// The most pages one catalog snapshot keeps (cursors are client input).
@@ -175,6 +180,7 @@ impl Catalog {
             || self.templates.iter().any(|t| !t.scopes.is_empty())
             || self.prompts.iter().any(|p| !p.scopes.is_empty());
         self.tasks = self.tools.iter().any(|t| t.def.task_support != TaskSupport::Forbidden);
+        self.secure_params = self.tools.iter().any(|t| t.def.secure_input_schema.is_some());
         self.apps = self.tools.iter().any(|t| apps::is_app_tool(t.def.meta.as_ref()))
             || self
                 .resources
@@ -195,6 +201,12 @@ impl Catalog {
     /// one): the server then declares the MCP Apps extension.
     pub fn offers_apps(&self) -> bool {
         self.apps
+    }
+
+    /// Whether some tool has a secure parameters' schema: the server then declares the
+    /// secure-parameters extension, and lists tools per client (whether it declared it).
+    pub fn offers_secure_params(&self) -> bool {
+        self.secure_params
     }
 
     /// Whether some tool, resource, template or prompt needs scopes.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use mcp_protocol::cursor::paginate;
 use mcp_protocol::model::{CompleteParams, CompleteReference, Completion};
+use mcp_protocol::secure_params::{self, Listed};
 use mcp_protocol::{Era, Method, Params, RpcError};
 use serde_json::{Map, Value, json};
 
@@ -64,15 +65,23 @@ fn shown<'a, T>(
         .collect()
 }
 
+/// The tools the caller sees, each listed as the secure-parameters extension has it: with its
+/// secure schema to a client that declared the extension; to another, without it, and not at
+/// all when it requires a secure parameter.
 fn list_tools(parts: &Parts<'_>, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let c = &parts.catalog;
-    let tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name, |t| &t.scopes);
+    let declared = ctx.client_capabilities().extension(secure_params::EXTENSION);
+    let mut tools = shown(parts, ctx, c.tools(), CatalogKind::Tool, |t| &t.def.name, |t| &t.scopes);
+    tools.retain(|t| t.listed(declared) != Listed::Hidden);
     let (items, next) = paginate(&tools, |t| &t.def.name, cursor(params)?, parts.config.page_size)?;
     let rev = ctx.revision();
     Ok(page(
         c,
         CatalogKind::Tool,
-        items.iter().map(|t| t.def.render(rev)).collect(),
+        items
+            .iter()
+            .map(|t| t.def.render_listed(rev, t.listed(declared)))
+            .collect(),
         next,
     ))
 }
@@ -270,6 +279,7 @@ pub(super) fn list(parts: &Parts<'_>, method: &Method, params: &Params, era: Era
         revision: ctx.revision(),
         era,
         cursor: params.str("cursor").map(Cow::into_owned),
+        secure_params: catalog.offers_secure_params() && ctx.client_capabilities().extension(secure_params::EXTENSION),
     });
     if let Some(page) = key.as_ref().and_then(|k| catalog.page(k)) {
         return Reply::Encoded(EncodedResult::shared(page));

@@ -4,10 +4,10 @@
 use mcp_protocol::bounds::SubscriptionBounds;
 use std::sync::Arc;
 
-use mcp_protocol::apps;
 use mcp_protocol::auth::AuthInfo;
 use mcp_protocol::model::{InitializeParams, InitializeResult, LoggingLevel, ServerFeatures, server_capabilities};
 use mcp_protocol::{Era, Params, Request, Revision, RpcError};
+use mcp_protocol::{apps, secure_params};
 use serde_json::{Map, Value, json};
 
 use crate::api::Ctx;
@@ -32,19 +32,20 @@ pub(crate) fn features(logging: bool, catalog: &Catalog) -> ServerFeatures {
     f
 }
 
-/// The server capabilities for a revision: MCP Apps declared (both eras) before the extensions
-/// the server declared by hand.
+/// The server capabilities for a revision: MCP Apps and Secure Parameters declared (both eras)
+/// when the catalog uses them, before the extensions the server declared by hand.
 pub(crate) fn capabilities(config: &ServerConfig, catalog: &Catalog, revision: Option<Revision>) -> Value {
     let features = features(config.logging, catalog);
     let declared = config.extensions.declared();
-    if catalog.offers_apps() {
-        let all: Vec<_> = std::iter::once(apps::declaration())
-            .chain(declared.iter().cloned())
-            .collect();
-        server_capabilities(&features, revision, &all)
-    } else {
-        server_capabilities(&features, revision, declared)
+    let builtin = [
+        catalog.offers_apps().then(apps::declaration),
+        catalog.offers_secure_params().then(secure_params::declaration),
+    ];
+    if builtin.iter().all(Option::is_none) {
+        return server_capabilities(&features, revision, declared);
     }
+    let all: Vec<_> = builtin.into_iter().flatten().chain(declared.iter().cloned()).collect();
+    server_capabilities(&features, revision, &all)
 }
 
 /// Answers a legacy `initialize`: validates the params, negotiates the version (echoed when

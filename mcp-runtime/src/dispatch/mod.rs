@@ -13,6 +13,7 @@ pub(crate) mod finish;
 pub(crate) mod lifecycle;
 pub(crate) mod parts;
 pub(crate) mod route;
+mod secure;
 mod tools;
 
 use std::sync::Arc;

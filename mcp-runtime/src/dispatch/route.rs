@@ -5,9 +5,9 @@
 //! The era comes decided (the engine classifies a request once, `mcp_protocol::classify`); the
 //! route checks that the method is served in it (-32601 beats every later error), then the modern
 //! `_meta`, and resolves what the method names: for `tools/call`, its params are read once and
-//! the tool is looked up once, as the caller sees it (a hidden tool is unknown). Last, the
+//! the tool is looked up once, as the caller sees it (a hidden tool is unknown). Then the
 //! caller must hold every scope the operation needs (`catalog::scopes`): a refusal names them
-//! all, before anything runs.
+//! all, before anything runs. Last, a call's secure parameters are admitted (`secure`).
 
 use std::sync::Arc;
 
@@ -156,14 +156,14 @@ pub(crate) fn route(
             (session_revision, None)
         }
     };
+    let empty = ClientCapabilities::default();
+    let caps = match (&modern, session) {
+        (Some(m), _) => &m.client_capabilities,
+        (None, Some(s)) => s.client_capabilities(),
+        (None, None) => &empty,
+    };
     let target = match (&req.method, custom) {
         (_, Some(entry)) => {
-            let empty = ClientCapabilities::default();
-            let caps = match (&modern, session) {
-                (Some(m), _) => &m.client_capabilities,
-                (None, Some(s)) => s.client_capabilities(),
-                (None, None) => &empty,
-            };
             entry.check_client(caps).map_err(reject)?;
             Target::Custom(entry.clone())
         }
@@ -181,6 +181,16 @@ pub(crate) fn route(
     }
     .check(req, tool, auth)
     .map_err(reject)?;
+    // The secure parameters of a well-formed call, before anything runs (a malformed one is
+    // answered by the dispatcher).
+    if let Target::Tool(ToolCall {
+        tool: Some(tool),
+        invalid: None,
+    }) = &target
+    {
+        let empty = Params::default();
+        super::secure::admit(tool, caps, req.params.as_ref().unwrap_or(&empty)).map_err(reject)?;
+    }
     Ok(Route {
         era,
         revision,

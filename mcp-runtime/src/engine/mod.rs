@@ -40,6 +40,7 @@ use mcp_protocol::classify::{era_of, may_stream, request_era};
 use mcp_protocol::error::{Stage, status_at};
 use mcp_protocol::headers::{check_param_headers, check_standard_headers};
 use mcp_protocol::meta::meta_version;
+use mcp_protocol::secure_params::ARGUMENTS_FIELD;
 use mcp_protocol::{Era, Method, Notification, Request, RequestId, Response, Revision, RpcError, TransportRevision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -253,12 +254,16 @@ impl Engine {
         };
         // The tool the route resolved (a tool hidden from the caller is unknown here too: its
         // headers are not checked).
-        if let (Some(get), Some(tool)) = (peer.headers, route.tool())
-            && !tool.param_headers.is_empty()
-        {
-            let args = params.and_then(|p| p.value("arguments"));
-            if let Err(e) = check_param_headers(&tool.param_headers, args.as_ref().and_then(Value::as_object), get) {
-                return refuse(Stage::Route, &e);
+        if let (Some(get), Some(tool)) = (peer.headers, route.tool()) {
+            let sources = [
+                (&tool.param_headers, "arguments"),
+                (&tool.secure_param_headers, ARGUMENTS_FIELD),
+            ];
+            for (headers, field) in sources.into_iter().filter(|(h, _)| !h.is_empty()) {
+                let args = params.and_then(|p| p.value(field));
+                if let Err(e) = check_param_headers(headers, args.as_ref().and_then(Value::as_object), get) {
+                    return refuse(Stage::Route, &e);
+                }
             }
         }
         if req.method.streams() {

@@ -9,7 +9,7 @@ use http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
     ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, HeaderValue, VARY,
 };
-use mcp_protocol::headers::param_header_names;
+use mcp_protocol::headers::ParamHeader;
 use mcp_runtime::Engine;
 use mcp_runtime::registry::Catalog;
 
@@ -34,7 +34,8 @@ impl AllowHeaders {
         }
         let mut names: Vec<String> = Vec::new();
         for tool in catalog.tools() {
-            for name in param_header_names(&tool.param_headers) {
+            let headers = tool.param_headers.iter().chain(&tool.secure_param_headers);
+            for name in headers.map(ParamHeader::header_name) {
                 if !names.contains(&name) {
                     names.push(name);
                 }
