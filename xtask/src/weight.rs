@@ -34,7 +34,15 @@ use crate::util::{self, Result};
 
 /// The features of `notes-ours` (forwarded to `mcp-server`) whose cost `--features` reports, on
 /// top of the light set (`http`, `stdio`), then all of them (the defaults).
-const FEATURES: &[&str] = &["shared-store", "tls", "http2", "schema-validation", "auth", "skills", "events"];
+const FEATURES: &[&str] = &[
+    "shared-store",
+    "tls",
+    "http2",
+    "schema-validation",
+    "auth",
+    "skills",
+    "events",
+];
 
 /// What `cargo xtask weight` was asked.
 #[derive(Debug, Default)]
