@@ -20,7 +20,8 @@
 //! server behind a load balancer (`--redis`, `--state-key`) in `everything/shared.rs`; the
 //! rate limit of `tools/call` (`--rate-limit RATE[:BURST]`) in `everything/ratelimit.rs`; the
 //! Prometheus endpoint (`--metrics HOST:PORT`) in `everything/metrics.rs`; the Events
-//! extension's fixture (`--events-fixture`) in `everything/events.rs`. The skills it serves
+//! extension's fixture (`--events-fixture`) in `everything/events.rs`; the tool with secure
+//! parameters (SEP-3221) in `everything/secure.rs`. The skills it serves
 //! (SEP-2640) are the tree `everything/skills/`.
 
 use scope_fixture::ScopeFixture;
@@ -52,6 +53,8 @@ mod ratelimit;
 mod scenarios;
 #[path = "everything/scope_fixture.rs"]
 mod scope_fixture;
+#[path = "everything/secure.rs"]
+mod secure;
 #[path = "everything/shared.rs"]
 mod shared;
 #[path = "everything/soak.rs"]
@@ -831,6 +834,7 @@ async fn server(
     let b = mrtr_tools(b);
     let b = tasks::task_tools(b);
     let b = scenarios::scenario_tools(b)?;
+    let b = secure::secure_tools(b);
     let b = soak.apply(b);
     let (b, replay) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
