@@ -284,6 +284,26 @@ impl CompiledSchema {
 
     /// Validates an instance, reporting up to [`MAX_VIOLATIONS`] violations.
     pub fn validate(&self, instance: &Value) -> Result<(), SchemaViolations> {
+        self.violations(instance, |path, e| format!("at {path}: {e}"))
+    }
+
+    /// As [`CompiledSchema::validate`], with messages that name where the instance fails and
+    /// the schema's keyword it fails (a missing required member by its name), never a value of
+    /// the instance: for values that must not be echoed (secure parameters).
+    pub fn validate_redacted(&self, instance: &Value) -> Result<(), SchemaViolations> {
+        self.violations(instance, |path, e| match e.kind() {
+            ValidationErrorKind::Required { property } => format!("at {path}: missing required {property}"),
+            kind => format!("at {path}: fails {:?}", kind.keyword()),
+        })
+    }
+
+    /// The violations of `instance`, each told by `describe` (given the instance path, `/` for
+    /// the root, and the error).
+    fn violations(
+        &self,
+        instance: &Value,
+        describe: impl Fn(&str, &jsonschema::ValidationError<'_>) -> String,
+    ) -> Result<(), SchemaViolations> {
         // The common case first: a valid instance is checked without building errors (the
         // error iterator allocates before it yields anything).
         if self.validator.is_valid(instance) {
@@ -295,37 +315,12 @@ impl CompiledSchema {
             .take(MAX_VIOLATIONS)
             .map(|e| {
                 let path = e.instance_path().as_str();
-                let path = if path.is_empty() { "/" } else { path };
-                cut(format!("at {path}: {e}"))
+                cut(describe(if path.is_empty() { "/" } else { path }, &e))
             })
             .collect();
         if messages.is_empty() {
             return Ok(());
         }
-        let truncated = errors.next().is_some();
-        Err(SchemaViolations { messages, truncated })
-    }
-
-    /// As [`CompiledSchema::validate`], with messages that name where the instance fails and
-    /// the schema's keyword it fails (a missing required member by its name), never a value of
-    /// the instance: for values that must not be echoed (secure parameters).
-    pub fn validate_redacted(&self, instance: &Value) -> Result<(), SchemaViolations> {
-        if self.validator.is_valid(instance) {
-            return Ok(());
-        }
-        let mut errors = self.validator.iter_errors(instance);
-        let messages: Vec<String> = errors
-            .by_ref()
-            .take(MAX_VIOLATIONS)
-            .map(|e| {
-                let path = e.instance_path().as_str();
-                let path = if path.is_empty() { "/" } else { path };
-                cut(match e.kind() {
-                    ValidationErrorKind::Required { property } => format!("at {path}: missing required {property}"),
-                    kind => format!("at {path}: fails {:?}", kind.keyword()),
-                })
-            })
-            .collect();
         let truncated = errors.next().is_some();
         Err(SchemaViolations { messages, truncated })
     }
