@@ -9,12 +9,20 @@ use crate::events::Events;
 impl Events {
     /// The extension to register with a server (`McpServerBuilder::events` does):
     /// `io.modelcontextprotocol/events`, declared as `{}` in both eras, with `events/list`,
-    /// `events/poll` and `events/stream` (long-lived). Its methods answer clients that did not
-    /// declare the extension too: a client learns of it from the server's declaration.
+    /// `events/poll` and `events/stream` (long-lived), and with webhooks `events/subscribe`,
+    /// `events/unsubscribe` and the service that adopts the subscriptions no instance delivers.
+    /// Its methods answer clients that did not declare the extension too: a client learns of it
+    /// from the server's declaration.
     pub fn extension(&self) -> Result<Extension, ExtensionError> {
         let mut extension = Extension::new(mcp_protocol::events::EXTENSION)?.serving_undeclared_clients();
         for method in methods(self)? {
             extension = extension.method(method);
+        }
+        if self.inner.webhooks.is_some() {
+            // Deliveries of subscriptions nobody delivers (made on another instance, or left
+            // by one that stopped) are adopted from the start.
+            let events = self.clone();
+            extension = extension.service(move || crate::webhook::deliver::sweep(events.clone()));
         }
         Ok(extension)
     }

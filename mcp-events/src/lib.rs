@@ -20,7 +20,10 @@
 //!   grant ends; SSRF guards on every exchange.
 //!
 //! `events/list` pages the declared types. Cursors are opaque positions of an occurrence log
-//! ([`log::OccurrenceLog`], kept in memory by [`log::MemoryLog`]); a cursor the log no longer
+//! ([`log::OccurrenceLog`], kept in memory by [`log::MemoryLog`], or shared by every instance
+//! of a server through a store: `mcp-store-redis` implements it and the
+//! [`webhook::store::SubscriptionStore`], whose leases make one instance at a time deliver a
+//! webhook subscription, in the stored form of `stored.rs`); a cursor the log no longer
 //! covers is answered from now with `truncated: true`, never with an error. Unknown types are
 //! -32011, a mode a type does not offer -32014, arguments that do not follow the type's schema
 //! -32602 (see `mcp_protocol::events`, where every wire rule of the extension lives).
@@ -37,6 +40,7 @@ mod events;
 mod extension;
 pub mod log;
 mod methods;
+mod stored;
 mod time;
 pub mod webhook;
 

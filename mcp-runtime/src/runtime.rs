@@ -92,7 +92,8 @@ impl Runtime {
     /// The services this runtime runs beside the requests, for the engine's
     /// [`Driver`](crate::engine::Driver): the sweep of expired tasks and, with a shared store,
     /// the bus listener, the change forwarder, the appender and the heartbeat (the sweep then
-    /// also fails the tasks of instances that are gone). The first call only; it subscribes to
+    /// also fails the tasks of instances that are gone); and the extensions' services. The
+    /// first call only; it subscribes to
     /// the bus before it returns, so nothing published after it is missed.
     pub(crate) fn services(&self) -> Vec<Background> {
         let mut services = match &self.cluster {
@@ -100,6 +101,7 @@ impl Runtime {
             None => Vec::new(),
         };
         services.extend(self.tasks.sweeper());
+        services.extend(self.config.extensions.start_services());
         services
     }
 

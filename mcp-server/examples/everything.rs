@@ -836,9 +836,10 @@ async fn server(
     let b = scenarios::scenario_tools(b)?;
     let b = secure::secure_tools(b);
     let b = soak.apply(b);
-    let (b, replay) = shared.apply(b).await?;
+    let (b, seams) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
-    let b = events.apply(b)?;
+    let b = events.apply(b, seams.as_ref())?;
+    let replay = seams.map(|s| s.replay);
     let b = resources(b, scopes);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
     let skills = Skills::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/everything/skills"))?;

@@ -138,6 +138,50 @@ impl Keys {
         format!("{}:dpop:{key}", self.prefix)
     }
 
+    /// `<prefix>:{ev.<type>}:meta`: an event type's occurrence log counters and epoch (a hash;
+    /// see `occurrences.rs`).
+    #[cfg(feature = "events")]
+    pub(crate) fn occurrences_meta(&self, name: &str) -> String {
+        format!("{}:{{ev.{name}}}:meta", self.prefix)
+    }
+
+    /// `<prefix>:{ev.<type>}:log`: an event type's occurrences (a Redis stream, entry ids
+    /// `0-<position>`).
+    #[cfg(feature = "events")]
+    pub(crate) fn occurrences(&self, name: &str) -> String {
+        format!("{}:{{ev.{name}}}:log", self.prefix)
+    }
+
+    /// `<prefix>:webhook:<id>`: one webhook subscription (a JSON string).
+    #[cfg(feature = "events")]
+    pub(crate) fn webhook(&self, id: &str) -> String {
+        format!("{}:webhook:{id}", self.prefix)
+    }
+
+    /// `<prefix>:webhook-lease:<id>`: the holder of a webhook subscription's delivery lease.
+    #[cfg(feature = "events")]
+    pub(crate) fn webhook_lease(&self, id: &str) -> String {
+        format!("{}:webhook-lease:{id}", self.prefix)
+    }
+
+    /// `<prefix>:webhooks`: the ids of every webhook subscription (a set).
+    #[cfg(feature = "events")]
+    pub(crate) fn webhooks(&self) -> String {
+        format!("{}:webhooks", self.prefix)
+    }
+
+    /// `<prefix>:webhooks:type:<type>`: the ids of an event type's webhook subscriptions.
+    #[cfg(feature = "events")]
+    pub(crate) fn webhooks_of_type(&self, name: &str) -> String {
+        format!("{}:webhooks:type:{name}", self.prefix)
+    }
+
+    /// `<prefix>:webhooks:of:<principal>`: the ids of a principal's webhook subscriptions.
+    #[cfg(feature = "events")]
+    pub(crate) fn webhooks_of(&self, principal: &str) -> String {
+        format!("{}:webhooks:of:{principal}", self.prefix)
+    }
+
     /// `<prefix>:bus`: the default bus channel.
     pub(crate) fn bus_channel(&self) -> String {
         format!("{}:bus", self.prefix)

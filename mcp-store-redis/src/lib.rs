@@ -70,6 +70,11 @@
 //! | `P:mailbox:<id>` | string | an open mailbox's record (JSON: id, principal, the instance holding it; the HTTP transport's 2024-11-05 HTTP+SSE pairs are mailboxes); `PX` = the mailbox ttl, refreshed by the holder, deleted when it closes |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
+//! | `P:{ev.<type>}:meta` | hash | (feature `events`) an event type's occurrence log: `epoch`, `n` = newest position, `e` = highest position lost |
+//! | `P:{ev.<type>}:log` | stream | (feature `events`) its occurrences: entry id `0-<position>`, fields `r` = the record, `t` = when appended (ms) |
+//! | `P:webhook:<id>` | string | (feature `events`) a webhook subscription (JSON); `PXAT` = a minute after its grant ends |
+//! | `P:webhooks`, `P:webhooks:type:<type>`, `P:webhooks:of:<principal>` | set | (feature `events`) webhook subscription ids: all, of a type, of a principal |
+//! | `P:webhook-lease:<id>` | string | (feature `events`) the instance delivering a subscription; `PX` = the lease |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages to every instance |
 //! | `{P:bus}:<address>` | channel | bus messages to the instances of one process (its bus's address: 16 hex digits drawn at connect; in the slot of `P:bus`, so that a batch of publishes goes to one node) |
 //!
@@ -113,6 +118,11 @@
 //! | mailbox open / load / refresh / close | `SET PX` / `GET` / `PEXPIRE` / `DEL` | 1 |
 //! | rate-limit acquire | script: `TIME`, `GET`, `SET PX` when allowed | 1 |
 //! | DPoP replay check | `SET NX PX` | 1 |
+//! | occurrence append / read (feature `events`) | script: the epoch (`HGET`, `HSET` the first time), `HINCRBY`, `XADD 0-<position>`, the retention's trim (`XLEN`, `XRANGE … COUNT`, `XTRIM MINID`, `HSET e`) / the same trim, `HGET` the head and the loss, `XRANGE (0-<cursor> +` | 1 |
+//! | occurrence head (a watched type, every 200 ms) | `HGET` | 1 |
+//! | webhook subscription put / get / remove | `SET PXAT`, `SADD` ×3 / `GET` / `GET`, `DEL`, `SREM` ×3 | 4 / 1 / 5 |
+//! | webhook subscriptions listed (all, of a type, of a principal) | `SMEMBERS`, `EXISTS` each (`SREM` the expired) | 1 + n |
+//! | webhook lease take or renew | script: `GET`, `SET PX` | 1 |
 //!
 //! Scripts are sent with `EVALSHA`; on `NOSCRIPT` (a Redis that restarted or flushed its script
 //! cache) the script is loaded and run again, transparently.
@@ -162,11 +172,15 @@ mod events;
 mod mailboxes;
 mod members;
 mod nodes;
+#[cfg(feature = "events")]
+mod occurrences;
 mod options;
 mod replay;
 mod sessions;
 mod tasks;
 pub mod testing;
+#[cfg(feature = "events")]
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,12 +198,16 @@ use crate::events::RedisEventLog;
 use crate::mailboxes::RedisMailboxRecords;
 use crate::members::RedisMembership;
 use crate::nodes::{Discovery, Nodes};
+#[cfg(feature = "events")]
+pub use crate::occurrences::{RedisOccurrences, WAKE_POLL};
 pub use crate::options::RedisOptions;
 #[cfg(feature = "tls")]
 pub use crate::options::RedisTls;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 use crate::tasks::RedisTaskStore;
+#[cfg(feature = "events")]
+pub use crate::webhooks::RedisWebhookSubscriptions;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -241,6 +259,10 @@ pub struct RedisStore {
     buckets: Arc<RedisBuckets>,
     mailboxes: Arc<RedisMailboxRecords>,
     replay: RedisReplayCache,
+    #[cfg(feature = "events")]
+    occurrences: RedisOccurrences,
+    #[cfg(feature = "events")]
+    webhooks: RedisWebhookSubscriptions,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -451,6 +473,10 @@ impl RedisStore {
             members: Arc::new(RedisMembership::new(conn.clone())),
             buckets: Arc::new(RedisBuckets::new(conn.clone())),
             mailboxes: Arc::new(RedisMailboxRecords::new(conn.clone())),
+            #[cfg(feature = "events")]
+            occurrences: RedisOccurrences::new(conn.clone()),
+            #[cfg(feature = "events")]
+            webhooks: RedisWebhookSubscriptions::new(conn.clone()),
             replay: RedisReplayCache::new(conn),
         })
     }
@@ -459,6 +485,23 @@ impl RedisStore {
     /// `jwt` of `mcp-auth`): every instance given one refuses a proof any of them accepted.
     pub fn replay_cache(&self) -> RedisReplayCache {
         self.replay.clone()
+    }
+
+    /// The Events extension's occurrence log on this Redis (feature `events`), for
+    /// `EventsBuilder::log`: every instance given one appends to and reads the same log, so
+    /// cursors resume anywhere and long polls and push streams wake for occurrences emitted on
+    /// any instance.
+    #[cfg(feature = "events")]
+    pub fn occurrence_log(&self) -> RedisOccurrences {
+        self.occurrences.clone()
+    }
+
+    /// The Events extension's webhook subscriptions on this Redis (feature `events`), for
+    /// `EventsBuilder::subscriptions`: every instance sees every subscription, one at a time
+    /// delivers each (under a lease), and another takes over within the lease when it stops.
+    #[cfg(feature = "events")]
+    pub fn webhook_subscriptions(&self) -> RedisWebhookSubscriptions {
+        self.webhooks.clone()
     }
 
     /// The runtime's [`Store`] over this Redis.

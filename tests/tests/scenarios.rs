@@ -9,6 +9,8 @@
 //! `scenarios/events_poll.rs`: `events-discovery` and `events-poll`.
 //! `scenarios/events_push.rs`: `events-push`. `scenarios/events_stdio.rs`: `events/stream`
 //! over stdio. `scenarios/events_webhook.rs`: `events-webhook` and `events-webhook-delivery`.
+//! `scenarios/events_shared.rs`: two instances on one Redis (cursors, long polls and webhook
+//! deliveries shared, a killed instance's deliveries taken over).
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
@@ -17,6 +19,8 @@ mod cancellation;
 mod events_poll;
 #[path = "scenarios/events_push.rs"]
 mod events_push;
+#[path = "scenarios/events_shared.rs"]
+mod events_shared;
 #[path = "scenarios/events_stdio.rs"]
 mod events_stdio;
 #[path = "scenarios/events_webhook.rs"]

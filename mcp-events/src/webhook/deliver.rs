@@ -46,8 +46,66 @@ pub(crate) fn ensure_worker(events: &Events, id: &str) {
     if workers.contains_key(id) {
         return;
     }
-    let task = tokio::spawn(run(events.clone(), id.to_owned()));
+    let task = tokio::spawn(leased(events.clone(), id.to_owned()));
     workers.insert(id.to_owned(), task.abort_handle());
+}
+
+/// Runs subscription `id`'s deliveries while this instance holds its lease: nothing when
+/// another instance holds it; stops as soon as the lease is lost, or could not be renewed
+/// before it would have lapsed (the store unreachable), so that two instances never deliver
+/// one subscription at once for longer than a renewal takes. A delivery cut short that way is
+/// made again by the next holder, from the saved watermark, under the same message id.
+async fn leased(events: Events, id: String) {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return;
+    };
+    let ttl = hooks.settings.lease;
+    if !matches!(hooks.store.lease(&id, &hooks.holder, ttl).await, Ok(true)) {
+        return;
+    }
+    let renew = async {
+        let mut renewed = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(ttl / 3).await;
+            match hooks.store.lease(&id, &hooks.holder, ttl).await {
+                Ok(true) => renewed = tokio::time::Instant::now(),
+                Ok(false) => {
+                    tracing::debug!(%id, "another instance holds the webhook subscription's lease");
+                    return;
+                }
+                Err(e) if renewed.elapsed() + ttl / 3 >= ttl => {
+                    tracing::warn!(%id, error = %e, "the webhook subscription's lease could not be renewed; its deliveries stop here");
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(%id, error = %e, "the webhook subscription's lease was not renewed; trying again")
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = run(events.clone(), id.clone()) => {}
+        () = renew => {}
+    }
+}
+
+/// Adopts every subscription nobody delivers: each lease period's third, every subscription
+/// the store holds gets a delivery task here unless this instance runs it already (one whose
+/// lease another instance holds ends at once). Started with the engine's driver, so that an
+/// instance takes over the deliveries of one that stopped whether or not a request comes.
+pub(crate) async fn sweep(events: Events) {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return;
+    };
+    let mut tick = tokio::time::interval(hooks.settings.lease / 3);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match hooks.store.all().await {
+            Ok(ids) => ids.iter().for_each(|id| ensure_worker(&events, id)),
+            Err(e) => tracing::warn!(error = %e, "the webhook subscriptions could not be listed"),
+        }
+    }
 }
 
 /// Runs subscription `id`'s deliveries until it is removed or expires.

@@ -48,11 +48,17 @@ fn store_failed(e: impl std::fmt::Display) -> RpcError {
 
 /// `events/subscribe`: creates or refreshes the caller's subscription under its key.
 pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: Ctx) -> MethodResult {
-    let p: SubscribeParams = parse_params(SUBSCRIBE, params)?;
     let principal = principal(&ctx)?.to_owned();
-    let hooks = hooks(&events)?;
+    subscribe_for(&events, principal, params).await
+}
+
+/// What `events/subscribe` does for `principal`: creates or refreshes its subscription under
+/// its key.
+pub(crate) async fn subscribe_for(events: &Events, principal: String, params: Map<String, Value>) -> MethodResult {
+    let p: SubscribeParams = parse_params(SUBSCRIBE, params)?;
+    let hooks = hooks(events)?;
     let sub = &p.subscription;
-    let event = crate::methods::check(&events, &sub.name, DeliveryMode::Webhook, &sub.arguments)?;
+    let event = crate::methods::check(events, &sub.name, DeliveryMode::Webhook, &sub.arguments)?;
     if let Some(mode) = p.delivery.mode.as_deref()
         && mode != DeliveryMode::Webhook.as_str()
     {
@@ -75,7 +81,7 @@ pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: C
     // Consent before any delivery: a trusted origin, an earlier handshake, or one now.
     let open = hooks.permits(&callback.origin);
     if !hooks.trusts(&callback.origin) && !hooks.is_verified(&principal, &p.delivery.url) {
-        verify(&events, &id, &callback, open, &secret).await?;
+        verify(events, &id, &callback, open, &secret).await?;
         hooks.mark_verified(&principal, &p.delivery.url);
     }
     // Where delivery starts: a live subscription keeps its own watermark; otherwise the
@@ -141,7 +147,7 @@ pub(crate) async fn subscribe(events: Events, params: Map<String, Value>, ctx: C
     });
     let watermark = record.next.encode();
     hooks.store.put(record).await.map_err(store_failed)?;
-    super::deliver::ensure_worker(&events, &id);
+    super::deliver::ensure_worker(events, &id);
     let result = SubscribeResult {
         id,
         refresh_before: Some(format_timestamp(expires_ms)),

@@ -48,6 +48,11 @@ pub struct WebhookSettings {
     pub max_per_principal: usize,
     /// How long a replaced secret still signs after a rotation (5 minutes).
     pub rotation_grace: Duration,
+    /// How long an instance's hold on a subscription's deliveries lasts unrenewed (15 s): it
+    /// renews it every third of that while it delivers, and when it stops (killed, cut off)
+    /// another instance sharing the subscriptions takes the deliveries over within about this
+    /// long, from the last watermark saved.
+    pub lease: Duration,
 }
 
 impl Default for WebhookSettings {
@@ -59,6 +64,7 @@ impl Default for WebhookSettings {
             attempt_timeout: Duration::from_secs(5),
             max_per_principal: 100,
             rotation_grace: Duration::from_secs(300),
+            lease: Duration::from_secs(15),
         }
     }
 }
@@ -76,6 +82,8 @@ pub(crate) struct Webhooks {
     verified: Mutex<HashSet<(String, String)>>,
     /// The delivery task of each subscription this instance runs.
     pub(crate) workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// This instance's name as a lease holder (drawn at random).
+    pub(crate) holder: String,
 }
 
 impl Webhooks {
@@ -93,6 +101,7 @@ impl Webhooks {
             trusted: RwLock::new(trusted),
             verified: Mutex::new(HashSet::new()),
             workers: Mutex::new(HashMap::new()),
+            holder: format!("{:016x}", crate::time::random_u64()),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use mcp_protocol::events::cursor::{Cursor, Position};
 use mcp_protocol::events::wire::LastError;
@@ -64,12 +65,22 @@ pub trait SubscriptionStore: Send + Sync + 'static {
 
     /// How many subscriptions `principal` owns.
     fn count_of<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize>;
+
+    /// The ids of every subscription (each instance's sweeper adopts those nobody delivers).
+    fn all(&self) -> StoreFuture<'_, Vec<String>>;
+
+    /// Takes or renews the lease on subscription `id`'s deliveries for `holder`, until `ttl`
+    /// from now: true when `holder` holds it, false while another holder's lease lasts. Only the
+    /// holder delivers, so each occurrence is delivered by one instance at a time.
+    fn lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
 }
 
 /// Subscriptions in this process's memory.
 #[derive(Debug, Default)]
 pub struct MemorySubscriptions {
     all: Mutex<HashMap<String, Subscription>>,
+    /// Each leased subscription's holder and the end of its lease.
+    leases: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 impl MemorySubscriptions {
@@ -102,5 +113,45 @@ impl SubscriptionStore for MemorySubscriptions {
     fn count_of<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize> {
         let n = self.with(|all| all.values().filter(|s| s.principal == principal).count());
         Box::pin(std::future::ready(Ok(n)))
+    }
+
+    fn all(&self) -> StoreFuture<'_, Vec<String>> {
+        let ids = self.with(|all| all.keys().cloned().collect());
+        Box::pin(std::future::ready(Ok(ids)))
+    }
+
+    fn lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        let now = Instant::now();
+        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        leases.retain(|_, (_, until)| *until > now);
+        let held = match leases.get(id) {
+            Some((other, _)) if other != holder => false,
+            _ => {
+                leases.insert(id.to_owned(), (holder.to_owned(), now + ttl));
+                true
+            }
+        };
+        Box::pin(std::future::ready(Ok(held)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_holder_at_a_time_until_its_lease_lapses() {
+        let store = MemorySubscriptions::default();
+        let ttl = Duration::from_millis(50);
+        assert!(store.lease("sub_a", "one", ttl).await.unwrap());
+        assert!(!store.lease("sub_a", "two", ttl).await.unwrap());
+        assert!(store.lease("sub_a", "one", ttl).await.unwrap(), "renewed");
+        assert!(store.lease("sub_b", "two", ttl).await.unwrap(), "another subscription");
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert!(
+            store.lease("sub_a", "two", ttl).await.unwrap(),
+            "taken over once lapsed"
+        );
+        assert!(!store.lease("sub_a", "one", ttl).await.unwrap());
     }
 }

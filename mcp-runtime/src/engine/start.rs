@@ -67,7 +67,7 @@ impl From<Arc<dyn TaskStore>> for Storage {
 /// The services of a started engine, as one future: spawn it once (`tokio::spawn(driver.into_future())`, or
 /// `.await` it in a task of your own). It runs what the engine needs beside the requests (the
 /// sweep of expired tasks; with a shared store, the bus listener, the change forwarder, the
-/// heartbeat and the sweep of dead instances' tasks) and ends when the last [`Engine`] of its
+/// heartbeat and the sweep of dead instances' tasks; the extensions' services) and ends when the last [`Engine`] of its
 /// runtime is dropped; dropping it stops them. The bus is subscribed to as the engine starts,
 /// so nothing another instance publishes after [`Engine::start`] is missed, however late the
 /// driver is spawned.

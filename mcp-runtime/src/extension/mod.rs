@@ -25,6 +25,8 @@ use mcp_protocol::extension::{Declared, ExtensionError, check_id, check_settings
 use mcp_protocol::model::ClientCapabilities;
 use serde_json::{Map, Value};
 
+use crate::background::Background;
+
 pub use method::{CustomMethod, Eras, MethodHandler, MethodResult, schema_of};
 
 /// An extension a server offers: its identifier, settings and methods.
@@ -49,6 +51,25 @@ pub struct Extension {
     eras: Eras,
     serves_undeclared: bool,
     methods: Vec<CustomMethod>,
+    services: Vec<Service>,
+}
+
+/// A service of an extension: what starts its background work, called once when the engine's
+/// driver is made.
+#[derive(Clone)]
+pub(crate) struct Service(Arc<dyn Fn() -> Background + Send + Sync>);
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Service(<start>)")
+    }
+}
+
+impl Service {
+    /// Starts the service: the future the driver runs.
+    pub(crate) fn start(&self) -> Background {
+        (self.0)()
+    }
 }
 
 impl Extension {
@@ -63,6 +84,7 @@ impl Extension {
             eras: Eras::Both,
             serves_undeclared: false,
             methods: Vec::new(),
+            services: Vec::new(),
         })
     }
 
@@ -89,6 +111,19 @@ impl Extension {
     /// Adds a method.
     pub fn method(mut self, method: CustomMethod) -> Self {
         self.methods.push(method);
+        self
+    }
+
+    /// Adds a service: background work the engine's [`Driver`](crate::Driver) runs beside the
+    /// requests from the moment it is spawned, whether or not a request ever comes (a sweeper, a
+    /// delivery scheduler). `start` is called once per started engine; the future it returns
+    /// stops when the driver does.
+    pub fn service<F>(mut self, start: impl Fn() -> F + Send + Sync + 'static) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.services
+            .push(Service(Arc::new(move || crate::background::boxed(start()))));
         self
     }
 
@@ -128,6 +163,7 @@ impl MethodEntry {
 pub struct Extensions {
     declared: Arc<Vec<Declared>>,
     methods: Arc<HashMap<Arc<str>, Arc<MethodEntry>>>,
+    services: Arc<Vec<Service>>,
 }
 
 impl Extensions {
@@ -148,6 +184,7 @@ impl Extensions {
             eras,
             serves_undeclared,
             methods,
+            services,
         } = extension;
         if eras.has(mcp_protocol::Era::Modern) {
             mcp_protocol::extension::check_modern_settings(&id, &settings)?;
@@ -178,6 +215,7 @@ impl Extensions {
             legacy: eras.has(mcp_protocol::Era::Legacy),
             modern: eras.has(mcp_protocol::Era::Modern),
         });
+        Arc::make_mut(&mut self.services).extend(services);
         Ok(())
     }
 
@@ -203,6 +241,11 @@ impl Extensions {
     /// The declared extensions.
     pub(crate) fn declared(&self) -> &[Declared] {
         &self.declared
+    }
+
+    /// The background work of every extension, started (for the engine's driver).
+    pub(crate) fn start_services(&self) -> impl Iterator<Item = Background> + '_ {
+        self.services.iter().map(Service::start)
     }
 
     /// The custom method `name`, if registered.

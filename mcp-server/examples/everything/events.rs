@@ -20,8 +20,15 @@
 //!   `events_conformance_allow_callback_origin {origin}` exempts one origin from the SSRF rules
 //!   (the harness's loopback receiver); `events_conformance_webhook_gap {id}` and
 //!   `events_conformance_webhook_terminate {id}` send a subscription its envelopes;
-//!   `events_conformance_subscription_state {id}` answers `active`, `suspended` or `absent`. A
-//!   webhook subscription needs a principal: start the fixture with `--api-key`.
+//!   `events_conformance_subscription_state {id}` answers `active`, `suspended` or `absent`;
+//!   `events_conformance_subscribe_as {principal, name, url}` subscribes as another principal
+//!   and `events_conformance_subscription_exists {principal, name, url}` says whether its
+//!   subscription exists (the `cross-tenant-isolation` row). A webhook subscription needs a
+//!   principal: start the fixture with `--api-key`.
+//! - With `--redis` (or `--redis-cluster`), the occurrence log and the webhook subscriptions
+//!   are shared through Redis: every instance resumes every cursor, and each subscription is
+//!   delivered by one instance at a time, another taking over when it stops. Each instance
+//!   emits on its own; the origin control acts on the instance it is called on.
 
 use std::time::Duration;
 
@@ -29,6 +36,11 @@ use mcp_server::McpServerBuilder;
 use mcp_server::events::{DeliveryMode, EventType, Events, EventsError};
 use mcp_server::prelude::*;
 use serde_json::Map;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use super::shared::SharedSeams;
 
 /// The stream limit of `quota.probe`.
 const QUOTA: usize = 2;
@@ -61,9 +73,17 @@ struct ChatMessage {
     text: String,
 }
 
-fn types() -> Result<Events, EventsError> {
+/// The fixture's types, their log and webhook subscriptions shared through Redis when
+/// `shared` (every instance then serves one set of cursors and subscriptions).
+fn types(shared: Option<&SharedSeams>) -> Result<Events, EventsError> {
     let push = [DeliveryMode::Push];
-    Events::builder()
+    let mut builder = Events::builder();
+    if let Some(shared) = shared {
+        builder = builder
+            .log(shared.occurrences.clone())
+            .subscriptions(shared.webhooks.clone());
+    }
+    builder
         .event(
             EventType::new("build.finished", "A CI build finished")
                 .arguments::<BuildFilter>()?
@@ -129,6 +149,80 @@ fn id_control(
     .input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}))
 }
 
+/// The `{principal, name, url}` of the tenant controls.
+fn tenant_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"principal": {"type": "string"}, "name": {"type": "string"}, "url": {"type": "string"}},
+        "required": ["principal", "name", "url"]
+    })
+}
+
+fn tenant_args(args: &Map<String, Value>) -> (String, String, String) {
+    let get = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    (get("principal"), get("name"), get("url"))
+}
+
+/// `events_conformance_subscribe_as {principal, name, url}`: subscribes as another tenant (no
+/// arguments, a secret of its own), answers the subscription's id; and
+/// `events_conformance_subscription_exists {principal, name, url}`: `true` or `false`. The
+/// suite's `cross-tenant-isolation` checks that the caller can neither see nor touch it.
+fn tenant_controls(events: &Events) -> [Tool; 2] {
+    let (a, b) = (events.clone(), events.clone());
+    let subscribe = Tool::new(
+        "events_conformance_subscribe_as",
+        "Subscribes another principal's webhook, answers its id",
+        move |args: Map<String, Value>, _ctx: Ctx| {
+            let events = a.clone();
+            async move {
+                let (principal, name, url) = tenant_args(&args);
+                let secret = format!("whsec_{}", STANDARD.encode(rand_bytes()));
+                let params = json!({"name": name, "arguments": {}, "delivery": {"mode": "webhook", "url": url, "secret": secret}});
+                let params = params.as_object().cloned().unwrap_or_default();
+                let result = events.subscribe_as(&principal, params).await?;
+                Ok::<_, HandlerError>(result["id"].as_str().unwrap_or_default().to_owned())
+            }
+        },
+    )
+    .input_schema(tenant_schema());
+    let exists = Tool::new(
+        "events_conformance_subscription_exists",
+        "Whether a principal's webhook subscription exists: true or false",
+        move |args: Map<String, Value>, _ctx: Ctx| {
+            let events = b.clone();
+            async move {
+                let (principal, name, url) = tenant_args(&args);
+                let found = events
+                    .subscription_exists(&principal, &name, &Map::new(), &url)
+                    .await
+                    .map_err(HandlerError::tool)?;
+                Ok::<_, HandlerError>(found.to_string())
+            }
+        },
+    )
+    .input_schema(tenant_schema());
+    [subscribe, exists]
+}
+
+/// 32 bytes for a secret nobody needs to know (the tenant control's callbacks are trusted and
+/// never reached): the process's random hasher keys, mixed with the time.
+fn rand_bytes() -> [u8; 32] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = [0u8; 32];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        chunk.copy_from_slice(&h.finish().to_be_bytes());
+    }
+    out
+}
+
 /// `events_conformance_allow_callback_origin {origin}`.
 fn allow_origin(events: &Events) -> Tool {
     let events = events.clone();
@@ -149,11 +243,15 @@ fn allow_origin(events: &Events) -> Tool {
 
 impl EventsArgs {
     /// Adds the extension, its controls and the emitter, if asked.
-    pub(crate) fn apply(&self, b: McpServerBuilder) -> Result<McpServerBuilder, EventsError> {
+    pub(crate) fn apply(
+        &self,
+        b: McpServerBuilder,
+        shared: Option<&SharedSeams>,
+    ) -> Result<McpServerBuilder, EventsError> {
         if !self.events_fixture {
             return Ok(b);
         }
-        let events = types()?;
+        let events = types(shared)?;
         let b = b
             .events(&events)
             .tool(control(
@@ -185,7 +283,11 @@ impl EventsArgs {
                     })
                 },
             ))
-            .tool(allow_origin(&events))
+            .tool(allow_origin(&events));
+        let [subscribe_as, exists] = tenant_controls(&events);
+        let b = b
+            .tool(subscribe_as)
+            .tool(exists)
             .tool(id_control(
                 &events,
                 "events_conformance_webhook_gap",

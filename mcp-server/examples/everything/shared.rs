@@ -10,7 +10,9 @@
 
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
-use mcp_store_redis::{RedisOptions, RedisReplayCache, RedisStore, RedisTls};
+use mcp_store_redis::{
+    RedisOccurrences, RedisOptions, RedisReplayCache, RedisStore, RedisTls, RedisWebhookSubscriptions,
+};
 
 /// Sharing state between instances.
 #[derive(clap::Args, Debug, Default)]
@@ -38,13 +40,23 @@ pub(crate) struct SharedArgs {
     state_key: Option<String>,
 }
 
+/// What the instances share through Redis besides the runtime's store.
+pub(crate) struct SharedSeams {
+    /// The DPoP replay cache.
+    pub(crate) replay: RedisReplayCache,
+    /// The Events extension's occurrence log.
+    pub(crate) occurrences: RedisOccurrences,
+    /// The Events extension's webhook subscriptions.
+    pub(crate) webhooks: RedisWebhookSubscriptions,
+}
+
 impl SharedArgs {
     /// Applies the flags: connects to Redis (a bad URL or an unreachable Redis is an error).
-    /// Returns the builder and, with Redis, the DPoP replay cache every instance shares.
+    /// Returns the builder and, with Redis, what else every instance shares through it.
     pub(crate) async fn apply(
         &self,
         mut b: McpServerBuilder,
-    ) -> Result<(McpServerBuilder, Option<RedisReplayCache>), Box<dyn std::error::Error>> {
+    ) -> Result<(McpServerBuilder, Option<SharedSeams>), Box<dyn std::error::Error>> {
         if let Some(hex) = &self.state_key {
             let key = StateKey::from_hex(hex).map_err(|e| format!("--state-key: {e} (64 hexadecimal digits)"))?;
             b = b.request_state_key(key);
@@ -75,8 +87,12 @@ impl SharedArgs {
                     .map_err(|e| format!("--redis-cluster: {e}"))?,
                 (None, None) => unreachable!("one of them is set"),
             };
-            let replay = store.replay_cache();
-            return Ok((b.store(store), Some(replay)));
+            let seams = SharedSeams {
+                replay: store.replay_cache(),
+                occurrences: store.occurrence_log(),
+                webhooks: store.webhook_subscriptions(),
+            };
+            return Ok((b.store(store), Some(seams)));
         }
         Ok((b, None))
     }

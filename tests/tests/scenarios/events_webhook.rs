@@ -22,34 +22,34 @@ use tokio::net::TcpListener;
 
 use crate::support::{Fixture, bounded};
 
-const KEY: &str = "events-webhook-test-key";
+pub(crate) const KEY: &str = "events-webhook-test-key";
 
 /// One POST the receiver got.
 #[derive(Debug, Clone)]
-struct Hit {
+pub(crate) struct Hit {
     path: String,
     headers: HashMap<String, String>,
-    body: Bytes,
+    pub(crate) body: Bytes,
     at: std::time::Instant,
 }
 
 impl Hit {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers.get(name).map(String::as_str).unwrap_or_default()
     }
 }
 
 #[derive(Clone, Default)]
-struct Receiver {
+pub(crate) struct Receiver {
     hits: Arc<Mutex<Vec<Hit>>>,
 }
 
 impl Receiver {
-    async fn start() -> (Receiver, SocketAddr) {
+    pub(crate) async fn start() -> (Receiver, SocketAddr) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let receiver = Receiver::default();
@@ -122,7 +122,7 @@ impl Receiver {
         }
     }
 
-    fn hits(&self, path: &str) -> Vec<Hit> {
+    pub(crate) fn hits(&self, path: &str) -> Vec<Hit> {
         self.hits
             .lock()
             .unwrap()
@@ -133,7 +133,7 @@ impl Receiver {
     }
 }
 
-fn secret(byte: u8, n: usize) -> String {
+pub(crate) fn secret(byte: u8, n: usize) -> String {
     format!(
         "whsec_{}",
         base64::engine::general_purpose::STANDARD.encode(vec![byte; n])
@@ -141,7 +141,7 @@ fn secret(byte: u8, n: usize) -> String {
 }
 
 /// A 2026-07-28 request with the API key; the result or the error.
-async fn call(fixture: &Fixture, id: u64, method: &str, params: Value, key: bool) -> Result<Value, Value> {
+pub(crate) async fn call(fixture: &Fixture, id: u64, method: &str, params: Value, key: bool) -> Result<Value, Value> {
     let mut params = params;
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -170,7 +170,7 @@ fn subscribe_params(url: &str, secret: &str) -> Value {
     json!({"name": "build.finished", "arguments": {}, "delivery": {"mode": "webhook", "url": url, "secret": secret}, "cursor": null, "ttlMs": 3600000})
 }
 
-async fn control(fixture: &Fixture, id: u64, tool: &str, args: Value) -> String {
+pub(crate) async fn control(fixture: &Fixture, id: u64, tool: &str, args: Value) -> String {
     let r = call(
         fixture,
         id,
@@ -297,6 +297,66 @@ async fn subscriptions_are_keyed_checked_and_owned() {
         assert_eq!(
             control(&fixture, 17, "events_conformance_subscription_state", json!({"id": id})).await,
             "absent"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn another_tenants_subscription_is_out_of_reach() {
+    bounded(60, async {
+        // cross-tenant-isolation, through the fixture's tenant controls: another principal's
+        // subscription at the same URL is not the caller's to see, refresh or remove.
+        let fixture = Fixture::start_with(&["--events-fixture", "--api-key", KEY]).await;
+        let url = "https://conformance.invalid/mcp-events/tenant";
+        let tenant = |principal: &str| json!({"principal": principal, "name": "build.finished", "url": url});
+        let theirs = control(&fixture, 1, "events_conformance_subscribe_as", tenant("tenant-b")).await;
+        assert!(theirs.starts_with("sub_"), "{theirs}");
+        assert_eq!(
+            control(
+                &fixture,
+                2,
+                "events_conformance_subscription_exists",
+                tenant("tenant-b")
+            )
+            .await,
+            "true"
+        );
+        // The caller's own key at that URL names nothing: its unsubscribe is -32011, and the
+        // other tenant's subscription stays.
+        let key = json!({"name": "build.finished", "arguments": {}, "delivery": {"url": url}});
+        let e = call(&fixture, 3, "events/unsubscribe", key, true).await.unwrap_err();
+        assert_eq!(e["code"], -32011);
+        assert_eq!(
+            control(
+                &fixture,
+                4,
+                "events_conformance_subscription_exists",
+                tenant("tenant-b")
+            )
+            .await,
+            "true"
+        );
+        // The caller's own subscription at the same URL is another one, with another id.
+        let mine = call(
+            &fixture,
+            5,
+            "events/subscribe",
+            subscribe_params(url, &secret(3, 32)),
+            true,
+        )
+        .await
+        .expect("subscribe");
+        assert_ne!(mine["id"], theirs.as_str());
+        assert_eq!(
+            control(
+                &fixture,
+                6,
+                "events_conformance_subscription_exists",
+                tenant("tenant-c")
+            )
+            .await,
+            "false"
         );
     })
     .await;

@@ -1,0 +1,162 @@
+//! Events shared by every instance (issue #42, item 1): two `everything --events-fixture`
+//! processes on one Redis under one prefix. A cursor one instance handed out resumes on the
+//! other, and a long poll there answers with what either emitted; a webhook subscription made
+//! on the first is delivered by one instance at a time (never twice per message while both
+//! live), and when the instance delivering it is killed, the other takes over from the saved
+//! watermark within the lease (15 s) and the sweep (every 5 s), losing no occurrence.
+
+use std::time::{Duration, Instant};
+
+use mcp_protocol::events::cursor::Cursor;
+use mcp_protocol::events::webhook::Secret;
+use mcp_store_redis::testing::{TestRedis, unique_prefix};
+use serde_json::{Value, json};
+
+use crate::events_webhook::{KEY, Receiver, call, control, secret};
+use crate::support::{Fixture, bounded};
+
+async fn instance(redis: &TestRedis, prefix: &str) -> Fixture {
+    Fixture::start_with(&[
+        "--events-fixture",
+        "--api-key",
+        KEY,
+        "--redis",
+        redis.url(),
+        "--redis-prefix",
+        prefix,
+    ])
+    .await
+}
+
+/// The occurrence positions delivered to `path` (their cursors'), in delivery order, and their
+/// message ids.
+fn delivered(receiver: &Receiver, path: &str) -> Vec<(u64, String)> {
+    receiver
+        .hits(path)
+        .iter()
+        .filter(|h| h.json().get("type").is_none())
+        .map(|h| {
+            let body = h.json();
+            let cursor = body["cursor"].as_str().and_then(Cursor::decode).expect("a cursor");
+            (cursor.position.lo, h.header("webhook-id").to_owned())
+        })
+        .collect()
+}
+
+/// Waits (at most `within`) until `path` got more than `n` occurrences.
+async fn more_than(receiver: &Receiver, path: &str, n: usize, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if delivered(receiver, path).len() > n {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_cursor_resumes_on_another_instance() {
+    bounded(60, async {
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("events-shared-poll");
+        let a = instance(&redis, &prefix).await;
+        let b = instance(&redis, &prefix).await;
+        let poll =
+            |cursor: Value| json!({"name": "build.finished", "arguments": {}, "cursor": cursor, "timeoutMs": 5000});
+        let first = call(&a, 1, "events/poll", poll(Value::Null), true)
+            .await
+            .expect("poll a");
+        let cursor = first["cursor"].clone();
+        assert!(cursor.is_string(), "{first}");
+        // A long poll on the other instance, from the first one's cursor: answered with what
+        // either emitted since, nothing lost.
+        let next = call(&b, 2, "events/poll", poll(cursor), true).await.expect("poll b");
+        assert_ne!(next["truncated"], true, "{next}");
+        let events = next["events"].as_array().expect("events");
+        assert!(!events.is_empty(), "{next}");
+        // And back: the second instance's cursor resumes on the first.
+        let again = call(&a, 3, "events/poll", poll(next["cursor"].clone()), true)
+            .await
+            .expect("poll a again");
+        assert_ne!(again["truncated"], true, "{again}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_other_instance_takes_a_killed_ones_deliveries_over() {
+    bounded(120, async {
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("events-shared-hook");
+        let (receiver, addr) = Receiver::start().await;
+        let base = format!("http://{addr}");
+        // The first instance alone: it takes the subscription's lease when it is made.
+        let a = instance(&redis, &prefix).await;
+        control(
+            &a,
+            1,
+            "events_conformance_allow_callback_origin",
+            json!({"origin": base}),
+        )
+        .await;
+        let good = secret(9, 32);
+        let params = json!({"name": "build.finished", "arguments": {},
+                            "delivery": {"mode": "webhook", "url": format!("{base}/hook"), "secret": good},
+                            "cursor": null, "ttlMs": 3600000});
+        let sub = call(&a, 2, "events/subscribe", params, true).await.expect("subscribe");
+        assert!(more_than(&receiver, "/hook", 0, Duration::from_secs(10)).await);
+        // The second joins: it sees the subscription (its sweeper) but does not deliver it.
+        let b = instance(&redis, &prefix).await;
+        control(
+            &b,
+            1,
+            "events_conformance_allow_callback_origin",
+            json!({"origin": base}),
+        )
+        .await;
+        let state = control(&b, 2, "events_conformance_subscription_state", json!({"id": sub["id"]})).await;
+        assert_eq!(state, "active");
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        let both = delivered(&receiver, "/hook");
+        let mut ids: Vec<&String> = both.iter().map(|(_, id)| id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            both.len(),
+            "one delivery per message while both live: {both:?}"
+        );
+
+        // The delivering instance dies (no chance to hand anything over).
+        let before = both.len();
+        let killed_at = Instant::now();
+        drop(a);
+        assert!(
+            more_than(&receiver, "/hook", before, Duration::from_secs(40)).await,
+            "the other instance took over"
+        );
+        let took = killed_at.elapsed();
+        assert!(took < Duration::from_secs(35), "taken over after {took:?}");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+
+        // From the watermark: every position of the log from the first delivered on, in order;
+        // a delivery cut short by the kill may be made again (at least once), under its id.
+        let all = delivered(&receiver, "/hook");
+        let mut positions: Vec<u64> = all.iter().map(|(p, _)| *p).collect();
+        assert!(positions.windows(2).all(|w| w[0] <= w[1]), "in order: {positions:?}");
+        positions.dedup();
+        let (first, last) = (positions[0], positions[positions.len() - 1]);
+        assert_eq!(positions, (first..=last).collect::<Vec<_>>(), "no occurrence lost");
+        let repeated = all.len() - positions.len();
+        assert!(repeated <= 1, "at most the delivery in flight again: {all:?}");
+        // Still signed with the subscription's secret, whoever delivers.
+        let key = Secret::parse(Some(&good)).unwrap();
+        for hit in receiver.hits("/hook") {
+            let ts: u64 = hit.header("webhook-timestamp").parse().expect("a timestamp");
+            assert!(key.verifies(hit.header("webhook-signature"), hit.header("webhook-id"), ts, &hit.body));
+        }
+        drop(b);
+    })
+    .await;
+}
