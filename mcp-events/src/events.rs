@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcp_protocol::RpcError;
 use mcp_protocol::events::cursor::Position;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::EventsError;
 use crate::event_type::EventType;
@@ -334,34 +334,6 @@ impl Events {
         Ok(())
     }
 
-    /// What `events/subscribe` with `params` does for `principal`, a principal the server names
-    /// (an operator's tooling, a test's control) rather than the caller's: the same checks,
-    /// consent and result. Its subscriptions are that principal's, as if it had called.
-    pub async fn subscribe_as(
-        &self,
-        principal: &str,
-        params: Map<String, Value>,
-    ) -> Result<Value, mcp_runtime::HandlerError> {
-        crate::webhook::methods::subscribe_for(self, principal.to_owned(), params).await
-    }
-
-    /// Whether `principal` has a live webhook subscription to `name` with `arguments` at `url`
-    /// (its key: another principal's at the same URL is not its own).
-    pub async fn subscription_exists(
-        &self,
-        principal: &str,
-        name: &str,
-        arguments: &Map<String, Value>,
-        url: &str,
-    ) -> Result<bool, EventsError> {
-        let id = mcp_protocol::events::key::SubscriptionKey::new(principal, url, name, arguments).id();
-        match self.subscription(&id).await {
-            Ok(_) => Ok(true),
-            Err(EventsError::Unknown(_)) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
     /// Whether webhook subscription `id` is `"active"`, `"suspended"` or `"absent"`.
     pub async fn subscription_state(&self, id: &str) -> &'static str {
         match self.subscription(id).await {
@@ -371,7 +343,10 @@ impl Events {
         }
     }
 
-    async fn subscription(&self, id: &str) -> Result<(crate::webhook::store::Subscription, &Webhooks), EventsError> {
+    pub(crate) async fn subscription(
+        &self,
+        id: &str,
+    ) -> Result<(crate::webhook::store::Subscription, &Webhooks), EventsError> {
         let hooks = self
             .inner
             .webhooks

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::Webhooks;
 use super::client::Callback;
 use super::store::Subscription;
+use crate::error::EventsError;
 use crate::events::Events;
 use crate::log::Start;
 
@@ -44,6 +45,36 @@ fn principal(ctx: &Ctx) -> Result<&str, RpcError> {
 fn store_failed(e: impl std::fmt::Display) -> RpcError {
     tracing::warn!(error = %e, "the webhook subscription store failed");
     RpcError::store_unavailable()
+}
+
+impl Events {
+    /// What `events/subscribe` with `params` does for `principal`, a principal the server names
+    /// (an operator's tooling, a test's control) rather than the caller's: the same checks,
+    /// consent and result. Its subscriptions are that principal's, as if it had called.
+    pub async fn subscribe_as(
+        &self,
+        principal: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, mcp_runtime::HandlerError> {
+        subscribe_for(self, principal.to_owned(), params).await
+    }
+
+    /// Whether `principal` has a live webhook subscription to `name` with `arguments` at `url`
+    /// (its key: another principal's at the same URL is not its own).
+    pub async fn subscription_exists(
+        &self,
+        principal: &str,
+        name: &str,
+        arguments: &Map<String, Value>,
+        url: &str,
+    ) -> Result<bool, EventsError> {
+        let id = mcp_protocol::events::key::SubscriptionKey::new(principal, url, name, arguments).id();
+        match self.subscription(&id).await {
+            Ok(_) => Ok(true),
+            Err(EventsError::Unknown(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// `events/subscribe`: creates or refreshes the caller's subscription under its key.
