@@ -8,6 +8,7 @@
 //! everything ... --require-scope SCOPE --resource-url https://mcp.example.com/mcp
 //! everything --oidc-issuer https://id.example.com [--audience AUD] [--dpop allowed|required]
 //! everything --introspection-url URL --client-id ID --client-secret SECRET [--oidc-issuer ISS]
+//! everything --jwks '{"kty":"EC",…}' --issuer ISS --dpop required
 //! ```
 //!
 //! With `--oidc-issuer` the bearer provider's keys come from the issuer (OpenID Connect
@@ -17,6 +18,19 @@
 //! `--resource-url`, else the endpoint's own URL. `--dpop` accepts or requires DPoP-bound
 //! tokens (RFC 9449) whose proofs name that same URL. An `http://` issuer or endpoint is
 //! accepted on loopback hosts only.
+//!
+//! The conformance suite's auth scenarios (modelcontextprotocol/conformance, `src/scenarios/server/`)
+//! each ask the server for a set-up of its own:
+//!
+//! - `auth/dpop-server-validation` (`auth/dpop.ts`): trust the suite's test issuer, whose private
+//!   JWK it reads from `DPOP_ISSUER_PRIVATE_JWK`, and require DPoP-bound tokens for this URL:
+//!   `--jwks "$DPOP_ISSUER_PRIVATE_JWK" --issuer "$DPOP_ISSUER" --dpop required` (only the
+//!   key's public members are kept). Followed in `tests/tests/dpop_validation.rs`.
+//! - `auth-token-audience-validation` (`auth-token-audience.ts`): trust the suite's mock
+//!   authorization server, which listens only while the scenario runs, fetching its keys at
+//!   the first token: `--oidc-issuer http://127.0.0.1:9797`. Followed in
+//!   `tests/tests/token_audience.rs`.
+//! - `sep-2350-server-scope-challenge`: `--scope-fixture` (see `everything/scope_fixture.rs`).
 //!
 //! One provider at a time. A provider whose set-up fails (a secret shorter
 //! than 32 bytes, a missing audience, a bad URL, …) makes the example exit
@@ -57,6 +71,12 @@ pub(super) struct AuthArgs {
     /// Verify bearer JWTs with the keys of this OpenID issuer (discovery; `iss` must name it).
     #[arg(long, value_name = "URL", conflicts_with_all = ["bearer_secret", "api_key", "basic"])]
     oidc_issuer: Option<String>,
+    /// Verify bearer JWTs with the public keys of this JWKS (JSON; a single JWK counts as a set
+    /// of one, and private members such as `d` are dropped): the keys of a test issuer, as the
+    /// conformance suite's `auth/dpop-server-validation` hands them over
+    /// (`DPOP_ISSUER_PRIVATE_JWK`). With --issuer and --dpop.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["bearer_secret", "oidc_issuer", "api_key", "basic"])]
+    jwks: Option<String>,
     /// Check bearer tokens at this RFC 7662 introspection endpoint (opaque tokens); needs
     /// --client-id and --client-secret.
     #[arg(long, value_name = "URL", requires_all = ["client_id", "client_secret"],
@@ -103,6 +123,7 @@ impl fmt::Debug for AuthArgs {
             .field("audience", &self.audience)
             .field("issuer", &self.issuer)
             .field("oidc_issuer", &self.oidc_issuer)
+            .field("jwks", &self.jwks.as_ref().map(|_| "<given>"))
             .field("introspection_url", &self.introspection_url)
             .field("client_id", &self.client_id)
             .field("client_secret", &set(&self.client_secret))
@@ -147,6 +168,9 @@ pub(super) enum AuthError {
     /// `--basic` is not `USER:PASSWORD`.
     #[error("--basic expects USER:PASSWORD")]
     BasicFormat,
+    /// `--jwks` is not a JWK or a JWK set.
+    #[error("--jwks expects a JWK or a JWK set (JSON)")]
+    JwksFormat,
     /// Authentication flags only apply to HTTP.
     #[error("authentication flags apply to HTTP only, not to --stdio")]
     Stdio,
@@ -175,7 +199,10 @@ impl AuthArgs {
 
     /// Whether a bearer provider is asked for (a secret, an issuer's keys or introspection).
     fn bearer_wanted(&self) -> bool {
-        self.bearer_secret.is_some() || self.oidc_issuer.is_some() || self.introspection_url.is_some()
+        self.bearer_secret.is_some()
+            || self.oidc_issuer.is_some()
+            || self.introspection_url.is_some()
+            || self.jwks.is_some()
     }
 
     /// Whether any flag was given.
@@ -190,9 +217,12 @@ impl AuthArgs {
     }
 
     /// Checks the flags and builds what can be built before binding.
-    pub(super) fn plan(self, stdio: bool) -> Result<AuthPlan, AuthError> {
+    pub(super) fn plan(mut self, stdio: bool) -> Result<AuthPlan, AuthError> {
         if stdio && self.any() {
             return Err(AuthError::Stdio);
+        }
+        if let Some(jwks) = &self.jwks {
+            self.jwks = Some(public_jwks(jwks).ok_or(AuthError::JwksFormat)?);
         }
         let metadata = match &self.resource_url {
             Some(url) => Some(metadata(url, &self)?),
@@ -227,6 +257,31 @@ impl AuthArgs {
         }
         Ok(plan)
     }
+}
+
+/// A JWK set of the public members of `json` (a JWK or a set of them): what a verifier needs,
+/// whatever private members the JSON carried.
+fn public_jwks(json: &str) -> Option<String> {
+    const PRIVATE: &[&str] = &["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let keys = match value {
+        serde_json::Value::Object(mut set) if set.contains_key("keys") => match set.remove("keys") {
+            Some(serde_json::Value::Array(keys)) => keys,
+            _ => return None,
+        },
+        key @ serde_json::Value::Object(_) => vec![key],
+        _ => return None,
+    };
+    let keys: Vec<serde_json::Value> = keys
+        .into_iter()
+        .map(|mut key| {
+            if let Some(members) = key.as_object_mut() {
+                members.retain(|name, _| !PRIVATE.contains(&name.as_str()));
+            }
+            key
+        })
+        .collect();
+    Some(serde_json::json!({ "keys": keys }).to_string())
 }
 
 /// The RFC 9728 document of `resource`.
@@ -275,7 +330,10 @@ impl AuthPlan {
                 }
             }
             (None, None, Some(issuer)) => b.oidc_issuer(issuer.clone()),
-            (None, None, None) => return Ok(None),
+            (None, None, None) => match &a.jwks {
+                Some(jwks) => b.jwks(jwks.clone()),
+                None => return Ok(None),
+            },
         };
         // The URL clients know this server by: tokens name it, DPoP proofs name it.
         let resource = a.resource_url.clone().unwrap_or_else(|| endpoint.to_owned());
