@@ -238,8 +238,8 @@ impl OccurrenceLog for MemoryLog {
     }
 }
 
-/// Shares a log.
-impl<L: OccurrenceLog> OccurrenceLog for Arc<L> {
+/// A shared log is a log (one kept by the application, given to several servers in turn).
+impl<L: OccurrenceLog + ?Sized> OccurrenceLog for Arc<L> {
     fn append<'a>(&'a self, name: &'a str, record: Record) -> StoreFuture<'a, Position> {
         (**self).append(name, record)
     }

@@ -173,7 +173,13 @@ mod tests {
             failed_since_ms: None,
             window: (1, 0, 6),
         };
-        assert_eq!(Subscription::from_stored(&sub.to_stored()), Some(sub));
+        assert_eq!(Subscription::from_stored(&sub.to_stored()), Some(sub.clone()));
+        let never = Subscription {
+            expires_ms: Subscription::NEVER,
+            ..sub
+        };
+        assert!(!never.expires());
+        assert_eq!(Subscription::from_stored(&never.to_stored()), Some(never));
         assert_eq!(Subscription::from_stored("{}"), None);
     }
 }

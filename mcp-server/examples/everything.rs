@@ -38,6 +38,7 @@ use mcp_server::server_card::{CatalogEntry, catalog};
 use mcp_server::server_json::RegistryEntry;
 use mcp_server::skills::Skills;
 use serde_json::Map;
+use tokio_util::sync::CancellationToken;
 
 #[path = "everything/apps.rs"]
 mod apps;
@@ -815,13 +816,28 @@ fn add_triggers(server: &McpServer) -> Result<(), ServerError> {
     Ok(())
 }
 
-async fn server(
-    soak: &soak::SoakArgs,
-    shared: &shared::SharedArgs,
-    rate_limit: &ratelimit::RateLimitArgs,
-    events: &events::EventsArgs,
+/// What builds one generation of the server (a restart builds the next from the same).
+struct Build<'a> {
+    soak: &'a soak::SoakArgs,
+    shared: &'a shared::SharedArgs,
+    rate_limit: &'a ratelimit::RateLimitArgs,
+    events: &'a events::EventsArgs,
     scopes: ScopeFixture,
+    durable: events::Durable,
+}
+
+async fn server(
+    build: &Build<'_>,
+    generation: &CancellationToken,
 ) -> Result<(McpServer, Option<mcp_store_redis::RedisReplayCache>), Box<dyn std::error::Error>> {
+    let Build {
+        soak,
+        shared,
+        rate_limit,
+        events,
+        scopes,
+        ..
+    } = *build;
     let b = McpServer::builder()
         .name("mcp-rs-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -838,7 +854,7 @@ async fn server(
     let b = soak.apply(b);
     let (b, seams) = shared.apply(b).await?;
     let b = rate_limit.apply(b);
-    let b = events.apply(b, seams.as_ref())?;
+    let b = events.apply(b, seams.as_ref(), &build.durable, generation)?;
     let replay = seams.map(|s| s.replay);
     let b = resources(b, scopes);
     // SEP-2640: the skills tree beside this example (a nested skill path, subfolders).
@@ -861,7 +877,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scopes = args.auth.scope_fixture();
     let auth = args.auth.plan(args.stdio).unwrap_or_else(|e| auth::exit(&e));
     let metrics = args.metrics.serve().await?;
-    let (server, replay) = server(&args.soak, &args.shared, &args.rate_limit, &args.events, scopes).await?;
+    let build = Build {
+        soak: &args.soak,
+        shared: &args.shared,
+        rate_limit: &args.rate_limit,
+        events: &args.events,
+        scopes,
+        durable: events::Durable::new(),
+    };
+    let shutdown = CancellationToken::new();
+    let generation = shutdown.child_token();
+    let (server, replay) = server(&build, &generation).await?;
     if args.stdio {
         if let Some(addr) = metrics {
             eprintln!("metrics on http://{addr}/metrics");
@@ -872,7 +898,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
     let local = listener.local_addr()?;
     let endpoint = format!("http://{local}/mcp");
-    let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
     // Ctrl-C or SIGTERM: drain the calls in flight, then exit.
     let signal = mcp_server::shutdown_signal();
@@ -913,6 +938,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(addr) = metrics {
         println!("metrics on http://{addr}/metrics");
     }
-    server.serve_http_on(listener, config, shutdown).await?;
-    Ok(())
+    // Generations: the events fixture's restart control ends one (its sessions and streams)
+    // and the next is built over the same log and subscriptions, served on the same socket
+    // (connections arriving meanwhile wait in its backlog).
+    let socket = listener.into_std()?;
+    let (mut server, mut generation) = (server, generation);
+    loop {
+        let restart = {
+            let (durable, ended) = (build.durable.clone(), generation.clone());
+            tokio::spawn(async move {
+                durable.restart_asked().await;
+                ended.cancel();
+            })
+        };
+        let listener = tokio::net::TcpListener::from_std(socket.try_clone()?)?;
+        server.serve_http_on(listener, config.clone(), generation).await?;
+        restart.abort();
+        if shutdown.is_cancelled() {
+            return Ok(());
+        }
+        build.durable.next_generation();
+        generation = shutdown.child_token();
+        server = self::server(&build, &generation).await?.0;
+        tracing::info!("restarted: a new server over the same log and subscriptions");
+    }
 }

@@ -3,12 +3,13 @@
 //! deliveries makes one instance at a time deliver it.
 //!
 //! - `<prefix>:webhook:<id>`: a subscription ([`Subscription::to_stored`]), expiring a minute
-//!   after its grant ends (so that a subscription no instance is left to remove goes too).
+//!   after its grant ends (so that a subscription no instance is left to remove goes too); one
+//!   granted without expiry is kept until it is removed.
 //! - `<prefix>:webhooks`, `<prefix>:webhooks:type:<type>`, `<prefix>:webhooks:of:<principal>`:
 //!   sets of ids (every subscription, those of a type, those of a principal). A member whose
 //!   record is gone (it expired) is dropped when a listing meets it.
 //! - `<prefix>:webhook-lease:<id>`: the holder of the subscription's delivery lease (`SET … PX`,
-//!   taken or renewed by one script).
+//!   taken or renewed by one script, given up by another).
 //!
 //! Every command names one key, so the keys may live on any slots of a Redis Cluster.
 
@@ -31,6 +32,16 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| {
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+",
+    )
+});
+
+/// Gives up the lease `KEYS[1]` if `ARGV[1]` holds it.
+static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 ",
     )
@@ -80,15 +91,12 @@ impl SubscriptionStore for RedisWebhookSubscriptions {
         Box::pin(async move {
             let keys = &self.conn.keys;
             let id = &subscription.id;
-            let _: () = self
-                .query(
-                    redis::cmd("SET")
-                        .arg(keys.webhook(id))
-                        .arg(subscription.to_stored())
-                        .arg("PXAT")
-                        .arg(subscription.expires_ms.saturating_add(GRACE_MS)),
-                )
-                .await?;
+            let mut set = redis::cmd("SET");
+            set.arg(keys.webhook(id)).arg(subscription.to_stored());
+            if subscription.expires() {
+                set.arg("PXAT").arg(subscription.expires_ms.saturating_add(GRACE_MS));
+            }
+            let _: () = self.query(&set).await?;
             for set in [
                 keys.webhooks(),
                 keys.webhooks_of_type(&subscription.name),
@@ -154,6 +162,18 @@ impl SubscriptionStore for RedisWebhookSubscriptions {
                 .await
                 .map_err(store_error)?;
             Ok(held == 1)
+        })
+    }
+
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let _: i64 = RELEASE
+                .key(self.conn.keys.webhook_lease(id))
+                .arg(holder)
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
+            Ok(())
         })
     }
 }

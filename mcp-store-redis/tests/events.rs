@@ -246,6 +246,40 @@ async fn one_instance_holds_a_subscriptions_lease_at_a_time() {
         "taken over once lapsed"
     );
     assert!(!a.lease("sub_1", "instance-a", ttl).await.unwrap());
+    // Given up by its holder only: then taken at once.
+    a.release("sub_1", "instance-a").await.unwrap();
+    assert!(
+        !a.lease("sub_1", "instance-a", ttl).await.unwrap(),
+        "not a's to give up"
+    );
+    b.release("sub_1", "instance-b").await.unwrap();
+    assert!(
+        a.lease("sub_1", "instance-a", ttl).await.unwrap(),
+        "given up: taken at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_without_expiry_is_kept_until_removed() {
+    let redis = TestRedis::new();
+    let prefix = unique_prefix("ev-never");
+    let store = store_on(redis.url(), &prefix).await.webhook_subscriptions();
+    let mut never = subscription("sub_n", "t", "dave");
+    never.expires_ms = Subscription::NEVER;
+    store.put(never.clone()).await.unwrap();
+    assert_eq!(store.get("sub_n").await.unwrap(), Some(never));
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}*webhook:sub_n"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = redis::cmd("PTTL").arg(&keys[0]).query_async(&mut conn).await.unwrap();
+    assert_eq!(ttl, -1, "no expiry on the record");
+    assert!(store.remove("sub_n").await.unwrap());
+    assert!(store.all().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,12 +9,16 @@
 //! `scenarios/events_poll.rs`: `events-discovery` and `events-poll`.
 //! `scenarios/events_push.rs`: `events-push`. `scenarios/events_stdio.rs`: `events/stream`
 //! over stdio. `scenarios/events_webhook.rs`: `events-webhook` and `events-webhook-delivery`.
+//! `scenarios/events_durability.rs`: the TTL rows `events-webhook` grades through the restart
+//! and generation controls on the suite's `main`.
 //! `scenarios/events_shared.rs`: two instances on one Redis (cursors, long polls and webhook
 //! deliveries shared, a killed instance's deliveries taken over).
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
 mod cancellation;
+#[path = "scenarios/events_durability.rs"]
+mod events_durability;
 #[path = "scenarios/events_poll.rs"]
 mod events_poll;
 #[path = "scenarios/events_push.rs"]

@@ -97,6 +97,7 @@ pub(crate) async fn sweep(events: Events) {
     let Some(hooks) = events.inner.webhooks.as_ref() else {
         return;
     };
+    let _stop = StopWorkers(events.clone());
     let mut tick = tokio::time::interval(hooks.settings.lease / 3);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -106,6 +107,63 @@ pub(crate) async fn sweep(events: Events) {
             Err(e) => tracing::warn!(error = %e, "the webhook subscriptions could not be listed"),
         }
     }
+}
+
+/// Stops this instance's delivery tasks when the sweep stops (the engine's driver ended), and
+/// gives up their leases so that another instance takes them over at once.
+struct StopWorkers(Events);
+
+impl Drop for StopWorkers {
+    fn drop(&mut self) {
+        let Some(hooks) = self.0.inner.webhooks.as_ref() else {
+            return;
+        };
+        let stopped: Vec<String> = {
+            let mut workers = hooks.workers.lock().unwrap_or_else(|e| e.into_inner());
+            workers
+                .drain()
+                .map(|(id, task)| {
+                    task.abort();
+                    id
+                })
+                .collect()
+        };
+        if stopped.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let events = self.0.clone();
+        runtime.spawn(async move {
+            let Some(hooks) = events.inner.webhooks.as_ref() else {
+                return;
+            };
+            for id in stopped {
+                if let Err(e) = hooks.store.release(&id, &hooks.holder).await {
+                    tracing::debug!(%id, error = %e, "a webhook lease was not given up; it lapses");
+                }
+            }
+        });
+    }
+}
+
+/// Ends subscription `sub` if its grant ended, or if it was granted without expiry and its
+/// deliveries failed for the whole window ([`WebhookSettings::no_expiry`](crate::WebhookSettings::no_expiry)):
+/// true when it was removed.
+async fn ended(events: &Events, sub: &Subscription, now: u64) -> bool {
+    let Some(hooks) = events.inner.webhooks.as_ref() else {
+        return true;
+    };
+    if now >= sub.expires_ms {
+        tracing::debug!(id = %sub.id, "webhook subscription expired");
+    } else if hooks.settings.collects(sub, now) {
+        tracing::info!(id = %sub.id, url = %sub.url, "webhook subscription without expiry dropped: its deliveries kept failing");
+    } else {
+        return false;
+    }
+    let _ = hooks.store.remove(&sub.id).await;
+    true
 }
 
 /// Runs subscription `id`'s deliveries until it is removed or expires.
@@ -118,10 +176,7 @@ pub(crate) async fn run(events: Events, id: String) {
         let Ok(Some(mut sub)) = hooks.store.get(&id).await else {
             return;
         };
-        let now = crate::time::now_ms();
-        if now >= sub.expires_ms {
-            let _ = hooks.store.remove(&id).await;
-            tracing::debug!(%id, "webhook subscription expired");
+        if ended(&events, &sub, crate::time::now_ms()).await {
             return;
         }
         let mut watch = log.watch(&sub.name);
@@ -297,10 +352,22 @@ async fn deliver(events: &Events, sub: &mut Subscription, delivery_id: &str, bod
             return Delivery::Abandoned;
         };
         attempt += 1;
+        // A subscription without expiry is looked at again when its failure window ends.
+        let wait = match (hooks.settings.no_expiry, sub.failed_since_ms) {
+            (Some(window), Some(since)) if !sub.expires() => {
+                let due = since.saturating_add(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+                wait.min(Duration::from_millis(due.saturating_sub(now)))
+            }
+            _ => wait,
+        };
         tokio::time::sleep(wait).await;
-        // Still subscribed? (An unsubscribe or an expiry ends the retries.)
+        // Still subscribed? (An unsubscribe, an expiry or the failure window ends the retries.)
         match hooks.store.get(&sub.id).await {
-            Ok(Some(fresh)) if crate::time::now_ms() < fresh.expires_ms => {
+            Ok(Some(mut fresh)) => {
+                fresh.failed_since_ms = sub.failed_since_ms;
+                if ended(events, &fresh, crate::time::now_ms()).await {
+                    return Delivery::Gone;
+                }
                 sub.secrets = fresh.secrets;
                 sub.rotation_ends_ms = fresh.rotation_ends_ms;
                 sub.expires_ms = fresh.expires_ms;
@@ -366,5 +433,98 @@ fn record(sub: &mut Subscription, now: u64, outcome: &Outcome) {
     if *attempts >= SUSPEND_MIN_ATTEMPTS && *failures * 100 >= *attempts * SUSPEND_FAILED_PERCENT {
         tracing::warn!(id = %sub.id, "webhook deliveries suspended after sustained failure");
         sub.active = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use mcp_protocol::events::cursor::Position;
+    use mcp_protocol::events::wire::DeliveryMode;
+    use serde_json::Map;
+
+    use super::*;
+    use crate::EventType;
+    use crate::webhook::store::{MemorySubscriptions, SubscriptionStore};
+
+    fn subscription(id: &str) -> Subscription {
+        Subscription {
+            id: id.into(),
+            principal: "alice".into(),
+            url: "https://hooks.example/x".into(),
+            name: "build.finished".into(),
+            arguments: Map::new(),
+            secrets: vec![format!("whsec_{}", "A".repeat(32))],
+            rotation_ends_ms: 0,
+            expires_ms: Subscription::NEVER,
+            next: Cursor {
+                epoch: 0,
+                position: Position::new(0, 0),
+            },
+            signals_after: Position::new(0, 0),
+            active: true,
+            last_delivery_ms: None,
+            last_error: None,
+            failed_since_ms: None,
+            window: (0, 0, 0),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopped_sweep_stops_its_deliveries_and_gives_up_their_leases() {
+        let store = Arc::new(MemorySubscriptions::default());
+        let webhook = EventType::new("build.finished", "A build finished")
+            .delivery(&[DeliveryMode::Webhook])
+            .expect("a delivery");
+        let events = Events::builder()
+            .event(webhook)
+            .subscriptions(store.clone())
+            .build()
+            .expect("events");
+        store.put(subscription("sub_a")).await.expect("put");
+        let lease = Duration::from_secs(15);
+        let sweeping = tokio::spawn(sweep(events.clone()));
+        // The sweep adopts the subscription at its first tick: a delivery task holds its lease.
+        let hooks = events.inner.webhooks.as_ref().expect("webhooks");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !hooks.workers.lock().unwrap().contains_key("sub_a") {
+            assert!(tokio::time::Instant::now() < deadline, "never adopted");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !store.lease("sub_a", "another", lease).await.unwrap(),
+            "held by the task"
+        );
+        // The engine's driver ends: the sweep is dropped, its tasks with it, and their leases are
+        // given up at once rather than lapsing.
+        sweeping.abort();
+        let _ = sweeping.await;
+        assert!(hooks.workers.lock().unwrap().is_empty());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while !store.lease("sub_a", "another", lease).await.unwrap() {
+            assert!(tokio::time::Instant::now() < deadline, "the lease was not given up");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[test]
+    fn only_a_grant_without_expiry_failing_for_the_window_is_collected() {
+        let settings = crate::WebhookSettings::default().with_no_expiry(Duration::from_secs(2));
+        let mut sub = subscription("sub_a");
+        assert!(!settings.collects(&sub, 10_000), "not failing");
+        sub.failed_since_ms = Some(10_000);
+        assert!(!settings.collects(&sub, 11_999));
+        assert!(settings.collects(&sub, 12_000));
+        let finite = Subscription {
+            expires_ms: 99_000,
+            ..sub.clone()
+        };
+        assert!(!settings.collects(&finite, 50_000), "a finite grant waits for its end");
+        assert!(
+            !crate::WebhookSettings::default().collects(&sub, 50_000),
+            "no grant without expiry unless the operator allows it"
+        );
     }
 }

@@ -111,7 +111,9 @@ pub(crate) async fn subscribe_for(events: &Events, principal: String, params: Ma
     }
     // Consent before any delivery: a trusted origin, an earlier handshake, or one now.
     let open = hooks.permits(&callback.origin);
-    if !hooks.trusts(&callback.origin) && !hooks.is_verified(&principal, &p.delivery.url) {
+    // A live subscription of this key proves the endpoint consented for this principal and URL,
+    // whichever instance (or process before a restart) verified it.
+    if existing.is_none() && !hooks.trusts(&callback.origin) && !hooks.is_verified(&principal, &p.delivery.url) {
         verify(events, &id, &callback, open, &secret).await?;
         hooks.mark_verified(&principal, &p.delivery.url);
     }
@@ -133,12 +135,13 @@ pub(crate) async fn subscribe_for(events: &Events, principal: String, params: Ma
         },
     };
     let settings = hooks.settings;
-    let ttl = match p.ttl_ms {
-        TtlRequest::Default => settings.default_ttl,
-        TtlRequest::NoExpiry => settings.max_ttl,
-        TtlRequest::Millis(ms) => std::time::Duration::from_millis(ms).clamp(settings.min_ttl, settings.max_ttl),
+    let grant = |ttl: std::time::Duration| now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    let expires_ms = match p.ttl_ms {
+        TtlRequest::Default => grant(settings.default_ttl),
+        TtlRequest::NoExpiry if settings.no_expiry.is_some() => Subscription::NEVER,
+        TtlRequest::NoExpiry => grant(settings.max_ttl),
+        TtlRequest::Millis(ms) => grant(std::time::Duration::from_millis(ms).clamp(settings.min_ttl, settings.max_ttl)),
     };
-    let expires_ms = now + u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
     let text = secret.to_text();
     let record = match existing.clone() {
         Some(mut s) => {
@@ -181,7 +184,7 @@ pub(crate) async fn subscribe_for(events: &Events, principal: String, params: Ma
     super::deliver::ensure_worker(events, &id);
     let result = SubscribeResult {
         id,
-        refresh_before: Some(format_timestamp(expires_ms)),
+        refresh_before: (expires_ms != Subscription::NEVER).then(|| format_timestamp(expires_ms)),
         cursor: Some(watermark),
         truncated: existing.is_none() && slice.gap,
         delivery_status: status,

@@ -18,8 +18,14 @@
 //!   past what was delivered or abandoned. Sustained failure (95 % of at least 100 attempts in
 //!   an hour) suspends it until the client refreshes. A body over 256 KiB is abandoned.
 //! - **Lifetime.** A grant of the suggested `ttlMs` within bounds (default one hour, between a
-//!   minute and a day); `ttlMs: null` is granted the longest finite lifetime, since
-//!   subscriptions kept in memory do not outlive the process.
+//!   minute and a day). `ttlMs: null` is granted the longest finite lifetime, unless the
+//!   operator allows grants without expiry ([`WebhookSettings::no_expiry`]: for subscriptions
+//!   kept in a store that outlives the process); then it is granted none (`refreshBefore:
+//!   null`), and such a subscription whose deliveries keep failing, without one success for
+//!   the window given, is dropped, since nobody will ever let it lapse.
+//! - **Stopping.** When the server's engine stops (its driver ends), its delivery tasks stop
+//!   and give up their leases, so that another instance sharing the subscriptions takes them
+//!   over at once.
 
 pub mod client;
 pub(crate) mod deliver;
@@ -53,6 +59,11 @@ pub struct WebhookSettings {
     /// another instance sharing the subscriptions takes the deliveries over within about this
     /// long, from the last watermark saved.
     pub lease: Duration,
+    /// Whether `ttlMs: null` is granted no expiry, and after how long of failing deliveries
+    /// (no success since the first failure) such a subscription is dropped. `None` (the
+    /// default): `ttlMs: null` is granted [`max_ttl`](Self::max_ttl). Meant for subscriptions
+    /// kept in a store that outlives the process.
+    pub no_expiry: Option<Duration>,
 }
 
 impl Default for WebhookSettings {
@@ -65,6 +76,7 @@ impl Default for WebhookSettings {
             max_per_principal: 100,
             rotation_grace: Duration::from_secs(300),
             lease: Duration::from_secs(15),
+            no_expiry: None,
         }
     }
 }
@@ -84,6 +96,24 @@ pub(crate) struct Webhooks {
     pub(crate) workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// This instance's name as a lease holder (drawn at random).
     pub(crate) holder: String,
+}
+
+impl WebhookSettings {
+    /// Grants `ttlMs: null` no expiry, dropping such a subscription once its deliveries have
+    /// failed for `window` without one success (see [`no_expiry`](Self::no_expiry)).
+    pub fn with_no_expiry(mut self, window: Duration) -> Self {
+        self.no_expiry = Some(window);
+        self
+    }
+
+    /// Whether subscription `sub` is granted without expiry and its deliveries have failed for
+    /// the whole window at `now` (ms): it is dropped.
+    pub(crate) fn collects(&self, sub: &store::Subscription, now: u64) -> bool {
+        let (Some(window), Some(since)) = (self.no_expiry, sub.failed_since_ms) else {
+            return false;
+        };
+        !sub.expires() && now.saturating_sub(since) >= u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 impl Webhooks {

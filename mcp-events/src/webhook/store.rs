@@ -29,7 +29,8 @@ pub struct Subscription {
     pub secrets: Vec<String>,
     /// Until when (ms since the epoch) the replaced secret still signs.
     pub rotation_ends_ms: u64,
-    /// When the grant ends (ms since the epoch).
+    /// When the grant ends (ms since the epoch; [`Subscription::NEVER`]: a grant without
+    /// expiry).
     pub expires_ms: u64,
     /// Where delivery resumes: everything at or before it was delivered or abandoned (the
     /// safe-to-persist watermark).
@@ -47,6 +48,17 @@ pub struct Subscription {
     pub failed_since_ms: Option<u64>,
     /// Attempts and failures in the current window, and when it started (ms).
     pub window: (u32, u32, u64),
+}
+
+impl Subscription {
+    /// The `expires_ms` of a grant without expiry (`ttlMs: null`, where the server grants it:
+    /// [`WebhookSettings::no_expiry`](crate::WebhookSettings::no_expiry)).
+    pub const NEVER: u64 = u64::MAX;
+
+    /// Whether the grant ends (false: granted without expiry).
+    pub fn expires(&self) -> bool {
+        self.expires_ms != Self::NEVER
+    }
 }
 
 /// Where webhook subscriptions are kept. Every method is cheap to call concurrently.
@@ -73,6 +85,45 @@ pub trait SubscriptionStore: Send + Sync + 'static {
     /// from now: true when `holder` holds it, false while another holder's lease lasts. Only the
     /// holder delivers, so each occurrence is delivered by one instance at a time.
     fn lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
+
+    /// Gives up `holder`'s lease on subscription `id`, if it holds it (an instance that stops
+    /// delivering, so that another takes over at once rather than when the lease lapses).
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()>;
+}
+
+/// A shared store is a store (one kept by the application, given to several servers in turn).
+impl<T: SubscriptionStore + ?Sized> SubscriptionStore for std::sync::Arc<T> {
+    fn put(&self, subscription: Subscription) -> StoreFuture<'_, ()> {
+        (**self).put(subscription)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Subscription>> {
+        (**self).get(id)
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        (**self).remove(id)
+    }
+
+    fn of_type<'a>(&'a self, name: &'a str) -> StoreFuture<'a, Vec<String>> {
+        (**self).of_type(name)
+    }
+
+    fn count_of<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize> {
+        (**self).count_of(principal)
+    }
+
+    fn all(&self) -> StoreFuture<'_, Vec<String>> {
+        (**self).all()
+    }
+
+    fn lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        (**self).lease(id, holder, ttl)
+    }
+
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        (**self).release(id, holder)
+    }
 }
 
 /// Subscriptions in this process's memory.
@@ -133,6 +184,14 @@ impl SubscriptionStore for MemorySubscriptions {
         };
         Box::pin(std::future::ready(Ok(held)))
     }
+
+    fn release<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        if leases.get(id).is_some_and(|(h, _)| h == holder) {
+            leases.remove(id);
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 #[cfg(test)]
@@ -153,5 +212,12 @@ mod tests {
             "taken over once lapsed"
         );
         assert!(!store.lease("sub_a", "one", ttl).await.unwrap());
+        store.release("sub_a", "one").await.unwrap();
+        assert!(!store.lease("sub_a", "one", ttl).await.unwrap(), "not its to give up");
+        store.release("sub_a", "two").await.unwrap();
+        assert!(
+            store.lease("sub_a", "one", ttl).await.unwrap(),
+            "given up: taken at once"
+        );
     }
 }

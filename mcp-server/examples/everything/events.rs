@@ -25,17 +25,29 @@
 //!   and `events_conformance_subscription_exists {principal, name, url}` says whether its
 //!   subscription exists (the `cross-tenant-isolation` row). A webhook subscription needs a
 //!   principal: start the fixture with `--api-key`.
+//! - Durability (the TTL rows; the controls as `helpers.ts` names them on the suite's `main`,
+//!   the reference fixture's `conformance_restart.go` at 2eddd16e50e6): `ttlMs: null` is
+//!   granted no expiry (`refreshBefore: null`), and such a subscription whose deliveries fail
+//!   for two seconds without one success is dropped; `events_conformance_restart` answers the
+//!   generation it moves to and then rebuilds the whole server over the same log and
+//!   subscriptions, on the same socket (every session and stream ends, as in a process
+//!   restart); `events_conformance_generation` answers the current one.
 //! - With `--redis` (or `--redis-cluster`), the occurrence log and the webhook subscriptions
 //!   are shared through Redis: every instance resumes every cursor, and each subscription is
 //!   delivered by one instance at a time, another taking over when it stops. Each instance
 //!   emits on its own; the origin control acts on the instance it is called on.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_server::McpServerBuilder;
-use mcp_server::events::{DeliveryMode, EventType, Events, EventsError};
+use mcp_server::events::log::MemoryLog;
+use mcp_server::events::webhook::store::MemorySubscriptions;
+use mcp_server::events::{DeliveryMode, EventType, Events, EventsError, WebhookSettings};
 use mcp_server::prelude::*;
 use serde_json::Map;
+use tokio_util::sync::CancellationToken;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -44,6 +56,43 @@ use super::shared::SharedSeams;
 
 /// The stream limit of `quota.probe`.
 const QUOTA: usize = 2;
+
+/// How long a subscription without expiry may fail before it is dropped: the library leaves
+/// the window to the operator; two seconds let a scenario watch the drop.
+const NO_EXPIRY_WINDOW: Duration = Duration::from_secs(2);
+
+/// What outlives a restart of the fixture: the occurrence log and the webhook subscriptions
+/// kept in memory (Redis keeps them itself with `--redis`), the generation, and the restart
+/// asked for.
+#[derive(Clone)]
+pub(crate) struct Durable {
+    log: Arc<MemoryLog>,
+    subscriptions: Arc<MemorySubscriptions>,
+    generation: Arc<AtomicU64>,
+    restart: Arc<tokio::sync::Notify>,
+}
+
+impl Durable {
+    /// The first generation's.
+    pub(crate) fn new() -> Self {
+        Durable {
+            log: Arc::new(MemoryLog::default()),
+            subscriptions: Arc::new(MemorySubscriptions::default()),
+            generation: Arc::new(AtomicU64::new(1)),
+            restart: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// Resolves when `events_conformance_restart` asks for a restart.
+    pub(crate) async fn restart_asked(&self) {
+        self.restart.notified().await;
+    }
+
+    /// Counts the generation about to be built.
+    pub(crate) fn next_generation(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// Whether to serve the events fixture.
 #[derive(clap::Args, Debug, Default)]
@@ -75,14 +124,17 @@ struct ChatMessage {
 
 /// The fixture's types, their log and webhook subscriptions shared through Redis when
 /// `shared` (every instance then serves one set of cursors and subscriptions).
-fn types(shared: Option<&SharedSeams>) -> Result<Events, EventsError> {
+fn types(shared: Option<&SharedSeams>, durable: &Durable) -> Result<Events, EventsError> {
     let push = [DeliveryMode::Push];
-    let mut builder = Events::builder();
-    if let Some(shared) = shared {
-        builder = builder
+    let builder = Events::builder().webhooks(WebhookSettings::default().with_no_expiry(NO_EXPIRY_WINDOW));
+    let builder = match shared {
+        Some(shared) => builder
             .log(shared.occurrences.clone())
-            .subscriptions(shared.webhooks.clone());
-    }
+            .subscriptions(shared.webhooks.clone()),
+        None => builder
+            .log(durable.log.clone())
+            .subscriptions(durable.subscriptions.clone()),
+    };
     builder
         .event(
             EventType::new("build.finished", "A CI build finished")
@@ -241,17 +293,55 @@ fn allow_origin(events: &Events) -> Tool {
     .input_schema(json!({"type": "object", "properties": {"origin": {"type": "string"}}, "required": ["origin"]}))
 }
 
+/// `events_conformance_restart` (answers the generation it moves to, then asks `main` to
+/// rebuild the server a moment later, once its answer is out) and
+/// `events_conformance_generation` (the current one).
+fn restart_controls(durable: &Durable) -> [Tool; 2] {
+    let empty = json!({"type": "object", "properties": {}});
+    let d = durable.clone();
+    let restart = Tool::new(
+        "events_conformance_restart",
+        "Rebuilds the server over the same log and subscriptions, as a process restart would: every session ends",
+        move |_, _| {
+            let d = d.clone();
+            async move {
+                let next = d.generation.load(Ordering::SeqCst) + 1;
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    d.restart.notify_one();
+                });
+                next.to_string()
+            }
+        },
+    )
+    .input_schema(empty.clone());
+    let d = durable.clone();
+    let generation = Tool::new(
+        "events_conformance_generation",
+        "The current generation of the server (1, then one more per restart)",
+        move |_, _| {
+            let d = d.clone();
+            async move { d.generation.load(Ordering::SeqCst).to_string() }
+        },
+    )
+    .input_schema(empty);
+    [restart, generation]
+}
+
 impl EventsArgs {
-    /// Adds the extension, its controls and the emitter, if asked.
+    /// Adds the extension, its controls and the emitter (which stops when `generation` is
+    /// cancelled), if asked.
     pub(crate) fn apply(
         &self,
         b: McpServerBuilder,
         shared: Option<&SharedSeams>,
+        durable: &Durable,
+        generation: &CancellationToken,
     ) -> Result<McpServerBuilder, EventsError> {
         if !self.events_fixture {
             return Ok(b);
         }
-        let events = types(shared)?;
+        let events = types(shared, durable)?;
         let b = b
             .events(&events)
             .tool(control(
@@ -319,7 +409,15 @@ impl EventsArgs {
                 )
                 .input_schema(json!({"type": "object", "properties": {}})),
             );
-        tokio::spawn(emit(events));
+        let [restart, current] = restart_controls(durable);
+        let b = b.tool(restart).tool(current);
+        let ended = generation.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = emit(events) => {}
+                () = ended.cancelled() => {}
+            }
+        });
         Ok(b)
     }
 }

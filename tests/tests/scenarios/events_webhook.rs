@@ -4,7 +4,7 @@
 //! `receiver.ts` at 3089d622818ed0678f021d9ef4bd3d0d88649263): the fixture with
 //! `--events-fixture --api-key`, and a receiver on loopback that records every POST, echoes
 //! verification challenges (except on `/wrong-challenge`), answers 503 twice per delivery on
-//! `/flaky` and 410 on `/gone`. Signatures are checked with the secret the test chose.
+//! `/flaky`, 410 on `/gone` and 503 always on `/down`. Signatures are checked with the secret the test chose.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -118,6 +118,7 @@ impl Receiver {
         match path.as_str() {
             p if p.contains("flaky") && seen <= 2 => reply(503, json!({})),
             p if p.contains("gone") => reply(410, json!({})),
+            p if p.contains("down") => reply(503, json!({})),
             _ => reply(200, json!({})),
         }
     }
@@ -166,7 +167,7 @@ pub(crate) async fn call(fixture: &Fixture, id: u64, method: &str, params: Value
     }
 }
 
-fn subscribe_params(url: &str, secret: &str) -> Value {
+pub(crate) fn subscribe_params(url: &str, secret: &str) -> Value {
     json!({"name": "build.finished", "arguments": {}, "delivery": {"mode": "webhook", "url": url, "secret": secret}, "cursor": null, "ttlMs": 3600000})
 }
 
