@@ -18,7 +18,7 @@
 //!   unresolvable callbacks `https://conformance.invalid/…` are trusted (the design's
 //!   allow-list path: no handshake), every other callback is verified;
 //!   `events_conformance_allow_callback_origin {origin}` exempts one origin from the SSRF rules
-//!   (the harness's loopback receiver); `events_conformance_webhook_gap {id}` and
+//!   (the harness's loopback receiver; `--events-permit-origin` does so for every generation); `events_conformance_webhook_gap {id}` and
 //!   `events_conformance_webhook_terminate {id}` send a subscription its envelopes;
 //!   `events_conformance_subscription_state {id}` answers `active`, `suspended` or `absent`;
 //!   `events_conformance_subscribe_as {principal, name, url}` subscribes as another principal
@@ -100,6 +100,10 @@ pub(crate) struct EventsArgs {
     /// Serve the Events extension with the conformance suite's fixture types and controls.
     #[arg(long)]
     events_fixture: bool,
+    /// Exempts callbacks of this origin (`scheme://host[:port]`) from the SSRF rules in every
+    /// generation of the server (the control of the same name lasts one generation).
+    #[arg(long)]
+    events_permit_origin: Vec<String>,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -124,9 +128,12 @@ struct ChatMessage {
 
 /// The fixture's types, their log and webhook subscriptions shared through Redis when
 /// `shared` (every instance then serves one set of cursors and subscriptions).
-fn types(shared: Option<&SharedSeams>, durable: &Durable) -> Result<Events, EventsError> {
+fn types(shared: Option<&SharedSeams>, durable: &Durable, permitted: &[String]) -> Result<Events, EventsError> {
     let push = [DeliveryMode::Push];
     let builder = Events::builder().webhooks(WebhookSettings::default().with_no_expiry(NO_EXPIRY_WINDOW));
+    let builder = permitted
+        .iter()
+        .fold(builder, |b, origin| b.permit_callback_origin(origin));
     let builder = match shared {
         Some(shared) => builder
             .log(shared.occurrences.clone())
@@ -341,7 +348,7 @@ impl EventsArgs {
         if !self.events_fixture {
             return Ok(b);
         }
-        let events = types(shared, durable)?;
+        let events = types(shared, durable, &self.events_permit_origin)?;
         let b = b
             .events(&events)
             .tool(control(
