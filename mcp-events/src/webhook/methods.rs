@@ -114,6 +114,14 @@ pub(crate) async fn subscribe_for(events: &Events, principal: String, params: Ma
     // A live subscription of this key proves the endpoint consented for this principal and URL,
     // whichever instance (or process before a restart) verified it.
     if existing.is_none() && !hooks.trusts(&callback.origin) && !hooks.is_verified(&principal, &p.delivery.url) {
+        let host = callback.uri.host().unwrap_or_default();
+        if let Err((per_minute, retry_after)) = hooks.verification_toward(host) {
+            tracing::info!(
+                host,
+                "verification handshakes toward this host are over their rate: refused"
+            );
+            return Err(errors::rate_exhausted("verifications", per_minute, retry_after).into());
+        }
         verify(events, &id, &callback, open, &secret).await?;
         hooks.mark_verified(&principal, &p.delivery.url);
     }

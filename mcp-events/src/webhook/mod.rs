@@ -33,8 +33,11 @@ pub(crate) mod methods;
 pub mod store;
 
 use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+
+use mcp_runtime::store::{Admission, MemoryBuckets, Quota};
 
 use client::Sender;
 use store::{MemorySubscriptions, SubscriptionStore};
@@ -59,6 +62,11 @@ pub struct WebhookSettings {
     /// another instance sharing the subscriptions takes the deliveries over within about this
     /// long, from the last watermark saved.
     pub lease: Duration,
+    /// How many verification handshakes this instance starts toward one callback host
+    /// (20 at once, then one a second): a server never becomes a way to flood a third party with
+    /// POSTs, however many subscribes name it. Past it, `events/subscribe` is -32013 with
+    /// `data.limit: "verifications"` and when to try again.
+    pub verifications_per_host: Quota,
     /// Whether `ttlMs: null` is granted no expiry, and after how long of failing deliveries
     /// (no success since the first failure) such a subscription is dropped. `None` (the
     /// default): `ttlMs: null` is granted [`max_ttl`](Self::max_ttl). Meant for subscriptions
@@ -76,6 +84,8 @@ impl Default for WebhookSettings {
             max_per_principal: 100,
             rotation_grace: Duration::from_secs(300),
             lease: Duration::from_secs(15),
+            verifications_per_host: Quota::per_second(NonZeroU32::MIN)
+                .with_burst(NonZeroU32::new(20).unwrap_or(NonZeroU32::MIN)),
             no_expiry: None,
         }
     }
@@ -92,6 +102,8 @@ pub(crate) struct Webhooks {
     trusted: RwLock<HashSet<String>>,
     /// (principal, URL) pairs whose endpoint echoed a challenge.
     verified: Mutex<HashSet<(String, String)>>,
+    /// The verification handshakes started per callback host.
+    verifications: MemoryBuckets,
     /// The delivery task of each subscription this instance runs.
     pub(crate) workers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// This instance's name as a lease holder (drawn at random).
@@ -130,6 +142,7 @@ impl Webhooks {
             permitted: RwLock::new(permitted),
             trusted: RwLock::new(trusted),
             verified: Mutex::new(HashSet::new()),
+            verifications: MemoryBuckets::new(),
             workers: Mutex::new(HashMap::new()),
             holder: format!("{:016x}", crate::time::random_u64()),
         }
@@ -154,6 +167,20 @@ impl Webhooks {
     pub(crate) fn is_verified(&self, principal: &str, url: &str) -> bool {
         let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
         verified.contains(&(principal.to_owned(), url.to_owned()))
+    }
+
+    /// Takes one verification handshake toward `host` from its budget; when it is spent, the
+    /// rate (a minute's worth) and how long until the next is allowed.
+    pub(crate) fn verification_toward(&self, host: &str) -> Result<(), (u64, Duration)> {
+        let host = host.to_ascii_lowercase();
+        let quota = self.settings.verifications_per_host;
+        match self.verifications.check(host.as_str(), quota) {
+            Admission::Allowed => Ok(()),
+            Admission::Limited { retry_after } => {
+                let interval = u64::try_from(quota.interval().as_micros()).unwrap_or(u64::MAX).max(1);
+                Err((60_000_000 / interval, retry_after))
+            }
+        }
     }
 
     pub(crate) fn mark_verified(&self, principal: &str, url: &str) {

@@ -49,6 +49,17 @@ pub fn resource_exhausted(limit: &str, max: u64) -> RpcError {
         .with_data(json!({"limit": limit, "max": max}))
 }
 
+/// -32013: the rate `limit` (e.g. `"verifications"`) allows `max` a minute, and the next is
+/// allowed after `retry_after`.
+pub fn rate_exhausted(limit: &str, max: u64, retry_after: std::time::Duration) -> RpcError {
+    let retry_ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
+    RpcError::new(
+        RESOURCE_EXHAUSTED,
+        format!("Limit reached: {limit} (at most {max} a minute; again in {retry_ms} ms)"),
+    )
+    .with_data(json!({"limit": limit, "max": max, "retryAfterMs": retry_ms}))
+}
+
 /// -32014: `feature` does not support `value` here (e.g. `deliveryMode`, `push`).
 pub fn unsupported(feature: &str, value: &str) -> RpcError {
     RpcError::new(UNSUPPORTED, format!("Unsupported {feature}: {value}"))

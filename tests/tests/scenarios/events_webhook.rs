@@ -531,3 +531,69 @@ async fn deliveries_are_consented_signed_retried_and_bounded() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn verification_handshakes_toward_one_host_are_bounded() {
+    bounded(60, async {
+        // However many subscribes name one host, the server starts at most 20 handshakes toward
+        // it at once, then one a second (WebhookSettings::verifications_per_host): it is never a
+        // way to flood a third party with POSTs. Past that, -32013 saying when to try again.
+        let fixture = Fixture::start_with(&["--events-fixture", "--api-key", KEY]).await;
+        let (receiver, addr) = Receiver::start().await;
+        let base = format!("http://{addr}");
+        control(
+            &fixture,
+            1,
+            "events_conformance_allow_callback_origin",
+            json!({"origin": base}),
+        )
+        .await;
+        let (mut granted, mut refused) = (0u64, Vec::new());
+        for n in 0..30u64 {
+            let url = format!("{base}/many/{n}");
+            match call(
+                &fixture,
+                10 + n,
+                "events/subscribe",
+                subscribe_params(&url, &secret(9, 32)),
+                true,
+            )
+            .await
+            {
+                Ok(_) => granted += 1,
+                Err(e) => refused.push(e),
+            }
+        }
+        let handshakes = receiver
+            .hits
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|h| h.path.starts_with("/many/") && h.json()["type"] == "verification")
+            .count() as u64;
+        assert_eq!(handshakes, granted, "a refused subscribe POSTs nothing");
+        assert!(
+            (20..=22).contains(&granted),
+            "the burst, and what a second refills: {granted}"
+        );
+        let e = &refused[0];
+        assert_eq!(e["code"], -32013, "{e}");
+        assert_eq!(e["data"]["limit"], "verifications", "{e}");
+        assert_eq!(e["data"]["max"], 60, "{e}");
+        let retry = e["data"]["retryAfterMs"].as_u64().expect("when to try again");
+        assert!((1..=1000).contains(&retry), "{e}");
+        // Once the rate allows it again, the next one goes through.
+        tokio::time::sleep(Duration::from_millis(retry + 50)).await;
+        let url = format!("{base}/many/later");
+        call(
+            &fixture,
+            99,
+            "events/subscribe",
+            subscribe_params(&url, &secret(9, 32)),
+            true,
+        )
+        .await
+        .expect("allowed again");
+    })
+    .await;
+}
