@@ -19,6 +19,9 @@ pub enum EventsError {
     /// The payload is not an object, or does not follow the type's payload schema.
     #[error("event type {0:?}: the payload does not follow its schema: {1}")]
     Payload(String, String),
+    /// A type offering webhook delivery added to a server built without webhooks.
+    #[error("event type {0:?} offers webhook delivery, which this server was built without")]
+    WebhooksOff(String),
     /// The log could not take the occurrence.
     #[error("the occurrence log failed: {0}")]
     Log(String),

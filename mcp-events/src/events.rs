@@ -2,13 +2,14 @@
 //! occurrences are emitted and where the extension's methods come from.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use mcp_protocol::RpcError;
 use mcp_protocol::events::cursor::Position;
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::error::EventsError;
 use crate::event_type::EventType;
@@ -25,17 +26,41 @@ pub struct Events {
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events")
-            .field("types", &self.inner.types.len())
+            .field("types", &self.catalog().types.len())
             .finish_non_exhaustive()
     }
 }
 
-pub(crate) struct Inner {
+/// The types served at one moment: replaced whole when one is added or removed.
+#[derive(Default)]
+pub(crate) struct Catalog {
     /// In declaration order.
-    pub(crate) types: Vec<Arc<EventType>>,
+    types: Vec<Arc<EventType>>,
     /// By name (the order of `events/list`).
     pub(crate) listed: Vec<Arc<EventType>>,
     by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// The catalog of `types`; refused when two share a name.
+    fn of(types: Vec<Arc<EventType>>) -> Result<Catalog, EventsError> {
+        let mut by_name = HashMap::new();
+        for (i, t) in types.iter().enumerate() {
+            if by_name.insert(t.name().to_owned(), i).is_some() {
+                return Err(EventsError::Duplicate(t.name().to_owned()));
+            }
+        }
+        let mut listed = types.clone();
+        listed.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(Catalog { types, listed, by_name })
+    }
+}
+
+pub(crate) struct Inner {
+    /// The types served now.
+    catalog: RwLock<Arc<Catalog>>,
+    /// Counts the catalog's changes (the push streams tell their clients of each).
+    changes: watch::Sender<u64>,
     pub(crate) log: Arc<dyn OccurrenceLog>,
     pub(crate) settings: Settings,
     /// Push streams open on this instance, per type.
@@ -163,12 +188,6 @@ impl EventsBuilder {
 
     /// The [`Events`]; refused when two types share a name.
     pub fn build(self) -> Result<Events, EventsError> {
-        let mut by_name = HashMap::new();
-        for (i, t) in self.types.iter().enumerate() {
-            if by_name.insert(t.name().to_owned(), i).is_some() {
-                return Err(EventsError::Duplicate(t.name().to_owned()));
-            }
-        }
         let offered = self
             .types
             .iter()
@@ -179,14 +198,11 @@ impl EventsBuilder {
             (None, false) => None,
         }
         .map(|settings| Webhooks::new(settings, self.subscriptions, self.permitted, self.trusted));
-        let types: Vec<Arc<EventType>> = self.types.into_iter().map(Arc::new).collect();
-        let mut listed = types.clone();
-        listed.sort_by(|a, b| a.name().cmp(b.name()));
+        let catalog = Catalog::of(self.types.into_iter().map(Arc::new).collect())?;
         Ok(Events {
             inner: Arc::new(Inner {
-                types,
-                listed,
-                by_name,
+                catalog: RwLock::new(Arc::new(catalog)),
+                changes: watch::Sender::new(0),
                 log: self.log.unwrap_or_else(|| Arc::new(MemoryLog::default())),
                 settings: self.settings,
                 streams: Mutex::new(HashMap::new()),
@@ -211,14 +227,70 @@ impl Events {
         EventsBuilder::default()
     }
 
-    /// The type named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<EventType>> {
-        self.inner.by_name.get(name).map(|i| &self.inner.types[*i])
+    /// The type named `name`, if it is served now.
+    pub fn get(&self, name: &str) -> Option<Arc<EventType>> {
+        let catalog = self.catalog();
+        catalog.by_name.get(name).map(|i| catalog.types[*i].clone())
     }
 
-    /// The declared types, in order.
-    pub fn types(&self) -> impl Iterator<Item = &EventType> {
-        self.inner.types.iter().map(|t| &**t)
+    /// The types served now, in the order they were declared or added.
+    pub fn types(&self) -> Vec<Arc<EventType>> {
+        self.catalog().types.clone()
+    }
+
+    /// The types served now.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.inner.catalog.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A receiver that changes whenever a type is added or removed.
+    pub(crate) fn catalog_changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Serves one more type from now on: `events/list` lists it, and every open push stream
+    /// on this instance is sent `notifications/events/list_changed`. Refused when a type of its
+    /// name is served, or when it offers webhook delivery and the server was built without
+    /// (declare a webhook type, or call [`EventsBuilder::webhooks`], at build). Each instance
+    /// of a server serves the types its own code adds.
+    pub fn add_type(&self, event: EventType) -> Result<(), EventsError> {
+        if event.offers(mcp_protocol::events::wire::DeliveryMode::Webhook) && self.inner.webhooks.is_none() {
+            return Err(EventsError::WebhooksOff(event.name().to_owned()));
+        }
+        self.edit(|types| {
+            if types.iter().any(|t| t.name() == event.name()) {
+                return Err(EventsError::Duplicate(event.name().to_owned()));
+            }
+            types.push(Arc::new(event));
+            Ok(())
+        })
+    }
+
+    /// Withdraws type `name`: its open push streams get `notifications/events/terminated` with
+    /// `error` and their final result, its webhook subscriptions a `terminated` envelope (and
+    /// are removed), then it is no longer listed (polls and new subscriptions get -32011) and
+    /// every open push stream on this instance is sent `notifications/events/list_changed`.
+    pub async fn remove_type(&self, name: &str, error: RpcError) -> Result<(), EventsError> {
+        self.terminate(name, error).await?;
+        self.edit(|types| {
+            let before = types.len();
+            types.retain(|t| t.name() != name);
+            if types.len() == before {
+                return Err(EventsError::Unknown(name.to_owned()));
+            }
+            Ok(())
+        })
+    }
+
+    /// Replaces the catalog with `edit`'s change to its types, and announces it.
+    fn edit(&self, edit: impl FnOnce(&mut Vec<Arc<EventType>>) -> Result<(), EventsError>) -> Result<(), EventsError> {
+        let mut current = self.inner.catalog.write().unwrap_or_else(|e| e.into_inner());
+        let mut types = current.types.clone();
+        edit(&mut types)?;
+        *current = Arc::new(Catalog::of(types)?);
+        drop(current);
+        self.inner.changes.send_modify(|n| *n += 1);
+        Ok(())
     }
 
     /// Emits an occurrence of `name` now, with a fresh `eventId`: every poll, stream and

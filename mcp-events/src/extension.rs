@@ -8,13 +8,19 @@ use crate::events::Events;
 
 impl Events {
     /// The extension to register with a server (`McpServerBuilder::events` does):
-    /// `io.modelcontextprotocol/events`, declared as `{}` in both eras, with `events/list`,
+    /// `io.modelcontextprotocol/events`, declared as `{"listChanged": true}` in both eras (a
+    /// type added or withdrawn at run time is announced on the open push streams as
+    /// `notifications/events/list_changed`), with `events/list`,
     /// `events/poll` and `events/stream` (long-lived), and with webhooks `events/subscribe`,
     /// `events/unsubscribe` and the service that adopts the subscriptions no instance delivers.
     /// Its methods answer clients that did not declare the extension too: a client learns of it
     /// from the server's declaration.
     pub fn extension(&self) -> Result<Extension, ExtensionError> {
-        let mut extension = Extension::new(mcp_protocol::events::EXTENSION)?.serving_undeclared_clients();
+        // Types can be added and withdrawn at run time: open push streams are told.
+        let settings = serde_json::json!({ mcp_protocol::events::LIST_CHANGED_SETTING: true });
+        let mut extension = Extension::new(mcp_protocol::events::EXTENSION)?
+            .settings(settings)?
+            .serving_undeclared_clients();
         for method in methods(self)? {
             extension = extension.method(method);
         }

@@ -19,7 +19,9 @@
 //!   under a subscription keyed by (principal, URL, type, arguments) and refreshed before its
 //!   grant ends; SSRF guards on every exchange.
 //!
-//! `events/list` pages the declared types. Cursors are opaque positions of an occurrence log
+//! `events/list` pages the types served; [`Events::add_type`] and [`Events::remove_type`]
+//! change them at run time, announced on the open push streams
+//! (`notifications/events/list_changed`). Cursors are opaque positions of an occurrence log
 //! ([`log::OccurrenceLog`], kept in memory by [`log::MemoryLog`], or shared by every instance
 //! of a server through a store: `mcp-store-redis` implements it and the
 //! [`webhook::store::SubscriptionStore`], whose leases make one instance at a time deliver a

@@ -10,7 +10,7 @@ use mcp_protocol::events::errors::{self, Missing};
 use mcp_protocol::events::wire::{
     self, DeliveryMode, EventOccurrence, ListEventsResult, PollParams, PollResult, SubscriptionParams, parse_params,
 };
-use mcp_protocol::events::{ACTIVE, ERROR, EVENT, HEARTBEAT, POLL, STREAM, TERMINATED};
+use mcp_protocol::events::{ACTIVE, ERROR, EVENT, HEARTBEAT, LIST_CHANGED, POLL, STREAM, TERMINATED};
 use mcp_runtime::extension::MethodResult;
 use mcp_runtime::{Ctx, HandlerError};
 use serde_json::{Map, Value};
@@ -30,8 +30,9 @@ pub(crate) async fn list(events: Events, params: Map<String, Value>) -> MethodRe
         Some(Value::String(c)) => Some(c.as_str()),
         Some(_) => return Err(RpcError::invalid_params("cursor must be a string").into()),
     };
-    let types = &events.inner.listed;
-    let (page, next) = mcp_protocol::cursor::paginate(types, |t| t.name(), cursor, events.inner.settings.page_size)?;
+    let catalog = events.catalog();
+    let (page, next) =
+        mcp_protocol::cursor::paginate(&catalog.listed, |t| t.name(), cursor, events.inner.settings.page_size)?;
     let result = ListEventsResult {
         events: page.iter().map(|t| t.descriptor().clone()).collect(),
         next_cursor: next,
@@ -57,7 +58,7 @@ pub(crate) fn check(
             .validate(&Value::Object(arguments.clone()))
             .map_err(|v| v.to_rpc_error())?;
     }
-    Ok(event.clone())
+    Ok(event)
 }
 
 /// Where a client's cursor starts a read.
@@ -187,6 +188,8 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
         Instant::now() + events.inner.settings.heartbeat,
         events.inner.settings.heartbeat,
     );
+    let mut catalog = events.catalog_changes();
+    catalog.borrow_and_update();
     loop {
         for Entry { position: at, record } in pending.drain(..) {
             position = at;
@@ -222,6 +225,10 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
                 }
                 _ = beat.tick() => {
                     ctx.notify(HEARTBEAT, wire::heartbeat(&id, Some(&cursor(epoch, position)))).await;
+                    continue;
+                }
+                Ok(()) = catalog.changed() => {
+                    ctx.notify(LIST_CHANGED, wire::list_changed(&id)).await;
                     continue;
                 }
             }

@@ -7,7 +7,7 @@
 //! starves calls; `http/open_stream.rs` a silent modern call's stream opened early;
 //! `http/ownership.rs` session ownership of client
 //! responses; `http/resume.rs` SEP-1699 resumable POST streams; `http/pair.rs` the 2024-11-05
-//! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/secure_params.rs` SEP-3221's secure parameters; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
+//! HTTP+SSE pair, `http/pair_shared.rs` the pair across instances on one store; `http/ratelimit.rs` the built-in rate limits; `http/secure_params.rs` SEP-3221's secure parameters; `http/events_catalog.rs` event types added and withdrawn at run time; `http/simple.rs` the simple POST mode; `http/protocols.rs` HTTP/2 and TLS;
 //! `http/scaleout.rs` several instances behind a round-robin proxy (both
 //! stores); `http/serving.rs` shutdown, embedding, middleware extensions, the RFC 9728 document and auth
 //! challenges; `http/support.rs` the server, client and SSE reader.
@@ -18,6 +18,8 @@ mod bounds;
 mod budgets;
 #[path = "http/checks.rs"]
 mod checks;
+#[path = "http/events_catalog.rs"]
+mod events_catalog;
 #[path = "http/hardening.rs"]
 mod hardening;
 #[path = "http/limits.rs"]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcp_protocol::RpcError;
 use mcp_protocol::events::cursor::Cursor;
+use mcp_protocol::events::errors::{self, Missing};
 use mcp_protocol::events::webhook::{
     self, Envelope, ID_HEADER, MAX_BODY, Outcome, SIGNATURE_HEADER, SUBSCRIPTION_HEADER, Secret, TIMESTAMP_HEADER,
 };
@@ -210,7 +211,11 @@ pub(crate) async fn run(events: Events, id: String) {
             }
             continue;
         }
-        let Some(event) = events.get(&sub.name).cloned() else {
+        let Some(event) = events.get(&sub.name) else {
+            // The type was withdrawn (before this task read its terminate signal): the
+            // subscription ends as the signal would have ended it.
+            let gone = errors::not_found(Missing::Event, &sub.name);
+            terminate(&events, &mut sub, &gone).await;
             return;
         };
         let idle = slice.entries.is_empty();

@@ -290,6 +290,11 @@ pub fn active(subscription: &RequestId, cursor: Option<&str>, truncated: bool) -
     stream_params(subscription, body)
 }
 
+/// The params of `notifications/events/list_changed` on a push stream.
+pub fn list_changed(subscription: &RequestId) -> Value {
+    stream_params(subscription, Map::new())
+}
+
 /// The params of `notifications/events/heartbeat`.
 pub fn heartbeat(subscription: &RequestId, cursor: Option<&str>) -> Value {
     let mut body = Map::new();
