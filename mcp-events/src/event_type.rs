@@ -119,9 +119,10 @@ impl EventType {
         self
     }
 
-    /// At most this many push streams of this type at once on an instance (-32013 with
-    /// `data.limit` `"streams"` past it). Unbounded by default: the transport's stream budget
-    /// still holds them.
+    /// At most this many push streams of this type at once (-32013 with `data.limit`
+    /// `"streams"` past it), counted where [`EventsBuilder::stream_slots`](crate::EventsBuilder::stream_slots)
+    /// says: on each instance by default, across every instance with shared slots. Unbounded by
+    /// default: the transport's stream budget still holds them.
     pub fn max_streams(mut self, max: usize) -> Self {
         self.max_streams = Some(max);
         self

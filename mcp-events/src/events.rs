@@ -2,7 +2,7 @@
 //! occurrences are emitted and where the extension's methods come from.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_protocol::RpcError;
@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use crate::error::EventsError;
 use crate::event_type::EventType;
 use crate::log::{MemoryLog, Occurrence, OccurrenceLog, Record, Signal};
+use crate::slots::{MemorySlots, StreamSlots};
 use crate::webhook::store::SubscriptionStore;
 use crate::webhook::{WebhookSettings, Webhooks};
 
@@ -63,8 +64,8 @@ pub(crate) struct Inner {
     changes: watch::Sender<u64>,
     pub(crate) log: Arc<dyn OccurrenceLog>,
     pub(crate) settings: Settings,
-    /// Push streams open on this instance, per type.
-    streams: Mutex<HashMap<String, usize>>,
+    /// The open push streams of the limited types.
+    slots: Arc<dyn StreamSlots>,
     /// Webhook delivery, when the server offers it.
     pub(crate) webhooks: Option<Webhooks>,
 }
@@ -101,6 +102,7 @@ pub struct EventsBuilder {
     settings: Settings,
     webhooks: Option<WebhookSettings>,
     subscriptions: Option<Arc<dyn SubscriptionStore>>,
+    slots: Option<Arc<dyn StreamSlots>>,
     permitted: HashSet<String>,
     trusted: HashSet<String>,
 }
@@ -172,6 +174,14 @@ impl EventsBuilder {
         self
     }
 
+    /// Where the open push streams of the types with a stream limit are counted (default: in
+    /// memory, so each instance counts its own; share them so that a limit holds across every
+    /// instance).
+    pub fn stream_slots(mut self, slots: impl StreamSlots) -> Self {
+        self.slots = Some(Arc::new(slots));
+        self
+    }
+
     /// Exempts callbacks of `origin` (`scheme://host[:port]`) from the `https` and routability
     /// rules: a receiver on the operator's own network.
     pub fn permit_callback_origin(mut self, origin: &str) -> Self {
@@ -205,7 +215,7 @@ impl EventsBuilder {
                 changes: watch::Sender::new(0),
                 log: self.log.unwrap_or_else(|| Arc::new(MemoryLog::default())),
                 settings: self.settings,
-                streams: Mutex::new(HashMap::new()),
+                slots: self.slots.unwrap_or_else(|| Arc::new(MemorySlots::default())),
                 webhooks,
             }),
         })
@@ -431,35 +441,64 @@ impl Events {
         }
     }
 
-    /// Counts a push stream of `event` open until the guard drops, or says the type's limit
-    /// is reached.
-    pub(crate) fn open_stream(&self, event: &EventType) -> Result<StreamGuard, RpcError> {
-        let mut streams = self.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
-        let open = streams.entry(event.name().to_owned()).or_insert(0);
-        if let Some(max) = event.max_streams
-            && *open >= max
-        {
-            return Err(mcp_protocol::events::errors::resource_exhausted("streams", max as u64));
+    /// Holds a slot of `event`'s stream limit for a push stream until the guard drops (`None`:
+    /// the type has no limit), or says the limit is reached.
+    pub(crate) async fn open_stream(&self, event: &EventType) -> Result<Option<StreamGuard>, RpcError> {
+        let Some(max) = event.max_streams else {
+            return Ok(None);
+        };
+        let id = format!("{:016x}{:016x}", crate::time::random_u64(), crate::time::random_u64());
+        let ttl = self.slot_lifetime();
+        match self.inner.slots.take(event.name(), &id, max, ttl).await {
+            Ok(true) => Ok(Some(StreamGuard {
+                slots: self.inner.slots.clone(),
+                name: event.name().to_owned(),
+                id,
+            })),
+            Ok(false) => Err(mcp_protocol::events::errors::resource_exhausted("streams", max as u64)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the stream slots could not be counted");
+                Err(RpcError::store_unavailable())
+            }
         }
-        *open += 1;
-        Ok(StreamGuard {
-            events: self.clone(),
-            name: event.name().to_owned(),
-        })
+    }
+
+    /// How long a stream's slot lasts unrenewed: three heartbeats (a stream renews it with each).
+    pub(crate) fn slot_lifetime(&self) -> Duration {
+        self.inner.settings.heartbeat * 3
     }
 }
 
-/// A push stream counted open.
+/// A push stream's slot of its type's limit, given back when dropped.
 pub(crate) struct StreamGuard {
-    events: Events,
+    slots: Arc<dyn StreamSlots>,
     name: String,
+    id: String,
+}
+
+impl StreamGuard {
+    /// Renews the slot (as the stream sends a heartbeat).
+    pub(crate) async fn renew(&self, ttl: Duration) {
+        if let Err(e) = self.slots.renew(&self.name, &self.id, ttl).await {
+            tracing::debug!(error = %e, "a stream slot was not renewed");
+        }
+    }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        let mut streams = self.events.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(open) = streams.get_mut(&self.name) {
-            *open = open.saturating_sub(1);
-        }
+        let (slots, name, id) = (
+            self.slots.clone(),
+            std::mem::take(&mut self.name),
+            std::mem::take(&mut self.id),
+        );
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = slots.release(&name, &id).await {
+                tracing::debug!(error = %e, "a stream slot was not given back; it lapses");
+            }
+        });
     }
 }

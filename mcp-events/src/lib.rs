@@ -42,6 +42,7 @@ mod events;
 mod extension;
 pub mod log;
 mod methods;
+pub mod slots;
 mod stored;
 mod time;
 pub mod webhook;

@@ -167,7 +167,7 @@ pub(crate) async fn poll(events: Events, params: Map<String, Value>, ctx: Ctx) -
 pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx) -> MethodResult {
     let p: SubscriptionParams = parse_params(STREAM, params)?;
     let event = check(&events, &p.name, DeliveryMode::Push, &p.arguments)?;
-    let _open = events.open_stream(&event)?;
+    let slot = events.open_stream(&event).await?;
     let id = ctx.request_id().clone();
     let log = &events.inner.log;
     let mut watch = log.watch(&p.name);
@@ -225,6 +225,9 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
                 }
                 _ = beat.tick() => {
                     ctx.notify(HEARTBEAT, wire::heartbeat(&id, Some(&cursor(epoch, position)))).await;
+                    if let Some(slot) = &slot {
+                        slot.renew(events.slot_lifetime()).await;
+                    }
                     continue;
                 }
                 Ok(()) = catalog.changed() => {

@@ -152,6 +152,13 @@ impl Keys {
         format!("{}:{{ev.{name}}}:log", self.prefix)
     }
 
+    /// `<prefix>:{ev.<type>}:streams`: the open push streams of a limited type (a sorted set;
+    /// see `stream_slots.rs`).
+    #[cfg(feature = "events")]
+    pub(crate) fn stream_slots(&self, name: &str) -> String {
+        format!("{}:{{ev.{name}}}:streams", self.prefix)
+    }
+
     /// `<prefix>:webhook:<id>`: one webhook subscription (a JSON string).
     #[cfg(feature = "events")]
     pub(crate) fn webhook(&self, id: &str) -> String {

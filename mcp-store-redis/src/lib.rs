@@ -72,7 +72,8 @@
 //! | `P:dpop:<hash>` | string | a DPoP proof already used (`1`; the hash of its key's thumbprint and `jti`); `PX` = as long as the proof could be accepted |
 //! | `P:{ev.<type>}:meta` | hash | (feature `events`) an event type's occurrence log: `epoch`, `n` = newest position, `e` = highest position lost |
 //! | `P:{ev.<type>}:log` | stream | (feature `events`) its occurrences: entry id `0-<position>`, fields `r` = the record, `t` = when appended (ms) |
-//! | `P:webhook:<id>` | string | (feature `events`) a webhook subscription (JSON); `PXAT` = a minute after its grant ends |
+//! | `P:{ev.<type>}:streams` | sorted set | (feature `events`) the open push streams of a limited type, scored by the end of their slot (ms, Redis's clock) |
+//! | `P:webhook:<id>` | string | (feature `events`) a webhook subscription (JSON); `PXAT` = a minute after its grant ends, none for a grant without expiry |
 //! | `P:webhooks`, `P:webhooks:type:<type>`, `P:webhooks:of:<principal>` | set | (feature `events`) webhook subscription ids: all, of a type, of a principal |
 //! | `P:webhook-lease:<id>` | string | (feature `events`) the instance delivering a subscription; `PX` = the lease |
 //! | `P:bus` (or [`RedisOptions::bus_channel`]) | channel | bus messages to every instance |
@@ -177,6 +178,8 @@ mod occurrences;
 mod options;
 mod replay;
 mod sessions;
+#[cfg(feature = "events")]
+mod stream_slots;
 mod tasks;
 pub mod testing;
 #[cfg(feature = "events")]
@@ -205,6 +208,8 @@ pub use crate::options::RedisOptions;
 pub use crate::options::RedisTls;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
+#[cfg(feature = "events")]
+pub use crate::stream_slots::RedisStreamSlots;
 use crate::tasks::RedisTaskStore;
 #[cfg(feature = "events")]
 pub use crate::webhooks::RedisWebhookSubscriptions;
@@ -263,6 +268,8 @@ pub struct RedisStore {
     occurrences: RedisOccurrences,
     #[cfg(feature = "events")]
     webhooks: RedisWebhookSubscriptions,
+    #[cfg(feature = "events")]
+    slots: RedisStreamSlots,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -477,6 +484,8 @@ impl RedisStore {
             occurrences: RedisOccurrences::new(conn.clone()),
             #[cfg(feature = "events")]
             webhooks: RedisWebhookSubscriptions::new(conn.clone()),
+            #[cfg(feature = "events")]
+            slots: RedisStreamSlots::new(conn.clone()),
             replay: RedisReplayCache::new(conn),
         })
     }
@@ -502,6 +511,14 @@ impl RedisStore {
     #[cfg(feature = "events")]
     pub fn webhook_subscriptions(&self) -> RedisWebhookSubscriptions {
         self.webhooks.clone()
+    }
+
+    /// The Events extension's push stream slots on this Redis (feature `events`), for
+    /// `EventsBuilder::stream_slots`: a type's stream limit holds across every instance given
+    /// them, and the slots of an instance that died free themselves within three heartbeats.
+    #[cfg(feature = "events")]
+    pub fn stream_slots(&self) -> RedisStreamSlots {
+        self.slots.clone()
     }
 
     /// The runtime's [`Store`] over this Redis.

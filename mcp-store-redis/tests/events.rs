@@ -307,3 +307,35 @@ async fn on_a_cluster_each_type_lives_on_one_slot() {
     assert!(subs_a.lease("sub_0", "a", Duration::from_secs(5)).await.unwrap());
     assert!(!subs_b.lease("sub_0", "b", Duration::from_secs(5)).await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_types_stream_limit_holds_across_instances() {
+    use mcp_events::slots::StreamSlots;
+    let redis = TestRedis::new();
+    let (a, b) = instances(&redis, "ev-slots").await;
+    let (a, b) = (a.stream_slots(), b.stream_slots());
+    let ttl = Duration::from_millis(500);
+    assert!(a.take("quota.probe", "s1", 2, ttl).await.unwrap());
+    assert!(b.take("quota.probe", "s2", 2, ttl).await.unwrap());
+    assert!(
+        !a.take("quota.probe", "s3", 2, ttl).await.unwrap(),
+        "two held, on two instances"
+    );
+    assert!(!b.take("quota.probe", "s3", 2, ttl).await.unwrap());
+    assert!(
+        b.take("other.type", "s3", 2, ttl).await.unwrap(),
+        "another type counts apart"
+    );
+    // Given back on one instance, taken on the other.
+    a.release("quota.probe", "s1").await.unwrap();
+    assert!(b.take("quota.probe", "s3", 2, ttl).await.unwrap());
+    // Renewed slots stay; one left unrenewed (its instance died) frees itself.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.renew("quota.probe", "s3", ttl).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(a.take("quota.probe", "s4", 2, ttl).await.unwrap(), "s2 lapsed");
+    assert!(
+        !a.take("quota.probe", "s5", 2, ttl).await.unwrap(),
+        "s3 (renewed) and s4 hold the two"
+    );
+}

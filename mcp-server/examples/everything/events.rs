@@ -32,9 +32,10 @@
 //!   generation it moves to and then rebuilds the whole server over the same log and
 //!   subscriptions, on the same socket (every session and stream ends, as in a process
 //!   restart); `events_conformance_generation` answers the current one.
-//! - With `--redis` (or `--redis-cluster`), the occurrence log and the webhook subscriptions
-//!   are shared through Redis: every instance resumes every cursor, and each subscription is
-//!   delivered by one instance at a time, another taking over when it stops. Each instance
+//! - With `--redis` (or `--redis-cluster`), the occurrence log, the webhook subscriptions and
+//!   the push stream slots are shared through Redis: every instance resumes every cursor, each
+//!   subscription is delivered by one instance at a time, another taking over when it stops,
+//!   and `quota.probe`'s limit holds across the instances. Each instance
 //!   emits on its own; the origin control acts on the instance it is called on.
 
 use std::sync::Arc;
@@ -137,7 +138,8 @@ fn types(shared: Option<&SharedSeams>, durable: &Durable, permitted: &[String]) 
     let builder = match shared {
         Some(shared) => builder
             .log(shared.occurrences.clone())
-            .subscriptions(shared.webhooks.clone()),
+            .subscriptions(shared.webhooks.clone())
+            .stream_slots(shared.slots.clone()),
         None => builder
             .log(durable.log.clone())
             .subscriptions(durable.subscriptions.clone()),

@@ -11,7 +11,7 @@
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
 use mcp_store_redis::{
-    RedisOccurrences, RedisOptions, RedisReplayCache, RedisStore, RedisTls, RedisWebhookSubscriptions,
+    RedisOccurrences, RedisOptions, RedisReplayCache, RedisStore, RedisStreamSlots, RedisTls, RedisWebhookSubscriptions,
 };
 
 /// Sharing state between instances.
@@ -48,6 +48,8 @@ pub(crate) struct SharedSeams {
     pub(crate) occurrences: RedisOccurrences,
     /// The Events extension's webhook subscriptions.
     pub(crate) webhooks: RedisWebhookSubscriptions,
+    /// The Events extension's push stream slots (a type's stream limit across the instances).
+    pub(crate) slots: RedisStreamSlots,
 }
 
 impl SharedArgs {
@@ -91,6 +93,7 @@ impl SharedArgs {
                 replay: store.replay_cache(),
                 occurrences: store.occurrence_log(),
                 webhooks: store.webhook_subscriptions(),
+                slots: store.stream_slots(),
             };
             return Ok((b.store(store), Some(seams)));
         }

@@ -24,7 +24,12 @@ async fn open(fixture: &Fixture, id: u64, name: &str) -> Answer {
 
 /// The next message of `stream` that is `method`, within `wait`; every message read is kept in
 /// `seen`.
-async fn wait_for(stream: &mut Answer, method: &str, wait: Duration, seen: &mut Vec<Value>) -> Option<Value> {
+pub(crate) async fn wait_for(
+    stream: &mut Answer,
+    method: &str,
+    wait: Duration,
+    seen: &mut Vec<Value>,
+) -> Option<Value> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());

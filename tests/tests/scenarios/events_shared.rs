@@ -3,7 +3,8 @@
 //! other, and a long poll there answers with what either emitted; a webhook subscription made
 //! on the first is delivered by one instance at a time (never twice per message while both
 //! live), and when the instance delivering it is killed, the other takes over from the saved
-//! watermark within the lease (15 s) and the sweep (every 5 s), losing no occurrence.
+//! watermark within the lease (15 s) and the sweep (every 5 s), losing no occurrence. A type's
+//! stream limit holds across the two.
 
 use std::time::{Duration, Instant};
 
@@ -12,8 +13,9 @@ use mcp_protocol::events::webhook::Secret;
 use mcp_store_redis::testing::{TestRedis, unique_prefix};
 use serde_json::{Value, json};
 
+use crate::events_push::wait_for;
 use crate::events_webhook::{KEY, Receiver, call, control, secret};
-use crate::support::{Fixture, bounded};
+use crate::support::{Answer, Fixture, bounded};
 
 async fn instance(redis: &TestRedis, prefix: &str) -> Fixture {
     Fixture::start_with(&[
@@ -157,6 +159,72 @@ async fn the_other_instance_takes_a_killed_ones_deliveries_over() {
             assert!(key.verifies(hit.header("webhook-signature"), hit.header("webhook-id"), ts, &hit.body));
         }
         drop(b);
+    })
+    .await;
+}
+
+/// An `events/stream` of `name` with the API key (the instances require it).
+async fn open(fixture: &Fixture, id: u64, name: &str) -> Answer {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "events-shared", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let params = json!({"name": name, "arguments": {}, "cursor": null, "_meta": meta});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "events/stream", "params": params});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "events/stream"),
+        ("x-api-key", KEY),
+    ];
+    fixture.post(&body, &headers).await
+}
+
+#[tokio::test]
+async fn a_types_stream_limit_holds_across_the_instances() {
+    bounded(60, async {
+        // error-resource-exhausted behind a balancer: the quota control's limit holds for the
+        // logical server, wherever each stream landed.
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("events-shared-quota");
+        let a = instance(&redis, &prefix).await;
+        let b = instance(&redis, &prefix).await;
+        let quota: Value = serde_json::from_str(&control(&a, 1, "events_conformance_quota", json!({})).await).unwrap();
+        let (name, max) = (
+            quota["name"].as_str().unwrap().to_owned(),
+            quota["max"].as_u64().unwrap(),
+        );
+        assert_eq!(max, 2);
+        let mut held = Vec::new();
+        for (id, fixture) in [(10, &a), (11, &b)] {
+            let mut s = open(fixture, id, &name).await;
+            let mut seen = Vec::new();
+            let active = wait_for(&mut s, "notifications/events/active", Duration::from_secs(3), &mut seen).await;
+            assert!(active.is_some(), "within the limit: {seen:?} (status {})", s.status);
+            held.push(s);
+        }
+        for (id, fixture) in [(12, &a), (13, &b)] {
+            let refused = open(fixture, id, &name).await;
+            assert!(!refused.is_sse());
+            let e = refused.answer(id).await;
+            assert_eq!(e["error"]["code"], -32013, "one per instance, two in all: {e}");
+        }
+        // A stream closed on one instance makes room on the other.
+        drop(held.remove(0));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut again = open(&b, 14, &name).await;
+        let mut seen = Vec::new();
+        assert!(
+            wait_for(
+                &mut again,
+                "notifications/events/active",
+                Duration::from_secs(3),
+                &mut seen
+            )
+            .await
+            .is_some(),
+            "a closed stream gave its place back"
+        );
     })
     .await;
 }
