@@ -17,7 +17,11 @@
 //!   stream on one instance, its POSTs on any;
 //! - every enabled leg of `cargo xtask conformance`, failing on any `FAILURE` or `WARNING`
 //!   check exactly as there, at `http://localhost:P/mcp` (the dns-rebinding scenario needs a
-//!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`.
+//!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`;
+//! - the events scenarios of `mcp-tests` that hold for one logical server (discovery, poll, push
+//!   with its stream limit, the webhook subscription surface), against as many more instances
+//!   started with `--events-fixture --api-key <random>` under a prefix of their own, behind a
+//!   second balancer of the same kind.
 //!
 //! `--redis-cluster`: the instances share a Redis Cluster instead ([`RedisCluster`]: six
 //! `redis-server` nodes, three primaries and three replicas, given to `everything` as
@@ -152,6 +156,70 @@ fn pass_name(pass: &Pass) -> String {
     )
 }
 
+/// The events scenarios of the `mcp-tests` suite that hold for one logical server however many
+/// processes make it (`cargo test` filters): discovery, poll, push (the stream limit included)
+/// and the webhook subscription surface (keys, ownership, tenants).
+const EVENTS_SCENARIOS: &[&str] = &[
+    "events_poll::",
+    "events_push::",
+    "events_webhook::subscriptions_are_keyed_checked_and_owned",
+    "events_webhook::another_tenants_subscription_is_out_of_reach",
+];
+
+/// The events leg of a pass: as many `everything --events-fixture --api-key <random>`
+/// instances as the pass has, on the pass's Redis under a prefix of their own, behind a
+/// balancer of the pass's kind, and [`EVENTS_SCENARIOS`] run through it one at a time (they
+/// share the logical server's types and signals), each request with the key
+/// (`MCP_EVENTS_TARGET`, `MCP_EVENTS_TARGET_KEY`). Every instance must have served requests.
+fn run_events(
+    pass: &Pass,
+    everything: &Path,
+    balancer_binary: &Path,
+    (redis_flag, redis_url): (&str, &str),
+    check: &mut dyn FnMut() -> Result,
+) -> Result {
+    let name = pass_name(pass);
+    util::banner(&format!("scaleout: {name}: the events scenarios through the balancer"));
+    let prefix = format!("scaleout-events-{}", &util::random_hex()[..16]);
+    let key = util::random_hex();
+    let flags = [
+        redis_flag,
+        redis_url,
+        "--redis-prefix",
+        prefix.as_str(),
+        "--events-fixture",
+        "--api-key",
+        key.as_str(),
+    ];
+    let mut instances = Vec::with_capacity(pass.instances);
+    for _ in 0..pass.instances {
+        instances.push(HttpServer::start(everything, &flags)?);
+    }
+    let ports: Vec<u16> = instances.iter().map(|server| server.port).collect();
+    let mut balancer = RunningBalancer::start(pass.balancer, balancer_binary, &ports)?;
+    let mut cmd = util::cargo();
+    cmd.args(["test", "--workspace", "--test", "scenarios", "--"])
+        .args(EVENTS_SCENARIOS)
+        .arg("--test-threads=1")
+        .env("MCP_EVENTS_TARGET", balancer.base_url())
+        .env("MCP_EVENTS_TARGET_KEY", &key);
+    let outcome = util::run(&mut cmd);
+    check()?;
+    for server in &mut instances {
+        server.ensure_running()?;
+    }
+    balancer.ensure_running()?;
+    let counts = balancer.counts()?;
+    println!("scaleout: {name}: events requests per instance: {counts:?}");
+    outcome.map_err(|e| format!("the events scenarios through {}: {e}", pass.balancer.title()))?;
+    if counts.len() != ports.len() || counts.contains(&0) {
+        return Err(format!(
+            "every events instance should have served requests, counted {counts:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// One pass: Redis, the instances and the balancer, every leg through it, then the counts.
 fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&conformance::Leg]) -> Result {
     let name = pass_name(pass);
@@ -207,6 +275,9 @@ fn run_pass(pass: &Pass, everything: &Path, balancer_binary: &Path, legs: &[&con
         &format!("{label}conformance"),
         &mut check,
     ) {
+        failed.push(why);
+    }
+    if let Err(why) = run_events(pass, everything, balancer_binary, (redis_flag, &redis_url), &mut check) {
         failed.push(why);
     }
     check()?;

@@ -42,7 +42,7 @@ fn in_server_range(e: &Value) -> bool {
 #[tokio::test]
 async fn discovery_declares_and_lists_every_type_in_pages() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // capability-events-object: the extension is declared, as an object.
         let discovered = call(&fixture, 1, "server/discover", json!({})).await.expect("discover");
         assert!(
@@ -109,7 +109,7 @@ async fn discovery_declares_and_lists_every_type_in_pages() {
 #[tokio::test]
 async fn poll_bootstraps_advances_and_delivers_occurrences() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         let name = "build.finished";
         // poll-implemented, poll-bootstraps-subscription, cursor-null-starts-from-now.
         let first = call(
@@ -212,7 +212,7 @@ async fn poll_bootstraps_advances_and_delivers_occurrences() {
 #[tokio::test]
 async fn a_long_poll_answers_when_an_occurrence_comes_and_never_after_its_timeout() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         let first = call(&fixture, 1, "events/poll", json!({"name": "build.finished", "cursor": null})).await.unwrap();
         // The fixture emits build.finished every 2 s: a 10 s long poll answers with it well
         // before its timeout.
@@ -243,7 +243,7 @@ async fn a_long_poll_answers_when_an_occurrence_comes_and_never_after_its_timeou
 #[tokio::test]
 async fn poll_errors_are_json_rpc_errors_with_their_codes() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // poll-errors-are-jsonrpc, removal-poll-not-found.
         let e = call(
             &fixture,

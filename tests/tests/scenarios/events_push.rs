@@ -56,7 +56,7 @@ async fn control(fixture: &Fixture, id: u64, tool: &str, name: &str) {
 #[tokio::test]
 async fn a_stream_confirms_delivers_beats_and_carries_only_its_notifications() {
     bounded(90, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // stream-implemented: an SSE answer.
         let mut stream = open(&fixture, 7, "build.finished").await;
         assert_eq!(stream.status, 200);
@@ -125,7 +125,7 @@ async fn a_stream_confirms_delivers_beats_and_carries_only_its_notifications() {
 #[tokio::test]
 async fn terminate_ends_the_stream_with_the_empty_result() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // The spare push type (the first, build.finished, stays for the rest of a run).
         let mut stream = open(&fixture, 3, "chat.message").await;
         let mut seen = Vec::new();
@@ -169,7 +169,7 @@ async fn terminate_ends_the_stream_with_the_empty_result() {
 #[tokio::test]
 async fn streams_are_exempt_from_the_request_cap_and_limited_per_type() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // stream-exempt-from-concurrency-cap: three at once all confirm.
         let mut streams = Vec::new();
         for id in 1..=3 {
@@ -241,7 +241,7 @@ async fn streams_are_exempt_from_the_request_cap_and_limited_per_type() {
 #[tokio::test]
 async fn an_invalid_subscription_is_an_error_and_no_stream() {
     bounded(30, async {
-        let fixture = Fixture::start_with(&["--events-fixture"]).await;
+        let fixture = Fixture::events(&["--events-fixture"]).await;
         // stream-error-before-open: an unknown type, at once, as JSON.
         let answer = open(&fixture, 1, "conformance.nonexistent.3").await;
         assert!(!answer.is_sse(), "no stream for an invalid subscription");

@@ -155,8 +155,9 @@ pub(crate) async fn call(fixture: &Fixture, id: u64, method: &str, params: Value
     if let (Some(name), "tools/call") = (&name, method) {
         headers.push(("mcp-name", name));
     }
+    let key_value = fixture.key.as_deref().unwrap_or(KEY);
     if key {
-        headers.push(("x-api-key", KEY));
+        headers.push(("x-api-key", key_value));
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let answer = fixture.post(&body, &headers).await.answer(id).await;
@@ -188,7 +189,7 @@ pub(crate) async fn control(fixture: &Fixture, id: u64, tool: &str, args: Value)
 #[tokio::test]
 async fn subscriptions_are_keyed_checked_and_owned() {
     bounded(60, async {
-        let fixture = Fixture::start_with(&["--events-fixture", "--api-key", KEY]).await;
+        let fixture = Fixture::events(&["--events-fixture", "--api-key", KEY]).await;
         let url = "https://conformance.invalid/mcp-events/1";
         let good = secret(7, 32);
         // subscribe-auth-required: an anonymous caller (a server without authentication) gets
@@ -201,7 +202,7 @@ async fn subscriptions_are_keyed_checked_and_owned() {
         let body =
             json!({"jsonrpc": "2.0", "id": 1, "method": "events/subscribe", "params": subscribe_params(url, &good)});
         let refused = fixture
-            .post(
+            .post_without_key(
                 &body,
                 &[
                     ("mcp-protocol-version", "2026-07-28"),
@@ -308,7 +309,7 @@ async fn another_tenants_subscription_is_out_of_reach() {
     bounded(60, async {
         // cross-tenant-isolation, through the fixture's tenant controls: another principal's
         // subscription at the same URL is not the caller's to see, refresh or remove.
-        let fixture = Fixture::start_with(&["--events-fixture", "--api-key", KEY]).await;
+        let fixture = Fixture::events(&["--events-fixture", "--api-key", KEY]).await;
         let url = "https://conformance.invalid/mcp-events/tenant";
         let tenant = |principal: &str| json!({"principal": principal, "name": "build.finished", "url": url});
         let theirs = control(&fixture, 1, "events_conformance_subscribe_as", tenant("tenant-b")).await;

@@ -20,10 +20,19 @@ pub(crate) async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F
         .expect("test timed out");
 }
 
-/// The fixture, killed when dropped.
+/// A logical server the events scenarios may be pointed at instead of a fresh process:
+/// `http://host:port` (`cargo xtask scaleout` sets it to a balancer in front of several
+/// `everything --events-fixture --api-key <key> --redis …` instances on one Redis).
+pub(crate) const EVENTS_TARGET: &str = "MCP_EVENTS_TARGET";
+/// The API key of [`EVENTS_TARGET`]'s instances.
+pub(crate) const EVENTS_TARGET_KEY: &str = "MCP_EVENTS_TARGET_KEY";
+
+/// The fixture (a process killed when dropped, or a logical server run by someone else).
 pub(crate) struct Fixture {
     pub(crate) addr: SocketAddr,
-    _child: Child,
+    /// The API key every request carries (a logical server's), if any.
+    pub(crate) key: Option<String>,
+    _child: Option<Child>,
 }
 
 impl Fixture {
@@ -35,11 +44,44 @@ impl Fixture {
     /// Starts `everything` with `args` (e.g. `--events-fixture`).
     pub(crate) async fn start_with(args: &[&str]) -> Fixture {
         let (child, addr, _) = mcp_tests::fixture::start_everything(args, 0).await;
-        Fixture { addr, _child: child }
+        Fixture {
+            addr,
+            key: None,
+            _child: Some(child),
+        }
     }
 
-    /// A POST of `body` to `/mcp` with the usual headers and `extra`.
+    /// The events fixture for a scenario that holds for one logical server however many
+    /// processes make it: [`EVENTS_TARGET`] when set (every request then carries its key),
+    /// else a fresh `everything` with `args`.
+    pub(crate) async fn events(args: &[&str]) -> Fixture {
+        let Ok(target) = std::env::var(EVENTS_TARGET) else {
+            return Fixture::start_with(args).await;
+        };
+        let addr = target
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .unwrap_or_else(|_| panic!("{EVENTS_TARGET} is not http://host:port: {target}"));
+        Fixture {
+            addr,
+            key: std::env::var(EVENTS_TARGET_KEY).ok(),
+            _child: None,
+        }
+    }
+
+    /// A POST of `body` to `/mcp` with the usual headers and `extra` (and the logical server's
+    /// key, unless `extra` has one).
     pub(crate) async fn post(&self, body: &Value, extra: &[(&str, &str)]) -> Answer {
+        self.send(body, extra, true).await
+    }
+
+    /// A POST of `body` with the usual headers and `extra`, and no key whatever the server.
+    pub(crate) async fn post_without_key(&self, body: &Value, extra: &[(&str, &str)]) -> Answer {
+        self.send(body, extra, false).await
+    }
+
+    async fn send(&self, body: &Value, extra: &[(&str, &str)], with_key: bool) -> Answer {
         let mut req = http::Request::builder()
             .method("POST")
             .uri("/mcp")
@@ -48,6 +90,11 @@ impl Fixture {
             .header("accept", "application/json, text/event-stream");
         for (n, v) in extra {
             req = req.header(*n, *v);
+        }
+        if let (true, Some(key)) = (with_key, &self.key)
+            && !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("x-api-key"))
+        {
+            req = req.header("x-api-key", key.as_str());
         }
         let req = req.body(Full::new(Bytes::from(body.to_string()))).expect("request");
         let tcp = TcpStream::connect(self.addr).await.expect("connect");
