@@ -595,6 +595,7 @@ mod tests {
                 "balance roundrobin",
                 "option http-no-delay",
                 "option forwardfor",
+                "option abortonclose",
                 "timeout connect 5s",
                 "timeout client 1h",
                 "timeout server 1h",

@@ -19,9 +19,9 @@
 //!   check exactly as there, at `http://localhost:P/mcp` (the dns-rebinding scenario needs a
 //!   `localhost` URL), with results under `target/conformance/out-scaleout/<balancer>/<leg>`;
 //! - the events scenarios of `mcp-tests` that hold for one logical server (discovery, poll, push
-//!   with its stream limit, the webhook subscription surface), against as many more instances
-//!   started with `--events-fixture --api-key <random>` under a prefix of their own, behind a
-//!   second balancer of the same kind.
+//!   with its stream limit, the webhook subscription surface, webhook delivery), against as many
+//!   more instances started with `--events-fixture --api-key <random> --events-permit-origin
+//!   <the receiver's>` under a prefix of their own, behind a second balancer of the same kind.
 //!
 //! `--redis-cluster`: the instances share a Redis Cluster instead ([`RedisCluster`]: six
 //! `redis-server` nodes, three primaries and three replicas, given to `everything` as
@@ -157,20 +157,23 @@ fn pass_name(pass: &Pass) -> String {
 }
 
 /// The events scenarios of the `mcp-tests` suite that hold for one logical server however many
-/// processes make it (`cargo test` filters): discovery, poll, push (the stream limit included)
-/// and the webhook subscription surface (keys, ownership, tenants).
+/// processes make it (`cargo test` filters): discovery, poll, push (the stream limit included),
+/// the webhook subscription surface (keys, ownership, tenants) and webhook delivery (consent,
+/// signatures, envelopes, retries) to a receiver whose origin every instance permits.
 const EVENTS_SCENARIOS: &[&str] = &[
     "events_poll::",
     "events_push::",
     "events_webhook::subscriptions_are_keyed_checked_and_owned",
     "events_webhook::another_tenants_subscription_is_out_of_reach",
+    "events_webhook::deliveries_are_consented_signed_retried_and_bounded",
 ];
 
 /// The events leg of a pass: as many `everything --events-fixture --api-key <random>`
 /// instances as the pass has, on the pass's Redis under a prefix of their own, behind a
 /// balancer of the pass's kind, and [`EVENTS_SCENARIOS`] run through it one at a time (they
 /// share the logical server's types and signals), each request with the key
-/// (`MCP_EVENTS_TARGET`, `MCP_EVENTS_TARGET_KEY`). Every instance must have served requests.
+/// (`MCP_EVENTS_TARGET`, `MCP_EVENTS_TARGET_KEY`; the receiver's port, whose origin the
+/// instances permit, in `MCP_EVENTS_RECEIVER_PORT`). Every instance must have served requests.
 fn run_events(
     pass: &Pass,
     everything: &Path,
@@ -182,6 +185,9 @@ fn run_events(
     util::banner(&format!("scaleout: {name}: the events scenarios through the balancer"));
     let prefix = format!("scaleout-events-{}", &util::random_hex()[..16]);
     let key = util::random_hex();
+    // The delivery scenario's receiver listens there; every instance permits its origin.
+    let receiver = util::free_port()?;
+    let origin = format!("http://127.0.0.1:{receiver}");
     let flags = [
         redis_flag,
         redis_url,
@@ -190,6 +196,8 @@ fn run_events(
         "--events-fixture",
         "--api-key",
         key.as_str(),
+        "--events-permit-origin",
+        origin.as_str(),
     ];
     let mut instances = Vec::with_capacity(pass.instances);
     for _ in 0..pass.instances {
@@ -202,7 +210,8 @@ fn run_events(
         .args(EVENTS_SCENARIOS)
         .arg("--test-threads=1")
         .env("MCP_EVENTS_TARGET", balancer.base_url())
-        .env("MCP_EVENTS_TARGET_KEY", &key);
+        .env("MCP_EVENTS_TARGET_KEY", &key)
+        .env("MCP_EVENTS_RECEIVER_PORT", receiver.to_string());
     let outcome = util::run(&mut cmd);
     check()?;
     for server in &mut instances {

@@ -20,7 +20,7 @@ use mcp_protocol::events::webhook::Secret;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::support::{Fixture, bounded};
+use crate::support::{EVENTS_RECEIVER_PORT, Fixture, bounded};
 
 pub(crate) const KEY: &str = "events-webhook-test-key";
 
@@ -50,7 +50,24 @@ pub(crate) struct Receiver {
 
 impl Receiver {
     pub(crate) async fn start() -> (Receiver, SocketAddr) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Receiver::start_on(0).await
+    }
+
+    /// The receiver for `fixture`: on the port whose origin a logical server's instances permit
+    /// (`MCP_EVENTS_RECEIVER_PORT`), else on a free one.
+    pub(crate) async fn start_for(fixture: &Fixture) -> (Receiver, SocketAddr) {
+        let port = match fixture.is_external() {
+            true => std::env::var(EVENTS_RECEIVER_PORT)
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .expect("a logical server names its receiver's port"),
+            false => 0,
+        };
+        Receiver::start_on(port).await
+    }
+
+    async fn start_on(port: u16) -> (Receiver, SocketAddr) {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let receiver = Receiver::default();
         let r = receiver.clone();
@@ -367,8 +384,8 @@ async fn another_tenants_subscription_is_out_of_reach() {
 #[tokio::test]
 async fn deliveries_are_consented_signed_retried_and_bounded() {
     bounded(90, async {
-        let fixture = Fixture::start_with(&["--events-fixture", "--api-key", KEY]).await;
-        let (receiver, addr) = Receiver::start().await;
+        let fixture = Fixture::events(&["--events-fixture", "--api-key", KEY]).await;
+        let (receiver, addr) = Receiver::start_for(&fixture).await;
         let good = secret(9, 32);
         // ssrf-reject-non-routable: a loopback https callback is refused, never connected.
         let canary = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -383,17 +400,17 @@ async fn deliveries_are_consented_signed_retried_and_bounded() {
                 .is_err(),
             "the server never connected to the canary"
         );
-        // ssrf-validate-callback-url: the loopback receiver over http is refused…
+        // ssrf-validate-callback-url: a loopback receiver over http is refused (one the logical
+        // server was not told of, when the receiver's origin is permitted from the start)…
         let base = format!("http://{addr}");
-        let e = call(
-            &fixture,
-            2,
-            "events/subscribe",
-            subscribe_params(&format!("{base}/hook"), &good),
-            true,
-        )
-        .await
-        .unwrap_err();
+        let stranger = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let refused = match fixture.is_external() {
+            true => format!("http://{}/hook", stranger.local_addr().unwrap()),
+            false => format!("{base}/hook"),
+        };
+        let e = call(&fixture, 2, "events/subscribe", subscribe_params(&refused, &good), true)
+            .await
+            .unwrap_err();
         assert_eq!(e["code"], -32602);
         // …until its origin is allowed.
         control(

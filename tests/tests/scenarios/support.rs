@@ -26,6 +26,9 @@ pub(crate) async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F
 pub(crate) const EVENTS_TARGET: &str = "MCP_EVENTS_TARGET";
 /// The API key of [`EVENTS_TARGET`]'s instances.
 pub(crate) const EVENTS_TARGET_KEY: &str = "MCP_EVENTS_TARGET_KEY";
+/// The loopback port of the webhook receiver whose origin [`EVENTS_TARGET`]'s instances permit
+/// (`--events-permit-origin`): the delivery scenario listens there.
+pub(crate) const EVENTS_RECEIVER_PORT: &str = "MCP_EVENTS_RECEIVER_PORT";
 
 /// The fixture (a process killed when dropped, or a logical server run by someone else).
 pub(crate) struct Fixture {
@@ -49,6 +52,11 @@ impl Fixture {
             key: None,
             _child: Some(child),
         }
+    }
+
+    /// Whether this is a logical server run by someone else ([`EVENTS_TARGET`]).
+    pub(crate) fn is_external(&self) -> bool {
+        self._child.is_none()
     }
 
     /// The events fixture for a scenario that holds for one logical server however many
