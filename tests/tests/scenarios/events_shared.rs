@@ -4,7 +4,8 @@
 //! on the first is delivered by one instance at a time (never twice per message while both
 //! live), and when the instance delivering it is killed, the other takes over from the saved
 //! watermark within the lease (15 s) and the sweep (every 5 s), losing no occurrence. A type's
-//! stream limit holds across the two.
+//! stream limit holds across the two. A Redis outage pauses deliveries and loses nothing the log
+//! took.
 
 use std::time::{Duration, Instant};
 
@@ -224,6 +225,78 @@ async fn a_types_stream_limit_holds_across_the_instances() {
             .await
             .is_some(),
             "a closed stream gave its place back"
+        );
+    })
+    .await;
+}
+
+/// The positions of the occurrences `receiver` got on `path`, each `webhook-id` once (a delivery
+/// cut short by an outage may be made again under its id).
+fn positions_once(receiver: &Receiver, path: &str) -> Vec<u64> {
+    let mut seen = std::collections::HashSet::new();
+    delivered(receiver, path)
+        .into_iter()
+        .filter(|(_, id)| seen.insert(id.clone()))
+        .map(|(position, _)| position)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_store_outage_pauses_deliveries_and_loses_nothing_acknowledged() {
+    bounded(120, async {
+        // Redis goes away mid-run and comes back with its data: the instance's deliveries pause
+        // (nothing can be read or leased), every occurrence the log took before or after is
+        // delivered once in order, and the subscription is still there.
+        let mut redis = mcp_store_redis::testing::RedisServer::persistent();
+        let (receiver, addr) = Receiver::start().await;
+        let origin = format!("http://{addr}");
+        let prefix = unique_prefix("events-outage");
+        let fixture = Fixture::start_with(&[
+            "--events-fixture",
+            "--api-key",
+            KEY,
+            "--redis",
+            &redis.url(),
+            "--redis-prefix",
+            &prefix,
+            "--events-permit-origin",
+            &origin,
+        ])
+        .await;
+        let params = json!({"name": "build.finished", "arguments": {},
+                            "delivery": {"mode": "webhook", "url": format!("{origin}/hook"), "secret": secret(9, 32)},
+                            "cursor": null, "ttlMs": 3600000});
+        let sub = call(&fixture, 1, "events/subscribe", params, true)
+            .await
+            .expect("subscribe");
+        assert!(more_than(&receiver, "/hook", 1, Duration::from_secs(10)).await);
+
+        redis.stop();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let during = positions_once(&receiver, "/hook").len();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(
+            positions_once(&receiver, "/hook").len(),
+            during,
+            "nothing is delivered while the log cannot be read"
+        );
+        redis.restart();
+        assert!(
+            more_than(&receiver, "/hook", during + 1, Duration::from_secs(40)).await,
+            "deliveries resume once the store is back"
+        );
+        let state = control(
+            &fixture,
+            2,
+            "events_conformance_subscription_state",
+            json!({"id": sub["id"]}),
+        )
+        .await;
+        assert_eq!(state, "active");
+        let got = positions_once(&receiver, "/hook");
+        assert!(
+            got.windows(2).all(|w| w[1] == w[0] + 1),
+            "every occurrence the log took, once, in order: {got:?}"
         );
     })
     .await;
