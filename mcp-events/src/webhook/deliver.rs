@@ -358,12 +358,9 @@ async fn deliver(events: &Events, sub: &mut Subscription, delivery_id: &str, bod
         };
         attempt += 1;
         // A subscription without expiry is looked at again when its failure window ends.
-        let wait = match (hooks.settings.no_expiry, sub.failed_since_ms) {
-            (Some(window), Some(since)) if !sub.expires() => {
-                let due = since.saturating_add(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
-                wait.min(Duration::from_millis(due.saturating_sub(now)))
-            }
-            _ => wait,
+        let wait = match hooks.settings.drop_due(sub) {
+            Some(due) => wait.min(Duration::from_millis(due.saturating_sub(now))),
+            None => wait,
         };
         tokio::time::sleep(wait).await;
         // Still subscribed? (An unsubscribe, an expiry or the failure window ends the retries.)

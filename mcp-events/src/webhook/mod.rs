@@ -118,13 +118,19 @@ impl WebhookSettings {
         self
     }
 
+    /// When (ms) subscription `sub` is dropped for failing: set only when it is granted without
+    /// expiry and its deliveries are failing, at the end of the failure window.
+    pub(crate) fn drop_due(&self, sub: &store::Subscription) -> Option<u64> {
+        let (Some(window), Some(since)) = (self.no_expiry, sub.failed_since_ms) else {
+            return None;
+        };
+        (!sub.expires()).then(|| since.saturating_add(u64::try_from(window.as_millis()).unwrap_or(u64::MAX)))
+    }
+
     /// Whether subscription `sub` is granted without expiry and its deliveries have failed for
     /// the whole window at `now` (ms): it is dropped.
     pub(crate) fn collects(&self, sub: &store::Subscription, now: u64) -> bool {
-        let (Some(window), Some(since)) = (self.no_expiry, sub.failed_since_ms) else {
-            return false;
-        };
-        !sub.expires() && now.saturating_sub(since) >= u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
+        self.drop_due(sub).is_some_and(|due| now >= due)
     }
 }
 
