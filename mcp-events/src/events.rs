@@ -267,10 +267,8 @@ impl Events {
         if event.offers(mcp_protocol::events::wire::DeliveryMode::Webhook) && self.inner.webhooks.is_none() {
             return Err(EventsError::WebhooksOff(event.name().to_owned()));
         }
+        // A name already served is refused by `Catalog::of`.
         self.edit(|types| {
-            if types.iter().any(|t| t.name() == event.name()) {
-                return Err(EventsError::Duplicate(event.name().to_owned()));
-            }
             types.push(Arc::new(event));
             Ok(())
         })
@@ -448,12 +446,14 @@ impl Events {
             return Ok(None);
         };
         let id = format!("{:016x}{:016x}", crate::time::random_u64(), crate::time::random_u64());
-        let ttl = self.slot_lifetime();
+        // Three heartbeats: the stream renews its slot with each.
+        let ttl = self.inner.settings.heartbeat * 3;
         match self.inner.slots.take(event.name(), &id, max, ttl).await {
             Ok(true) => Ok(Some(StreamGuard {
                 slots: self.inner.slots.clone(),
                 name: event.name().to_owned(),
                 id,
+                ttl,
             })),
             Ok(false) => Err(mcp_protocol::events::errors::resource_exhausted("streams", max as u64)),
             Err(e) => {
@@ -462,11 +462,6 @@ impl Events {
             }
         }
     }
-
-    /// How long a stream's slot lasts unrenewed: three heartbeats (a stream renews it with each).
-    pub(crate) fn slot_lifetime(&self) -> Duration {
-        self.inner.settings.heartbeat * 3
-    }
 }
 
 /// A push stream's slot of its type's limit, given back when dropped.
@@ -474,12 +469,14 @@ pub(crate) struct StreamGuard {
     slots: Arc<dyn StreamSlots>,
     name: String,
     id: String,
+    /// How long the slot lasts unrenewed.
+    ttl: Duration,
 }
 
 impl StreamGuard {
-    /// Renews the slot (as the stream sends a heartbeat).
-    pub(crate) async fn renew(&self, ttl: Duration) {
-        if let Err(e) = self.slots.renew(&self.name, &self.id, ttl).await {
+    /// Renews the slot for its lifetime again (as the stream sends a heartbeat).
+    pub(crate) async fn renew(&self) {
+        if let Err(e) = self.slots.renew(&self.name, &self.id, self.ttl).await {
             tracing::debug!(error = %e, "a stream slot was not renewed");
         }
     }

@@ -226,7 +226,7 @@ pub(crate) async fn stream(events: Events, params: Map<String, Value>, ctx: Ctx)
                 _ = beat.tick() => {
                     ctx.notify(HEARTBEAT, wire::heartbeat(&id, Some(&cursor(epoch, position)))).await;
                     if let Some(slot) = &slot {
-                        slot.renew(events.slot_lifetime()).await;
+                        slot.renew().await;
                     }
                     continue;
                 }
