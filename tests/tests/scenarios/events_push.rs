@@ -12,7 +12,8 @@ use crate::support::{Answer, Fixture, bounded};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-async fn open(fixture: &Fixture, id: u64, name: &str) -> Answer {
+/// An `events/stream` of `name` from the start (with the fixture's key, if it has one).
+pub(crate) async fn open(fixture: &Fixture, id: u64, name: &str) -> Answer {
     fixture
         .modern(
             id,
@@ -39,6 +40,32 @@ pub(crate) async fn wait_for(
             return Some(m);
         }
     }
+}
+
+/// Whether `stream` confirms with `notifications/events/active` within 3 s.
+pub(crate) async fn confirms(stream: &mut Answer) -> bool {
+    let mut seen = Vec::new();
+    wait_for(stream, "notifications/events/active", Duration::from_secs(3), &mut seen)
+        .await
+        .is_some()
+}
+
+/// The type the quota control names and its stream limit.
+pub(crate) async fn quota(fixture: &Fixture, id: u64) -> (String, u64) {
+    let quota = fixture
+        .modern(
+            id,
+            "tools/call",
+            json!({"name": "events_conformance_quota", "arguments": {}}),
+        )
+        .await
+        .answer(id)
+        .await;
+    let quota: Value = serde_json::from_str(quota["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    (
+        quota["name"].as_str().unwrap().to_owned(),
+        quota["max"].as_u64().unwrap(),
+    )
 }
 
 async fn control(fixture: &Fixture, id: u64, tool: &str, name: &str) {
@@ -176,34 +203,15 @@ async fn streams_are_exempt_from_the_request_cap_and_limited_per_type() {
             streams.push(open(&fixture, id, "build.finished").await);
         }
         for s in &mut streams {
-            let mut seen = Vec::new();
-            wait_for(s, "notifications/events/active", Duration::from_secs(3), &mut seen)
-                .await
-                .expect("each stream confirms");
+            assert!(confirms(s).await, "each stream confirms");
         }
         // error-resource-exhausted: the quota control names a type and its limit; one stream
         // past it is refused with -32013 and a string data.limit, before any stream opens.
-        let quota = fixture
-            .modern(
-                9,
-                "tools/call",
-                json!({"name": "events_conformance_quota", "arguments": {}}),
-            )
-            .await
-            .answer(9)
-            .await;
-        let quota: Value = serde_json::from_str(quota["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-        let (name, max) = (
-            quota["name"].as_str().unwrap().to_owned(),
-            quota["max"].as_u64().unwrap(),
-        );
+        let (name, max) = quota(&fixture, 9).await;
         let mut held = Vec::new();
         for id in 0..max {
             let mut s = open(&fixture, 20 + id, &name).await;
-            let mut seen = Vec::new();
-            wait_for(&mut s, "notifications/events/active", Duration::from_secs(3), &mut seen)
-                .await
-                .expect("within the limit");
+            assert!(confirms(&mut s).await, "within the limit");
             held.push(s);
         }
         let refused = open(&fixture, 30, &name).await;
@@ -215,18 +223,7 @@ async fn streams_are_exempt_from_the_request_cap_and_limited_per_type() {
         drop(held.pop());
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut again = open(&fixture, 31, &name).await;
-        let mut seen = Vec::new();
-        assert!(
-            wait_for(
-                &mut again,
-                "notifications/events/active",
-                Duration::from_secs(3),
-                &mut seen
-            )
-            .await
-            .is_some(),
-            "a closed stream gave its place back"
-        );
+        assert!(confirms(&mut again).await, "a closed stream gave its place back");
         // While every stream is held, calls are served.
         let fast = fixture
             .modern(40, "tools/call", json!({"name": "test_tool_fast", "arguments": {}}))

@@ -14,12 +14,13 @@ use mcp_protocol::events::webhook::Secret;
 use mcp_store_redis::testing::{TestRedis, unique_prefix};
 use serde_json::{Value, json};
 
-use crate::events_push::wait_for;
+use crate::events_push::{confirms, open, quota};
 use crate::events_webhook::{KEY, Receiver, call, control, secret};
-use crate::support::{Answer, Fixture, bounded};
+use crate::support::{Fixture, bounded};
 
+/// An instance; every request of its fixture carries the API key.
 async fn instance(redis: &TestRedis, prefix: &str) -> Fixture {
-    Fixture::start_with(&[
+    let mut fixture = Fixture::start_with(&[
         "--events-fixture",
         "--api-key",
         KEY,
@@ -28,7 +29,9 @@ async fn instance(redis: &TestRedis, prefix: &str) -> Fixture {
         "--redis-prefix",
         prefix,
     ])
-    .await
+    .await;
+    fixture.key = Some(KEY.to_owned());
+    fixture
 }
 
 /// The occurrence positions delivered to `path` (their cursors'), in delivery order, and their
@@ -164,23 +167,6 @@ async fn the_other_instance_takes_a_killed_ones_deliveries_over() {
     .await;
 }
 
-/// An `events/stream` of `name` with the API key (the instances require it).
-async fn open(fixture: &Fixture, id: u64, name: &str) -> Answer {
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "events-shared", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let params = json!({"name": name, "arguments": {}, "cursor": null, "_meta": meta});
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "events/stream", "params": params});
-    let headers = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "events/stream"),
-        ("x-api-key", KEY),
-    ];
-    fixture.post(&body, &headers).await
-}
-
 #[tokio::test]
 async fn a_types_stream_limit_holds_across_the_instances() {
     bounded(60, async {
@@ -190,18 +176,12 @@ async fn a_types_stream_limit_holds_across_the_instances() {
         let prefix = unique_prefix("events-shared-quota");
         let a = instance(&redis, &prefix).await;
         let b = instance(&redis, &prefix).await;
-        let quota: Value = serde_json::from_str(&control(&a, 1, "events_conformance_quota", json!({})).await).unwrap();
-        let (name, max) = (
-            quota["name"].as_str().unwrap().to_owned(),
-            quota["max"].as_u64().unwrap(),
-        );
+        let (name, max) = quota(&a, 1).await;
         assert_eq!(max, 2);
         let mut held = Vec::new();
         for (id, fixture) in [(10, &a), (11, &b)] {
             let mut s = open(fixture, id, &name).await;
-            let mut seen = Vec::new();
-            let active = wait_for(&mut s, "notifications/events/active", Duration::from_secs(3), &mut seen).await;
-            assert!(active.is_some(), "within the limit: {seen:?} (status {})", s.status);
+            assert!(confirms(&mut s).await, "within the limit (status {})", s.status);
             held.push(s);
         }
         for (id, fixture) in [(12, &a), (13, &b)] {
@@ -214,18 +194,7 @@ async fn a_types_stream_limit_holds_across_the_instances() {
         drop(held.remove(0));
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut again = open(&b, 14, &name).await;
-        let mut seen = Vec::new();
-        assert!(
-            wait_for(
-                &mut again,
-                "notifications/events/active",
-                Duration::from_secs(3),
-                &mut seen
-            )
-            .await
-            .is_some(),
-            "a closed stream gave its place back"
-        );
+        assert!(confirms(&mut again).await, "a closed stream gave its place back");
     })
     .await;
 }
