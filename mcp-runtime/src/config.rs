@@ -130,10 +130,12 @@ pub struct ServerConfig {
     /// principal, or one address for anonymous callers. Over it -32603 "Too many running
     /// tasks for this client".
     pub max_tasks_per_principal: usize,
-    /// Most task records one principal keeps in the store, running and finished together
-    /// (default 1 000). At the bound a new task takes the place of the principal's oldest
-    /// finished one (its result is gone early); only when all are running is the call
-    /// refused (-32603 "Too many stored tasks for this client, none of them finished").
+    /// Most task records one client keeps in the store, running and finished together
+    /// (default 1 000): a principal, or an anonymous caller's address (an IPv6 one by its
+    /// `/64`), as for `max_tasks_per_principal`. At the bound a new task takes the place of
+    /// that client's oldest finished one (its result is gone early); only when all of them are
+    /// running is the call refused (-32603 "Too many stored tasks for this client, none of
+    /// them finished").
     pub max_stored_tasks_per_principal: usize,
     /// How long a 2025-11-25 URL-mode elicitation id stays valid for
     /// [`Engine::complete_elicitation`](crate::Engine::complete_elicitation)

@@ -6,16 +6,21 @@
 //! | `task:<id>` | string | the record (JSON) |
 //! | `all` | set | every task id (`count`) |
 //! | `owner:<owner>` | set | the ids of one owner (`list`) |
-//! | `principal:<principal>` | set | the ids whose owner has that principal (`count_for_principal`) |
+//! | `client:<client>` | set | the ids counted against one client (`count_for_client`, `list_for_client`) |
 //! | `expiry` | sorted set | ids by `expires_at_ms` (`expired`) |
 //! | `unfinished` | set | ids in `working` or `input_required` (`recover`) |
-//! | `index:owner`, `index:principal` | hash | id → the owner and principal sets it is in |
+//! | `index:owner`, `index:client` | hash | id → the owner and client sets it is in |
 //!
 //! The runtime deletes expired records itself (`expired`, then `delete`), exactly as with the
 //! in-memory store, so records read the same until then. A record with a ttl also expires in
 //! Redis [`GRACE`] after its expiry time, a backstop for when no instance is left to sweep;
 //! `list` and `recover` skip ids whose record is gone, and the next sweep removes them from the
 //! indexes.
+//!
+//! The `client:` sets replaced per-principal sets (`principal:`, `index:principal`), which
+//! counted every anonymous caller as one client. A record written before then joins its
+//! client's set at its next write; until it does (or expires) it is not counted against the
+//! stored-task bound, and the old sets are left for an operator to delete.
 
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,7 +36,7 @@ use crate::conn::{Conn, millis, store_error};
 pub(crate) const GRACE: Duration = Duration::from_secs(3600);
 
 /// `put`: the record, and every index moved to what it says now.
-/// KEYS: task, all, expiry, unfinished, index:owner, index:principal, owner set, principal set.
+/// KEYS: task, all, expiry, unfinished, index:owner, index:client, owner set, client set.
 /// ARGV: id, json, unfinished (`1`/`0`), expires_at ms or empty, pexpireat ms or empty.
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -56,7 +61,7 @@ return 1
 });
 
 /// `delete`: the record and its place in every index.
-/// KEYS: task, all, expiry, unfinished, index:owner, index:principal. ARGV: id.
+/// KEYS: task, all, expiry, unfinished, index:owner, index:client. ARGV: id.
 static DELETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -113,8 +118,9 @@ impl RedisTaskStore {
         }
     }
 
-    fn principal_key(&self, principal: &str) -> String {
-        self.conn.keys.tasks(&format!("principal:{principal}"))
+    /// The set of the ids counted against one client (`TaskRecord::counted_as`).
+    fn client_key(&self, client: &str) -> String {
+        self.conn.keys.tasks(&format!("client:{client}"))
     }
 
     /// The records of the ids in one set.
@@ -167,9 +173,9 @@ impl TaskStore for RedisTaskStore {
                 .key(keys.tasks("expiry"))
                 .key(keys.tasks("unfinished"))
                 .key(keys.tasks("index:owner"))
-                .key(keys.tasks("index:principal"))
+                .key(keys.tasks("index:client"))
                 .key(self.owner_key(&record.owner))
-                .key(self.principal_key(record.owner.principal()))
+                .key(self.client_key(&record.counted_as()))
                 .arg(&record.task_id)
                 .arg(json)
                 .arg(if unfinished(record.status) { "1" } else { "0" })
@@ -191,7 +197,7 @@ impl TaskStore for RedisTaskStore {
                 .key(keys.tasks("expiry"))
                 .key(keys.tasks("unfinished"))
                 .key(keys.tasks("index:owner"))
-                .key(keys.tasks("index:principal"))
+                .key(keys.tasks("index:client"))
                 .arg(task_id);
             let _: Value = call
                 .invoke_async(&mut self.conn.commands())
@@ -219,13 +225,21 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
-    fn count_for_principal<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize> {
+    fn count_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, usize> {
         Box::pin(async move {
             redis::cmd("SCARD")
-                .arg(self.principal_key(principal))
+                .arg(self.client_key(client))
                 .query_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)
+        })
+    }
+
+    fn list_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
+        Box::pin(async move {
+            let mut records = self.fetch(self.client_key(client)).await?;
+            records.retain(|r| r.counted_as() == client);
+            Ok(records)
         })
     }
 

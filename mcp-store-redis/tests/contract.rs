@@ -510,7 +510,26 @@ async fn tasks(s: &Store, other: &Store, _: Backend) {
     assert_eq!(s.tasks.list(&alice).await.unwrap().len(), 1);
     assert_eq!(s.tasks.list(&alice_session).await.unwrap()[0].task_id, "b");
     assert_eq!(s.tasks.count().await.unwrap(), 3);
-    assert_eq!(s.tasks.count_for_principal("alice").await.unwrap(), 2);
+    assert_eq!(s.tasks.count_for_client("p5:alice").await.unwrap(), 2);
+    // An anonymous caller's record counts against its address, not the anonymous principal.
+    let mut anonymous = rec("e", TaskOwner::Principal("anonymous".into()), 40, None);
+    anonymous.client = Some("a:127.0.0.2".into());
+    s.tasks.put(anonymous).await.unwrap();
+    assert_eq!(other.tasks.count_for_client("a:127.0.0.2").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_client("p9:anonymous").await.unwrap(), 0);
+    assert_eq!(
+        other.tasks.list_for_client("a:127.0.0.2").await.unwrap()[0].task_id,
+        "e"
+    );
+    let mut alices = s.tasks.list_for_client("p5:alice").await.unwrap();
+    alices.sort_by(|x, y| x.task_id.cmp(&y.task_id));
+    assert_eq!(
+        alices.iter().map(|r| r.task_id.as_str()).collect::<Vec<_>>(),
+        ["a", "b"],
+        "both of alice's owners"
+    );
+    s.tasks.delete("e").await.unwrap();
+    assert_eq!(s.tasks.count_for_client("a:127.0.0.2").await.unwrap(), 0);
     assert_eq!(s.tasks.expired(35).await.unwrap(), vec!["c".to_owned()]);
     assert_eq!(s.tasks.expired(200).await.unwrap().len(), 2);
     s.tasks.delete("c").await.unwrap();
@@ -547,14 +566,14 @@ async fn tasks(s: &Store, other: &Store, _: Backend) {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 1);
-    assert_eq!(s.tasks.count_for_principal("carol").await.unwrap(), 0);
+    assert_eq!(s.tasks.count_for_client("p3:bob").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_client("p5:carol").await.unwrap(), 0);
     let moved = rec("b", bob_session.clone(), 20, None);
     s.tasks.put(moved).await.unwrap();
     assert!(s.tasks.list(&alice_session).await.unwrap().is_empty());
     assert_eq!(s.tasks.list(&bob_session).await.unwrap()[0].task_id, "b");
-    assert_eq!(s.tasks.count_for_principal("alice").await.unwrap(), 1);
-    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 2);
+    assert_eq!(s.tasks.count_for_client("p5:alice").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_client("p3:bob").await.unwrap(), 2);
     assert_eq!(s.tasks.count().await.unwrap(), 3);
 
     // Expiry follows the record: a ttl removed, a ttl added.
@@ -575,7 +594,7 @@ async fn tasks(s: &Store, other: &Store, _: Backend) {
     s.tasks.delete("never").await.unwrap();
     assert!(s.tasks.get("b").await.unwrap().is_none());
     assert!(s.tasks.list(&bob_session).await.unwrap().is_empty());
-    assert_eq!(s.tasks.count_for_principal("bob").await.unwrap(), 1);
+    assert_eq!(s.tasks.count_for_client("p3:bob").await.unwrap(), 1);
     assert_eq!(s.tasks.count().await.unwrap(), 2);
     assert_eq!(s.tasks.expired(10_000).await.unwrap(), vec!["d".to_owned()]);
 

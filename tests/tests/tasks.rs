@@ -49,8 +49,12 @@ impl TaskStore for SlowStore {
     fn count(&self) -> StoreFuture<'_, usize> {
         self.inner.count()
     }
-    fn count_for_principal<'a>(&'a self, p: &'a str) -> StoreFuture<'a, usize> {
-        self.inner.count_for_principal(p)
+    fn count_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, usize> {
+        self.inner.count_for_client(c)
+    }
+
+    fn list_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
+        self.inner.list_for_client(c)
     }
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
         self.inner.expired(now_ms)

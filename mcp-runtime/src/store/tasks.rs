@@ -7,12 +7,15 @@
 //! a durable or shared store (a database, a key-value service) can be
 //! plugged in with [`Storage::Tasks`](crate::Storage::Tasks).
 
+use std::borrow::Cow;
+
 use dashmap::DashMap;
 use mcp_protocol::model::{Task, TaskStatus};
 use mcp_protocol::{Era, RpcError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::quota::ClientKey;
 use crate::store::error::{StoreError, StoreFuture};
 
 /// Why a task store operation failed (the store seams' error). The caller gets a generic
@@ -96,6 +99,12 @@ pub struct TaskRecord {
     /// (recovery fails the unfinished tasks of instances that are gone).
     #[serde(default)]
     pub instance: Option<String>,
+    /// The client the stored-task bound counts the record against: the creating caller's
+    /// principal, or an anonymous caller's address (as [`counted_as`](Self::counted_as) spells
+    /// it). `None` in a record written before it was kept: it counts against its owner's
+    /// principal.
+    #[serde(default)]
+    pub client: Option<String>,
 }
 
 impl TaskRecord {
@@ -119,6 +128,17 @@ impl TaskRecord {
             outcome: None,
             input_requests: Map::new(),
             instance: None,
+            client: None,
+        }
+    }
+
+    /// The key of the client the record counts against (`TaskStore::count_for_client`):
+    /// `p<len>:<principal>` for a principal, `a:<address>` for an anonymous caller (an IPv6
+    /// one as its `/64`).
+    pub fn counted_as(&self) -> Cow<'_, str> {
+        match &self.client {
+            Some(client) => Cow::Borrowed(client),
+            None => Cow::Owned(ClientKey::Principal(self.owner.principal().into()).to_string()),
         }
     }
 
@@ -159,9 +179,11 @@ impl TaskRecord {
 ///   Transitions are read-modify-write under a per-task lock held by the
 ///   process that runs the task, so a store needs no transactions for tasks
 ///   of one instance.
-/// - **Owners.** `list` returns the records of exactly one owner;
-///   `count_for_principal` counts every record whose owner has that
-///   principal (sessions included).
+/// - **Owners and clients.** `list` returns the records of exactly one owner;
+///   `count_for_client` and `list_for_client` count and return the records
+///   counted against one client ([`TaskRecord::counted_as`]: a principal,
+///   whatever sessions its records belong to, or an anonymous caller's
+///   address), for the per-client bound on stored records.
 /// - **Expiry.** `expired` returns the ids whose `expires_at_ms` is at or
 ///   before `now_ms`; the runtime cancels their workers and `delete`s them.
 /// - **Restarts and dead instances.** `recover` returns the records left in `working` or
@@ -189,8 +211,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// How many records the store holds.
     fn count(&self) -> StoreFuture<'_, usize>;
 
-    /// How many records belong to owners with this principal.
-    fn count_for_principal<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize>;
+    /// How many records count against `client` ([`TaskRecord::counted_as`]).
+    fn count_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, usize>;
+
+    /// The records that count against `client`, in any order (the runtime drops the oldest
+    /// finished one to make room for a new task of that client).
+    fn list_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, Vec<TaskRecord>>;
 
     /// The ids of the records expired at `now_ms`.
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>>;
@@ -246,9 +272,19 @@ impl TaskStore for InMemoryTaskStore {
         Box::pin(async move { Ok(n) })
     }
 
-    fn count_for_principal<'a>(&'a self, principal: &'a str) -> StoreFuture<'a, usize> {
-        let n = self.records.iter().filter(|r| r.owner.principal() == principal).count();
+    fn count_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, usize> {
+        let n = self.records.iter().filter(|r| r.counted_as() == client).count();
         Box::pin(async move { Ok(n) })
+    }
+
+    fn list_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
+        let v = self
+            .records
+            .iter()
+            .filter(|r| r.counted_as() == client)
+            .map(|r| r.clone())
+            .collect();
+        Box::pin(async move { Ok(v) })
     }
 
     fn recover(&self) -> StoreFuture<'_, Vec<TaskRecord>> {
@@ -298,7 +334,22 @@ mod tests {
         assert_eq!(s.list(&alice).await.unwrap().len(), 1);
         assert_eq!(s.list(&alice_session).await.unwrap()[0].task_id, "b");
         assert_eq!(s.count().await.unwrap(), 3);
-        assert_eq!(s.count_for_principal("alice").await.unwrap(), 2);
+        assert_eq!(
+            s.count_for_client("p5:alice").await.unwrap(),
+            2,
+            "both of alice's owners"
+        );
+        let mut anonymous = rec("d", TaskOwner::Principal("anonymous".into()), 40, None);
+        anonymous.client = Some("a:127.0.0.2".into());
+        s.put(anonymous).await.unwrap();
+        assert_eq!(s.count_for_client("a:127.0.0.2").await.unwrap(), 1);
+        assert_eq!(
+            s.count_for_client("p9:anonymous").await.unwrap(),
+            0,
+            "counted by its address"
+        );
+        assert_eq!(s.list_for_client("a:127.0.0.2").await.unwrap()[0].task_id, "d");
+        s.delete("d").await.unwrap();
         assert_eq!(s.expired(35).await.unwrap(), vec!["c".to_owned()]);
         assert_eq!(s.expired(200).await.unwrap().len(), 2);
         s.delete("c").await.unwrap();

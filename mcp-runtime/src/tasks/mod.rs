@@ -22,9 +22,11 @@
 //! `CancellationToken`; over `max_tasks_total` running tasks, or
 //! `max_tasks_per_principal` running tasks of one client (a principal, or an
 //! anonymous caller's address), the call is refused with -32603 naming the
-//! bound and its work is stopped; a principal's stored records are bounded by
-//! `max_stored_tasks_per_principal`, its oldest finished task making room. Records live in a [`TaskStore`] (`store`); expired ones are
-//! swept every `task_sweep_interval`.
+//! bound and its work is stopped; the stored records of one client (again a
+//! principal, or an anonymous caller's address) are bounded by
+//! `max_stored_tasks_per_principal`, that client's oldest finished task making room.
+//! Records live in a [`TaskStore`] (`store`); expired ones are swept every
+//! `task_sweep_interval`.
 
 mod handoff;
 mod lifecycle;
@@ -346,8 +348,11 @@ impl Tasks {
         if mine >= self.limits.max_per_principal {
             return Err(CreateError::TooManyRunningForClient);
         }
-        if self.store.count_for_principal(owner.principal()).await? >= self.limits.max_stored_per_principal {
-            self.make_room(&owner).await?;
+        // Stored records count against the client (an anonymous caller's address), as the
+        // running ones do: one client's records never take another's room.
+        let counted_as = client.to_string();
+        if self.store.count_for_client(&counted_as).await? >= self.limits.max_stored_per_principal {
+            self.make_room(&counted_as).await?;
         }
         let id = mint_task_id().ok_or(CreateError::Random)?;
         let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
@@ -359,18 +364,19 @@ impl Tasks {
             Some(self.limits.poll_interval_ms),
         );
         rec.instance = self.sharing.get().map(|s| s.instance().to_owned());
+        rec.client = Some(counted_as);
         self.store.put(rec.clone()).await?;
         let live = Live::new(id.clone(), owner, client, work, relay);
         self.live.insert(id, live.clone());
         Ok((rec, live))
     }
 
-    /// Deletes the oldest finished task of `owner` to make room for a new one, or fails when
-    /// every stored task of the owner is still running.
-    async fn make_room(&self, owner: &TaskOwner) -> Result<(), CreateError> {
+    /// Deletes the oldest finished task counted against `client` to make room for a new one,
+    /// or fails when every stored task of the client is still running.
+    async fn make_room(&self, client: &str) -> Result<(), CreateError> {
         let oldest = self
             .store
-            .list(owner)
+            .list_for_client(client)
             .await?
             .into_iter()
             .filter(|r| r.status.is_terminal())

@@ -3,7 +3,8 @@
 //! call afterwards. Batches (length, and their work against the in-flight cap), legacy sessions
 //! (in total, per principal, and the size of what a session stores), and `subscriptions/listen`
 //! streams (in total, per peer, per principal), and the subscriptions one request can make the
-//! server hold (per session, per filter, per URI).
+//! server hold (per session, per filter, per URI), and the task records one client keeps stored
+//! (per address for anonymous callers).
 
 use http::StatusCode;
 use mcp_runtime::{Engine, ServerConfig};
@@ -398,6 +399,117 @@ async fn a_cancelled_call_leaves_no_error_and_cancels_its_client_request() {
         assert_eq!(told["method"], "notifications/cancelled");
         assert_eq!(told["params"]["requestId"], asked["id"]);
         assert!(stream.message().await.is_none(), "the cancelled call is not answered");
+    })
+    .await;
+}
+
+/// A legacy POST in session `sid` from `local`, answered as JSON or as the SSE event that
+/// carries the answer to `id`.
+async fn legacy_from(s: &Server, local: std::net::IpAddr, sid: &str, id: i64, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let resp = s
+        .post(body)
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send_from(local)
+        .await;
+    assert_eq!(resp.status, StatusCode::OK);
+    if resp.header("content-type") != Some("text/event-stream") {
+        return resp.json().await;
+    }
+    let mut events = resp.sse();
+    loop {
+        let event = events
+            .next_within(std::time::Duration::from_secs(5))
+            .await
+            .expect("the answer");
+        let message = event.json();
+        if message["id"] == id {
+            return message;
+        }
+    }
+}
+
+/// A 2025-11-25 session opened from `local`.
+async fn session_from(s: &Server, local: std::net::IpAddr) -> String {
+    let resp = s.post(init_body("2025-11-25")).send_from(local).await;
+    assert_eq!(resp.status, StatusCode::OK);
+    let sid = resp.header("mcp-session-id").expect("session id").to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = s
+        .post(initialized)
+        .header("mcp-session-id", &sid)
+        .send_from(local)
+        .await;
+    assert_eq!(ack.status, StatusCode::ACCEPTED);
+    sid
+}
+
+/// Runs the task-augmented tool `quick` in session `sid` from `local` to its end: its task id,
+/// or the error the call was refused with.
+async fn quick_task(s: &Server, local: std::net::IpAddr, sid: &str, id: i64) -> Result<String, Value> {
+    let created = legacy_from(s, local, sid, id, "tools/call", json!({"name": "quick", "task": {}})).await;
+    let Some(task) = created["result"]["task"]["taskId"].as_str() else {
+        return Err(created["error"].clone());
+    };
+    for _ in 0..100 {
+        let got = legacy_from(s, local, sid, id + 10_000, "tasks/get", json!({"taskId": task})).await;
+        if got["result"]["status"] == "completed" {
+            return Ok(task.to_owned());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("task {task} did not complete");
+}
+
+#[tokio::test]
+async fn anonymous_clients_keep_stored_tasks_per_address() {
+    // Issue #43's first fairness leftover: one address's 1,100 finished tasks refused another
+    // address's first task ("Too many stored tasks for this client, none of them finished"),
+    // the bound counting every anonymous caller as one client and making room only among the
+    // new caller's own tasks.
+    bounded(async {
+        let mut config = ServerConfig::default();
+        config.max_stored_tasks_per_principal = 3;
+        let engine = with_config(config);
+        let def = mcp_protocol::model::ToolDef::new("quick")
+            .with_task_support(mcp_protocol::task_mode::TaskSupport::Optional);
+        let quick = |_: serde_json::Map<String, Value>, _: mcp_runtime::Ctx| async {
+            Ok(mcp_protocol::model::CallToolResult::text("done"))
+        };
+        engine
+            .registry()
+            .add_tool(mcp_runtime::registry::ToolEntry::new(def, std::sync::Arc::new(quick), true, true).unwrap());
+        let s = Server::serve_engine(engine, HttpConfig::default()).await;
+        let (a, b): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        // The first address fills its share, over two sessions, then goes on: its own oldest
+        // finished tasks make room.
+        let (a1, a2) = (session_from(&s, a).await, session_from(&s, a).await);
+        let mut mine = Vec::new();
+        for i in 0..3 {
+            mine.push(quick_task(&s, a, &a1, 1 + i).await.expect("within the bound"));
+        }
+        let newer = quick_task(&s, a, &a2, 10)
+            .await
+            .expect("room made from its own session's oldest");
+        let first = legacy_from(&s, a, &a1, 11, "tasks/get", json!({"taskId": mine[0]})).await;
+        assert_eq!(first["error"]["code"], -32602, "the oldest made room: {first}");
+        // A client at another address has its own share, untouched by the first.
+        let b1 = session_from(&s, b).await;
+        let theirs = quick_task(&s, b, &b1, 20).await.expect("another address's first task");
+        for i in 0..3 {
+            quick_task(&s, b, &b1, 21 + i).await.expect("its whole share");
+        }
+        // Each address made room among its own tasks only.
+        let gone = legacy_from(&s, b, &b1, 30, "tasks/get", json!({"taskId": theirs})).await;
+        assert_eq!(gone["error"]["code"], -32602, "{gone}");
+        for (sid, task) in [(&a1, &mine[2]), (&a2, &newer)] {
+            let kept = legacy_from(&s, a, sid, 31, "tasks/get", json!({"taskId": task})).await;
+            assert_eq!(
+                kept["result"]["status"], "completed",
+                "the first address kept its newest: {kept}"
+            );
+        }
     })
     .await;
 }

@@ -44,8 +44,12 @@ impl TaskStore for GateStore {
     fn count(&self) -> StoreFuture<'_, usize> {
         self.inner.count()
     }
-    fn count_for_principal<'a>(&'a self, p: &'a str) -> StoreFuture<'a, usize> {
-        self.inner.count_for_principal(p)
+    fn count_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, usize> {
+        self.inner.count_for_client(c)
+    }
+
+    fn list_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
+        self.inner.list_for_client(c)
     }
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
         self.inner.expired(now_ms)
@@ -218,15 +222,26 @@ impl TaskStore for DurableStore {
         let n = self.records.lock().unwrap().len();
         Box::pin(async move { Ok(n) })
     }
-    fn count_for_principal<'a>(&'a self, p: &'a str) -> StoreFuture<'a, usize> {
+    fn count_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, usize> {
         let n = self
             .records
             .lock()
             .unwrap()
             .values()
-            .filter(|r| r.owner.principal() == p)
+            .filter(|r| r.counted_as() == c)
             .count();
         Box::pin(async move { Ok(n) })
+    }
+    fn list_for_client<'a>(&'a self, c: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
+        let v = self
+            .records
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|r| r.counted_as() == c)
+            .cloned()
+            .collect();
+        Box::pin(async move { Ok(v) })
     }
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
         let records = self.records.lock().unwrap();
