@@ -11,10 +11,15 @@
 //!
 //! The hashing work in flight is bounded ([`BasicAuthBuilder::max_concurrent_hashes`],
 //! default 4): PBKDF2 costs milliseconds of CPU per attempt by design, so a few hundred
-//! concurrent bad-password loops would otherwise push every good request past seconds. An
-//! attempt over the bound is answered at once with 503 (and `Retry-After`), before any work.
+//! concurrent bad-password loops would otherwise push every good request past seconds. The
+//! bound is shared by every client, so no address may hold more than its share of it
+//! ([`BasicAuthBuilder::max_hashes_per_address`], default 2, checks running or waiting: over
+//! it, 429 at once); an attempt that finds the bound full waits for a place in arrival order,
+//! behind at most that many checks of any one address, and only past
+//! [`BasicAuthBuilder::hash_wait`] (default 2 s) is it answered 503, with `Retry-After`
+//! (see `hashing`).
 //!
-//! That bound is shared by every client, so failed attempts are also throttled per client
+//! Failed attempts are also throttled per client
 //! address, per (address, user name) and per user name ([`ThrottleConfig`], see
 //! [`throttle`](crate::throttle)): past a limit, an attempt is answered at once with 429 and
 //! `Retry-After`, without a password check and without taking a place under the bound, so a
@@ -37,8 +42,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use self::hashing::{Hashing, Place, Refused};
 use crate::cache::{CacheConfig, CredentialCache};
 use crate::challenge::valid_realm;
 use crate::credentials::{self, Found};
@@ -49,6 +54,8 @@ use crate::{
     AuthInfo, AuthProvider, AuthSetupError, BoxFuture, Challenge, ClientAddr, DEFAULT_PBKDF2_ITERATIONS, DEFAULT_REALM,
     WwwAuthenticate, hash_password_with,
 };
+
+mod hashing;
 
 enum Secret {
     Plain(String),
@@ -114,12 +121,20 @@ pub struct BasicAuthBuilder {
     iterations: u32,
     users: Vec<BasicUser>,
     max_hashes: usize,
+    hashes_per_address: usize,
+    hash_wait: Duration,
     throttle: ThrottleConfig,
     cache: CacheConfig,
 }
 
 /// The default bound on password checks running at once.
 pub const DEFAULT_MAX_CONCURRENT_HASHES: usize = 4;
+
+/// The default share of one client address in the password checks, running or waiting.
+pub const DEFAULT_HASHES_PER_ADDRESS: usize = 2;
+
+/// How long an attempt waits by default for a place under the bound on password checks.
+pub const DEFAULT_HASH_WAIT: Duration = Duration::from_secs(2);
 
 impl Default for BasicAuthBuilder {
     fn default() -> Self {
@@ -128,6 +143,8 @@ impl Default for BasicAuthBuilder {
             iterations: DEFAULT_PBKDF2_ITERATIONS,
             users: Vec::new(),
             max_hashes: DEFAULT_MAX_CONCURRENT_HASHES,
+            hashes_per_address: DEFAULT_HASHES_PER_ADDRESS,
+            hash_wait: DEFAULT_HASH_WAIT,
             throttle: ThrottleConfig::default(),
             cache: CacheConfig::default(),
         }
@@ -148,9 +165,24 @@ impl BasicAuthBuilder {
     }
 
     /// The most password checks (PBKDF2 runs) at once (default 4, at least 1); an attempt
-    /// over it is refused at once with 503.
+    /// that finds them all taken waits for a place (see [`hash_wait`](Self::hash_wait)).
     pub fn max_concurrent_hashes(mut self, n: usize) -> Self {
         self.max_hashes = n.max(1);
+        self
+    }
+
+    /// The most password checks one client address has running or waiting at once (default
+    /// 2, at least 1; an IPv6 address counts by its `/64`): over it an attempt is refused at
+    /// once with 429 and `Retry-After`, so that one address never holds the whole bound.
+    pub fn max_hashes_per_address(mut self, n: usize) -> Self {
+        self.hashes_per_address = n.max(1);
+        self
+    }
+
+    /// How long an attempt waits for a place under [`max_concurrent_hashes`](Self::max_concurrent_hashes)
+    /// (default 2 s) before it is refused with 503 and `Retry-After`.
+    pub fn hash_wait(mut self, wait: Duration) -> Self {
+        self.hash_wait = wait;
         self
     }
 
@@ -226,7 +258,7 @@ impl BasicAuthBuilder {
             users,
             dummy,
             challenge,
-            hashing: Arc::new(Semaphore::new(self.max_hashes)),
+            hashing: Hashing::new(self.max_hashes, self.hashes_per_address, self.hash_wait),
             throttle: Throttle::new(self.throttle)?,
             cache: CredentialCache::new(self.cache)?,
             counters: Counters::default(),
@@ -247,8 +279,8 @@ pub struct BasicAuth {
     users: HashMap<String, (Arc<PasswordHash>, AuthInfo)>,
     dummy: Arc<PasswordHash>,
     challenge: Challenge,
-    /// Permits of password checks in flight.
-    hashing: Arc<Semaphore>,
+    /// The places of password checks in flight.
+    hashing: Hashing,
     throttle: Throttle,
     cache: CredentialCache,
     counters: Counters,
@@ -264,8 +296,12 @@ pub struct BasicAuthStats {
     pub cache_hits: u64,
     /// Attempts refused with 429 because failed attempts were over a limit.
     pub throttled: u64,
-    /// Attempts refused with 503 because the password checks in flight were at their bound.
+    /// Attempts refused with 503 because the password checks in flight stayed at their bound
+    /// for the whole wait.
     pub overloaded: u64,
+    /// Attempts refused with 429 because their address had its share of the password checks
+    /// running or waiting.
+    pub over_address_share: u64,
 }
 
 #[derive(Debug, Default)]
@@ -274,6 +310,7 @@ struct Counters {
     cache_hits: AtomicU64,
     throttled: AtomicU64,
     overloaded: AtomicU64,
+    over_address_share: AtomicU64,
 }
 
 impl Counters {
@@ -296,6 +333,7 @@ impl BasicAuth {
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
             throttled: c.throttled.load(Ordering::Relaxed),
             overloaded: c.overloaded.load(Ordering::Relaxed),
+            over_address_share: c.over_address_share.load(Ordering::Relaxed),
         }
     }
 
@@ -324,12 +362,12 @@ fn decode(credentials: &str) -> Option<(String, String)> {
 }
 
 /// Runs the PBKDF2 work off the async workers when a tokio runtime is present, holding
-/// `permit` until it is done (even if the request is dropped meanwhile).
-async fn verify(hash: Arc<PasswordHash>, password: String, permit: OwnedSemaphorePermit) -> bool {
+/// `place` until it is done (even if the request is dropped meanwhile).
+async fn verify(hash: Arc<PasswordHash>, password: String, place: Place) -> bool {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle
             .spawn_blocking(move || {
-                let _permit = permit;
+                let _place = place;
                 hash.verify(password.as_bytes())
             })
             .await
@@ -338,9 +376,14 @@ async fn verify(hash: Arc<PasswordHash>, password: String, permit: OwnedSemaphor
     }
 }
 
-/// The answer to an attempt over the hashing bound: 503, retry in a second.
-fn busy() -> Challenge {
-    Challenge::new(503, None).with_retry_after(Duration::from_secs(1))
+/// The answer to an attempt that found no place for its password check: 429 when its address
+/// holds its share, 503 when the bound stayed full for the whole wait; retry in a second.
+fn busy(why: Refused) -> Challenge {
+    let second = Duration::from_secs(1);
+    match why {
+        Refused::AddressFull => Challenge::too_many_requests(second),
+        Refused::Busy => Challenge::new(503, None).with_retry_after(second),
+    }
 }
 
 impl AuthProvider for BasicAuth {
@@ -369,10 +412,18 @@ impl AuthProvider for BasicAuth {
                 Some((hash, info)) => (hash.clone(), Some(info)),
                 None => (self.dummy.clone(), None),
             };
-            let Ok(permit) = self.hashing.clone().try_acquire_owned() else {
-                Counters::bump(&self.counters.overloaded);
-                tracing::warn!("basic authentication refused: too many password checks in flight");
-                return Err(busy());
+            let place = match self.hashing.enter(ClientAddr::of(parts)).await {
+                Ok(place) => place,
+                Err(why @ Refused::AddressFull) => {
+                    Counters::bump(&self.counters.over_address_share);
+                    tracing::debug!("basic authentication refused: the address has its share of password checks");
+                    return Err(busy(why));
+                }
+                Err(why @ Refused::Busy) => {
+                    Counters::bump(&self.counters.overloaded);
+                    tracing::warn!("basic authentication refused: too many password checks in flight");
+                    return Err(busy(why));
+                }
             };
             // Counted as a failure now, refunded on success: concurrent attempts cannot overrun
             // a limit, and an attempt dropped while its password is checked stays counted.
@@ -381,7 +432,7 @@ impl AuthProvider for BasicAuth {
                 Err(wait) => return Err(self.throttled(wait)),
             };
             Counters::bump(&self.counters.password_checks);
-            let matched = verify(hash, password, permit).await;
+            let matched = verify(hash, password, place).await;
             match info {
                 Some(info) if matched => {
                     let now = Instant::now();
@@ -434,10 +485,11 @@ mod tests {
         let p = BasicAuth::builder()
             .password_iterations(MIN_PBKDF2_ITERATIONS)
             .max_concurrent_hashes(2)
+            .hash_wait(Duration::ZERO)
             .user(BasicUser::plain("bob", "builder"))
             .build()
             .unwrap();
-        let held: Vec<_> = (0..2).map(|_| p.hashing.clone().try_acquire_owned().unwrap()).collect();
+        let held: Vec<_> = (0..2).map(|_| p.hashing.hold()).collect();
         for creds in ["bob:builder", "bob:wrong", "eve:x"] {
             let refused = run(&p, &basic(creds)).await.unwrap_err();
             assert_eq!(refused.status, 503, "{creds}: answered at once, no work done");

@@ -110,12 +110,60 @@ async fn throttled_attempts_take_no_place_under_the_hashing_bound() {
     for creds in ["bob:1", "bob:2", "bob:3"] {
         from(&p, ATTACKER, creds).await.unwrap_err();
     }
-    let held = p.hashing.clone().try_acquire_owned().unwrap();
+    let held = p.hashing.hold();
     assert!(is_throttled(&from(&p, ATTACKER, "bob:4").await.unwrap_err()));
-    assert_eq!(from(&p, HOME, "bob:builder").await.unwrap_err().status, 503);
+    // Another client's attempt waits for the check ahead of it rather than being refused.
+    let (home, ()) = tokio::join!(from(&p, HOME, "bob:builder"), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(held);
+    });
+    assert!(home.is_ok());
+    assert_eq!(p.stats().overloaded, 0);
+}
+
+#[tokio::test]
+async fn a_bound_full_for_the_whole_wait_is_503() {
+    let p = builder()
+        .max_concurrent_hashes(1)
+        .hash_wait(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let _held = p.hashing.hold();
+    let busy = from(&p, HOME, "bob:builder").await.unwrap_err();
+    assert_eq!((busy.status, busy.retry_after_secs()), (503, Some(1)));
     assert_eq!(p.stats().overloaded, 1);
-    drop(held);
-    assert!(from(&p, HOME, "bob:builder").await.is_ok());
+}
+
+#[tokio::test]
+async fn one_address_holds_its_share_of_the_checks_and_no_more() {
+    // One place at a time, two per address: a third attempt from the attacker, while two of
+    // its own are checked or waiting, is refused at once; the home client's is served.
+    let p = std::sync::Arc::new(
+        builder()
+            .max_concurrent_hashes(1)
+            .max_hashes_per_address(2)
+            .build()
+            .unwrap(),
+    );
+    let held = p.hashing.hold();
+    let waiting: Vec<_> = (1..=2)
+        .map(|n| {
+            let p = p.clone();
+            tokio::spawn(async move { from(&p, ATTACKER, &format!("bob:{n}")).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let third = from(&p, ATTACKER, "bob:3").await.unwrap_err();
+    assert_eq!((third.status, third.retry_after_secs()), (429, Some(1)));
+    assert_eq!(p.stats().over_address_share, 1);
+    let (home, ()) = tokio::join!(from(&p, HOME, "bob:builder"), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(held);
+    });
+    assert!(home.is_ok(), "behind at most the attacker's share");
+    for w in waiting {
+        assert_eq!(w.await.unwrap().unwrap_err().status, 401);
+    }
 }
 
 #[tokio::test]

@@ -382,7 +382,8 @@ fn basic(user_password: &str) -> String {
 async fn a_password_flood_costs_the_flooding_address_only() {
     bounded(async {
         // One password check at a time: without throttling, the flood below holds it nearly
-        // always and every other client is answered 503.
+        // always; without each address's share (2, checks running or waiting), another
+        // client's attempt could find it taken and be answered 503.
         let provider = Arc::new(
             BasicAuth::builder()
                 .password_iterations(MIN_PBKDF2_ITERATIONS)
@@ -446,7 +447,10 @@ async fn a_password_flood_costs_the_flooding_address_only() {
             refused += r;
             throttled += t;
         }
-        assert!(served >= 38, "the other address was served {served} times of 40");
+        // Issue #43's second fairness leftover: one request in about three runs was answered
+        // 503 while the flood held the only place; now it waits behind at most the flooding
+        // address's share.
+        assert_eq!(served, 40, "the other address was served {served} times of 40");
         let stats = provider.stats();
         assert!(
             throttled > 10 * refused,
