@@ -116,6 +116,11 @@ impl Keys {
         format!("{}:{{tasks}}:{name}", self.prefix)
     }
 
+    /// `<prefix>:{queue}:<name>`: a key of the task queue.
+    pub(crate) fn queue(&self, name: &str) -> String {
+        format!("{}:{{queue}}:{name}", self.prefix)
+    }
+
     /// `<prefix>:instance:<id>`: an instance's heartbeat.
     pub(crate) fn instance(&self, id: &str) -> String {
         format!("{}:instance:{id}", self.prefix)

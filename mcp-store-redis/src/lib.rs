@@ -62,10 +62,14 @@
 //! | `P:{tasks}:task:<id>` | string | a task record (JSON); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
 //! | `P:{tasks}:all` | set | every task id |
 //! | `P:{tasks}:owner:<owner>` | set | the task ids of one owner (`p:<principal>` or `s:<len>:<principal>:<session>`) |
-//! | `P:{tasks}:principal:<principal>` | set | the task ids whose owner has that principal |
+//! | `P:{tasks}:client:<client>` | set | the task ids counted against one client (`p<len>:<principal>`, or `a:<address>` for an anonymous caller) |
 //! | `P:{tasks}:expiry` | sorted set | task ids scored by `expires_at_ms` |
 //! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
-//! | `P:{tasks}:index:owner`, `P:{tasks}:index:principal` | hash | task id → the owner and principal sets it is in |
+//! | `P:{tasks}:index:owner`, `P:{tasks}:index:client` | hash | task id → the owner and client sets it is in |
+//! | `P:{queue}:client`, `P:{queue}:attempt` | hash | the task queue: task id → the client whose line it waits in, and its last attempt |
+//! | `P:{queue}:line:<client>` | list | a client's due tasks, in order |
+//! | `P:{queue}:ring` | list | the clients with a due task, in turn |
+//! | `P:{queue}:leases`, `P:{queue}:delayed` | sorted set | task ids by the end of their lease, and by when a delayed one becomes due (ms, Redis's clock) |
 //! | `P:instance:<id>` | string | an instance's heartbeat, `PX` = its ttl |
 //! | `P:mailbox:<id>` | string | an open mailbox's record (JSON: id, principal, the instance holding it; the HTTP transport's 2024-11-05 HTTP+SSE pairs are mailboxes); `PX` = the mailbox ttl, refreshed by the holder, deleted when it closes |
 //! | `P:rate:<bucket>` | string | a rate-limit bucket: its GCRA theoretical arrival time (µs on Redis's clock); `PX` = until the bucket is full again |
@@ -176,6 +180,7 @@ mod nodes;
 #[cfg(feature = "events")]
 mod occurrences;
 mod options;
+mod queue;
 mod replay;
 mod sessions;
 #[cfg(feature = "events")]
@@ -206,6 +211,7 @@ pub use crate::occurrences::{RedisOccurrences, WAKE_POLL};
 pub use crate::options::RedisOptions;
 #[cfg(feature = "tls")]
 pub use crate::options::RedisTls;
+use crate::queue::RedisQueue;
 pub use crate::replay::RedisReplayCache;
 use crate::sessions::RedisSessionRecords;
 #[cfg(feature = "events")]
@@ -259,6 +265,7 @@ pub struct RedisStore {
     sessions: Arc<RedisSessionRecords>,
     events: Arc<RedisEventLog>,
     tasks: Arc<RedisTaskStore>,
+    queue: Arc<RedisQueue>,
     bus: Arc<RedisBus>,
     members: Arc<RedisMembership>,
     buckets: Arc<RedisBuckets>,
@@ -476,6 +483,7 @@ impl RedisStore {
             sessions: Arc::new(RedisSessionRecords::new(conn.clone())),
             events: Arc::new(RedisEventLog::new(conn.clone())),
             tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+            queue: Arc::new(RedisQueue::new(conn.clone())),
             bus: Arc::new(bus),
             members: Arc::new(RedisMembership::new(conn.clone())),
             buckets: Arc::new(RedisBuckets::new(conn.clone())),
@@ -527,6 +535,7 @@ impl RedisStore {
             sessions: self.sessions,
             events: self.events,
             tasks: self.tasks,
+            queue: self.queue,
             bus: self.bus,
             members: self.members,
             buckets: self.buckets,

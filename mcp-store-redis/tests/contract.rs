@@ -54,6 +54,7 @@ contract!(tasks, tasks_memory, tasks_redis);
 contract!(membership, membership_memory, membership_redis);
 contract!(buckets, buckets_memory, buckets_redis);
 contract!(mailboxes, mailboxes_memory, mailboxes_redis);
+contract!(queue, queue_memory, queue_redis);
 
 // The DPoP replay cache is `mcp-auth`'s seam, not the runtime's: the same check against
 // `MemoryReplayCache` and `RedisReplayCache`, two handles on one state each.
@@ -98,7 +99,8 @@ async fn every_contract_on_a_redis_cluster() {
         addressed_bus,
         tasks,
         membership,
-        buckets
+        buckets,
+        queue
     );
     let prefix = unique_prefix("cluster-replay");
     let a = cluster_store_on(&urls, &prefix).await.replay_cache();
@@ -746,4 +748,74 @@ async fn replay(a: Arc<dyn ReplayCache>, b: Arc<dyn ReplayCache>) {
     assert_eq!(b.check_and_insert("brief", short).await, Ok(false));
     sleep(Duration::from_millis(400)).await;
     assert_eq!(b.check_and_insert("brief", short).await, Ok(true), "expired, new again");
+}
+
+/// The task queue: clients in turn, each line in order; claims under leases that a newer
+/// attempt fences; a lapsed lease claimed again (by the other instance) first in its line;
+/// delays; idempotent queuing. Leases and delays are real time here (Redis's clock cannot be
+/// paused), short, with margins of several times the slack a loaded machine needs.
+async fn queue(s: &Store, other: &Store, _backend: Backend) {
+    let (q, q2) = (&s.queue, &other.queue);
+    let lease = Duration::from_millis(600);
+    let claim = |q: &Arc<dyn mcp_runtime::store::TaskQueue>| {
+        let q = q.clone();
+        async move {
+            q.claim("w", lease)
+                .await
+                .unwrap()
+                .map(|c| (c.task_id, c.client, c.attempt))
+        }
+    };
+    for n in 0..3 {
+        q.enqueue(&format!("a{n}"), "p1:a", Duration::ZERO).await.unwrap();
+    }
+    q2.enqueue("b0", "p1:b", Duration::ZERO).await.unwrap();
+    q.enqueue("a0", "p1:a", Duration::ZERO).await.unwrap();
+    assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(4, 0));
+    assert_eq!(claim(q).await, Some(("a0".into(), "p1:a".into(), 1)));
+    assert_eq!(
+        claim(q2).await,
+        Some(("b0".into(), "p1:b".into(), 1)),
+        "b's one task is not behind a's line"
+    );
+    assert_eq!(claim(q).await.unwrap().0, "a1");
+    // b0 finishes; a0 is renewed past its first lease; a1 is left to lapse.
+    assert!(q2.finish("b0", 1).await.unwrap());
+    assert!(!q.finish("b0", 1).await.unwrap(), "finished once");
+    sleep(Duration::from_millis(300)).await;
+    assert!(q.renew("a0", 1, Duration::from_secs(5)).await.unwrap());
+    assert!(
+        !q.renew("a0", 2, lease).await.unwrap(),
+        "an attempt that was never claimed"
+    );
+    sleep(Duration::from_millis(700)).await;
+    // a1's lease lapsed: the other instance claims it, first in its line (before a2), as
+    // attempt 2, and attempt 1 is fenced.
+    assert_eq!(claim(q2).await, Some(("a1".into(), "p1:a".into(), 2)));
+    assert!(!q.renew("a1", 1, lease).await.unwrap());
+    assert!(!q.finish("a1", 1).await.unwrap());
+    assert!(!q.release("a1", 1, Duration::ZERO).await.unwrap());
+    assert_eq!(claim(q).await.unwrap().0, "a2");
+    assert!(q.renew("a2", 1, Duration::from_secs(5)).await.unwrap());
+    assert_eq!(claim(q).await, None, "a0 is still held");
+    // Given back with a backoff: not claimed before it ends, then as the next attempt.
+    assert!(q2.release("a1", 2, Duration::from_millis(400)).await.unwrap());
+    assert_eq!(claim(q).await, None);
+    sleep(Duration::from_millis(600)).await;
+    assert_eq!(claim(q).await, Some(("a1".into(), "p1:a".into(), 3)));
+    for (id, attempt) in [("a0", 1), ("a1", 3), ("a2", 1)] {
+        assert!(q.finish(id, attempt).await.unwrap(), "{id}");
+    }
+    // A delayed task, and queuing is idempotent while a task is known.
+    q.enqueue("later", "a:127.0.0.2", Duration::from_millis(400))
+        .await
+        .unwrap();
+    q.enqueue("later", "a:127.0.0.2", Duration::ZERO).await.unwrap();
+    assert_eq!(claim(q2).await, None);
+    assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(1, 0));
+    sleep(Duration::from_millis(600)).await;
+    assert_eq!(claim(q2).await, Some(("later".into(), "a:127.0.0.2".into(), 1)));
+    assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(0, 1));
+    assert!(q.finish("later", 1).await.unwrap());
+    assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(0, 0));
 }

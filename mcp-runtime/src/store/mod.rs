@@ -12,6 +12,8 @@
 //! - [`EventLog`]: the events of each session's streams, behind event ids and replay
 //!   from an event id, bounded per stream, written before they are sent;
 //! - [`TaskStore`]: task records;
+//! - [`TaskQueue`]: the tasks waiting for a worker and the attempt of each that runs, under
+//!   leases (not yet read by the runtime: the workers of issue #43 will);
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
 //!   responses and cancellations that reached an instance which does not hold the waiting
 //!   request, session ends and changes, new stream events, task control, mail for the
@@ -36,6 +38,7 @@ mod error;
 mod events;
 mod mailboxes;
 mod members;
+mod queue;
 mod quota;
 mod sessions;
 mod tasks;
@@ -48,6 +51,7 @@ pub use error::{StoreError, StoreFuture};
 pub use events::{EventLog, MemoryEventLog, Replay, StreamKey};
 pub use mailboxes::{MailboxRecord, MailboxRecords, MemoryMailboxRecords};
 pub use members::{Membership, MemoryMembership};
+pub use queue::{Claim, MemoryQueue, QueueDepth, TaskQueue};
 pub use quota::{Quota, QuotaError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
@@ -64,6 +68,8 @@ pub struct Store {
     pub events: Arc<dyn EventLog>,
     /// Task records.
     pub tasks: Arc<dyn TaskStore>,
+    /// The tasks waiting for a worker, and the attempt of each that runs.
+    pub queue: Arc<dyn TaskQueue>,
     /// Messages to every instance.
     pub bus: Arc<dyn Bus>,
     /// Live instances.
@@ -97,6 +103,7 @@ impl Store {
             sessions: Arc::new(MemorySessionRecords::with_events(events.clone())),
             events,
             tasks: Arc::new(InMemoryTaskStore::new()),
+            queue: Arc::new(MemoryQueue::new()),
             bus: Arc::new(MemoryBus::new()),
             members: Arc::new(MemoryMembership::new()),
             buckets: Arc::new(MemoryBuckets::new()),
