@@ -84,6 +84,14 @@ pub struct ServerConfig {
     /// make the new key `request_state_key` and keep the old one here for
     /// `request_state_ttl`).
     pub request_state_old_keys: Vec<StateKey>,
+    /// The key that seals task records at rest (default none): a task's result or error,
+    /// status message and input requests are encrypted before they reach the task store
+    /// ([`SealedTaskStore`](crate::store::SealedTaskStore)). Give every instance the same.
+    pub task_encryption_key: Option<crate::store::TaskKey>,
+    /// Older task keys that still open the records they sealed, never used to seal (a key
+    /// rotation: make the new key `task_encryption_key` and keep the old one here until the
+    /// records it sealed have expired).
+    pub task_encryption_old_keys: Vec<crate::store::TaskKey>,
     /// Values handed to every handler, one per type ([`Ctx::state`](crate::Ctx::state)).
     pub state: States,
     /// Lifetime of a sealed `requestState` (default 300 s).
@@ -198,6 +206,8 @@ impl Default for ServerConfig {
             max_stream_events: 256,
             request_state_key: None,
             request_state_old_keys: Vec::new(),
+            task_encryption_key: None,
+            task_encryption_old_keys: Vec::new(),
             state: States::default(),
             request_state_ttl: Duration::from_secs(300),
             max_input_rounds: 8,

@@ -412,6 +412,22 @@ impl McpServerBuilder {
         self
     }
 
+    /// Seals task records at rest with `key`: a task's result or error, status message and
+    /// input requests are encrypted (XChaCha20-Poly1305) before they reach the task store, so
+    /// that whoever reads the store (Redis, a backup) reads none of them. Give every instance
+    /// the same key (`TaskKey::from_hex`); to rotate, make the new key this one and keep the
+    /// old with [`task_encryption_old_key`](Self::task_encryption_old_key).
+    pub fn task_encryption_key(mut self, key: crate::store::TaskKey) -> Self {
+        self.config.task_encryption_key = Some(key);
+        self
+    }
+
+    /// A previous task key: it still opens the records it sealed, and seals none.
+    pub fn task_encryption_old_key(mut self, key: crate::store::TaskKey) -> Self {
+        self.config.task_encryption_old_keys.push(key);
+        self
+    }
+
     /// Shares the server's state with every other instance given a store over the same backend
     /// (several instances behind a load balancer that does not pin clients): legacy sessions,
     /// stream events and replay, server-to-client responses and cancellations, tasks, and

@@ -13,6 +13,7 @@
 //! and generation controls on the suite's `main`.
 //! `scenarios/events_shared.rs`: two instances on one Redis (cursors, long polls and webhook
 //! deliveries shared, a killed instance's deliveries taken over).
+//! `scenarios/tasks_sealed.rs`: task records sealed at rest, watched with `MONITOR` on Redis.
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
 #[path = "scenarios/cancellation.rs"]
@@ -37,3 +38,5 @@ mod loglevel;
 mod sep_2106;
 #[path = "scenarios/support.rs"]
 mod support;
+#[path = "scenarios/tasks_sealed.rs"]
+mod tasks_sealed;

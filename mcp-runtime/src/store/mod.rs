@@ -11,7 +11,8 @@
 //!   capabilities, principal, log level, resource subscriptions), with a sliding idle expiry;
 //! - [`EventLog`]: the events of each session's streams, behind event ids and replay
 //!   from an event id, bounded per stream, written before they are sent;
-//! - [`TaskStore`]: task records;
+//! - [`TaskStore`]: task records (sealed at rest by [`SealedTaskStore`] when a task key is
+//!   configured);
 //! - [`TaskQueue`]: the tasks waiting for a worker and the attempt of each that runs, under
 //!   leases (not yet read by the runtime: the workers of issue #43 will);
 //! - [`Bus`]: messages to every instance: list changes and resource updates, the client's
@@ -40,6 +41,7 @@ mod mailboxes;
 mod members;
 mod queue;
 mod quota;
+mod sealed;
 mod sessions;
 mod tasks;
 
@@ -53,6 +55,7 @@ pub use mailboxes::{MailboxRecord, MailboxRecords, MemoryMailboxRecords};
 pub use members::{Membership, MemoryMembership};
 pub use queue::{Claim, MemoryQueue, QueueDepth, TaskQueue};
 pub use quota::{Quota, QuotaError};
+pub use sealed::{Sealed, SealedTaskStore, TaskKey, TaskKeyError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
 pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 

@@ -105,6 +105,11 @@ pub struct TaskRecord {
     /// principal.
     #[serde(default)]
     pub client: Option<String>,
+    /// The outcome, status message and input requests sealed at rest, when a task key is
+    /// configured (see [`SealedTaskStore`](crate::store::SealedTaskStore)): those fields are
+    /// then empty in what the store holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<crate::store::Sealed>,
 }
 
 impl TaskRecord {
@@ -129,6 +134,7 @@ impl TaskRecord {
             input_requests: Map::new(),
             instance: None,
             client: None,
+            sealed: None,
         }
     }
 

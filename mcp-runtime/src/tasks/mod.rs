@@ -150,6 +150,15 @@ impl Tasks {
         store: Arc<dyn TaskStore>,
         subscriptions: Arc<Subscriptions>,
     ) -> Arc<Self> {
+        // With a task key, records are sealed before they reach the store.
+        let store: Arc<dyn TaskStore> = match &config.task_encryption_key {
+            Some(key) => Arc::new(crate::store::SealedTaskStore::new(
+                store,
+                key.clone(),
+                config.task_encryption_old_keys.clone(),
+            )),
+            None => store,
+        };
         Arc::new_cyclic(|me| Tasks {
             store,
             live: DashMap::new(),

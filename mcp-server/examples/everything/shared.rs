@@ -10,6 +10,7 @@
 
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
+use mcp_server::store::TaskKey;
 use mcp_store_redis::{
     RedisOccurrences, RedisOptions, RedisReplayCache, RedisStore, RedisStreamSlots, RedisTls, RedisWebhookSubscriptions,
 };
@@ -38,6 +39,10 @@ pub(crate) struct SharedArgs {
     /// Without it each process seals request states with a random key of its own.
     #[arg(long, value_name = "HEX")]
     state_key: Option<String>,
+    /// Seal task records at rest with this key (64 hexadecimal digits): no task result, status
+    /// message or input request reaches the store in clear. Give every instance the same.
+    #[arg(long, value_name = "HEX")]
+    task_key: Option<String>,
 }
 
 /// What the instances share through Redis besides the runtime's store.
@@ -62,6 +67,10 @@ impl SharedArgs {
         if let Some(hex) = &self.state_key {
             let key = StateKey::from_hex(hex).map_err(|e| format!("--state-key: {e} (64 hexadecimal digits)"))?;
             b = b.request_state_key(key);
+        }
+        if let Some(hex) = &self.task_key {
+            let key = TaskKey::from_hex(hex).map_err(|e| format!("--task-key: {e}"))?;
+            b = b.task_encryption_key(key);
         }
         if self.redis_ca.is_some() && self.redis.is_none() && self.redis_cluster.is_none() {
             return Err("--redis-ca needs --redis or --redis-cluster".into());

@@ -1,0 +1,103 @@
+//! Task records sealed at rest (issue #43, item 5), seen from outside: `everything --redis URL
+//! --task-key HEX` runs a 2025-11-25 task whose result names a marker; a `MONITOR` on the Redis
+//! sees every command the instance sends, and the marker is in none of them, while the client
+//! reads its result whole.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mcp_store_redis::testing::{TestRedis, unique_prefix};
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, bounded};
+
+const KEY: &str = "5f1c0de5a11c0ffee0ddba11defaced0b0bca7c0de5eed5a1ad5c0ffee15900d";
+const MARKER: &str = "quarterly-numbers-7f3a";
+
+/// A `MONITOR` connection read on a thread until stopped: everything Redis executed meanwhile.
+struct Monitor {
+    stop: Arc<AtomicBool>,
+    reader: std::thread::JoinHandle<String>,
+}
+
+impl Monitor {
+    fn start(url: &str) -> Monitor {
+        let address = url.trim_start_matches("redis://").trim_end_matches('/');
+        let mut tcp = TcpStream::connect(address).expect("connect to Redis");
+        tcp.write_all(b"MONITOR\r\n").expect("MONITOR");
+        tcp.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let reader = std::thread::spawn(move || {
+            let (mut seen, mut buf) = (Vec::new(), [0u8; 8192]);
+            while !flag.load(Ordering::Relaxed) {
+                match tcp.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    Err(_) => {}
+                }
+            }
+            String::from_utf8_lossy(&seen).into_owned()
+        });
+        Monitor { stop, reader }
+    }
+
+    fn stop(self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        self.reader.join().expect("monitor thread")
+    }
+}
+
+/// A legacy request in session `sid`: its answer.
+async fn legacy(f: &Fixture, sid: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let headers = [("mcp-session-id", sid), ("mcp-protocol-version", "2025-11-25")];
+    f.post(&body, &headers).await.answer(id).await
+}
+
+#[tokio::test]
+async fn no_task_result_reaches_redis_in_clear() {
+    bounded(60, async {
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("tasks-sealed");
+        let f = Fixture::start_with(&["--redis", redis.url(), "--redis-prefix", &prefix, "--task-key", KEY]).await;
+        let monitor = Monitor::start(redis.url());
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "sealed", "version": "1"}}});
+        let answer = f.post(&init, &[]).await;
+        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        f.post(
+            &initialized,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")],
+        )
+        .await;
+        let params = json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": MARKER}, "task": {}});
+        let created = legacy(&f, &sid, 1, "tools/call", params).await;
+        let task = created["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+        let mut status = Value::Null;
+        for n in 0..100 {
+            status = legacy(&f, &sid, 10 + n, "tasks/get", json!({"taskId": task})).await;
+            if status["result"]["status"] == "completed" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(status["result"]["status"], "completed", "{status}");
+        let result = legacy(&f, &sid, 200, "tasks/result", json!({"taskId": task})).await;
+        assert!(
+            result.to_string().contains(MARKER),
+            "the client reads its result: {result}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let seen = monitor.stop();
+        assert!(seen.contains(&task), "the monitor saw the task's writes");
+        // MONITOR quotes each argument, escaping the quotes inside.
+        assert!(seen.contains(r#"\"sealed\":{"#), "its record was sealed");
+        assert!(!seen.contains(MARKER), "the result never reached Redis in clear");
+    })
+    .await;
+}
