@@ -87,10 +87,12 @@ pub struct ServerConfig {
     /// The key that seals task records at rest (default none): a task's result or error,
     /// status message and input requests are encrypted before they reach the task store
     /// ([`SealedTaskStore`](crate::store::SealedTaskStore)). Give every instance the same.
+    #[cfg(feature = "shared-store")]
     pub task_encryption_key: Option<crate::store::TaskKey>,
     /// Older task keys that still open the records they sealed, never used to seal (a key
     /// rotation: make the new key `task_encryption_key` and keep the old one here until the
     /// records it sealed have expired).
+    #[cfg(feature = "shared-store")]
     pub task_encryption_old_keys: Vec<crate::store::TaskKey>,
     /// Values handed to every handler, one per type ([`Ctx::state`](crate::Ctx::state)).
     pub state: States,
@@ -206,7 +208,9 @@ impl Default for ServerConfig {
             max_stream_events: 256,
             request_state_key: None,
             request_state_old_keys: Vec::new(),
+            #[cfg(feature = "shared-store")]
             task_encryption_key: None,
+            #[cfg(feature = "shared-store")]
             task_encryption_old_keys: Vec::new(),
             state: States::default(),
             request_state_ttl: Duration::from_secs(300),

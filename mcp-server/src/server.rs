@@ -416,13 +416,16 @@ impl McpServerBuilder {
     /// input requests are encrypted (XChaCha20-Poly1305) before they reach the task store, so
     /// that whoever reads the store (Redis, a backup) reads none of them. Give every instance
     /// the same key (`TaskKey::from_hex`); to rotate, make the new key this one and keep the
-    /// old with [`task_encryption_old_key`](Self::task_encryption_old_key).
+    /// old with [`task_encryption_old_key`](Self::task_encryption_old_key). Needs the
+    /// `shared-store` feature.
+    #[cfg(feature = "shared-store")]
     pub fn task_encryption_key(mut self, key: crate::store::TaskKey) -> Self {
         self.config.task_encryption_key = Some(key);
         self
     }
 
     /// A previous task key: it still opens the records it sealed, and seals none.
+    #[cfg(feature = "shared-store")]
     pub fn task_encryption_old_key(mut self, key: crate::store::TaskKey) -> Self {
         self.config.task_encryption_old_keys.push(key);
         self

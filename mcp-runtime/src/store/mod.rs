@@ -11,7 +11,7 @@
 //!   capabilities, principal, log level, resource subscriptions), with a sliding idle expiry;
 //! - [`EventLog`]: the events of each session's streams, behind event ids and replay
 //!   from an event id, bounded per stream, written before they are sent;
-//! - [`TaskStore`]: task records (sealed at rest by [`SealedTaskStore`] when a task key is
+//! - [`TaskStore`]: task records (sealed at rest by `SealedTaskStore` when a task key is
 //!   configured);
 //! - [`TaskQueue`]: the tasks waiting for a worker and the attempt of each that runs, under
 //!   leases (not yet read by the runtime: the workers of issue #43 will);
@@ -41,6 +41,7 @@ mod mailboxes;
 mod members;
 mod queue;
 mod quota;
+#[cfg(feature = "shared-store")]
 mod sealed;
 mod sessions;
 mod tasks;
@@ -55,9 +56,10 @@ pub use mailboxes::{MailboxRecord, MailboxRecords, MemoryMailboxRecords};
 pub use members::{Membership, MemoryMembership};
 pub use queue::{Claim, MemoryQueue, QueueDepth, TaskQueue};
 pub use quota::{Quota, QuotaError};
-pub use sealed::{Sealed, SealedTaskStore, TaskKey, TaskKeyError};
+#[cfg(feature = "shared-store")]
+pub use sealed::{SealedTaskStore, TaskKey, TaskKeyError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
-pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub use tasks::{InMemoryTaskStore, Sealed, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 
 /// The shared state of a server that runs as several instances: one value of each seam.
 ///

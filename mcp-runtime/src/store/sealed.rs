@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::store::error::{StoreError, StoreFuture};
-use crate::store::tasks::{TaskOutcome, TaskOwner, TaskRecord, TaskStore};
+use crate::store::tasks::{Sealed, TaskOutcome, TaskOwner, TaskRecord, TaskStore};
 
 /// A key that seals task records: 32 bytes, named by an id derived from it.
 #[derive(Clone)]
@@ -87,18 +87,6 @@ impl TaskKey {
     pub fn id(&self) -> &str {
         &self.id
     }
-}
-
-/// The sealed part of a task record: its outcome, status message and input requests, encrypted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Sealed {
-    /// The id of the key that sealed it.
-    pub key: String,
-    /// The nonce (base64).
-    pub nonce: String,
-    /// The ciphertext and its tag (base64).
-    pub data: String,
 }
 
 /// What a task carries for its client: sealed together.

@@ -65,6 +65,19 @@ pub enum TaskOutcome {
     Error(RpcError),
 }
 
+/// The sealed part of a task record (`SealedTaskStore`, feature `shared-store`): its outcome,
+/// status message and input requests, encrypted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Sealed {
+    /// The id of the key that sealed it.
+    pub key: String,
+    /// The nonce (base64).
+    pub nonce: String,
+    /// The ciphertext and its tag (base64).
+    pub data: String,
+}
+
 /// A task as stored: plain, serializable data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -106,10 +119,10 @@ pub struct TaskRecord {
     #[serde(default)]
     pub client: Option<String>,
     /// The outcome, status message and input requests sealed at rest, when a task key is
-    /// configured (see [`SealedTaskStore`](crate::store::SealedTaskStore)): those fields are
-    /// then empty in what the store holds.
+    /// configured (`SealedTaskStore`, feature `shared-store`): those fields are then empty in
+    /// what the store holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed: Option<crate::store::Sealed>,
+    pub sealed: Option<Sealed>,
 }
 
 impl TaskRecord {

@@ -151,6 +151,7 @@ impl Tasks {
         subscriptions: Arc<Subscriptions>,
     ) -> Arc<Self> {
         // With a task key, records are sealed before they reach the store.
+        #[cfg(feature = "shared-store")]
         let store: Arc<dyn TaskStore> = match &config.task_encryption_key {
             Some(key) => Arc::new(crate::store::SealedTaskStore::new(
                 store,
