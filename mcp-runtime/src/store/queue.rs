@@ -11,7 +11,8 @@
 //! - **Fencing.** Every call after a claim names its attempt. Once a newer attempt exists, an
 //!   older one's `renew`, `finish` and `release` answer `false` and change nothing, so a
 //!   worker that lost its lease learns it at its next heartbeat and stops writing. Two workers
-//!   run the same task for at most one lease.
+//!   run the same task for at most one lease. A lease that lapsed is taken back only when a
+//!   claim finds it: until then its own attempt may still renew it (nobody else runs the task).
 //! - **Fair across clients.** Tasks wait in one line per client (the key the stored-task bound
 //!   counts, [`TaskRecord::counted_as`](crate::TaskRecord::counted_as)), and claims take the
 //!   clients in turn: one client's 10,000 queued tasks do not starve another client's one.
