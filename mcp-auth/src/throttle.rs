@@ -277,8 +277,9 @@ fn later(now: Instant, d: Duration) -> Instant {
     now.checked_add(d.min(CENTURY)).unwrap_or(now)
 }
 
-/// The address as throttled: an IPv4 address, or the /64 prefix of an IPv6 one.
-fn address_bytes(ip: IpAddr) -> [u8; 17] {
+/// The address as throttled (and as the basic provider shares its password checks): an IPv4
+/// address, or the /64 prefix of an IPv6 one.
+pub(crate) fn address_bytes(ip: IpAddr) -> [u8; 17] {
     let mut out = [0u8; 17];
     match ip.to_canonical() {
         IpAddr::V4(v4) => {

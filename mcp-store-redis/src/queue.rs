@@ -169,7 +169,7 @@ impl TaskQueue for RedisQueue {
         })
     }
 
-    fn claim<'a>(&'a self, _worker: &'a str, lease: Duration) -> StoreFuture<'a, Option<Claim>> {
+    fn claim(&self, lease: Duration) -> StoreFuture<'_, Option<Claim>> {
         Box::pin(async move {
             let claimed: Option<(String, String, u32)> = self
                 .call(&CLAIM)

@@ -759,12 +759,7 @@ async fn queue(s: &Store, other: &Store, _backend: Backend) {
     let lease = Duration::from_millis(600);
     let claim = |q: &Arc<dyn mcp_runtime::store::TaskQueue>| {
         let q = q.clone();
-        async move {
-            q.claim("w", lease)
-                .await
-                .unwrap()
-                .map(|c| (c.task_id, c.client, c.attempt))
-        }
+        async move { q.claim(lease).await.unwrap().map(|c| (c.task_id, c.client, c.attempt)) }
     };
     for n in 0..3 {
         q.enqueue(&format!("a{n}"), "p1:a", Duration::ZERO).await.unwrap();

@@ -24,8 +24,10 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// A client address as the shares count it (an IPv6 one masked to its `/64`).
-type Client = IpAddr;
+use crate::throttle::address_bytes;
+
+/// A client address as the shares count it: the throttle's form (an IPv6 one by its `/64`).
+type Client = [u8; 17];
 
 /// Why an attempt got no place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,17 +80,6 @@ fn lock(m: &Mutex<HashMap<Client, usize>>) -> MutexGuard<'_, HashMap<Client, usi
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The address an attempt counts against.
-fn client(ip: IpAddr) -> Client {
-    match ip.to_canonical() {
-        IpAddr::V6(v6) => {
-            let masked = u128::from(v6) & (u128::MAX << 64);
-            IpAddr::V6(masked.into())
-        }
-        v4 => v4,
-    }
-}
-
 impl Hashing {
     /// At most `max` checks at once (at least 1), `per_address` of them (at least 1) running or
     /// waiting for one address, each waiting at most `wait` for a place.
@@ -104,7 +95,7 @@ impl Hashing {
     /// A place for a check of an attempt from `address`: at once when one is free, after the
     /// attempts ahead of it otherwise.
     pub(crate) async fn enter(&self, address: Option<IpAddr>) -> Result<Place, Refused> {
-        let share = match address.map(client) {
+        let share = match address.map(address_bytes) {
             Some(client) => {
                 let mut shares = lock(&self.shares);
                 let n = shares.entry(client).or_insert(0);

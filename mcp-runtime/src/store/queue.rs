@@ -66,9 +66,9 @@ pub trait TaskQueue: Send + Sync + 'static {
     /// already queued or running is left as it is (queuing is idempotent).
     fn enqueue<'a>(&'a self, task_id: &'a str, client: &'a str, delay: Duration) -> StoreFuture<'a, ()>;
 
-    /// Claims the next task for `worker`, holding it for `lease`: the clients in turn, each
-    /// line in order, a task whose lease lapsed first. `None` when no task is due.
-    fn claim<'a>(&'a self, worker: &'a str, lease: Duration) -> StoreFuture<'a, Option<Claim>>;
+    /// Claims the next task, holding it for `lease`: the clients in turn, each line in order, a
+    /// task whose lease lapsed first. `None` when no task is due.
+    fn claim(&self, lease: Duration) -> StoreFuture<'_, Option<Claim>>;
 
     /// Extends attempt `attempt`'s lease on `task_id` to `lease` from now: `false` when that
     /// attempt no longer holds the task (a newer attempt claimed it, or it ended).
@@ -120,8 +120,6 @@ struct Entry {
     attempt: u32,
     /// When the current lease ends (ms on the queue's clock), while a worker holds the task.
     leased_until: Option<u64>,
-    /// When a delayed task becomes due (ms), while it waits for its delay.
-    due_at: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -165,9 +163,6 @@ impl Lines {
         }
         while let Some((due, id)) = self.delayed.first().cloned().filter(|(due, _)| *due <= now) {
             self.delayed.remove(&(due, id.clone()));
-            if let Some(e) = self.tasks.get_mut(&id) {
-                e.due_at = None;
-            }
             self.make_due(id, false);
         }
     }
@@ -177,8 +172,7 @@ impl Lines {
         let delay = millis(delay);
         if delay == 0 {
             self.make_due(task_id.to_owned(), false);
-        } else if let Some(e) = self.tasks.get_mut(task_id) {
-            e.due_at = Some(now + delay);
+        } else {
             self.delayed.insert((now + delay, task_id.to_owned()));
         }
     }
@@ -229,7 +223,6 @@ impl TaskQueue for MemoryQueue {
                 client: client.to_owned(),
                 attempt: 0,
                 leased_until: None,
-                due_at: None,
             };
             s.tasks.insert(task_id.to_owned(), entry);
             s.wait(task_id, now, delay);
@@ -237,7 +230,7 @@ impl TaskQueue for MemoryQueue {
         Box::pin(async { Ok(()) })
     }
 
-    fn claim<'a>(&'a self, _worker: &'a str, lease: Duration) -> StoreFuture<'a, Option<Claim>> {
+    fn claim(&self, lease: Duration) -> StoreFuture<'_, Option<Claim>> {
         let now = self.now();
         let mut s = self.lines();
         s.settle(now);
@@ -339,7 +332,7 @@ mod tests {
     const LEASE: Duration = Duration::from_secs(10);
 
     async fn claim(q: &MemoryQueue) -> Option<(String, u32)> {
-        q.claim("w", LEASE).await.unwrap().map(|c| (c.task_id, c.attempt))
+        q.claim(LEASE).await.unwrap().map(|c| (c.task_id, c.attempt))
     }
 
     #[tokio::test(start_paused = true)]
