@@ -81,7 +81,7 @@ pub use session::{DuplicateId, InFlight, InFlightGuard};
 pub use session::{LogNews, LogWatcher, Outlet, Session, SessionHandle};
 pub use sink::{Frame, Sink};
 pub use store::{Store, StoreError};
-pub use tasks::{InMemoryTaskStore, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub use tasks::{InMemoryTaskStore, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 
 /// The catalog: registration, snapshots, changes.
 pub mod registry {

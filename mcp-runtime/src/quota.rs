@@ -31,6 +31,19 @@ impl ClientKey {
     }
 }
 
+impl ClientKey {
+    /// The client a store key names (the [`Display`](fmt::Display) form read back); `None` for
+    /// anything else.
+    pub(crate) fn parse(key: &str) -> Option<Self> {
+        if let Some(address) = key.strip_prefix("a:") {
+            let ip = address.strip_suffix("/64").unwrap_or(address);
+            return ip.parse().ok().map(ClientKey::Address);
+        }
+        let (len, principal) = key.strip_prefix('p')?.split_once(':')?;
+        (len.parse::<usize>().ok()? == principal.len()).then(|| ClientKey::Principal(principal.into()))
+    }
+}
+
 /// As a store key: `p<len>:<principal>` (length-prefixed, so that no principal can name
 /// another key) or `a:<address>` (`a:<prefix>::/64` for IPv6).
 impl fmt::Display for ClientKey {
@@ -85,5 +98,21 @@ mod tests {
         assert_eq!(ClientKey::of(&anon, Some(a)).to_string(), "a:2001:db8:1:2::/64");
         let mapped = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped());
         assert_eq!(ClientKey::of(&anon, Some(mapped)).to_string(), "a:10.0.0.1");
+    }
+
+    #[test]
+    fn store_keys_read_back_as_the_client_they_name() {
+        let anon: Arc<str> = Arc::from(ANONYMOUS);
+        let alice: Arc<str> = Arc::from("ali:ce");
+        for key in [
+            ClientKey::of(&alice, None),
+            ClientKey::of(&anon, Some("127.0.0.2".parse().unwrap())),
+            ClientKey::of(&anon, Some("2001:db8:1:2:aaaa::1".parse().unwrap())),
+        ] {
+            assert_eq!(ClientKey::parse(&key.to_string()), Some(key));
+        }
+        for bad in ["", "p3:ab", "pX:a", "a:nope", "q1:a"] {
+            assert_eq!(ClientKey::parse(bad), None, "{bad}");
+        }
     }
 }

@@ -69,7 +69,13 @@ impl Runtime {
     /// A runtime over a registry, with tasks kept in `store` (a durable or
     /// shared [`TaskStore`]; see its contract).
     pub(crate) fn with_task_store(config: ServerConfig, registry: Arc<Registry>, store: Arc<dyn TaskStore>) -> Self {
-        Self::build(config, registry, store, None)
+        Self::build(
+            config,
+            registry,
+            store,
+            Arc::new(crate::store::MemoryQueue::new()),
+            None,
+        )
     }
 
     /// A runtime whose legacy sessions, stream events, tasks and notifications are shared with
@@ -79,7 +85,13 @@ impl Runtime {
     #[cfg(feature = "shared-store")]
     pub(crate) fn with_store(config: ServerConfig, registry: Arc<Registry>, store: Store) -> Self {
         let cluster = Cluster::new(store.clone(), &config);
-        let runtime = Self::build(config, registry, store.tasks.clone(), Some(cluster.clone()));
+        let runtime = Self::build(
+            config,
+            registry,
+            store.tasks.clone(),
+            store.queue.clone(),
+            Some(cluster.clone()),
+        );
         runtime.tasks.share(cluster);
         runtime
     }
@@ -101,6 +113,14 @@ impl Runtime {
             None => Vec::new(),
         };
         services.extend(self.tasks.sweeper());
+        services.extend(self.tasks.workers(crate::tasks::WorkerEnv {
+            registry: self.registry.clone(),
+            advertised: self.config.advertise.revisions(),
+            client_request_timeout: self.config.client_request_timeout,
+            logging: self.config.logging,
+            state: self.config.state.clone(),
+            elicitations: self.elicitations.clone(),
+        }));
         services.extend(self.config.extensions.start_services());
         services
     }
@@ -314,6 +334,7 @@ impl Runtime {
         config: ServerConfig,
         registry: Arc<Registry>,
         store: Arc<dyn TaskStore>,
+        queue: Arc<dyn crate::store::TaskQueue>,
         cluster: Option<Arc<Cluster>>,
     ) -> Self {
         let advertised = config.advertise.revisions();
@@ -329,7 +350,7 @@ impl Runtime {
         };
         let completion_info = config.send_server_info.then(|| config.server_info.render(None));
         let subscriptions = Arc::new(Subscriptions::new(limits, completion_info));
-        let tasks = Tasks::new(&config, store, subscriptions.clone());
+        let tasks = Tasks::new(&config, store, queue, subscriptions.clone());
         let elicitations = Arc::new(Elicitations::new(
             config.elicitation_ttl,
             config.max_elicitations_per_principal,
@@ -399,6 +420,15 @@ impl Runtime {
     /// `task_sweep_interval` once a task exists); returns how many.
     pub(crate) async fn sweep_tasks(&self) -> usize {
         self.tasks.sweep().await
+    }
+
+    /// The drain of the tasks running here: see [`Engine::drain_tasks`](crate::Engine::drain_tasks).
+    pub(crate) async fn drain_tasks(&self, grace: std::time::Duration) -> usize {
+        self.tasks.stop_claiming();
+        if tokio::time::timeout(grace, self.tasks.all_ended()).await.is_ok() {
+            return 0;
+        }
+        self.tasks.hand_back().await
     }
 
     /// The registered tool (`tools/call`) or prompt (`prompts/get`) named `name`, for a

@@ -895,6 +895,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         server.serve_stdio().await?;
         return Ok(());
     }
+    if args.shared.role == mcp_server::tasks::Role::Worker {
+        // No listener: this instance runs the tasks of the shared queue until told to stop.
+        println!("worker running");
+        server
+            .serve_workers(Duration::from_secs(10), mcp_server::shutdown_signal())
+            .await?;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
     let local = listener.local_addr()?;
     let endpoint = format!("http://{local}/mcp");

@@ -222,6 +222,12 @@ pub mod store {
     pub use mcp_runtime::store::*;
 }
 
+/// How tasks run when they outlive their worker: [`TaskRuns`](tasks::TaskRuns) (roles, leases,
+/// attempts, checkpoints) and the messages a task that stopped ends with.
+pub mod tasks {
+    pub use mcp_runtime::tasks::{GAVE_UP, HANDED_BACK, INSTANCE_STOPPED, INTERRUPTED, Role, TaskRuns};
+}
+
 #[doc(inline)]
 pub use mcp_runtime::input;
 

@@ -185,4 +185,24 @@ impl McpServer {
         mcp_transport_stdio::serve_until(self.engine, config, shutdown).await?;
         Ok(())
     }
+
+    /// Runs this server as a worker only: it serves no client, and runs the tasks the queue of
+    /// its store hands it (resumable tools' tasks whose worker stopped, or that a draining
+    /// instance handed back), at most `TaskRuns::max_running` at once, until `shutdown`
+    /// completes (e.g. [`shutdown_signal`](crate::shutdown_signal)). Then it stops claiming,
+    /// gives its running tasks `grace` to end and hands the rest back (see
+    /// [`Engine::drain_tasks`](crate::transport::Engine::drain_tasks)). Give it the same store
+    /// (feature `redis`: the same Redis) as the instances that accept the calls.
+    pub async fn serve_workers(
+        self,
+        grace: std::time::Duration,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ServerError> {
+        self.drive();
+        shutdown.await;
+        let handed = self.engine.drain_tasks(grace).await;
+        tracing::info!(handed_back = handed, "worker stopped");
+        self.engine.shutdown();
+        Ok(())
+    }
 }

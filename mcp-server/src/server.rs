@@ -424,6 +424,15 @@ impl McpServerBuilder {
         self
     }
 
+    /// How tasks that outlive their worker run (resumable tools' tasks, [`Tool::resumable`]):
+    /// this instance's role, the lease a worker renews, the attempts and their backoff, the
+    /// checkpoint bound, how many tasks from the queue this instance runs at once. See
+    /// [`TaskRuns`](crate::tasks::TaskRuns) for the defaults.
+    pub fn task_runs(mut self, runs: crate::tasks::TaskRuns) -> Self {
+        self.config.task_runs = runs;
+        self
+    }
+
     /// A previous task key: it still opens the records it sealed, and seals none.
     #[cfg(feature = "shared-store")]
     pub fn task_encryption_old_key(mut self, key: crate::store::TaskKey) -> Self {

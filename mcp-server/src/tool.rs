@@ -72,6 +72,7 @@ pub struct Tool {
     validate_output: bool,
     timeout: Option<std::time::Duration>,
     scopes: Vec<String>,
+    resumable: bool,
     derived: Derived,
 }
 
@@ -173,6 +174,7 @@ impl Tool {
             validate_input: true,
             validate_output: true,
             timeout: None,
+            resumable: false,
             scopes: Vec::new(),
             derived: Derived::default(),
         }
@@ -466,6 +468,18 @@ impl Tool {
         self
     }
 
+    /// Makes the tool's tasks outlive the worker running them: when it stops (killed, or its
+    /// instance drained on a deploy), a worker of any instance sharing the store runs the task
+    /// again from the last checkpoint the handler saved ([`Ctx::checkpoint`](crate::Ctx::checkpoint),
+    /// read back with [`Ctx::resumed_from`](crate::Ctx::resumed_from)), up to
+    /// [`TaskRuns::max_attempts`](crate::tasks::TaskRuns) with a backoff. Runs are at least
+    /// once: [`Ctx::task_id`](crate::Ctx::task_id) and [`Ctx::attempt`](crate::Ctx::attempt)
+    /// make an idempotency key for side effects. See the tasks guide.
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
+        self
+    }
+
     /// Whether arguments are validated against the input schema (default on).
     pub fn validate_input(mut self, on: bool) -> Self {
         self.validate_input = on;
@@ -506,9 +520,10 @@ impl Tool {
             None => SchemaUse::given(self.validate_output),
         };
         let entry = ToolEntry::with_schemas(self.def, self.handler, input, output)?.with_scopes(self.scopes)?;
-        Ok(match self.timeout {
+        let entry = match self.timeout {
             Some(t) => entry.with_timeout(t),
             None => entry,
-        })
+        };
+        Ok(if self.resumable { entry.resumable() } else { entry })
     }
 }

@@ -73,6 +73,19 @@ return 1
     ))
 });
 
+/// `hold`: ARGV line prefix, id, client, lease ms. The attempt (1), or nothing when the queue
+/// knows the task.
+static HOLD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r"{PRELUDE}
+if redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[3]) == 0 then return false end
+local attempt = redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[2])
+return attempt
+"
+    ))
+});
+
 /// `claim`: ARGV line prefix, lease ms. The claimed id, client and attempt, or nothing.
 static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
@@ -166,6 +179,18 @@ impl TaskQueue for RedisQueue {
                 .await
                 .map_err(store_error)?;
             Ok(())
+        })
+    }
+
+    fn hold<'a>(&'a self, task_id: &'a str, client: &'a str, lease: Duration) -> StoreFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            self.call(&HOLD)
+                .arg(task_id)
+                .arg(client)
+                .arg(millis(lease).max(1))
+                .invoke_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)
         })
     }
 

@@ -752,7 +752,7 @@ async fn replay(a: Arc<dyn ReplayCache>, b: Arc<dyn ReplayCache>) {
 
 /// The task queue: clients in turn, each line in order; claims under leases that a newer
 /// attempt fences; a lapsed lease claimed again (by the other instance) first in its line;
-/// delays; idempotent queuing. Leases and delays are real time here (Redis's clock cannot be
+/// delays; idempotent queuing; a task held where it was accepted. Leases and delays are real time here (Redis's clock cannot be
 /// paused), short, with margins of several times the slack a loaded machine needs.
 async fn queue(s: &Store, other: &Store, _backend: Backend) {
     let (q, q2) = (&s.queue, &other.queue);
@@ -813,4 +813,13 @@ async fn queue(s: &Store, other: &Store, _backend: Backend) {
     assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(0, 1));
     assert!(q.finish("later", 1).await.unwrap());
     assert_eq!(q.depth().await.unwrap(), mcp_runtime::store::QueueDepth::new(0, 0));
+    // A task held where it was accepted: attempt 1 at once, nobody claims it during its lease,
+    // another instance claims it as attempt 2 once the lease lapsed.
+    assert_eq!(q.hold("here", "p1:a", lease).await.unwrap(), Some(1));
+    assert_eq!(q2.hold("here", "p1:a", lease).await.unwrap(), None, "held once");
+    assert_eq!(claim(q2).await, None);
+    sleep(Duration::from_millis(900)).await;
+    assert_eq!(claim(q2).await, Some(("here".into(), "p1:a".into(), 2)));
+    assert!(!q.renew("here", 1, lease).await.unwrap(), "the first attempt is fenced");
+    assert!(q2.finish("here", 2).await.unwrap());
 }

@@ -197,7 +197,10 @@ impl Shared {
             self.tracker.wait().await;
         };
         tokio::pin!(work);
-        if tokio::time::timeout(grace, &mut work).await.is_err() {
+        // The tasks running here drain beside the calls, and are handed back before the
+        // sessions close (which would cancel the legacy ones).
+        let (calls, _) = tokio::join!(tokio::time::timeout(grace, &mut work), self.engine.drain_tasks(grace));
+        if calls.is_err() {
             tracing::warn!(
                 ?grace,
                 "calls still in flight after the shutdown grace; cancelling them"

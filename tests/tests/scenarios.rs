@@ -13,6 +13,7 @@
 //! and generation controls on the suite's `main`.
 //! `scenarios/events_shared.rs`: two instances on one Redis (cursors, long polls and webhook
 //! deliveries shared, a killed instance's deliveries taken over).
+//! `scenarios/tasks_resumable.rs`: resumable tasks outlive a killed or drained instance, on Redis.
 //! `scenarios/tasks_sealed.rs`: task records sealed at rest, watched with `MONITOR` on Redis.
 //! `scenarios/support.rs`: the fixture process and a one-request HTTP/1.1 client.
 
@@ -38,5 +39,7 @@ mod loglevel;
 mod sep_2106;
 #[path = "scenarios/support.rs"]
 mod support;
+#[path = "scenarios/tasks_resumable.rs"]
+mod tasks_resumable;
 #[path = "scenarios/tasks_sealed.rs"]
 mod tasks_sealed;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::HandlerError;
 use super::input_required::InputRequired;
+use super::resume::ResumeLink;
 use super::run::Run;
 use super::state::States;
 use super::task_link::TaskLink;
@@ -30,6 +31,16 @@ pub(crate) enum Origin {
     Sessionless,
     /// A modern request with its validated `_meta`.
     Modern(Arc<ModernMeta>),
+    /// A 2025-11-25 task's call run again by a worker, with the client facts its session had.
+    Recorded(Arc<Recorded>),
+}
+
+/// The client facts of a legacy session, as a resumable task recorded them.
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    pub(crate) revision: Revision,
+    pub(crate) client_capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Value>,
 }
 
 #[derive(Clone)]
@@ -53,6 +64,8 @@ pub(crate) struct CtxInner {
     pub(crate) request_state: Option<Value>,
     /// The 2025-11-25 task the call runs as, if any.
     pub(crate) task: Option<Arc<dyn TaskLink>>,
+    /// The resumable task the call runs as, if any (either era).
+    pub(crate) resume: Option<Arc<dyn ResumeLink>>,
     /// The runtime's URL-mode elicitation records.
     pub(crate) elicitations: Arc<Elicitations>,
     /// The server's shared state.
@@ -129,6 +142,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => Some(m.revision),
             Origin::Session(s) => Some(s.revision()),
+            Origin::Recorded(r) => Some(r.revision),
             Origin::Sessionless => None,
         }
     }
@@ -139,6 +153,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => &m.client_capabilities,
             Origin::Session(s) => s.client_capabilities(),
+            Origin::Recorded(r) => &r.client_capabilities,
             Origin::Sessionless => &EMPTY_CAPS,
         }
     }
@@ -148,6 +163,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => m.client_info(),
             Origin::Session(s) => Some(s.client_info()),
+            Origin::Recorded(r) => r.client_info.as_ref(),
             Origin::Sessionless => None,
         }
     }
@@ -297,6 +313,50 @@ impl Ctx {
         Ctx::new(inner)
     }
 
+    /// The same context, its call running as the resumable task `link` names.
+    pub(crate) fn resuming(&self, link: Arc<dyn ResumeLink>) -> Ctx {
+        let mut inner = CtxInner::clone(&self.inner);
+        inner.resume = Some(link);
+        Ctx::new(inner)
+    }
+
+    /// The request's params.
+    pub(crate) fn params(&self) -> &Params {
+        &self.inner.params
+    }
+
+    /// Which attempt this run of the call is: 1, but for a resumable tool's task run again
+    /// after the worker running it stopped (killed, or its instance drained), where it is the
+    /// attempt's number (2 for the first run again). With [`Ctx::task_id`] it is an idempotency
+    /// key for the side effects of a run.
+    pub fn attempt(&self) -> u32 {
+        self.inner.resume.as_ref().map_or(1, |r| r.attempt())
+    }
+
+    /// Saves a checkpoint of a resumable tool's task (`Tool::resumable`): stored with the task
+    /// (sealed at rest when a task key is configured), it is what the next attempt starts from
+    /// ([`Ctx::resumed_from`]) should this one stop. A checkpoint larger than the configured
+    /// bound (`TaskRuns::max_checkpoint_bytes`, default 64 KiB) is refused with a tool error
+    /// saying so; one that cannot be stored is an internal error. Outside a resumable task (an
+    /// inline call, a tool that is not resumable) nothing is saved and it returns `Ok`.
+    pub async fn checkpoint<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<(), HandlerError> {
+        let Some(link) = &self.inner.resume else {
+            return Ok(());
+        };
+        let value = serde_json::to_value(value).map_err(HandlerError::internal)?;
+        link.save(value).await
+    }
+
+    /// The last checkpoint saved for this resumable task, by an earlier attempt or by this run
+    /// (`None` on a first run that saved none, and outside a resumable task). A checkpoint that
+    /// is not a `T` is an internal error.
+    pub fn resumed_from<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, HandlerError> {
+        match self.inner.resume.as_ref().and_then(|r| r.last()) {
+            Some(v) => serde_json::from_value(v).map(Some).map_err(HandlerError::internal),
+            None => Ok(None),
+        }
+    }
+
     /// The runtime's URL-mode elicitation records.
     pub(crate) fn elicitations(&self) -> &Elicitations {
         &self.inner.elicitations
@@ -307,10 +367,15 @@ impl Ctx {
         &self.inner.sink
     }
 
-    /// The id of the task the call runs as, when it was created as a
-    /// 2025-11-25 task.
-    pub fn task_id(&self) -> Option<&str> {
-        self.inner.task.as_ref().map(|t| t.id())
+    /// The id of the task the call runs as: a 2025-11-25 task from its start, a resumable
+    /// tool's task of either era once it is one (a modern call that runs inline first gets it
+    /// when it is handed off).
+    pub fn task_id(&self) -> Option<String> {
+        match (&self.inner.task, &self.inner.resume) {
+            (Some(t), _) => Some(t.id().to_owned()),
+            (None, Some(r)) => r.task_id(),
+            (None, None) => None,
+        }
     }
 
     /// The context of the next round of a call: the responses gathered so
@@ -390,7 +455,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => m.log_level,
             Origin::Session(s) => Some(s.log_level()),
-            Origin::Sessionless => Some(LoggingLevel::default()),
+            Origin::Sessionless | Origin::Recorded(_) => Some(LoggingLevel::default()),
         }
     }
 

@@ -11,6 +11,7 @@ pub(crate) mod error;
 pub mod handler;
 pub mod input;
 pub(crate) mod input_required;
+pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod task_link;

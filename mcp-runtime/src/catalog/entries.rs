@@ -111,6 +111,9 @@ pub struct ToolEntry {
     /// The scopes a call of this tool needs (besides those of `tools/call`). See
     /// [`ToolEntry::with_scopes`].
     pub scopes: Scopes,
+    /// Whether a task of this tool outlives the worker running it: run again from its last
+    /// checkpoint after the worker stopped. See [`ToolEntry::resumable`].
+    pub resumable: bool,
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -201,6 +204,7 @@ impl ToolEntry {
             secure_param_headers,
             timeout: None,
             scopes: Scopes::default(),
+            resumable: false,
         })
     }
 
@@ -223,6 +227,19 @@ impl ToolEntry {
     /// tool error "Tool execution timed out".
     pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes the tool's tasks resumable: a task keeps its call (and, sealed when a task key is
+    /// configured, its arguments) in the task store and runs under a lease of the task queue;
+    /// when the worker running it stops (killed, its host gone, its instance drained) a worker
+    /// of any instance sharing the store runs it again, its handler getting the attempt
+    /// (`Ctx::attempt`) and the last checkpoint it saved (`Ctx::checkpoint`,
+    /// `Ctx::resumed_from`). The handler must be safe to run again from a checkpoint: runs
+    /// are at least once. Only calls that become tasks are concerned (a tool whose
+    /// `task_support` forbids tasks never resumes).
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
         self
     }
 }

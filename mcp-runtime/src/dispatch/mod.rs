@@ -141,6 +141,7 @@ fn ctx(parts: &Parts<'_>, req: &Request, params: &Params, route: &Route, env: Re
         input_responses: round.responses,
         request_state: round.state,
         task: None,
+        resume: None,
         elicitations: parts.elicitations.clone(),
         state: parts.config.state.clone(),
     })

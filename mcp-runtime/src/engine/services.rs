@@ -83,6 +83,17 @@ impl Engine {
         self.runtime.sweep_sessions().await
     }
 
+    /// The drain of the tasks running here (a graceful shutdown): no task is claimed from the
+    /// queue any more; the tasks running here get `grace` to end, then the rest are handed back:
+    /// a resumable tool's task goes back to the queue with its checkpoint, for a worker of
+    /// another instance to claim at once; any other fails with
+    /// [`INSTANCE_STOPPED`](crate::tasks::INSTANCE_STOPPED). Returns how many went back to the
+    /// queue. Call it before [`close_sessions`](Self::close_sessions), which cancels the
+    /// legacy tasks of the sessions it closes.
+    pub async fn drain_tasks(&self, grace: Duration) -> usize {
+        self.runtime.drain_tasks(grace).await
+    }
+
     /// Closes every session held here (the end of a graceful shutdown's grace).
     pub fn close_sessions(&self) {
         self.runtime.sessions().clear();

@@ -59,7 +59,7 @@ pub use quota::{Quota, QuotaError};
 #[cfg(feature = "shared-store")]
 pub use sealed::{SealedTaskStore, TaskKey, TaskKeyError};
 pub use sessions::{MemorySessionRecords, SessionField, SessionRecord, SessionRecords};
-pub use tasks::{InMemoryTaskStore, Sealed, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub use tasks::{InMemoryTaskStore, Sealed, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
 
 /// The shared state of a server that runs as several instances: one value of each seam.
 ///

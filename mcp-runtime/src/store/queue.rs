@@ -66,6 +66,11 @@ pub trait TaskQueue: Send + Sync + 'static {
     /// already queued or running is left as it is (queuing is idempotent).
     fn enqueue<'a>(&'a self, task_id: &'a str, client: &'a str, delay: Duration) -> StoreFuture<'a, ()>;
 
+    /// Records `task_id` (in `client`'s line) as claimed at once by the caller, for `lease`: the
+    /// instance that accepted a task runs its first attempt itself. The attempt it starts (1 for
+    /// a task the queue did not know), or `None` when the queue already knows the task.
+    fn hold<'a>(&'a self, task_id: &'a str, client: &'a str, lease: Duration) -> StoreFuture<'a, Option<u32>>;
+
     /// Claims the next task, holding it for `lease`: the clients in turn, each line in order, a
     /// task whose lease lapsed first. `None` when no task is due.
     fn claim(&self, lease: Duration) -> StoreFuture<'_, Option<Claim>>;
@@ -230,6 +235,22 @@ impl TaskQueue for MemoryQueue {
         Box::pin(async { Ok(()) })
     }
 
+    fn hold<'a>(&'a self, task_id: &'a str, client: &'a str, lease: Duration) -> StoreFuture<'a, Option<u32>> {
+        let until = self.now() + millis(lease);
+        let mut s = self.lines();
+        let held = (!s.tasks.contains_key(task_id)).then(|| {
+            let entry = Entry {
+                client: client.to_owned(),
+                attempt: 1,
+                leased_until: Some(until),
+            };
+            s.tasks.insert(task_id.to_owned(), entry);
+            s.leases.insert((until, task_id.to_owned()));
+            1
+        });
+        Box::pin(async move { Ok(held) })
+    }
+
     fn claim(&self, lease: Duration) -> StoreFuture<'_, Option<Claim>> {
         let now = self.now();
         let mut s = self.lines();
@@ -368,6 +389,16 @@ mod tests {
         assert!(q.finish("t", 2).await.unwrap());
         assert_eq!(claim(&q).await, Some(("u".into(), 1)));
         assert_eq!(claim(&q).await, None, "a finished task is gone");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_task_runs_its_first_attempt_where_it_was_accepted() {
+        let q = MemoryQueue::new();
+        assert_eq!(q.hold("t", "c", LEASE).await.unwrap(), Some(1));
+        assert_eq!(q.hold("t", "c", LEASE).await.unwrap(), None, "held once");
+        assert_eq!(claim(&q).await, None, "nobody else claims it while its lease runs");
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(claim(&q).await, Some(("t".into(), 2)));
     }
 
     #[tokio::test(start_paused = true)]

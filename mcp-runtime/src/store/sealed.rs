@@ -1,6 +1,7 @@
 //! Task records sealed at rest (issue #43, item 5): [`SealedTaskStore`] wraps any
 //! [`TaskStore`] and seals what a task carries for its client (its result or error, its status
-//! message, its outstanding input requests) before the record reaches the store, so that
+//! message, its outstanding input requests, the call a worker runs again with its arguments, and
+//! its last checkpoint) before the record reaches the store, so that
 //! whoever reads the store (a Redis dump, a `MONITOR`, a backup) reads no user's task data.
 //!
 //! - **The AEAD.** XChaCha20-Poly1305 (RustCrypto's `chacha20poly1305`): a 256-bit key, a
@@ -30,7 +31,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::store::error::{StoreError, StoreFuture};
-use crate::store::tasks::{Sealed, TaskOutcome, TaskOwner, TaskRecord, TaskStore};
+use crate::store::tasks::{Sealed, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore};
 
 /// A key that seals task records: 32 bytes, named by an id derived from it.
 #[derive(Clone)]
@@ -99,6 +100,10 @@ struct Secrets {
     status_message: Option<String>,
     #[serde(default)]
     input_requests: Map<String, Value>,
+    #[serde(default)]
+    call: Option<TaskCall>,
+    #[serde(default)]
+    checkpoint: Option<Value>,
 }
 
 /// A [`TaskStore`] that seals what a task carries for its client before `inner` sees it (see
@@ -144,9 +149,16 @@ impl SealedTaskStore {
             outcome: record.outcome.take(),
             status_message: record.status_message.take(),
             input_requests: std::mem::take(&mut record.input_requests),
+            call: record.call.take(),
+            checkpoint: record.checkpoint.take(),
         };
         record.sealed = None;
-        if secrets.outcome.is_none() && secrets.status_message.is_none() && secrets.input_requests.is_empty() {
+        if secrets.outcome.is_none()
+            && secrets.status_message.is_none()
+            && secrets.input_requests.is_empty()
+            && secrets.call.is_none()
+            && secrets.checkpoint.is_none()
+        {
             return Ok(record);
         }
         let plain =
@@ -188,6 +200,8 @@ impl SealedTaskStore {
         record.outcome = secrets.outcome;
         record.status_message = secrets.status_message;
         record.input_requests = secrets.input_requests;
+        record.call = secrets.call;
+        record.checkpoint = secrets.checkpoint;
         Ok(record)
     }
 

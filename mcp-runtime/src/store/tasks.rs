@@ -78,6 +78,38 @@ pub struct Sealed {
     pub data: String,
 }
 
+/// What a worker needs to run a task's call again, on any instance: kept with a task that may
+/// be run by another instance than the one that accepted it (a resumable tool's task, or any
+/// task accepted by a front that runs none). Sealed at rest with the rest of the task's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TaskCall {
+    /// The `tools/call` params as received (`name`, `arguments`, `_meta`), without `task`.
+    pub params: Value,
+    /// The caller's principal.
+    pub principal: String,
+    /// The caller's granted scopes.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The caller's claims.
+    #[serde(default)]
+    pub claims: Map<String, Value>,
+    /// A 2025-11-25 task's negotiated revision (a modern call names its own in `_meta`).
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// A 2025-11-25 task's client capabilities, as its session declared them.
+    #[serde(default)]
+    pub client_capabilities: Option<Map<String, Value>>,
+    /// A 2025-11-25 task's client implementation.
+    #[serde(default)]
+    pub client_info: Option<Value>,
+    /// Whether an attempt whose worker stopped runs again, from the last checkpoint (the tool
+    /// is resumable); otherwise the task fails with [`INSTANCE_STOPPED`](crate::tasks::INSTANCE_STOPPED).
+    #[serde(default)]
+    pub resumable: bool,
+}
+
 /// A task as stored: plain, serializable data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -123,6 +155,17 @@ pub struct TaskRecord {
     /// what the store holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed: Option<Sealed>,
+    /// How to run the call again, for a task any worker may run (see [`TaskCall`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<TaskCall>,
+    /// The attempt that runs (or last ran) the task, from the queue's claims: 0 for a task
+    /// that never went through the queue.
+    #[serde(default)]
+    pub attempt: u32,
+    /// The last checkpoint a resumable run saved (`Ctx::checkpoint`), which the next attempt
+    /// starts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Value>,
 }
 
 impl TaskRecord {
@@ -148,6 +191,9 @@ impl TaskRecord {
             instance: None,
             client: None,
             sealed: None,
+            call: None,
+            attempt: 0,
+            checkpoint: None,
         }
     }
 

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
+use super::{LegacyTaskLink, Live, Resumption, TaskCall, TaskOutcome, TaskOwner, Tasks};
 use crate::api::task_link::TaskLink;
 use crate::api::{Ctx, InputRequired};
 use crate::catalog::ToolEntry;
@@ -142,6 +142,28 @@ async fn run_worker(
         }
     }
     guard.reported = true;
+    let live = match &*handoff.lock() {
+        Slot::Task(live) => Some(live.clone()),
+        Slot::Inline(_) => None,
+    };
+    if let Some(live) = live {
+        tasks.end_attempt(&live).await;
+    }
+}
+
+/// Runs a task the queue handed this instance (`Tasks::run_claimed`) to its end.
+pub(super) async fn run_claimed(
+    tasks: Arc<Tasks>,
+    live: Arc<Live>,
+    tool: Arc<ToolEntry>,
+    args: Map<String, Value>,
+    ctx: Ctx,
+) {
+    let handoff = Arc::new(Handoff {
+        slot: Mutex::new(Slot::Task(live)),
+    });
+    let limits = tasks.limits.run;
+    run_worker(tasks, handoff, limits, tool, args, ctx).await;
 }
 
 impl Tasks {
@@ -207,7 +229,9 @@ impl Tasks {
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
         let ttl = task.and_then(requested_ttl);
-        let (rec, live) = match self.create(owner, ctx.client(), ttl, work.clone(), relay.clone()).await {
+        let call = tool.resumable.then(|| TaskCall::of(&ctx, true));
+        let created = self.create(owner, ctx.client(), ttl, work.clone(), relay.clone(), call);
+        let (rec, live) = match created.await {
             Ok(created) => created,
             Err(e) => return Reply::Error(e),
         };
@@ -215,7 +239,12 @@ impl Tasks {
             tasks: self.clone(),
             live: live.clone(),
         });
-        let wctx = ctx.for_task(work, Sink::relay(relay), Some(link));
+        let mut wctx = ctx.for_task(work, Sink::relay(relay), Some(link));
+        if tool.resumable {
+            let resumption = Resumption::new(self, 1, None);
+            resumption.became(live.clone()).await;
+            wctx = wctx.resuming(resumption);
+        }
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Task(live)),
         });
@@ -241,7 +270,13 @@ impl Tasks {
         // The work stops with the request until it is handed off.
         let stop_with_request = work.clone().drop_guard();
         let relay = Relay::new(Some(ctx.sink().clone()));
-        let wctx = ctx.for_task(work.clone(), Sink::relay(relay.clone()), None);
+        let mut wctx = ctx.for_task(work.clone(), Sink::relay(relay.clone()), None);
+        // A resumable tool's run knows its attempt from the start, its task once handed off.
+        let resumption = tool.resumable.then(|| Resumption::new(self, 1, None));
+        if let Some(r) = &resumption {
+            wctx = wctx.resuming(r.clone());
+        }
+        let call = tool.resumable.then(|| TaskCall::of(&ctx, true));
         let (tx, mut rx) = oneshot::channel();
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Inline(Some(tx))),
@@ -260,7 +295,7 @@ impl Tasks {
         }
         let owner = TaskOwner::Principal(ctx.principal().to_owned());
         let (rec, live) = match self
-            .create(owner, ctx.client(), None, work.clone(), relay.clone())
+            .create(owner, ctx.client(), None, work.clone(), relay.clone(), call)
             .await
         {
             Ok(created) => created,
@@ -286,6 +321,9 @@ impl Tasks {
         stop_with_request.disarm();
         // Nothing more of the call reaches the request's stream.
         relay.detach();
+        if let Some(r) = resumption {
+            r.became(live.clone()).await;
+        }
         tracing::debug!(task = %rec.task_id, "call handed off to a task");
         Reply::Result(create_task_result(&rec.task(), Era::Modern))
     }
@@ -316,6 +354,7 @@ mod tests {
         let tasks = Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
+            Arc::new(crate::store::MemoryQueue::new()),
             Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         );
         let owner = TaskOwner::Principal("p".into());
@@ -326,6 +365,7 @@ mod tests {
                 None,
                 CancellationToken::new(),
                 Relay::new(None),
+                None,
             )
             .await
             .unwrap();
@@ -363,6 +403,7 @@ mod tests {
         let tasks = Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
+            Arc::new(crate::store::MemoryQueue::new()),
             Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         );
         let (tx, rx) = oneshot::channel();

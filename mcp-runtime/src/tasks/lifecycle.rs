@@ -6,7 +6,7 @@
 //! ([`TaskStatus::can_transition`]): a terminal status never changes, so a
 //! later outcome is a no-op.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -41,15 +41,25 @@ pub(crate) struct Live {
     gathered: Mutex<Map<String, Value>>,
     /// Legacy server-to-client requests of the task waiting for an answer.
     client_requests: AtomicUsize,
+    /// The attempt this process runs, for a task of the queue (0: a task run where it was
+    /// accepted, outside the queue).
+    pub(crate) attempt: u32,
+    /// Whether the task runs again elsewhere when this process stops running it.
+    pub(crate) resumable: bool,
+    /// Set when this attempt may no longer write: another attempt holds the task, or it was
+    /// handed back.
+    pub(crate) fenced: AtomicBool,
 }
 
 impl Live {
-    pub(super) fn new(
+    /// The live part of attempt `run.0` of a task of the queue, resumable when `run.1`.
+    pub(super) fn run(
         id: String,
         owner: TaskOwner,
         client: ClientKey,
         work: CancellationToken,
         relay: Arc<Relay>,
+        (attempt, resumable): (u32, bool),
     ) -> Arc<Self> {
         Arc::new(Live {
             id,
@@ -61,6 +71,9 @@ impl Live {
             write: tokio::sync::Mutex::new(()),
             gathered: Mutex::new(Map::new()),
             client_requests: AtomicUsize::new(0),
+            attempt,
+            resumable,
+            fenced: AtomicBool::new(false),
         })
     }
 
@@ -128,6 +141,21 @@ impl Tasks {
             let Some(mut rec) = self.store.get(task_id).await? else {
                 return Ok(None);
             };
+            // Fencing: an attempt that lost the task (to a newer one, or handed back) writes
+            // nothing more.
+            if let Some(l) = &live
+                && (l.fenced.load(Ordering::Acquire) || l.attempt != rec.attempt)
+            {
+                if !l.fenced.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(
+                        task = task_id,
+                        attempt = l.attempt,
+                        "a newer attempt runs the task: this one stops"
+                    );
+                    l.work.cancel();
+                }
+                return Ok(Some(rec));
+            }
             if !change(&mut rec) {
                 return Ok(Some(rec));
             }
@@ -167,9 +195,9 @@ impl Tasks {
         outcome: Option<TaskOutcome>,
         message: Option<&str>,
     ) -> bool {
-        if self.live(&live.id).is_none() {
+        if self.live(&live.id).is_none_or(|l| !std::ptr::eq(&*l, live)) {
             // Released with its session (here or on another instance): its record is deleted,
-            // and writing the outcome would bring it back.
+            // and writing the outcome would bring it back. Or a newer attempt of it runs here.
             tracing::debug!(task = %live.id, ?status, "outcome of a released task not stored");
             return false;
         }
@@ -467,6 +495,7 @@ mod tests {
                 None,
                 CancellationToken::new(),
                 Relay::new(None),
+                None,
             )
             .await
             .unwrap();
@@ -477,6 +506,7 @@ mod tests {
         Tasks::new(
             &ServerConfig::default(),
             Arc::new(InMemoryTaskStore::new()),
+            Arc::new(crate::store::MemoryQueue::new()),
             Arc::new(Subscriptions::new(Limits::unbounded(), None)),
         )
     }

@@ -31,6 +31,7 @@
 mod handoff;
 mod lifecycle;
 mod methods;
+mod runs;
 mod sharing;
 
 use std::sync::{Arc, OnceLock, Weak};
@@ -46,8 +47,12 @@ use crate::listen::Subscriptions;
 use crate::quota::ClientKey;
 use crate::sink::Relay;
 
-pub use crate::store::{InMemoryTaskStore, StoreFuture, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError};
+pub use crate::store::{
+    InMemoryTaskStore, StoreFuture, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError,
+};
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
+pub use runs::{GAVE_UP, HANDED_BACK, Role, TaskRuns};
+pub(crate) use runs::{Resumption, WorkerEnv};
 #[cfg(feature = "shared-store")]
 pub(crate) use sharing::Following;
 pub(crate) use sharing::Sharing;
@@ -75,6 +80,8 @@ struct Limits {
     max_total: usize,
     max_per_principal: usize,
     max_stored_per_principal: usize,
+    /// How tasks of the queue run.
+    runs: TaskRuns,
 }
 
 /// The clock of tasks: wall-clock milliseconds, advanced by the runtime's
@@ -102,6 +109,11 @@ impl Clock {
 /// process runs, and the bounds.
 pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
+    /// Where resumable tasks are leased to the worker running them.
+    queue: Arc<dyn crate::store::TaskQueue>,
+    /// Cancelled when this instance stops claiming tasks (a drain).
+    stopping: CancellationToken,
+    workers: OnceLock<()>,
     live: DashMap<String, Arc<Live>>,
     subscriptions: Arc<Subscriptions>,
     clock: Clock,
@@ -148,6 +160,7 @@ impl Tasks {
     pub(crate) fn new(
         config: &ServerConfig,
         store: Arc<dyn TaskStore>,
+        queue: Arc<dyn crate::store::TaskQueue>,
         subscriptions: Arc<Subscriptions>,
     ) -> Arc<Self> {
         // With a task key, records are sealed before they reach the store.
@@ -162,6 +175,9 @@ impl Tasks {
         };
         Arc::new_cyclic(|me| Tasks {
             store,
+            queue,
+            stopping: CancellationToken::new(),
+            workers: OnceLock::new(),
             live: DashMap::new(),
             subscriptions,
             clock: Clock::new(),
@@ -179,6 +195,7 @@ impl Tasks {
                 max_total: config.max_tasks_total,
                 max_per_principal: config.max_tasks_per_principal,
                 max_stored_per_principal: config.max_stored_tasks_per_principal,
+                runs: config.task_runs.clone(),
             },
             admission: tokio::sync::Mutex::new(()),
             recovered: tokio::sync::OnceCell::new(),
@@ -252,7 +269,8 @@ impl Tasks {
     /// (a previous run left them), those of dead instances for a shared store.
     async fn recover(&self) -> Result<(), TaskStoreError> {
         for mut rec in self.store.recover().await? {
-            if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
+            // A task of the queue is run again, or failed, by the worker that claims it.
+            if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.call.is_some() {
                 continue;
             }
             if let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.as_deref()) {
@@ -283,7 +301,7 @@ impl Tasks {
     /// running it stopped (its heartbeat lapsed): a reader learns it at once, not at the next
     /// sweep. A liveness question the store cannot answer leaves the record as it is.
     async fn checked(&self, mut rec: TaskRecord) -> TaskRecord {
-        if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) {
+        if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.call.is_some() {
             return rec;
         }
         let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.clone()) else {
@@ -308,9 +326,10 @@ impl Tasks {
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
+        call: Option<TaskCall>,
     ) -> Result<(TaskRecord, Arc<Live>), RpcError> {
         self.ensure_recovered().await;
-        let created = self.admit(owner, client, requested_ttl_ms, work, relay).await;
+        let created = self.admit(owner, client, requested_ttl_ms, work, relay, call).await;
         created.map_err(|e| match e {
             CreateError::TooManyRunning => {
                 tracing::warn!(limit = self.limits.max_total, "task refused: too many running tasks");
@@ -344,6 +363,7 @@ impl Tasks {
         requested_ttl_ms: Option<u64>,
         work: CancellationToken,
         relay: Arc<Relay>,
+        call: Option<TaskCall>,
     ) -> Result<(TaskRecord, Arc<Live>), CreateError> {
         let _admission = self.admission.lock().await;
         // Running tasks count; finished ones keep their results without blocking new work.
@@ -374,10 +394,31 @@ impl Tasks {
             Some(self.limits.poll_interval_ms),
         );
         rec.instance = self.sharing.get().map(|s| s.instance().to_owned());
-        rec.client = Some(counted_as);
+        // A resumable task runs its first attempt here, under a lease of the queue.
+        let run = call.as_ref().map_or((0, false), |c| (1, c.resumable));
+        rec.attempt = run.0;
+        rec.call = call;
+        rec.client = Some(counted_as.clone());
         self.store.put(rec.clone()).await?;
-        let live = Live::new(id.clone(), owner, client, work, relay);
+        if run.0 > 0 {
+            match self.queue.hold(&id, &counted_as, self.limits.runs.lease).await {
+                Ok(Some(_)) => {}
+                held => {
+                    let _ = self.store.delete(&id).await;
+                    return Err(match held {
+                        Err(e) => CreateError::Store(e),
+                        _ => CreateError::Store(TaskStoreError::Backend(format!("task {id} already queued"))),
+                    });
+                }
+            }
+        }
+        let live = Live::run(id.clone(), owner, client, work, relay, run);
         self.live.insert(id, live.clone());
+        if run.0 > 0
+            && let Some(me) = self.me.upgrade()
+        {
+            me.keep_lease(live.clone());
+        }
         Ok((rec, live))
     }
 
@@ -437,6 +478,7 @@ impl Tasks {
     /// while escalating).
     pub(crate) async fn discard(&self, live: &Live) {
         self.live.remove(&live.id);
+        self.end_attempt(live).await;
         if let Err(e) = self.store.delete(&live.id).await {
             tracing::error!(task = %live.id, error = %e, "discarded task could not be deleted");
         }

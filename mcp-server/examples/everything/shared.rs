@@ -11,6 +11,7 @@
 use mcp_server::McpServerBuilder;
 use mcp_server::protocol::request_state::StateKey;
 use mcp_server::store::TaskKey;
+use mcp_server::tasks::{Role, TaskRuns};
 use mcp_store_redis::{
     RedisOccurrences, RedisOptions, RedisReplayCache, RedisStore, RedisStreamSlots, RedisTls, RedisWebhookSubscriptions,
 };
@@ -43,6 +44,18 @@ pub(crate) struct SharedArgs {
     /// message or input request reaches the store in clear. Give every instance the same.
     #[arg(long, value_name = "HEX")]
     task_key: Option<String>,
+    /// `both` (serve clients and run tasks) or `worker` (run the tasks of the shared queue
+    /// only: resumable tasks whose worker stopped or was drained; no listener).
+    #[arg(long, value_name = "ROLE", default_value = "both", value_parser = parse_role)]
+    pub(crate) role: Role,
+    /// The lease of a running resumable task, in milliseconds: how long a task whose worker
+    /// died waits before another worker claims it.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    task_lease_ms: u64,
+}
+
+fn parse_role(name: &str) -> Result<Role, String> {
+    Role::parse(name).ok_or_else(|| format!("unknown role {name:?} (both, worker)"))
 }
 
 /// What the instances share through Redis besides the runtime's store.
@@ -68,6 +81,10 @@ impl SharedArgs {
             let key = StateKey::from_hex(hex).map_err(|e| format!("--state-key: {e} (64 hexadecimal digits)"))?;
             b = b.request_state_key(key);
         }
+        let mut runs = TaskRuns::default();
+        runs.role = self.role;
+        runs.lease = std::time::Duration::from_millis(self.task_lease_ms.max(30));
+        b = b.task_runs(runs);
         if let Some(hex) = &self.task_key {
             let key = TaskKey::from_hex(hex).map_err(|e| format!("--task-key: {e}"))?;
             b = b.task_encryption_key(key);

@@ -54,6 +54,26 @@ impl Fixture {
         }
     }
 
+    /// Kills the process at once (`SIGKILL`): nothing of it runs after.
+    pub(crate) async fn kill(&mut self) {
+        if let Some(child) = &mut self._child {
+            child.kill().await.expect("kill the fixture");
+        }
+    }
+
+    /// Asks the process to stop (`SIGTERM`: it drains) and waits until it exited.
+    pub(crate) async fn terminate(&mut self) {
+        if let Some(child) = &mut self._child {
+            let pid = child.id().expect("a running fixture");
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .expect("kill -TERM");
+            assert!(sent.success(), "SIGTERM sent");
+            child.wait().await.expect("the fixture exits");
+        }
+    }
+
     /// Whether this is a logical server run by someone else ([`EVENTS_TARGET`]).
     pub(crate) fn is_external(&self) -> bool {
         self._child.is_none()
@@ -136,7 +156,10 @@ impl Fixture {
             full[k] = v;
         }
         params["_meta"] = full;
-        let name = params["name"].as_str().map(str::to_owned);
+        let name = ["name", "uri", "taskId"]
+            .iter()
+            .find_map(|k| params[*k].as_str())
+            .map(str::to_owned);
         let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
         if let Some(name) = &name {
             headers.push(("mcp-name", name));

@@ -1,0 +1,627 @@
+//! Runs of tasks that any worker may run, and that outlive the instance running them (issue
+//! #43): a resumable tool's tasks.
+//!
+//! # The design
+//!
+//! - **The call is kept.** A resumable tool's task keeps its call with its record
+//!   ([`TaskCall`]: the params as received, the caller's identity, a legacy session's client
+//!   facts), so that any instance can run it again. It is sealed at rest with the rest of the
+//!   task's data when a task key is configured.
+//! - **Leases.** The instance that accepted the task runs its first attempt at once, under a
+//!   lease of the [`TaskQueue`](crate::store::TaskQueue) ([`hold`](crate::store::TaskQueue::hold)),
+//!   which a heartbeat renews every third of [`TaskRuns::lease`]. When the lease lapses (the
+//!   process was killed, its host went away, the network was cut) a worker of any instance claims
+//!   the task as the next attempt and runs it again, from its last checkpoint, after
+//!   [`TaskRuns::backoff`] (doubling per attempt, at most 30 s), up to
+//!   [`TaskRuns::max_attempts`].
+//! - **Fencing.** Every write of a running attempt is checked against the attempt the record
+//!   names, and a heartbeat the queue answers "not yours" stops the attempt (its token is
+//!   cancelled, and nothing it does later is stored): two workers run one task for at most one
+//!   lease, and only the newest writes.
+//! - **Drain.** A stopping instance stops claiming, lets its running tasks finish within the
+//!   grace, then hands the rest back ([`Tasks::hand_back`]): a resumable task goes back to the
+//!   queue at once (another instance claims it with its checkpoint), any other fails with a
+//!   message saying its instance stopped.
+//!
+//! A task that is not resumable runs as it always did, in the process that accepted it; when that
+//! process stops the task fails with [`INSTANCE_STOPPED`](super::INSTANCE_STOPPED).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
+
+use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::meta::parse_modern_meta;
+use mcp_protocol::model::{ClientCapabilities, TaskStatus};
+use mcp_protocol::{Era, Method, Params, RequestId, Revision};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{INSTANCE_STOPPED, LegacyTaskLink, Live, TaskCall, TaskRecord, Tasks};
+use crate::api::HandlerError;
+use crate::api::ctx::{CtxInner, Origin, Recorded};
+use crate::api::resume::{ResumeLink, SaveFuture};
+use crate::api::task_link::TaskLink;
+use crate::api::{Ctx, States};
+use crate::background::Background;
+use crate::catalog::{Registry, ToolEntry};
+use crate::elicitation::Elicitations;
+use crate::quota::ClientKey;
+use crate::sink::{Relay, Sink};
+use crate::store::Claim;
+
+/// The error message of a resumable task that stopped more often than
+/// [`TaskRuns::max_attempts`] allows.
+pub const GAVE_UP: &str = "Task failed: its runs stopped too many times";
+
+/// The status message of a task a stopping instance handed back to the queue.
+pub const HANDED_BACK: &str = "Waiting for a worker: the instance running it stopped";
+
+/// Which part of the work an instance does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Role {
+    /// Accepts calls and runs tasks, its own and those the queue hands it (the default).
+    #[default]
+    Both,
+    /// Runs the tasks the queue hands it, and serves no client (`serve_workers`).
+    Worker,
+}
+
+impl Role {
+    /// The role `--role` names: `both` or `worker`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "both" => Some(Role::Both),
+            "worker" => Some(Role::Worker),
+            _ => None,
+        }
+    }
+}
+
+/// How tasks that any worker may run are run (see the module docs).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TaskRuns {
+    /// This instance's role (default [`Role::Both`]).
+    pub role: Role,
+    /// The lease of a running attempt, renewed every third of it (default 10 s): how long a
+    /// task whose worker died waits before another worker claims it.
+    pub lease: Duration,
+    /// Most attempts of one task (default 5); a task whose last allowed attempt stopped fails
+    /// with [`GAVE_UP`].
+    pub max_attempts: u32,
+    /// The wait before attempt 2 (default 1 s), doubled for each later attempt, at most 30 s.
+    pub backoff: Duration,
+    /// The largest checkpoint a run may save, as JSON (default 64 KiB); a larger one is refused
+    /// with a tool error.
+    pub max_checkpoint_bytes: usize,
+    /// Most tasks from the queue this instance's workers run at once (default 64).
+    pub max_running: usize,
+    /// How often an idle worker asks the queue for a task (default 250 ms).
+    pub poll: Duration,
+}
+
+impl Default for TaskRuns {
+    fn default() -> Self {
+        TaskRuns {
+            role: Role::Both,
+            lease: Duration::from_secs(10),
+            max_attempts: 5,
+            backoff: Duration::from_secs(1),
+            max_checkpoint_bytes: 64 * 1024,
+            max_running: 64,
+            poll: Duration::from_millis(250),
+        }
+    }
+}
+
+impl TaskRuns {
+    /// The wait before attempt `attempt` runs.
+    fn backoff_before(&self, attempt: u32) -> Duration {
+        const MOST: Duration = Duration::from_secs(30);
+        match attempt {
+            0 | 1 => Duration::ZERO,
+            n => self.backoff.saturating_mul(1 << (n - 2).min(16)).min(MOST),
+        }
+    }
+
+    /// How often a lease is renewed.
+    fn heartbeat(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(10))
+    }
+}
+
+/// The [`ResumeLink`] of a resumable task's run: its attempt, its last checkpoint, and the live
+/// task (set once the call is a task).
+#[derive(Debug)]
+pub(crate) struct Resumption {
+    tasks: Weak<Tasks>,
+    attempt: u32,
+    live: OnceLock<Arc<Live>>,
+    last: Mutex<Option<Value>>,
+}
+
+impl Resumption {
+    pub(crate) fn new(tasks: &Arc<Tasks>, attempt: u32, last: Option<Value>) -> Arc<Self> {
+        Arc::new(Resumption {
+            tasks: Arc::downgrade(tasks),
+            attempt,
+            live: OnceLock::new(),
+            last: Mutex::new(last),
+        })
+    }
+
+    /// The call is the task `live` now: checkpoints are stored with it from here on, the one
+    /// saved before included.
+    pub(crate) async fn became(&self, live: Arc<Live>) {
+        let _ = self.live.set(live.clone());
+        let last = self.last();
+        if let (Some(tasks), Some(checkpoint)) = (self.tasks.upgrade(), last) {
+            store_checkpoint(&tasks, &live, checkpoint).await.ok();
+        }
+    }
+}
+
+/// Writes `checkpoint` into the record of the running `live` task.
+async fn store_checkpoint(tasks: &Tasks, live: &Live, checkpoint: Value) -> Result<(), HandlerError> {
+    tasks
+        .update(&live.id, |r| {
+            let go = !r.status.is_terminal();
+            if go {
+                r.checkpoint = Some(checkpoint);
+            }
+            go
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| HandlerError::internal(format_args!("the checkpoint could not be stored: {e}")))
+}
+
+impl ResumeLink for Resumption {
+    fn task_id(&self) -> Option<String> {
+        self.live.get().map(|l| l.id.clone())
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn last(&self) -> Option<Value> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn save(&self, checkpoint: Value) -> SaveFuture<'_> {
+        Box::pin(async move {
+            let Some(tasks) = self.tasks.upgrade() else {
+                return Ok(());
+            };
+            let max = tasks.limits.runs.max_checkpoint_bytes;
+            let size = serde_json::to_vec(&checkpoint).map_or(usize::MAX, |b| b.len());
+            if size > max {
+                return Err(HandlerError::tool(format_args!(
+                    "Checkpoint refused: {size} bytes, over the bound of {max}"
+                )));
+            }
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(checkpoint.clone());
+            match self.live.get() {
+                Some(live) => store_checkpoint(&tasks, live, checkpoint).await,
+                // Still inline: stored with the task when the call becomes one.
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+/// What a worker needs to run a claimed task's call: the catalog and what every handler's
+/// context is given.
+pub(crate) struct WorkerEnv {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) advertised: Vec<Revision>,
+    pub(crate) client_request_timeout: Duration,
+    pub(crate) logging: bool,
+    pub(crate) state: States,
+    pub(crate) elicitations: Arc<Elicitations>,
+}
+
+/// Why a claimed task cannot run again: its call fails with this message.
+#[derive(Debug, thiserror::Error)]
+enum Unrunnable {
+    #[error("{INSTANCE_STOPPED}")]
+    NotResumable,
+    #[error("{GAVE_UP}")]
+    GaveUp,
+    #[error("Task failed: its tool is no longer offered")]
+    NoTool,
+    #[error("Task failed: its call could not be read again")]
+    BadCall,
+}
+
+impl TaskCall {
+    /// The call of `ctx` (a `tools/call`) as a worker elsewhere runs it again.
+    pub(crate) fn of(ctx: &Ctx, resumable: bool) -> TaskCall {
+        let mut params = match serde_json::from_str::<Value>(ctx.params().text()) {
+            Ok(Value::Object(p)) => p,
+            _ => serde_json::Map::new(),
+        };
+        params.remove("task");
+        let auth = ctx.auth();
+        let legacy = ctx.era() == Era::Legacy;
+        TaskCall {
+            params: Value::Object(params),
+            principal: auth.principal.to_string(),
+            scopes: auth.scopes.clone(),
+            claims: auth.claims.clone(),
+            revision: legacy.then(|| ctx.revision().map(|r| r.as_str().to_owned())).flatten(),
+            client_capabilities: legacy.then(|| ctx.client_capabilities().raw().clone()),
+            client_info: legacy.then(|| ctx.client_info().cloned()).flatten(),
+            resumable,
+        }
+    }
+}
+
+impl Tasks {
+    /// Renews the lease of `live`'s attempt until the task ends here: a lease the queue no
+    /// longer gives this attempt fences it (its work is cancelled and nothing it does later is
+    /// stored). A store that does not answer is tried again at the next beat; its lease may
+    /// lapse meanwhile, and the next answer says so.
+    pub(super) fn keep_lease(self: &Arc<Self>, live: Arc<Live>) {
+        let tasks = Arc::downgrade(self);
+        let (lease, every) = (self.limits.runs.lease, self.limits.runs.heartbeat());
+        crate::background::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = live.work.cancelled() => break,
+                }
+                let Some(tasks) = tasks.upgrade() else { break };
+                if live.is_finished() || live.fenced.load(Ordering::Acquire) {
+                    break;
+                }
+                match tasks.queue.renew(&live.id, live.attempt, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(task = %live.id, attempt = live.attempt, "lease lost: another worker runs the task; this attempt stops");
+                        live.fenced.store(true, Ordering::Release);
+                        live.work.cancel();
+                        break;
+                    }
+                    Err(e) => tracing::warn!(task = %live.id, error = %e, "lease not renewed; trying again"),
+                }
+            }
+        });
+    }
+
+    /// The worker of `live`'s attempt ended: the queue forgets the task (unless the attempt was
+    /// fenced or handed back).
+    pub(super) async fn end_attempt(&self, live: &Live) {
+        if live.attempt == 0 || live.fenced.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(e) = self.queue.finish(&live.id, live.attempt).await {
+            tracing::warn!(task = %live.id, error = %e, "the queue could not be told a task ended; its lease will lapse");
+        }
+    }
+
+    /// Stops claiming tasks from the queue (a drain begins).
+    pub(crate) fn stop_claiming(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Waits until no task runs here.
+    pub(crate) async fn all_ended(&self) {
+        while self
+            .live
+            .iter()
+            .any(|l| !l.is_finished() && !l.fenced.load(Ordering::Acquire))
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The end of a drain's grace: every task still running here is handed back. A resumable
+    /// one goes back to the queue at once, with its checkpoint, for another instance to claim;
+    /// any other fails with [`INSTANCE_STOPPED`]. Returns how many went back to the queue.
+    pub(crate) async fn hand_back(&self) -> usize {
+        self.stop_claiming();
+        let running: Vec<Arc<Live>> = self
+            .live
+            .iter()
+            .filter(|l| !l.is_finished() && !l.fenced.load(Ordering::Acquire))
+            .map(|l| l.clone())
+            .collect();
+        let mut queued = 0;
+        for live in running {
+            if live.resumable {
+                // Nothing this attempt does from now on is stored.
+                live.fenced.store(true, Ordering::Release);
+                live.work.cancel();
+                let released = self.release(&live).await;
+                queued += usize::from(released);
+            } else {
+                self.fail_stopped(&live).await;
+                live.work.cancel();
+            }
+        }
+        if queued > 0 {
+            tracing::info!(tasks = queued, "running tasks handed back to the queue");
+        }
+        queued
+    }
+
+    /// Gives a fenced attempt's task back to the queue, its record saying it waits.
+    async fn release(&self, live: &Live) -> bool {
+        let id = live.id.as_str();
+        let stored = self
+            .store_change(id, |r| {
+                r.status_message = Some(HANDED_BACK.into());
+                r.instance = None;
+                if r.status == TaskStatus::InputRequired {
+                    r.status = TaskStatus::Working;
+                    r.input_requests.clear();
+                }
+            })
+            .await;
+        if let Err(e) = stored {
+            tracing::warn!(task = id, error = %e, "a handed-back task's record could not be stored");
+        }
+        match self.queue.release(id, live.attempt, Duration::ZERO).await {
+            Ok(released) => released,
+            Err(e) => {
+                tracing::warn!(task = id, error = %e, "a task could not be handed back; its lease will lapse");
+                false
+            }
+        }
+    }
+
+    /// Fails a task whose instance stops.
+    async fn fail_stopped(&self, live: &Live) {
+        let e = mcp_protocol::RpcError::internal_with(INSTANCE_STOPPED);
+        self.finish(
+            live,
+            TaskStatus::Failed,
+            Some(super::TaskOutcome::Error(e)),
+            Some(INSTANCE_STOPPED),
+        )
+        .await;
+    }
+
+    /// A read-modify-write of a record no live task of this process guards (a claimed task
+    /// before its run starts, a handed-back one).
+    async fn store_change(
+        &self,
+        task_id: &str,
+        change: impl FnOnce(&mut TaskRecord),
+    ) -> Result<Option<TaskRecord>, crate::store::StoreError> {
+        let Some(mut rec) = self.store.get(task_id).await? else {
+            return Ok(None);
+        };
+        change(&mut rec);
+        rec.updated_at_ms = self.now_ms().max(rec.updated_at_ms);
+        self.store.put(rec.clone()).await?;
+        Ok(Some(rec))
+    }
+
+    /// The workers of this instance, as a service of the engine's driver: they claim tasks
+    /// from the queue (at most [`TaskRuns::max_running`] at once) and run them, until the
+    /// instance stops claiming. The first call only.
+    pub(crate) fn workers(self: &Arc<Self>, env: WorkerEnv) -> Option<Background> {
+        self.workers.set(()).ok()?;
+        let me = Arc::downgrade(self);
+        let env = Arc::new(env);
+        let runs = self.limits.runs.clone();
+        let stopping = self.stopping.clone();
+        let slots = Arc::new(tokio::sync::Semaphore::new(runs.max_running.max(1)));
+        Some(crate::background::boxed(async move {
+            loop {
+                let permit = tokio::select! {
+                    p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                    () = stopping.cancelled() => break,
+                };
+                let Some(tasks) = me.upgrade() else { break };
+                let claimed = tasks.queue.claim(runs.lease).await;
+                match claimed {
+                    Ok(Some(claim)) => {
+                        let env = env.clone();
+                        crate::background::spawn(async move {
+                            tasks.run_claimed(&env, claim).await;
+                            drop(permit);
+                        });
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "the task queue could not be read; claiming nothing"),
+                }
+                drop((tasks, permit));
+                tokio::select! {
+                    () = tokio::time::sleep(runs.poll) => {}
+                    () = stopping.cancelled() => break,
+                }
+            }
+        }))
+    }
+
+    /// Runs a task the queue handed this instance: again from its checkpoint for a resumable
+    /// task, or fails it when it cannot run again. Returns once its run ended.
+    async fn run_claimed(self: &Arc<Self>, env: &WorkerEnv, claim: Claim) {
+        let (id, attempt) = (claim.task_id.as_str(), claim.attempt);
+        let rec = match self.store.get(id).await {
+            Ok(rec) => rec,
+            Err(e) => {
+                // Its lease lapses and it is claimed again once the store answers.
+                tracing::warn!(task = id, error = %e, "a claimed task could not be read");
+                return;
+            }
+        };
+        let Some(rec) = rec.filter(|r| !r.status.is_terminal()) else {
+            // Ended (or gone) while it waited.
+            let _ = self.queue.finish(id, attempt).await;
+            return;
+        };
+        let runnable = self.runnable(env, &rec, attempt);
+        let (call, tool) = match runnable {
+            Ok(found) => found,
+            Err(why) => {
+                tracing::info!(task = id, attempt, %why, "a claimed task cannot run again: failed");
+                let message = why.to_string();
+                let mut rec = rec;
+                if let Err(e) = self.interrupt(&mut rec, &message).await {
+                    tracing::warn!(task = id, error = %e, "the failed task could not be stored");
+                }
+                let _ = self.queue.finish(id, attempt).await;
+                return;
+            }
+        };
+        let wait = self.limits.runs.backoff_before(attempt);
+        if !wait.is_zero() && !self.wait_holding(id, attempt, wait).await {
+            return;
+        }
+        // The record names this attempt before it runs: an older attempt's writes stop here.
+        let me = self.sharing().map(|s| s.instance().to_owned());
+        let started = self
+            .store_change(id, |r| {
+                r.attempt = attempt;
+                r.instance = me;
+                r.status = TaskStatus::Working;
+                r.input_requests.clear();
+                r.status_message = Some(format!("Resumed: attempt {attempt}"));
+            })
+            .await;
+        let rec = match started {
+            Ok(Some(rec)) if !rec.status.is_terminal() => rec,
+            Ok(_) => {
+                let _ = self.queue.finish(id, attempt).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(task = id, error = %e, "a claimed task could not be started");
+                return;
+            }
+        };
+        tracing::info!(task = id, attempt, "task resumed from its checkpoint");
+        let client = rec
+            .client
+            .as_deref()
+            .and_then(ClientKey::parse)
+            .unwrap_or_else(|| ClientKey::Principal(rec.owner.principal().into()));
+        let work = CancellationToken::new();
+        let relay = Relay::new(None);
+        let live = Live::run(id.to_owned(), rec.owner.clone(), client, work, relay, (attempt, true));
+        let Some(ctx) = self.claimed_ctx(env, &rec, &call, &live) else {
+            let mut rec = rec;
+            let _ = self.interrupt(&mut rec, &Unrunnable::BadCall.to_string()).await;
+            let _ = self.queue.finish(id, attempt).await;
+            return;
+        };
+        self.live.insert(id.to_owned(), live.clone());
+        self.keep_lease(live.clone());
+        let args = match call.params.get("arguments") {
+            Some(Value::Object(a)) => a.clone(),
+            _ => serde_json::Map::new(),
+        };
+        super::handoff::run_claimed(self.clone(), live, tool, args, ctx).await;
+    }
+
+    /// Whether a claimed task can run again: its call kept, resumable (or never run), within
+    /// the attempts, its tool still offered.
+    fn runnable(
+        &self,
+        env: &WorkerEnv,
+        rec: &TaskRecord,
+        attempt: u32,
+    ) -> Result<(TaskCall, Arc<ToolEntry>), Unrunnable> {
+        let call = rec.call.clone().ok_or(Unrunnable::NotResumable)?;
+        if !call.resumable && rec.attempt > 0 {
+            return Err(Unrunnable::NotResumable);
+        }
+        if attempt > self.limits.runs.max_attempts {
+            return Err(Unrunnable::GaveUp);
+        }
+        let name = call
+            .params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or(Unrunnable::BadCall)?;
+        let tool = env.registry.snapshot().tool(name).cloned().ok_or(Unrunnable::NoTool)?;
+        Ok((call, tool))
+    }
+
+    /// Waits `wait` (a retry's backoff) holding the claim's lease; `false` when it was lost.
+    async fn wait_holding(&self, id: &str, attempt: u32, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        let (lease, every) = (self.limits.runs.lease, self.limits.runs.heartbeat());
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + every)).await;
+            if let Ok(false) = self.queue.renew(id, attempt, lease).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The handler's context of a claimed task's call: the caller as recorded, no stream (the
+    /// task's messages reach its clients through the task's status and results).
+    fn claimed_ctx(
+        self: &Arc<Self>,
+        env: &WorkerEnv,
+        rec: &TaskRecord,
+        call: &TaskCall,
+        live: &Arc<Live>,
+    ) -> Option<Ctx> {
+        let params = Params::from_value(call.params.clone())?;
+        let origin = match rec.owner.era() {
+            Era::Modern => Origin::Modern(Arc::new(parse_modern_meta(Some(&params), &env.advertised).ok()?)),
+            Era::Legacy => Origin::Recorded(Arc::new(Recorded {
+                revision: Revision::parse(call.revision.as_deref()?)?,
+                client_capabilities: ClientCapabilities::new(call.client_capabilities.clone().unwrap_or_default()),
+                client_info: call.client_info.clone(),
+            })),
+        };
+        let auth = AuthInfo::new(call.principal.as_str())
+            .with_scopes(call.scopes.clone())
+            .with_claims(call.claims.clone())
+            .into_shared();
+        let task: Option<Arc<dyn TaskLink>> = (rec.owner.era() == Era::Legacy).then(|| {
+            Arc::new(LegacyTaskLink {
+                tasks: self.clone(),
+                live: live.clone(),
+            }) as Arc<dyn TaskLink>
+        });
+        let link = Resumption::new(self, live.attempt, rec.checkpoint.clone());
+        let _ = link.live.set(live.clone());
+        Some(Ctx::new(CtxInner {
+            auth,
+            remote: None,
+            origin,
+            request_id: RequestId::String(format!("{}/{}", live.id, live.attempt).into()),
+            method: Method::ToolsCall,
+            params,
+            progress_token: None,
+            cancel: live.work.clone(),
+            sink: Sink::relay(live.relay.clone()),
+            attachments: crate::attachments::Attachments::default(),
+            client_request_timeout: env.client_request_timeout,
+            logging: env.logging,
+            input_responses: None,
+            request_state: None,
+            task,
+            resume: Some(link),
+            elicitations: env.elicitations.clone(),
+            state: env.state.clone(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_second_attempt_and_is_bounded() {
+        let runs = TaskRuns::default();
+        assert_eq!(runs.backoff_before(1), Duration::ZERO);
+        assert_eq!(runs.backoff_before(2), Duration::from_secs(1));
+        assert_eq!(runs.backoff_before(4), Duration::from_secs(4));
+        assert_eq!(runs.backoff_before(40), Duration::from_secs(30));
+    }
+}
