@@ -58,3 +58,26 @@ pub async fn start_everything(args: &[&str], more: usize) -> (Child, SocketAddr,
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, addr, after)
 }
+
+/// Starts `everything --role worker` with `args` besides (its stdin closed, its stderr the
+/// test's, killed when dropped) and waits, 30 s at most, for the line saying it runs.
+pub async fn start_worker(args: &[&str]) -> Child {
+    let mut child = Command::new(everything())
+        .args(["--role", "worker"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("everything starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("everything prints within 30 s")
+        .expect("its stdout")
+        .expect("a line (a set-up error exits before it)");
+    assert_eq!(first, "worker running", "unexpected first line");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}

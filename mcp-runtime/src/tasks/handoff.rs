@@ -225,6 +225,16 @@ impl Tasks {
         if let Err(e) = session.mark_tasks().await {
             return Reply::Error(e.unavailable());
         }
+        if !self.limits.runs.role.runs_tasks() {
+            let call = TaskCall::of(&ctx, tool.resumable);
+            return match self
+                .queue_call(owner, ctx.client(), task.and_then(requested_ttl), call)
+                .await
+            {
+                Ok(rec) => Reply::Result(create_task_result(&rec.task(), Era::Legacy)),
+                Err(e) => Reply::Error(e),
+            };
+        }
         // The task outlives the request; it ends with its session.
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
@@ -264,6 +274,15 @@ impl Tasks {
         args: Map<String, Value>,
         params: &Params,
     ) -> Reply {
+        if !self.limits.runs.role.runs_tasks() {
+            // A front runs nothing: the call is a task for a worker at once.
+            let owner = TaskOwner::Principal(ctx.principal().to_owned());
+            let call = TaskCall::of(&ctx, tool.resumable);
+            return match self.queue_call(owner, ctx.client(), None, call).await {
+                Ok(rec) => Reply::Result(create_task_result(&rec.task(), Era::Modern)),
+                Err(e) => Reply::Error(e),
+            };
+        }
         let request_cancel = ctx.cancellation().clone();
         let revision = ctx.revision();
         let work = CancellationToken::new();

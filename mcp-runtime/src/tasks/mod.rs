@@ -51,7 +51,7 @@ pub use crate::store::{
     InMemoryTaskStore, StoreFuture, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError,
 };
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
-pub use runs::{GAVE_UP, HANDED_BACK, Role, TaskRuns};
+pub use runs::{GAVE_UP, HANDED_BACK, QUEUED, Role, TaskRuns};
 pub(crate) use runs::{Resumption, WorkerEnv};
 #[cfg(feature = "shared-store")]
 pub(crate) use sharing::Following;
@@ -330,7 +330,12 @@ impl Tasks {
     ) -> Result<(TaskRecord, Arc<Live>), RpcError> {
         self.ensure_recovered().await;
         let created = self.admit(owner, client, requested_ttl_ms, work, relay, call).await;
-        created.map_err(|e| match e {
+        created.map_err(|e| self.refusal(e))
+    }
+
+    /// The answer to a call whose task could not be created.
+    fn refusal(&self, e: CreateError) -> RpcError {
+        match e {
             CreateError::TooManyRunning => {
                 tracing::warn!(limit = self.limits.max_total, "task refused: too many running tasks");
                 RpcError::too_many_running_tasks()
@@ -353,7 +358,61 @@ impl Tasks {
                 tracing::error!(error = %other, "task could not be created");
                 RpcError::internal()
             }
-        })
+        }
+    }
+
+    /// A front's task (`Role::Front`): recorded with its call and queued for a worker of another
+    /// instance; nothing of it runs here. Refused when the client's stored tasks are at their
+    /// bound, none finished.
+    pub(crate) async fn queue_call(
+        &self,
+        owner: TaskOwner,
+        client: ClientKey,
+        requested_ttl_ms: Option<u64>,
+        call: TaskCall,
+    ) -> Result<TaskRecord, RpcError> {
+        self.ensure_recovered().await;
+        let queued = async {
+            let _admission = self.admission.lock().await;
+            let counted_as = client.to_string();
+            self.room_for(&counted_as).await?;
+            let mut rec = self.record(owner, requested_ttl_ms)?;
+            rec.call = Some(call);
+            rec.client = Some(counted_as.clone());
+            rec.status_message = Some(runs::QUEUED.into());
+            self.store.put(rec.clone()).await?;
+            if let Err(e) = self
+                .queue
+                .enqueue(&rec.task_id, &counted_as, std::time::Duration::ZERO)
+                .await
+            {
+                let _ = self.store.delete(&rec.task_id).await;
+                return Err(CreateError::Store(e));
+            }
+            Ok(rec)
+        };
+        queued.await.map_err(|e| self.refusal(e))
+    }
+
+    /// Makes room for one more stored task of `counted_as` (its oldest finished one goes).
+    async fn room_for(&self, counted_as: &str) -> Result<(), CreateError> {
+        if self.store.count_for_client(counted_as).await? >= self.limits.max_stored_per_principal {
+            self.make_room(counted_as).await?;
+        }
+        Ok(())
+    }
+
+    /// A new working record of `owner`, its ttl as asked within the configured one.
+    fn record(&self, owner: TaskOwner, requested_ttl_ms: Option<u64>) -> Result<TaskRecord, CreateError> {
+        let id = mint_task_id().ok_or(CreateError::Random)?;
+        let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
+        Ok(TaskRecord::new(
+            id,
+            owner,
+            self.now_ms(),
+            Some(ttl),
+            Some(self.limits.poll_interval_ms),
+        ))
     }
 
     async fn admit(
@@ -381,18 +440,9 @@ impl Tasks {
         // Stored records count against the client (an anonymous caller's address), as the
         // running ones do: one client's records never take another's room.
         let counted_as = client.to_string();
-        if self.store.count_for_client(&counted_as).await? >= self.limits.max_stored_per_principal {
-            self.make_room(&counted_as).await?;
-        }
-        let id = mint_task_id().ok_or(CreateError::Random)?;
-        let ttl = requested_ttl_ms.map_or(self.limits.ttl_ms, |t| t.min(self.limits.ttl_ms));
-        let mut rec = TaskRecord::new(
-            id.clone(),
-            owner.clone(),
-            self.now_ms(),
-            Some(ttl),
-            Some(self.limits.poll_interval_ms),
-        );
+        self.room_for(&counted_as).await?;
+        let mut rec = self.record(owner.clone(), requested_ttl_ms)?;
+        let id = rec.task_id.clone();
         rec.instance = self.sharing.get().map(|s| s.instance().to_owned());
         // A resumable task runs its first attempt here, under a lease of the queue.
         let run = call.as_ref().map_or((0, false), |c| (1, c.resumable));

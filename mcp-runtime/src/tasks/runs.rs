@@ -54,6 +54,9 @@ use crate::store::Claim;
 /// [`TaskRuns::max_attempts`] allows.
 pub const GAVE_UP: &str = "Task failed: its runs stopped too many times";
 
+/// The status message of a task a front queued, until a worker claims it.
+pub const QUEUED: &str = "Waiting for a worker";
+
 /// The status message of a task a stopping instance handed back to the queue.
 pub const HANDED_BACK: &str = "Waiting for a worker: the instance running it stopped";
 
@@ -64,18 +67,28 @@ pub enum Role {
     /// Accepts calls and runs tasks, its own and those the queue hands it (the default).
     #[default]
     Both,
+    /// Accepts calls and answers everything, but runs no task: every call that becomes a task
+    /// is queued, with its call, for a worker of another instance (`serve_workers`). Tasks are
+    /// created at once (a modern call gets no inline window).
+    Front,
     /// Runs the tasks the queue hands it, and serves no client (`serve_workers`).
     Worker,
 }
 
 impl Role {
-    /// The role `--role` names: `both` or `worker`.
+    /// The role `--role` names: `both`, `front` or `worker`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "both" => Some(Role::Both),
+            "front" => Some(Role::Front),
             "worker" => Some(Role::Worker),
             _ => None,
         }
+    }
+
+    /// Whether an instance of this role runs tasks.
+    pub fn runs_tasks(self) -> bool {
+        self != Role::Front
     }
 }
 
@@ -406,6 +419,9 @@ impl Tasks {
     /// from the queue (at most [`TaskRuns::max_running`] at once) and run them, until the
     /// instance stops claiming. The first call only.
     pub(crate) fn workers(self: &Arc<Self>, env: WorkerEnv) -> Option<Background> {
+        if !self.limits.runs.role.runs_tasks() {
+            return None;
+        }
         self.workers.set(()).ok()?;
         let me = Arc::downgrade(self);
         let env = Arc::new(env);

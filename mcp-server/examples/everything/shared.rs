@@ -44,8 +44,8 @@ pub(crate) struct SharedArgs {
     /// message or input request reaches the store in clear. Give every instance the same.
     #[arg(long, value_name = "HEX")]
     task_key: Option<String>,
-    /// `both` (serve clients and run tasks) or `worker` (run the tasks of the shared queue
-    /// only: resumable tasks whose worker stopped or was drained; no listener).
+    /// `both` (serve clients and run tasks), `front` (serve clients, run no task: tasks are
+    /// queued for workers) or `worker` (run the tasks of the shared queue; no listener).
     #[arg(long, value_name = "ROLE", default_value = "both", value_parser = parse_role)]
     pub(crate) role: Role,
     /// The lease of a running resumable task, in milliseconds: how long a task whose worker
@@ -55,7 +55,7 @@ pub(crate) struct SharedArgs {
 }
 
 fn parse_role(name: &str) -> Result<Role, String> {
-    Role::parse(name).ok_or_else(|| format!("unknown role {name:?} (both, worker)"))
+    Role::parse(name).ok_or_else(|| format!("unknown role {name:?} (both, front, worker)"))
 }
 
 /// What the instances share through Redis besides the runtime's store.

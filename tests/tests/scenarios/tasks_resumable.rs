@@ -204,3 +204,62 @@ async fn a_draining_instance_hands_its_resumable_tasks_to_a_worker() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_front_runs_no_task_and_a_worker_runs_what_it_queued() {
+    bounded(90, async {
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("tasks-front");
+        let args = args(&redis, &prefix);
+        let front = start(&args, &["--role", "front"]).await;
+        let legacy = Legacy::open(&front).await;
+        let counting = legacy
+            .task(&front, 1, "test_resumable_count", json!({"steps": 5, "step_ms": 20}))
+            .await;
+        let plain = legacy
+            .task(&front, 2, "slow_compute", json!({"seconds": 0, "label": "queued"}))
+            .await;
+        let created = modern(
+            &front,
+            3,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0}}),
+        )
+        .await;
+        assert_eq!(
+            created["result"]["resultType"], "task",
+            "a front queues at once: {created}"
+        );
+        let new = created["result"]["taskId"].as_str().expect("a task").to_owned();
+        // Inline calls are the front's own.
+        let greeting = legacy
+            .call(
+                &front,
+                4,
+                "tools/call",
+                json!({"name": "greet", "arguments": {"name": "front"}}),
+            )
+            .await;
+        assert_eq!(greeting["result"]["content"][0]["text"], "Hello, front!", "{greeting}");
+        // Nothing runs until a worker is there.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let waiting = legacy.call(&front, 5, "tasks/get", json!({"taskId": plain})).await;
+        assert_eq!(waiting["result"]["status"], "working", "{waiting}");
+        assert_eq!(waiting["result"]["statusMessage"], "Waiting for a worker", "{waiting}");
+        let all: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _worker = mcp_tests::fixture::start_worker(&all).await;
+        let ended = until_ended(30, |n| legacy.call(&front, n, "tasks/get", json!({"taskId": counting}))).await;
+        assert_eq!(ended["result"]["status"], "completed", "{ended}");
+        let result = legacy
+            .call(&front, 10, "tasks/result", json!({"taskId": counting}))
+            .await;
+        let text = result["result"]["content"][0]["text"].as_str().expect("a text result");
+        assert_eq!(counted(text, 5), (1, 0), "{text}");
+        let ended = until_ended(30, |n| legacy.call(&front, n, "tasks/get", json!({"taskId": plain}))).await;
+        assert_eq!(ended["result"]["status"], "completed", "{ended}");
+        let ended = until_ended(30, |n| modern(&front, n, "tasks/get", json!({"taskId": new}))).await;
+        assert_eq!(ended["result"]["status"], "completed", "{ended}");
+        assert!(ended.to_string().contains("Computed"), "{ended}");
+    })
+    .await;
+}
