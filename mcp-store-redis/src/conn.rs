@@ -44,6 +44,19 @@ impl ConnectionLike for Commands {
     }
 }
 
+/// How many shards task records are spread over (each its own hash tag, so its own slot of a
+/// Redis Cluster).
+pub(crate) const TASK_SHARDS: u8 = 16;
+
+/// The shard of task `id`: FNV-1a of the id, modulo [`TASK_SHARDS`] (stable across processes
+/// and versions: it names keys).
+pub(crate) fn task_shard(id: &str) -> u8 {
+    let hash = id
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    (hash % u32::from(TASK_SHARDS)) as u8
+}
+
 /// The command connection and the key layout, cloned into every seam.
 #[derive(Clone)]
 pub(crate) struct Conn {
@@ -65,8 +78,9 @@ impl Conn {
 
 /// The names of every key, under one prefix (see the crate docs for the table).
 ///
-/// Every key of one session carries the hash tag `{<session id>}`, every task key the hash tag
-/// `{tasks}`, so that in a Redis Cluster the keys one script touches live on one slot.
+/// Every key of one session carries the hash tag `{<session id>}`, every task record and its
+/// shard's indexes the hash tag `{tasks:<shard>}`, so that in a Redis Cluster the keys one
+/// script touches live on one slot, and the tasks spread over [`TASK_SHARDS`] slots.
 #[derive(Clone, Debug)]
 pub(crate) struct Keys {
     prefix: String,
@@ -101,19 +115,25 @@ impl Keys {
         format!("{}{stream}", self.stream_prefix(session))
     }
 
-    /// `<prefix>:{tasks}:task:`: what the key of a task record starts with.
-    pub(crate) fn task_prefix(&self) -> String {
-        format!("{}:{{tasks}}:task:", self.prefix)
+    /// `<prefix>:{tasks:<shard>}:task:`: what the key of a task record of `shard` starts with.
+    pub(crate) fn task_prefix(&self, shard: u8) -> String {
+        format!("{}:{{tasks:{shard}}}:task:", self.prefix)
     }
 
-    /// `<prefix>:{tasks}:task:<id>`: one task record (a JSON string).
+    /// `<prefix>:{tasks:<shard>}:task:<id>`: one task record (a JSON string), in its id's shard.
     pub(crate) fn task(&self, id: &str) -> String {
-        format!("{}{id}", self.task_prefix())
+        format!("{}{id}", self.task_prefix(task_shard(id)))
     }
 
-    /// `<prefix>:{tasks}:<name>`: a task index.
-    pub(crate) fn tasks(&self, name: &str) -> String {
-        format!("{}:{{tasks}}:{name}", self.prefix)
+    /// `<prefix>:{tasks:<shard>}:<name>`: an index of the tasks of one shard.
+    pub(crate) fn tasks(&self, shard: u8, name: &str) -> String {
+        format!("{}:{{tasks:{shard}}}:{name}", self.prefix)
+    }
+
+    /// `<prefix>:{tasks-of:<set>}`: the ids of the tasks of one owner or client, in a slot of
+    /// their own (`set` is `o:<owner>` or `c:<client>`).
+    pub(crate) fn tasks_of(&self, set: &str) -> String {
+        format!("{}:{{tasks-of:{set}}}", self.prefix)
     }
 
     /// `<prefix>:{queue}:<name>`: a key of the task queue.

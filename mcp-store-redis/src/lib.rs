@@ -49,23 +49,25 @@
 //! # Key layout
 //!
 //! Every key starts with [`RedisOptions::prefix`] (`mcp` by default, written `P` below). Every
-//! key of one session carries the hash tag `{<session id>}` and every task key the hash tag
-//! `{tasks}`, so that in a Redis Cluster the keys one script touches live on one slot. (The
-//! scripts of a session build the names of its stream keys, and those of tasks the names of the
-//! index sets, from a prefix they are given: always under the same hash tag as their first key.)
+//! key of one session carries the hash tag `{<session id>}`, and every task record and the
+//! indexes of its shard (16 shards, by task id) the hash tag `{tasks:<shard>}`, so that in a
+//! Redis Cluster the keys one script touches live on one slot, and tasks spread over the
+//! primaries. (The scripts of a session build the names of its stream keys, and those of tasks
+//! the names of the records, from a prefix they are given: always under the same hash tag as
+//! their first key.)
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
 //! | `P:{<sid>}:session` | hash | a session record: `record` (JSON, as created), `logLevel`, `initialized`, `tasks`, `s:<uri>` per resource subscription, `h:<instance>` per instance holding a replica; `PEXPIRE` = the sliding ttl |
 //! | `P:{<sid>}:seq` | hash | per stream `n` of the session: `<n>` = newest id handed out, `l<n>` = id of the newest event stored, `e<n>` = highest id lost (evicted by the bound, or expired with the stream key) |
 //! | `P:{<sid>}:ev:<n>` | stream | the kept events of stream `n`: entry id `0-<event id>`, field `f` = the frame |
-//! | `P:{tasks}:task:<id>` | string | a task record (JSON); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
-//! | `P:{tasks}:all` | set | every task id |
-//! | `P:{tasks}:owner:<owner>` | set | the task ids of one owner (`p:<principal>` or `s:<len>:<principal>:<session>`) |
-//! | `P:{tasks}:client:<client>` | set | the task ids counted against one client (`p<len>:<principal>`, or `a:<address>` for an anonymous caller) |
-//! | `P:{tasks}:expiry` | sorted set | task ids scored by `expires_at_ms` |
-//! | `P:{tasks}:unfinished` | set | task ids in `working` or `input_required` |
-//! | `P:{tasks}:index:owner`, `P:{tasks}:index:client` | hash | task id → the owner and client sets it is in |
+//! | `P:{tasks:<shard>}:task:<id>` | string | a task record (JSON), in its id's shard (FNV-1a of the id, modulo 16); with a ttl, expires one hour after its expiry time, a backstop (the runtime deletes expired tasks itself) |
+//! | `P:{tasks:<shard>}:all` | set | the shard's task ids |
+//! | `P:{tasks:<shard>}:expiry` | sorted set | the shard's task ids scored by `expires_at_ms` |
+//! | `P:{tasks:<shard>}:unfinished` | set | the shard's task ids in `working` or `input_required` |
+//! | `P:{tasks:<shard>}:index:owner`, `P:{tasks:<shard>}:index:client` | hash | task id → the owner and client sets it is in |
+//! | `P:{tasks-of:o:<owner>}` | set | the task ids of one owner (`p:<principal>` or `s:<len>:<principal>:<session>`), in a slot of its own |
+//! | `P:{tasks-of:c:<client>}` | set | the task ids counted against one client (`p<len>:<principal>`, or `a:<address>` for an anonymous caller), in a slot of its own |
 //! | `P:{queue}:client`, `P:{queue}:attempt` | hash | the task queue: task id → the client whose line it waits in, and its last attempt |
 //! | `P:{queue}:line:<client>` | list | a client's due tasks, in order |
 //! | `P:{queue}:ring` | list | the clients with a due task, in turn |
@@ -84,7 +86,9 @@
 //! | `{P:bus}:<address>` | channel | bus messages to the instances of one process (its bus's address: 16 hex digits drawn at connect; in the slot of `P:bus`, so that a batch of publishes goes to one node) |
 //!
 //! In a Redis Cluster every operation stays on one slot: a session's scripts and pipelines touch
-//! its `{<sid>}` keys only, a task's its `{tasks}` keys only, and the untagged keys
+//! its `{<sid>}` keys only, a task's script its shard's `{tasks:<shard>}` keys only (its owner's
+//! and client's sets are written by single commands after it), the queue's scripts its
+//! `{queue}` keys only, and the untagged keys
 //! (`P:instance:<id>`, `P:rate:<bucket>`, `P:dpop:<hash>`) are each read and written alone, by
 //! a single command or a script of that one key. The bus channels are classic ones (`PUBLISH`
 //! reaches every node's subscribers), not sharded ones.
@@ -563,12 +567,17 @@ mod tests {
     }
 
     #[test]
-    fn keys_share_the_session_hash_tag() {
+    fn keys_carry_their_hash_tags() {
         let k = Keys::new("mcp");
         assert_eq!(k.session("mcp_abc"), "mcp:{mcp_abc}:session");
         assert_eq!(k.seq("mcp_abc"), "mcp:{mcp_abc}:seq");
         assert_eq!(k.stream("mcp_abc", 0), "mcp:{mcp_abc}:ev:0");
-        assert_eq!(k.task("t1"), "mcp:{tasks}:task:t1");
+        assert_eq!(
+            k.task("t1"),
+            format!("mcp:{{tasks:{}}}:task:t1", crate::conn::task_shard("t1"))
+        );
+        assert_eq!(k.tasks(3, "all"), "mcp:{tasks:3}:all");
+        assert_eq!(k.tasks_of("c:a:127.0.0.1"), "mcp:{tasks-of:c:a:127.0.0.1}");
         assert_eq!(k.instance("i"), "mcp:instance:i");
         assert_eq!(k.bucket("p5:alice"), "mcp:rate:p5:alice");
         assert_eq!(k.mailbox("mcp_abc"), "mcp:mailbox:mcp_abc");

@@ -1,15 +1,23 @@
-//! [`TaskStore`] on Redis: a JSON string per task and index sets, all under the hash tag
-//! `{tasks}` so that the scripts that keep them in step run on one slot.
+//! [`TaskStore`] on Redis: a JSON string per task, spread over [`TASK_SHARDS`] shards by task
+//! id, each shard with its own indexes under its own hash tag `{tasks:<shard>}`; and a set per
+//! owner and per client, each in a slot of its own. On a Redis Cluster the task load spreads
+//! over every primary instead of one slot carrying it all.
 //!
 //! | key | type | what |
 //! | --- | --- | --- |
-//! | `task:<id>` | string | the record (JSON) |
-//! | `all` | set | every task id (`count`) |
-//! | `owner:<owner>` | set | the ids of one owner (`list`) |
-//! | `client:<client>` | set | the ids counted against one client (`count_for_client`, `list_for_client`) |
-//! | `expiry` | sorted set | ids by `expires_at_ms` (`expired`) |
-//! | `unfinished` | set | ids in `working` or `input_required` (`recover`) |
-//! | `index:owner`, `index:client` | hash | id → the owner and client sets it is in |
+//! | `{tasks:<shard>}:task:<id>` | string | the record (JSON) |
+//! | `{tasks:<shard>}:all` | set | the shard's task ids (`count`) |
+//! | `{tasks:<shard>}:expiry` | sorted set | the shard's ids by `expires_at_ms` (`expired`) |
+//! | `{tasks:<shard>}:unfinished` | set | the shard's ids in `working` or `input_required` (`recover`) |
+//! | `{tasks:<shard>}:index:owner`, `…:index:client` | hash | id → the owner and client sets it is in |
+//! | `{tasks-of:o:<owner>}` | set | the ids of one owner (`list`) |
+//! | `{tasks-of:c:<client>}` | set | the ids counted against one client (`count_for_client`, `list_for_client`) |
+//!
+//! A write stores the record and its shard's indexes in one script (one slot), then moves the
+//! id to its owner's and client's sets (out of those it was in, when a record was replaced under
+//! another owner or client). A failure between the two leaves a record that its owner's list
+//! does not show yet; it still expires and is swept. A delete removes the record and its shard's entries in one script, which names the
+//! owner and client sets to remove the id from next.
 //!
 //! The runtime deletes expired records itself (`expired`, then `delete`), exactly as with the
 //! in-memory store, so records read the same until then. A record with a ttl also expires in
@@ -17,10 +25,9 @@
 //! `list` and `recover` skip ids whose record is gone, and the next sweep removes them from the
 //! indexes.
 //!
-//! The `client:` sets replaced per-principal sets (`principal:`, `index:principal`), which
-//! counted every anonymous caller as one client. A record written before then joins its
-//! client's set at its next write; until it does (or expires) it is not counted against the
-//! stored-task bound, and the old sets are left for an operator to delete.
+//! **Upgrading.** Records were all under one hash tag `{tasks}` before the shards; this store
+//! does not read those (tasks live an hour by default): drain the instances, or let the old
+//! records expire, when upgrading.
 
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -30,59 +37,58 @@ use mcp_runtime::store::StoreFuture;
 use mcp_runtime::{StoreError, TaskOwner, TaskRecord, TaskStore};
 use redis::{Script, Value};
 
-use crate::conn::{Conn, millis, store_error};
+use crate::conn::{Conn, TASK_SHARDS, millis, store_error, task_shard};
 
 /// How long after its expiry time Redis drops a task record that no instance deleted.
 pub(crate) const GRACE: Duration = Duration::from_secs(3600);
 
-/// `put`: the record, and every index moved to what it says now.
-/// KEYS: task, all, expiry, unfinished, index:owner, index:client, owner set, client set.
-/// ARGV: id, json, unfinished (`1`/`0`), expires_at ms or empty, pexpireat ms or empty.
+/// `put`: the record, and its shard's indexes moved to what it says now. Returns the owner and
+/// client sets the id was in before, when they are not the record's now (else empty strings).
+/// KEYS: task, all, expiry, unfinished, index:owner, index:client (the shard's).
+/// ARGV: id, json, unfinished (`1`/`0`), expires_at ms or empty, pexpireat ms or empty, owner
+/// set key, client set key.
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local id = ARGV[1]
-local oldo = redis.call('HGET', KEYS[5], id)
-if oldo and oldo ~= KEYS[7] then redis.call('SREM', oldo, id) end
-local oldp = redis.call('HGET', KEYS[6], id)
-if oldp and oldp ~= KEYS[8] then redis.call('SREM', oldp, id) end
+local oldo = redis.call('HGET', KEYS[5], id) or ''
+local oldc = redis.call('HGET', KEYS[6], id) or ''
+if oldo == ARGV[6] then oldo = '' end
+if oldc == ARGV[7] then oldc = '' end
 redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[5] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[5]) end
 redis.call('SADD', KEYS[2], id)
-redis.call('HSET', KEYS[5], id, KEYS[7])
-redis.call('HSET', KEYS[6], id, KEYS[8])
-redis.call('SADD', KEYS[7], id)
-redis.call('SADD', KEYS[8], id)
+redis.call('HSET', KEYS[5], id, ARGV[6])
+redis.call('HSET', KEYS[6], id, ARGV[7])
 if ARGV[3] == '1' then redis.call('SADD', KEYS[4], id) else redis.call('SREM', KEYS[4], id) end
 if ARGV[4] ~= '' then redis.call('ZADD', KEYS[3], ARGV[4], id) else redis.call('ZREM', KEYS[3], id) end
-return 1
+return {oldo, oldc}
 ",
     )
 });
 
-/// `delete`: the record and its place in every index.
-/// KEYS: task, all, expiry, unfinished, index:owner, index:client. ARGV: id.
+/// `delete`: the record and its place in its shard's indexes. Returns the owner and client
+/// sets it was in (empty strings when it was not known).
+/// KEYS: task, all, expiry, unfinished, index:owner, index:client (the shard's). ARGV: id.
 static DELETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local id = ARGV[1]
-local o = redis.call('HGET', KEYS[5], id)
-if o then redis.call('SREM', o, id) end
-local p = redis.call('HGET', KEYS[6], id)
-if p then redis.call('SREM', p, id) end
+local o = redis.call('HGET', KEYS[5], id) or ''
+local c = redis.call('HGET', KEYS[6], id) or ''
 redis.call('HDEL', KEYS[5], id)
 redis.call('HDEL', KEYS[6], id)
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('SREM', KEYS[4], id)
-return 1
+return {o, c}
 ",
     )
 });
 
-/// The records whose ids a set holds (those still stored).
-/// KEYS: the set. ARGV: what task keys start with.
+/// The records whose ids a shard's set holds (those still stored).
+/// KEYS: the set. ARGV: what the shard's task keys start with.
 static FETCH: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -110,28 +116,64 @@ impl RedisTaskStore {
     /// name whatever characters they hold.
     fn owner_key(&self, owner: &TaskOwner) -> String {
         match owner {
-            TaskOwner::Principal(p) => self.conn.keys.tasks(&format!("owner:p:{p}")),
+            TaskOwner::Principal(p) => self.conn.keys.tasks_of(&format!("o:p:{p}")),
             TaskOwner::Session { principal, session } => self
                 .conn
                 .keys
-                .tasks(&format!("owner:s:{}:{principal}:{session}", principal.len())),
+                .tasks_of(&format!("o:s:{}:{principal}:{session}", principal.len())),
         }
     }
 
     /// The set of the ids counted against one client (`TaskRecord::counted_as`).
     fn client_key(&self, client: &str) -> String {
-        self.conn.keys.tasks(&format!("client:{client}"))
+        self.conn.keys.tasks_of(&format!("c:{client}"))
     }
 
-    /// The records of the ids in one set.
-    async fn fetch(&self, set: String) -> Result<Vec<TaskRecord>, StoreError> {
-        let mut call = FETCH.key(set);
-        call.arg(self.conn.keys.task_prefix());
+    /// The records of the ids in one shard's set (one script on the shard's slot).
+    async fn fetch_shard(&self, shard: u8, set: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut call = FETCH.key(self.conn.keys.tasks(shard, set));
+        call.arg(self.conn.keys.task_prefix(shard));
         let reply: Vec<Vec<u8>> = call
             .invoke_async(&mut self.conn.commands())
             .await
             .map_err(store_error)?;
         reply.iter().map(|j| decode(j)).collect()
+    }
+
+    /// The records of the ids in an owner's or client's set: its members, then each record from
+    /// its shard (concurrently; those gone are skipped).
+    async fn fetch_set(&self, set: String) -> Result<Vec<TaskRecord>, StoreError> {
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(set)
+            .query_async(&mut self.conn.commands())
+            .await
+            .map_err(store_error)?;
+        let reads = ids.iter().map(|id| async move {
+            redis::cmd("GET")
+                .arg(self.conn.keys.task(id))
+                .query_async::<Option<Vec<u8>>>(&mut self.conn.commands())
+                .await
+                .map_err(store_error)
+        });
+        let mut records = Vec::with_capacity(ids.len());
+        for json in futures::future::try_join_all(reads).await?.into_iter().flatten() {
+            records.push(decode(&json)?);
+        }
+        Ok(records)
+    }
+
+    /// A count over every shard's set `set`.
+    async fn count_shards(&self, set: &str) -> Result<usize, StoreError> {
+        let mut n = 0;
+        for shard in 0..TASK_SHARDS {
+            let here: usize = redis::cmd("SCARD")
+                .arg(self.conn.keys.tasks(shard, set))
+                .query_async(&mut self.conn.commands())
+                .await
+                .map_err(store_error)?;
+            n += here;
+        }
+        Ok(n)
     }
 }
 
@@ -166,25 +208,42 @@ impl TaskStore for RedisTaskStore {
             let json =
                 serde_json::to_vec(&record).map_err(|e| StoreError::Backend(format!("a task does not encode: {e}")))?;
             let keys = &self.conn.keys;
+            let shard = task_shard(&record.task_id);
             let expires = record.expires_at_ms();
             let pexpireat = expires.map(|e| e.max(now_ms()).saturating_add(millis(GRACE)));
+            let (owner, client) = (self.owner_key(&record.owner), self.client_key(&record.counted_as()));
             let mut call = PUT.key(keys.task(&record.task_id));
-            call.key(keys.tasks("all"))
-                .key(keys.tasks("expiry"))
-                .key(keys.tasks("unfinished"))
-                .key(keys.tasks("index:owner"))
-                .key(keys.tasks("index:client"))
-                .key(self.owner_key(&record.owner))
-                .key(self.client_key(&record.counted_as()))
+            call.key(keys.tasks(shard, "all"))
+                .key(keys.tasks(shard, "expiry"))
+                .key(keys.tasks(shard, "unfinished"))
+                .key(keys.tasks(shard, "index:owner"))
+                .key(keys.tasks(shard, "index:client"))
                 .arg(&record.task_id)
                 .arg(json)
                 .arg(if unfinished(record.status) { "1" } else { "0" })
                 .arg(expires.map(|e| e.to_string()).unwrap_or_default())
-                .arg(pexpireat.map(|e| e.to_string()).unwrap_or_default());
-            let _: Value = call
+                .arg(pexpireat.map(|e| e.to_string()).unwrap_or_default())
+                .arg(&owner)
+                .arg(&client);
+            let left: Vec<String> = call
                 .invoke_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
+            // The sets it left (a record replaced under another owner or client), then the
+            // sets it is in (adding it again is a no-op).
+            for (command, set) in left
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .map(|s| ("SREM", s))
+                .chain([("SADD", owner), ("SADD", client)])
+            {
+                let _: Value = redis::cmd(command)
+                    .arg(set)
+                    .arg(&record.task_id)
+                    .query_async(&mut self.conn.commands())
+                    .await
+                    .map_err(store_error)?;
+            }
             Ok(())
         })
     }
@@ -192,37 +251,40 @@ impl TaskStore for RedisTaskStore {
     fn delete<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let keys = &self.conn.keys;
+            let shard = task_shard(task_id);
             let mut call = DELETE.key(keys.task(task_id));
-            call.key(keys.tasks("all"))
-                .key(keys.tasks("expiry"))
-                .key(keys.tasks("unfinished"))
-                .key(keys.tasks("index:owner"))
-                .key(keys.tasks("index:client"))
+            call.key(keys.tasks(shard, "all"))
+                .key(keys.tasks(shard, "expiry"))
+                .key(keys.tasks(shard, "unfinished"))
+                .key(keys.tasks(shard, "index:owner"))
+                .key(keys.tasks(shard, "index:client"))
                 .arg(task_id);
-            let _: Value = call
+            let sets: Vec<String> = call
                 .invoke_async(&mut self.conn.commands())
                 .await
                 .map_err(store_error)?;
+            for set in sets.into_iter().filter(|s| !s.is_empty()) {
+                let _: Value = redis::cmd("SREM")
+                    .arg(set)
+                    .arg(task_id)
+                    .query_async(&mut self.conn.commands())
+                    .await
+                    .map_err(store_error)?;
+            }
             Ok(())
         })
     }
 
     fn list<'a>(&'a self, owner: &'a TaskOwner) -> StoreFuture<'a, Vec<TaskRecord>> {
         Box::pin(async move {
-            let mut records = self.fetch(self.owner_key(owner)).await?;
+            let mut records = self.fetch_set(self.owner_key(owner)).await?;
             records.retain(|r| r.owner == *owner);
             Ok(records)
         })
     }
 
     fn count(&self) -> StoreFuture<'_, usize> {
-        Box::pin(async move {
-            redis::cmd("SCARD")
-                .arg(self.conn.keys.tasks("all"))
-                .query_async(&mut self.conn.commands())
-                .await
-                .map_err(store_error)
-        })
+        Box::pin(self.count_shards("all"))
     }
 
     fn count_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, usize> {
@@ -237,7 +299,7 @@ impl TaskStore for RedisTaskStore {
 
     fn list_for_client<'a>(&'a self, client: &'a str) -> StoreFuture<'a, Vec<TaskRecord>> {
         Box::pin(async move {
-            let mut records = self.fetch(self.client_key(client)).await?;
+            let mut records = self.fetch_set(self.client_key(client)).await?;
             records.retain(|r| r.counted_as() == client);
             Ok(records)
         })
@@ -245,13 +307,18 @@ impl TaskStore for RedisTaskStore {
 
     fn expired(&self, now_ms: u64) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async move {
-            redis::cmd("ZRANGEBYSCORE")
-                .arg(self.conn.keys.tasks("expiry"))
-                .arg("-inf")
-                .arg(now_ms)
-                .query_async(&mut self.conn.commands())
-                .await
-                .map_err(store_error)
+            let mut ids = Vec::new();
+            for shard in 0..TASK_SHARDS {
+                let here: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(self.conn.keys.tasks(shard, "expiry"))
+                    .arg("-inf")
+                    .arg(now_ms)
+                    .query_async(&mut self.conn.commands())
+                    .await
+                    .map_err(store_error)?;
+                ids.extend(here);
+            }
+            Ok(ids)
         })
     }
 
@@ -259,7 +326,10 @@ impl TaskStore for RedisTaskStore {
     /// instance is gone.
     fn recover(&self) -> StoreFuture<'_, Vec<TaskRecord>> {
         Box::pin(async move {
-            let mut records = self.fetch(self.conn.keys.tasks("unfinished")).await?;
+            let mut records = Vec::new();
+            for shard in 0..TASK_SHARDS {
+                records.extend(self.fetch_shard(shard, "unfinished").await?);
+            }
             records.retain(|r| unfinished(r.status));
             Ok(records)
         })

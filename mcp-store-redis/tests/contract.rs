@@ -102,6 +102,28 @@ async fn every_contract_on_a_redis_cluster() {
         buckets,
         queue
     );
+    // Task records spread over the cluster: every primary holds some (issue #43, item 6), and
+    // one owner's list reads them all back from their slots.
+    let prefix = unique_prefix("cluster-spread");
+    let a = cluster_store_on(&urls, &prefix).await.into_store();
+    let owner = TaskOwner::Principal("spread".into());
+    for n in 0..48u128 {
+        let id = format!("{:032x}", n.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834));
+        a.tasks.put(rec(&id, owner.clone(), 1, None)).await.unwrap();
+    }
+    let primaries: Vec<u16> = cluster
+        .ports()
+        .into_iter()
+        .filter(|p| cluster.cli(*p, &["ROLE"]).is_ok_and(|r| r.starts_with("master")))
+        .collect();
+    assert_eq!(primaries.len(), 3, "three primaries");
+    for port in primaries {
+        let pattern = format!("{prefix}:{{tasks:*}}:task:*");
+        let keys = cluster.cli(port, &["--scan", "--pattern", &pattern]).expect("SCAN");
+        assert!(!keys.is_empty(), "the primary on port {port} holds task records");
+    }
+    assert_eq!(a.tasks.list(&owner).await.unwrap().len(), 48);
+    assert_eq!(a.tasks.count().await.unwrap(), 48);
     let prefix = unique_prefix("cluster-replay");
     let a = cluster_store_on(&urls, &prefix).await.replay_cache();
     let b = cluster_store_on(&urls[3..], &prefix).await.replay_cache();

@@ -135,6 +135,28 @@
 //! Prometheus spells the names `mcp_server_operation_duration_seconds` and
 //! `mcp_server_session_duration_seconds` (with the unit suffix), the labels with `_` for `.`.
 //!
+//! # Tasks
+//!
+//! The tasks of the queue (resumable tools' tasks, and every task a front queues) have
+//! metrics and spans of their own, named by this library (the conventions have none for tasks):
+//!
+//! | metric | kind | what |
+//! | --- | --- | --- |
+//! | [`TASKS_QUEUED`] (`mcp.server.tasks.queued`) | gauge | tasks waiting in the shared queue (sampled every 5 s by each instance that runs tasks) |
+//! | [`TASKS_RUNNING`] (`mcp.server.tasks.running`) | gauge | attempts running on this instance |
+//! | [`TASKS_RETRIED`] (`mcp.server.tasks.retried`) | counter | attempts started again after an earlier one stopped |
+//! | [`TASKS_RESUMED`] (`mcp.server.tasks.resumed`) | counter | those of them that started from a checkpoint |
+//! | [`TASKS_LOST`] (`mcp.server.tasks.lost`) | counter, label `reason` (`not_resumable`, `attempts`, `tool`, `call`, `stopped`) | tasks failed because their run stopped and could not run again |
+//! | [`TASKS_HANDED_BACK`] (`mcp.server.tasks.handed_back`) | counter | running tasks a draining instance gave back to the queue |
+//! | [`TASK_QUEUE_AGE`] (`mcp.server.tasks.queue_age`) | histogram, seconds | how long a claimed task had waited since its last write |
+//!
+//! Each attempt runs in a span [`ATTEMPT_SPAN`] (`mcp.task.attempt`, target
+//! `mcp_runtime::observe`, level `INFO`, `otel.kind` `internal`) with `mcp.task.id`,
+//! `mcp.task.attempt` and `gen_ai.tool.name`, in the trace of the call that created the task:
+//! its `traceparent` (kept with the call's `_meta`) is recorded on the span and handed to the
+//! trace-context hook, as for a request (a first attempt that starts inline, before its task
+//! exists, gets `mcp.task.id` when the call is handed off).
+//!
 //! Migration: the counter `mcp_requests_total{method, era, outcome}` and the histogram
 //! `mcp_request_duration_seconds{method, era}` of earlier versions are gone: count requests with
 //! the operation histogram's count (`_count` in Prometheus), `method` is `mcp.method.name`,
@@ -148,6 +170,7 @@ mod metrics;
 mod network;
 #[cfg(feature = "otel")]
 mod otel;
+pub(crate) mod tasks;
 mod trace;
 
 use std::borrow::Cow;
@@ -167,6 +190,10 @@ use self::metrics::{Failure, Operation, TargetKind};
 pub use self::network::{HttpVersion, Network};
 #[cfg(feature = "otel")]
 pub use self::otel::Tracer;
+pub use self::tasks::{
+    ATTEMPT_SPAN, TASK_QUEUE_AGE, TASKS_HANDED_BACK, TASKS_LOST, TASKS_QUEUED, TASKS_RESUMED, TASKS_RETRIED,
+    TASKS_RUNNING,
+};
 pub use self::trace::{TRACEPARENT, TRACESTATE, TraceContext, set_trace_context_hook};
 use crate::reply::Reply;
 

@@ -25,8 +25,10 @@ use crate::catalog::ToolEntry;
 use crate::exec::RoundLimits;
 use crate::exec::rounds::Rounds;
 use crate::exec::tool::{Arguments, Settled, execute, in_place};
+use crate::observe::tasks as observe;
 use crate::reply::Reply;
 use crate::sink::{Relay, Sink};
+use tracing::Instrument;
 
 /// Where the worker's outcome goes.
 enum Slot {
@@ -250,6 +252,11 @@ impl Tasks {
             live: live.clone(),
         });
         let mut wctx = ctx.for_task(work, Sink::relay(relay), Some(link));
+        // A resumable tool's first attempt has its span, as the later ones.
+        let span = match tool.resumable {
+            true => observe::attempt(Some(&rec.task_id), 1, &tool.def.name, Some(ctx.params()), false),
+            false => tracing::Span::none(),
+        };
         if tool.resumable {
             let resumption = Resumption::new(self, 1, None);
             resumption.became(live.clone()).await;
@@ -258,7 +265,8 @@ impl Tasks {
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Task(live)),
         });
-        crate::background::spawn(run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx));
+        let worker = run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx);
+        crate::background::spawn(worker.instrument(span));
         Reply::Result(create_task_result(&rec.task(), Era::Legacy))
     }
 
@@ -301,7 +309,12 @@ impl Tasks {
             slot: Mutex::new(Slot::Inline(Some(tx))),
         });
         let limits = self.limits.run;
-        crate::background::spawn(run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx));
+        let span = match tool.resumable {
+            true => observe::attempt(None, 1, &tool.def.name, Some(ctx.params()), false),
+            false => tracing::Span::none(),
+        };
+        let worker = run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx);
+        crate::background::spawn(worker.instrument(span.clone()));
 
         let window = self.limits.inline_window;
         tokio::select! {
@@ -341,6 +354,7 @@ impl Tasks {
         // Nothing more of the call reaches the request's stream.
         relay.detach();
         if let Some(r) = resumption {
+            observe::named(&span, &rec.task_id);
             r.became(live.clone()).await;
         }
         tracing::debug!(task = %rec.task_id, "call handed off to a task");

@@ -46,9 +46,14 @@ use crate::api::{Ctx, States};
 use crate::background::Background;
 use crate::catalog::{Registry, ToolEntry};
 use crate::elicitation::Elicitations;
+use crate::observe::tasks as observe;
 use crate::quota::ClientKey;
 use crate::sink::{Relay, Sink};
 use crate::store::Claim;
+use tracing::Instrument;
+
+/// How often the workers report the queue's size.
+const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 
 /// The error message of a resumable task that stopped more often than
 /// [`TaskRuns::max_attempts`] allows.
@@ -238,7 +243,7 @@ pub(crate) struct WorkerEnv {
 }
 
 /// Why a claimed task cannot run again: its call fails with this message.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, Copy, thiserror::Error)]
 enum Unrunnable {
     #[error("{INSTANCE_STOPPED}")]
     NotResumable,
@@ -248,6 +253,18 @@ enum Unrunnable {
     NoTool,
     #[error("Task failed: its call could not be read again")]
     BadCall,
+}
+
+impl Unrunnable {
+    /// The `reason` label of the lost-task counter.
+    fn reason(self) -> &'static str {
+        match self {
+            Unrunnable::NotResumable => "not_resumable",
+            Unrunnable::GaveUp => "attempts",
+            Unrunnable::NoTool => "tool",
+            Unrunnable::BadCall => "call",
+        }
+    }
 }
 
 impl TaskCall {
@@ -353,9 +370,11 @@ impl Tasks {
                 queued += usize::from(released);
             } else {
                 self.fail_stopped(&live).await;
+                observe::lost("stopped");
                 live.work.cancel();
             }
         }
+        observe::handed_back(queued);
         if queued > 0 {
             tracing::info!(tasks = queued, "running tasks handed back to the queue");
         }
@@ -428,8 +447,15 @@ impl Tasks {
         let runs = self.limits.runs.clone();
         let stopping = self.stopping.clone();
         let slots = Arc::new(tokio::sync::Semaphore::new(runs.max_running.max(1)));
+        let mut sampled = tokio::time::Instant::now();
         Some(crate::background::boxed(async move {
             loop {
+                if sampled.elapsed() >= SAMPLE_EVERY
+                    && let Some(tasks) = me.upgrade()
+                {
+                    sampled = tokio::time::Instant::now();
+                    tasks.sample().await;
+                }
                 let permit = tokio::select! {
                     p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                     () = stopping.cancelled() => break,
@@ -457,6 +483,17 @@ impl Tasks {
         }))
     }
 
+    /// Reports the queue's size and the attempts running here.
+    async fn sample(&self) {
+        let queued = self.queue.depth().await.ok().map(|d| d.queued);
+        let running = self
+            .live
+            .iter()
+            .filter(|l| l.attempt > 0 && !l.is_finished() && !l.fenced.load(Ordering::Acquire))
+            .count();
+        observe::sizes(queued, running);
+    }
+
     /// Runs a task the queue handed this instance: again from its checkpoint for a resumable
     /// task, or fails it when it cannot run again. Returns once its run ended.
     async fn run_claimed(self: &Arc<Self>, env: &WorkerEnv, claim: Claim) {
@@ -474,11 +511,13 @@ impl Tasks {
             let _ = self.queue.finish(id, attempt).await;
             return;
         };
+        observe::waited(self.now_ms().saturating_sub(rec.updated_at_ms) as f64 / 1000.0);
         let runnable = self.runnable(env, &rec, attempt);
         let (call, tool) = match runnable {
             Ok(found) => found,
             Err(why) => {
                 tracing::info!(task = id, attempt, %why, "a claimed task cannot run again: failed");
+                observe::lost(why.reason());
                 let message = why.to_string();
                 let mut rec = rec;
                 if let Err(e) = self.interrupt(&mut rec, &message).await {
@@ -514,7 +553,15 @@ impl Tasks {
                 return;
             }
         };
-        tracing::info!(task = id, attempt, "task resumed from its checkpoint");
+        let params = Params::from_value(call.params.clone());
+        let span = observe::attempt(
+            Some(id),
+            attempt,
+            &tool.def.name,
+            params.as_ref(),
+            rec.checkpoint.is_some(),
+        );
+        tracing::info!(parent: &span, task = id, attempt, "task claimed from the queue");
         let client = rec
             .client
             .as_deref()
@@ -524,6 +571,7 @@ impl Tasks {
         let relay = Relay::new(None);
         let live = Live::run(id.to_owned(), rec.owner.clone(), client, work, relay, (attempt, true));
         let Some(ctx) = self.claimed_ctx(env, &rec, &call, &live) else {
+            observe::lost(Unrunnable::BadCall.reason());
             let mut rec = rec;
             let _ = self.interrupt(&mut rec, &Unrunnable::BadCall.to_string()).await;
             let _ = self.queue.finish(id, attempt).await;
@@ -535,7 +583,9 @@ impl Tasks {
             Some(Value::Object(a)) => a.clone(),
             _ => serde_json::Map::new(),
         };
-        super::handoff::run_claimed(self.clone(), live, tool, args, ctx).await;
+        super::handoff::run_claimed(self.clone(), live, tool, args, ctx)
+            .instrument(span)
+            .await;
     }
 
     /// Whether a claimed task can run again: its call kept, resumable (or never run), within
