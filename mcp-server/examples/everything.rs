@@ -82,6 +82,10 @@ struct Args {
     /// `endpoint` event names `/messages?sessionId=<id>`, where the messages are POSTed.
     #[arg(long)]
     sse_pair: bool,
+    /// On Ctrl-C or SIGTERM, how long the calls in flight and the tasks running here get to
+    /// finish before they are cancelled (resumable tasks handed back to the queue).
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    shutdown_grace_ms: u64,
     #[command(flatten)]
     auth: auth::AuthArgs,
     #[command(flatten)]
@@ -899,7 +903,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // No listener: this instance runs the tasks of the shared queue until told to stop.
         println!("worker running");
         server
-            .serve_workers(Duration::from_secs(10), mcp_server::shutdown_signal())
+            .serve_workers(
+                Duration::from_millis(args.shutdown_grace_ms),
+                mcp_server::shutdown_signal(),
+            )
             .await?;
         return Ok(());
     }
@@ -920,7 +927,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = HttpConfig::default()
         .poll_after(Duration::ZERO)
         .poll_tools(["test_reconnection"])
-        .open_stream_after(Duration::from_secs(1));
+        .open_stream_after(Duration::from_secs(1))
+        .shutdown_grace(Duration::from_millis(args.shutdown_grace_ms));
     let config = if args.sse_pair {
         config.sse_pair("/sse", "/messages")
     } else {

@@ -24,6 +24,8 @@ pub struct RedisServer {
     port: u16,
     /// Where a persistent server keeps its snapshot (`None`: nothing is saved).
     dir: Option<PathBuf>,
+    /// Whether it keeps an append-only file there (every write synced), which survives a crash.
+    aof: bool,
     child: Option<Child>,
 }
 
@@ -41,11 +43,26 @@ impl RedisServer {
         Self::start_with(Some(dir))
     }
 
+    /// Starts a server that logs every write to an append-only file, synced at once
+    /// (`appendfsync always`): its data survives [`RedisServer::kill`] (a crash) and
+    /// [`RedisServer::restart`].
+    pub fn with_aof() -> RedisServer {
+        let dir = std::env::temp_dir().join(format!("mcp-redis-{}", unique_prefix("aof")));
+        std::fs::create_dir_all(&dir).expect("a directory for the Redis append-only file");
+        let mut server = Self::start_with(Some(dir.clone()));
+        // Started as a persistent server; switched to the append-only file before any write.
+        server.aof = true;
+        server.kill();
+        server.restart();
+        server
+    }
+
     /// Starts a server without persistence on this port (waiting up to 10 s for it to be free).
     pub fn start_on(port: u16) -> RedisServer {
         let mut server = RedisServer {
             port,
             dir: None,
+            aof: false,
             child: None,
         };
         server.restart();
@@ -58,6 +75,7 @@ impl RedisServer {
             let mut server = RedisServer {
                 port: free_port(),
                 dir: dir.clone(),
+                aof: false,
                 child: None,
             };
             match server.spawn() {
@@ -87,6 +105,9 @@ impl RedisServer {
         let dir = self.dir.as_ref().map(|d| d.display().to_string());
         if let Some(dir) = &dir {
             args.extend(["--dir", dir.as_str(), "--dbfilename", "dump.rdb"]);
+        }
+        if self.aof {
+            args.extend(["--appendonly", "yes", "--appendfsync", "always"]);
         }
         let child = Command::new("redis-server")
             .args(&args)

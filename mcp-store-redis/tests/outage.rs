@@ -129,3 +129,40 @@ async fn connect_fails_fast_when_redis_is_unreachable() {
         started.elapsed()
     );
 }
+
+/// The task queue on a Redis that logs every write (`appendonly yes`): killed (SIGKILL) and
+/// started again, it still holds the queued tasks, their order and the leases, and the attempt
+/// numbers go on from where they were (a lease held before the crash fences its attempt after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_queue_survives_a_redis_crash_with_an_append_only_file() {
+    let mut server = RedisServer::with_aof();
+    let store = store_on(&server.url(), &unique_prefix("queue-aof")).await.into_store();
+    let q = &store.queue;
+    let lease = Duration::from_millis(800);
+    for id in ["a", "b"] {
+        q.enqueue(id, "p1:c", Duration::ZERO).await.unwrap();
+    }
+    assert_eq!(q.hold("held", "p1:c", lease).await.unwrap(), Some(1));
+    server.kill();
+    server.restart();
+    // The connection comes back on its own; the first calls may meet the dropped one.
+    let deadline = Instant::now() + QUICK;
+    let first = loop {
+        match q.claim(lease).await {
+            Ok(claimed) => break claimed,
+            Err(_) if Instant::now() < deadline => sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("the queue did not come back: {e}"),
+        }
+    };
+    assert_eq!(first.map(|c| (c.task_id, c.attempt)), Some(("a".into(), 1)));
+    let second = q.claim(lease).await.unwrap().expect("b is still queued");
+    assert_eq!((second.task_id.as_str(), second.attempt), ("b", 1));
+    sleep(Duration::from_millis(1000)).await;
+    // The lease held before the crash lapsed: the task is claimed again as attempt 2.
+    let mut claimed = Vec::new();
+    while let Some(c) = q.claim(lease).await.unwrap() {
+        claimed.push((c.task_id, c.attempt));
+    }
+    assert!(claimed.contains(&("held".into(), 2)), "{claimed:?}");
+    assert!(!q.renew("held", 1, lease).await.unwrap(), "its first attempt is fenced");
+}

@@ -4,7 +4,7 @@ use crate::balancer::Balancer;
 use crate::oidc::{self, OidcProvider};
 use crate::redis::RedisServer;
 use crate::util::{self, Result};
-use crate::{conformance, fuzz, imports, interop, scaleout, soak, weight};
+use crate::{chaos, conformance, fuzz, imports, interop, scaleout, soak, weight};
 
 /// The scale-out passes of the gate: every balancer, two and four instances, one Redis and a
 /// Redis Cluster.
@@ -122,7 +122,8 @@ fn forbidden_in(tree: &str) -> Vec<&str> {
 /// comparison with rmcp ([`weight`]), the import circles ([`imports`]), tests (with a
 /// Redis of their own, `MCP_TEST_REDIS_URL`, and an OpenID provider of their own once its smoke
 /// passed, `MCP_TEST_OIDC_*`: see [`oidc`]), the `extension` and `middleware` examples, a fuzz
-/// smoke, interop, conformance, the scale-out legs ([`SCALEOUT_PASSES`]) and the one-minute soak.
+/// smoke, interop, conformance, the scale-out legs ([`SCALEOUT_PASSES`]), the chaos passes
+/// ([`chaos`]) and the one-minute soak.
 pub(crate) fn run() -> Result {
     if !interop::client_script_exists() {
         return Err("interop/client.py is missing".to_owned());
@@ -183,7 +184,7 @@ pub(crate) fn run() -> Result {
         .map(Some)
         .chain([None])
         .chain(steps[3..].iter().map(Some));
-    let total = steps.len() + 8;
+    let total = steps.len() + 9;
     let mut n = 0;
     for step in order {
         n += 1;
@@ -221,7 +222,7 @@ pub(crate) fn run() -> Result {
 
     util::banner(&format!(
         "ci [{}/{total}] fuzz smoke ({FUZZ_SMOKE_SECONDS} s per target)",
-        total - 4
+        total - 5
     ));
     let opts = fuzz::Options {
         seconds: FUZZ_SMOKE_SECONDS,
@@ -229,10 +230,10 @@ pub(crate) fn run() -> Result {
     };
     fuzz::run(&opts).map_err(|e| format!("ci: fuzz smoke failed: {e}"))?;
 
-    util::banner(&format!("ci [{}/{total}] interop", total - 3));
+    util::banner(&format!("ci [{}/{total}] interop", total - 4));
     interop::run(&interop::Options { skip_build: false }).map_err(|e| format!("ci: interop failed: {e}"))?;
 
-    util::banner(&format!("ci [{}/{total}] conformance", total - 2));
+    util::banner(&format!("ci [{}/{total}] conformance", total - 3));
     // interop has just built the release example.
     let opts = conformance::Options {
         skip_build: true,
@@ -242,7 +243,7 @@ pub(crate) fn run() -> Result {
 
     util::banner(&format!(
         "ci [{}/{total}] scale-out (instances sharing a Redis: 4 behind rr-proxy, 4 behind nginx, 2 behind HAProxy; 2 behind HAProxy on a Redis Cluster)",
-        total - 1
+        total - 2
     ));
     // The release example is built; the debug rr-proxy was built by `cargo test` (a no-op
     // build then); each pass has a Redis (or a Redis Cluster) of its own.
@@ -251,6 +252,16 @@ pub(crate) fn run() -> Result {
         passes: SCALEOUT_PASSES.to_vec(),
     };
     scaleout::run(&opts).map_err(|e| format!("ci: scale-out failed: {e}"))?;
+
+    util::banner(&format!(
+        "ci [{}/{total}] chaos (2 fronts behind nginx, 2 workers; one killed, one drained; on Redis and on a Redis Cluster)",
+        total - 1
+    ));
+    let opts = chaos::Options {
+        skip_build: true,
+        clusters: vec![false, true],
+    };
+    chaos::run(&opts).map_err(|e| format!("ci: chaos failed: {e}"))?;
 
     util::banner(&format!(
         "ci [{total}/{total}] soak (1 min, {} listen streams)",

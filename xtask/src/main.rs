@@ -5,7 +5,8 @@
 //!   provider of its own, once its smoke passed, in `MCP_TEST_OIDC_ISSUER`, `MCP_TEST_OIDC_ADMIN`
 //!   and `MCP_TEST_OIDC_CLIENTS`), the `extension` and `middleware` examples run with `--demo`,
 //!   the import circles (`imports`), then a `fuzz` smoke, `interop`, `conformance`, `scaleout` (behind `rr-proxy` with 4
-//!   instances, behind nginx and HAProxy with 2, behind `rr-proxy` with 2 on a Redis Cluster) and the one-minute `soak`, stopping at the first
+//!   instances, behind nginx and HAProxy with 2, behind `rr-proxy` with 2 on a Redis Cluster),
+//!   `chaos` (on Redis and on a Redis Cluster) and the one-minute `soak`, stopping at the first
 //!   failure.
 //! - `oidc [--smoke] [--ttl N] [--short-ttl N]`: the OpenID provider of the auth tests
 //!   (`interop/oidc/provider.mjs`: panva's `oidc-provider`, pinned, installed under
@@ -31,6 +32,10 @@
 //!   (run in the foreground from the templates under `xtask/balancers/`), or each in turn
 //!   (`all`); driven through it by the Python SDK client in its three HTTP modes and by every
 //!   conformance leg; prints the requests each instance served (each must be > 0).
+//! - `chaos [--skip-build] [--redis-cluster]`: tasks that outlive their instance: 2 fronts
+//!   behind nginx and 2 workers on Redis (and, unless `--redis-cluster` picks it alone, again on
+//!   a Redis Cluster), 360 tasks of both eras from the Python SDK, one worker killed and the
+//!   other drained and restarted while they run (see `chaos.rs`).
 //! - `bench [--quick] [--skip-build] [--readme] [--only ID]... [--baseline REV]`: our
 //!   server against rmcp and a
 //!   bare HTTP floor (the bench workspace under `bench/`, built into `target/bench-build`), every
@@ -64,6 +69,7 @@
 mod apps;
 mod balancer;
 mod bench;
+mod chaos;
 mod ci;
 mod conformance;
 mod fuzz;
@@ -196,6 +202,10 @@ fn dispatch(args: &[String]) -> Outcome {
             Ok(opts) => conformance::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
         },
+        "chaos" => match parse_chaos(rest) {
+            Ok(opts) => chaos::run(&opts).into(),
+            Err(e) => Outcome::Usage(e),
+        },
         "scaleout" => match parse_scaleout(rest) {
             Ok(opts) => scaleout::run(&opts).into(),
             Err(e) => Outcome::Usage(e),
@@ -264,6 +274,20 @@ fn parse_interop(rest: &[String]) -> Result<interop::Options, String> {
         }
     }
     Ok(opts)
+}
+
+fn parse_chaos(rest: &[String]) -> Result<chaos::Options, String> {
+    let mut skip_build = false;
+    let mut clusters = vec![false, true];
+    let mut flags = util::Flags::new("chaos", rest);
+    while let Some((flag, inline)) = flags.next_flag() {
+        match flag {
+            "--skip-build" if inline.is_none() => skip_build = true,
+            "--redis-cluster" if inline.is_none() => clusters = vec![true],
+            other => return Err(flags.unexpected(other)),
+        }
+    }
+    Ok(chaos::Options { skip_build, clusters })
 }
 
 fn parse_scaleout(rest: &[String]) -> Result<scaleout::Options, String> {

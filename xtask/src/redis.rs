@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::redis_cluster::RedisCluster;
 use crate::util::{self, ChildGuard, Result};
 
 /// How long a fresh `redis-server` may take to answer `PING`.
@@ -137,4 +138,38 @@ fn ping(port: u16) -> bool {
         }
     }
     answer[..read].starts_with(b"+PONG")
+}
+
+/// One `redis-server` or a Redis Cluster, running until dropped (a pass of `scaleout` or
+/// `chaos`).
+pub(crate) enum SharedRedis {
+    Server(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl SharedRedis {
+    /// Starts one `redis-server`, or a cluster when `cluster`.
+    pub(crate) fn start(cluster: bool) -> Result<Self> {
+        Ok(if cluster {
+            SharedRedis::Cluster(RedisCluster::start()?)
+        } else {
+            SharedRedis::Server(RedisServer::start()?)
+        })
+    }
+
+    /// The `everything` flag and its value: `--redis URL` or `--redis-cluster NODES`.
+    pub(crate) fn flag(&self) -> (&'static str, String) {
+        match self {
+            SharedRedis::Server(server) => ("--redis", server.url()),
+            SharedRedis::Cluster(cluster) => ("--redis-cluster", cluster.nodes()),
+        }
+    }
+
+    /// Fails if Redis (a node of the cluster) exited.
+    pub(crate) fn ensure_running(&mut self) -> Result {
+        match self {
+            SharedRedis::Server(server) => server.ensure_running(),
+            SharedRedis::Cluster(cluster) => cluster.ensure_running(),
+        }
+    }
 }

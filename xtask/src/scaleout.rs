@@ -3,7 +3,7 @@
 //! logical server made of N `everything` processes sharing state through Redis, behind a
 //! round-robin load balancer with no stickiness, driven by the real peers.
 //!
-//! Each pass starts a fresh `redis-server` ([`RedisServer`]), N (default 2) `everything --host
+//! Each pass starts a fresh `redis-server` ([`RedisServer`](crate::redis::RedisServer)), N (default 2) `everything --host
 //! 127.0.0.1 --port 0 --redis <url> --redis-prefix <random> --state-key <64 random hex digits>
 //! --sse-pair` instances and a balancer in front of them ([`crate::balancer`]): `rr-proxy` of the `mcp-tests`
 //! crate (switching instance on every HTTP request; debug build: `cargo build -p mcp-tests --bin
@@ -23,7 +23,7 @@
 //!   more instances started with `--events-fixture --api-key <random> --events-permit-origin
 //!   <the receiver's>` under a prefix of their own, behind a second balancer of the same kind.
 //!
-//! `--redis-cluster`: the instances share a Redis Cluster instead ([`RedisCluster`]: six
+//! `--redis-cluster`: the instances share a Redis Cluster instead ([`RedisCluster`](crate::redis_cluster::RedisCluster): six
 //! `redis-server` nodes, three primaries and three replicas, given to `everything` as
 //! `--redis-cluster 127.0.0.1:P1,…`).
 //!
@@ -39,8 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::balancer::{Balancer, RunningBalancer};
-use crate::redis::RedisServer;
-use crate::redis_cluster::RedisCluster;
+use crate::redis::SharedRedis;
 use crate::util::{self, HttpServer, Result};
 use crate::{conformance, interop, tools};
 
@@ -50,40 +49,9 @@ pub(crate) struct Pass {
     pub(crate) balancer: Balancer,
     /// How many `everything` instances share the Redis (at least 1).
     pub(crate) instances: usize,
-    /// Share a Redis Cluster ([`RedisCluster`], `everything --redis-cluster`) instead of one
+    /// Share a Redis Cluster ([`RedisCluster`](crate::redis_cluster::RedisCluster), `everything --redis-cluster`) instead of one
     /// `redis-server`.
     pub(crate) cluster: bool,
-}
-
-/// The Redis of one pass, running until dropped.
-enum SharedRedis {
-    Server(RedisServer),
-    Cluster(RedisCluster),
-}
-
-impl SharedRedis {
-    fn start(cluster: bool) -> Result<Self> {
-        Ok(if cluster {
-            SharedRedis::Cluster(RedisCluster::start()?)
-        } else {
-            SharedRedis::Server(RedisServer::start()?)
-        })
-    }
-
-    /// The `everything` flag and its value: `--redis URL` or `--redis-cluster NODES`.
-    fn flag(&self) -> (&'static str, String) {
-        match self {
-            SharedRedis::Server(server) => ("--redis", server.url()),
-            SharedRedis::Cluster(cluster) => ("--redis-cluster", cluster.nodes()),
-        }
-    }
-
-    fn ensure_running(&mut self) -> Result {
-        match self {
-            SharedRedis::Server(server) => server.ensure_running(),
-            SharedRedis::Cluster(cluster) => cluster.ensure_running(),
-        }
-    }
 }
 
 /// Options of `cargo xtask scaleout`.

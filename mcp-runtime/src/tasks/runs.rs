@@ -448,6 +448,7 @@ impl Tasks {
         let stopping = self.stopping.clone();
         let slots = Arc::new(tokio::sync::Semaphore::new(runs.max_running.max(1)));
         let mut sampled = tokio::time::Instant::now();
+        let mut failing = false;
         Some(crate::background::boxed(async move {
             loop {
                 if sampled.elapsed() >= SAMPLE_EVERY
@@ -462,17 +463,22 @@ impl Tasks {
                 };
                 let Some(tasks) = me.upgrade() else { break };
                 let claimed = tasks.queue.claim(runs.lease).await;
-                match claimed {
-                    Ok(Some(claim)) => {
-                        let env = env.clone();
-                        crate::background::spawn(async move {
-                            tasks.run_claimed(&env, claim).await;
-                            drop(permit);
-                        });
-                        continue;
+                // An outage is logged once, when it begins, and once when it ends.
+                match (&claimed, failing) {
+                    (Err(e), false) => {
+                        tracing::warn!(error = %e, "the task queue cannot be read: claiming nothing until it can")
                     }
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(error = %e, "the task queue could not be read; claiming nothing"),
+                    (Ok(_), true) => tracing::info!("the task queue can be read again"),
+                    _ => {}
+                }
+                failing = claimed.is_err();
+                if let Ok(Some(claim)) = claimed {
+                    let env = env.clone();
+                    crate::background::spawn(async move {
+                        tasks.run_claimed(&env, claim).await;
+                        drop(permit);
+                    });
+                    continue;
                 }
                 drop((tasks, permit));
                 tokio::select! {
@@ -539,7 +545,8 @@ impl Tasks {
                 r.instance = me;
                 r.status = TaskStatus::Working;
                 r.input_requests.clear();
-                r.status_message = Some(format!("Resumed: attempt {attempt}"));
+                // A task a front queued starts its first attempt here; a later one resumes.
+                r.status_message = (attempt > 1).then(|| format!("Resumed: attempt {attempt}"));
             })
             .await;
         let rec = match started {
@@ -680,7 +687,84 @@ impl Tasks {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+
     use super::*;
+    use crate::store::{QueueDepth, StoreError, StoreFuture, TaskQueue};
+
+    /// A queue whose store is unreachable: every call fails, and claims are counted.
+    #[derive(Default)]
+    struct Unreachable {
+        claims: AtomicUsize,
+    }
+
+    fn down<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
+        Box::pin(async { Err(StoreError::Unavailable("redis is away".into())) })
+    }
+
+    impl TaskQueue for Unreachable {
+        fn enqueue<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> StoreFuture<'a, ()> {
+            down()
+        }
+        fn hold<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> StoreFuture<'a, Option<u32>> {
+            down()
+        }
+        fn claim(&self, _: Duration) -> StoreFuture<'_, Option<Claim>> {
+            self.claims.fetch_add(1, Ordering::SeqCst);
+            down()
+        }
+        fn renew<'a>(&'a self, _: &'a str, _: u32, _: Duration) -> StoreFuture<'a, bool> {
+            down()
+        }
+        fn finish<'a>(&'a self, _: &'a str, _: u32) -> StoreFuture<'a, bool> {
+            down()
+        }
+        fn release<'a>(&'a self, _: &'a str, _: u32, _: Duration) -> StoreFuture<'a, bool> {
+            down()
+        }
+        fn depth(&self) -> StoreFuture<'_, QueueDepth> {
+            down()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn workers_that_cannot_reach_the_queue_claim_nothing_fail_nothing_and_keep_asking() {
+        let queue = Arc::new(Unreachable::default());
+        let store = Arc::new(crate::store::InMemoryTaskStore::new());
+        let subscriptions = Arc::new(crate::listen::Subscriptions::new(
+            crate::listen::Limits::unbounded(),
+            None,
+        ));
+        let tasks = Tasks::new(
+            &crate::ServerConfig::default(),
+            store.clone(),
+            queue.clone(),
+            subscriptions,
+        );
+        let env = WorkerEnv {
+            registry: Arc::new(Registry::new()),
+            advertised: Vec::new(),
+            client_request_timeout: Duration::from_secs(1),
+            logging: false,
+            state: States::default(),
+            elicitations: Arc::new(Elicitations::new(Duration::from_secs(60), 1)),
+        };
+        let workers = tokio::spawn(tasks.workers(env).expect("the workers, once"));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let asked = queue.claims.load(Ordering::SeqCst);
+        assert!(
+            (10..=30).contains(&asked),
+            "asked again every poll, not in a loop: {asked}"
+        );
+        assert_eq!(
+            crate::store::TaskStore::count(&*store).await.unwrap(),
+            0,
+            "nothing failed or written"
+        );
+        tasks.stop_claiming();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(workers.is_finished(), "they stop once the instance stops claiming");
+    }
 
     #[test]
     fn backoff_doubles_from_the_second_attempt_and_is_bounded() {

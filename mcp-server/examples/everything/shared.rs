@@ -52,6 +52,9 @@ pub(crate) struct SharedArgs {
     /// died waits before another worker claims it.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     task_lease_ms: u64,
+    /// Most tasks of the shared queue this instance runs at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_running_tasks: usize,
 }
 
 fn parse_role(name: &str) -> Result<Role, String> {
@@ -84,6 +87,7 @@ impl SharedArgs {
         let mut runs = TaskRuns::default();
         runs.role = self.role;
         runs.lease = std::time::Duration::from_millis(self.task_lease_ms.max(30));
+        runs.max_running = self.max_running_tasks.max(1);
         b = b.task_runs(runs);
         if let Some(hex) = &self.task_key {
             let key = TaskKey::from_hex(hex).map_err(|e| format!("--task-key: {e}"))?;

@@ -1,7 +1,8 @@
 //! Task records sealed at rest (issue #43, item 5), seen from outside: `everything --redis URL
-//! --task-key HEX` runs a 2025-11-25 task whose result names a marker; a `MONITOR` on the Redis
-//! sees every command the instance sends, and the marker is in none of them, while the client
-//! reads its result whole.
+//! --task-key HEX` runs a 2025-11-25 task whose result names a marker, and a resumable one whose
+//! arguments carry another (kept with its call, beside its checkpoints); a `MONITOR` on the
+//! Redis sees every command the instance sends, and neither marker nor a checkpoint is in any of
+//! them, while the client reads its results whole.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,6 +17,9 @@ use crate::support::{Fixture, bounded};
 
 const KEY: &str = "5f1c0de5a11c0ffee0ddba11defaced0b0bca7c0de5eed5a1ad5c0ffee15900d";
 const MARKER: &str = "quarterly-numbers-7f3a";
+/// In the arguments of a resumable task: kept with its call (for another worker to run it
+/// again), sealed.
+const ARGUMENT: &str = "payroll-export-29c1";
 
 /// A `MONITOR` connection read on a thread until stopped: everything Redis executed meanwhile.
 struct Monitor {
@@ -87,6 +91,19 @@ async fn no_task_result_reaches_redis_in_clear() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert_eq!(status["result"]["status"], "completed", "{status}");
+        // A resumable task keeps its call (its arguments) and checkpoints in the store.
+        let params = json!({"name": "test_resumable_count", "arguments": {"steps": 3, "step_ms": 20, "note": ARGUMENT}, "task": {}});
+        let resumable = legacy(&f, &sid, 300, "tools/call", params).await;
+        let resumable = resumable["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+        for n in 0..100 {
+            let got = legacy(&f, &sid, 310 + n, "tasks/get", json!({"taskId": resumable})).await;
+            if got["result"]["status"] == "completed" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let counted = legacy(&f, &sid, 400, "tasks/result", json!({"taskId": resumable})).await;
+        assert!(counted.to_string().contains("counted 3 steps"), "{counted}");
         let result = legacy(&f, &sid, 200, "tasks/result", json!({"taskId": task})).await;
         assert!(
             result.to_string().contains(MARKER),
@@ -98,6 +115,9 @@ async fn no_task_result_reaches_redis_in_clear() {
         // MONITOR quotes each argument, escaping the quotes inside.
         assert!(seen.contains(r#"\"sealed\":{"#), "its record was sealed");
         assert!(!seen.contains(MARKER), "the result never reached Redis in clear");
+        assert!(seen.contains(&resumable), "the monitor saw the resumable task's writes");
+        assert!(!seen.contains(ARGUMENT), "its arguments never reached Redis in clear");
+        assert!(!seen.contains(r#"\"checkpoint\":"#), "nor its checkpoints");
     })
     .await;
 }
