@@ -107,14 +107,19 @@ impl Runtime {
     /// also fails the tasks of instances that are gone); and the extensions' services. The
     /// first call only; it subscribes to
     /// the bus before it returns, so nothing published after it is missed.
-    pub(crate) fn services(&self) -> Vec<Background> {
+    pub(crate) fn services(self: &Arc<Self>) -> Vec<Background> {
         let mut services = match &self.cluster {
             Some(c) => c.start(&self.registry),
             None => Vec::new(),
         };
         services.extend(self.tasks.sweeper());
+        let me = Arc::downgrade(self);
         services.extend(self.tasks.workers(crate::tasks::WorkerEnv {
             registry: self.registry.clone(),
+            find_session: Box::new(move |id, principal| {
+                let me = me.clone();
+                Box::pin(async move { me.upgrade()?.find_session(&id, &principal).await.ok().flatten() })
+            }),
             advertised: self.config.advertise.revisions(),
             client_request_timeout: self.config.client_request_timeout,
             logging: self.config.logging,

@@ -406,13 +406,15 @@ impl Tasks {
     }
 
     /// Waits until a task ends (for 2025-11-25 `tasks/result`): woken by
-    /// status changes of a task this process runs, else polling the store.
+    /// status changes of a task this process runs, else polling the store. `on_read` sees each
+    /// record read while it has not ended.
     pub(crate) async fn wait_terminal(
         &self,
         task_id: &str,
         owner: Option<&TaskOwner>,
         timeout: Duration,
         cancel: &CancellationToken,
+        on_read: &mut (dyn FnMut(&TaskRecord) + Send),
     ) -> Result<TaskRecord, RpcError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let poll = Duration::from_millis(self.limits.poll_interval_ms.max(10));
@@ -422,6 +424,7 @@ impl Tasks {
             if rec.status.is_terminal() {
                 return Ok(rec);
             }
+            on_read(&rec);
             let changed = async {
                 match changes.as_mut() {
                     Some(rx) => {

@@ -95,20 +95,32 @@ impl Tasks {
         let rec = self.lookup(id, owner).await?;
         // The task's messages come on this request's stream while it waits: from the relay of
         // a task run here, through the bus from one run elsewhere (the instance its record
-        // names).
-        let _following = match (ctx.sink().can_stream(), self.live(id)) {
-            (true, Some(live)) => {
-                live.relay.attach(ctx.sink().clone());
-                None
+        // names: followed again whenever the record names another, as when a worker claims a
+        // queued task, or runs it again after its instance stopped).
+        let mut following = None;
+        let mut followed: Option<String> = None;
+        let mut follow = |rec: &TaskRecord| {
+            if !ctx.sink().can_stream() || followed.as_deref() == Some(rec.instance.as_deref().unwrap_or("")) {
+                return;
             }
-            (true, None) => match (self.sharing(), rec.instance.as_deref()) {
-                (Some(s), Some(runner)) if runner != s.instance() => Some(s.follow(runner, id, ctx.sink().clone())),
-                _ => None,
-            },
-            (false, _) => None,
+            followed = Some(rec.instance.clone().unwrap_or_default());
+            if let Some(live) = self.live(id) {
+                live.relay.attach(ctx.sink().clone());
+                return;
+            }
+            if let (Some(s), Some(runner)) = (self.sharing(), rec.instance.as_deref())
+                && runner != s.instance()
+            {
+                // The guard of the previous runner, if any, is dropped: it stops sending here.
+                following = Some(s.follow(runner, id, ctx.sink().clone()));
+            }
         };
+        follow(&rec);
         let timeout = self.limits.result_timeout;
-        let rec = self.wait_terminal(id, owner, timeout, ctx.cancellation()).await?;
+        let rec = self
+            .wait_terminal(id, owner, timeout, ctx.cancellation(), &mut follow)
+            .await?;
+        drop(following);
         match rec.outcome {
             Some(TaskOutcome::Result(mut v)) => {
                 with_related_task(&mut v, id);

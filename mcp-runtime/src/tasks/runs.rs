@@ -37,7 +37,7 @@ use mcp_protocol::{Era, Method, Params, RequestId, Revision};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{INSTANCE_STOPPED, LegacyTaskLink, Live, TaskCall, TaskRecord, Tasks};
+use super::{INSTANCE_STOPPED, LegacyTaskLink, Live, TaskCall, TaskOwner, TaskRecord, Tasks};
 use crate::api::HandlerError;
 use crate::api::ctx::{CtxInner, Origin, Recorded};
 use crate::api::resume::{ResumeLink, SaveFuture};
@@ -48,6 +48,7 @@ use crate::catalog::{Registry, ToolEntry};
 use crate::elicitation::Elicitations;
 use crate::observe::tasks as observe;
 use crate::quota::ClientKey;
+use crate::session::Session;
 use crate::sink::{Relay, Sink};
 use crate::store::Claim;
 use tracing::Instrument;
@@ -231,10 +232,20 @@ impl ResumeLink for Resumption {
     }
 }
 
-/// What a worker needs to run a claimed task's call: the catalog and what every handler's
-/// context is given.
+/// Finds a legacy session by id for its principal, on this instance or loaded from the shared
+/// store (`Runtime::find_session`): the session a claimed 2025-11-25 task runs in, so that its
+/// server-to-client requests are asked in it.
+pub(crate) type FindSession = Box<
+    dyn Fn(String, String) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Arc<Session>>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// What a worker needs to run a claimed task's call: the catalog, the legacy sessions, and what
+/// every handler's context is given.
 pub(crate) struct WorkerEnv {
     pub(crate) registry: Arc<Registry>,
+    pub(crate) find_session: FindSession,
     pub(crate) advertised: Vec<Revision>,
     pub(crate) client_request_timeout: Duration,
     pub(crate) logging: bool,
@@ -574,10 +585,17 @@ impl Tasks {
             .as_deref()
             .and_then(ClientKey::parse)
             .unwrap_or_else(|| ClientKey::Principal(rec.owner.principal().into()));
-        let work = CancellationToken::new();
+        // A 2025-11-25 task runs in its session (loaded here from the store), and ends with it.
+        let session = match &rec.owner {
+            TaskOwner::Session { principal, session } => (env.find_session)(session.clone(), principal.clone()).await,
+            TaskOwner::Principal(_) => None,
+        };
+        let work = session
+            .as_ref()
+            .map_or_else(CancellationToken::new, |s| s.closed().child_token());
         let relay = Relay::new(None);
         let live = Live::run(id.to_owned(), rec.owner.clone(), client, work, relay, (attempt, true));
-        let Some(ctx) = self.claimed_ctx(env, &rec, &call, &live) else {
+        let Some(ctx) = self.claimed_ctx(env, &rec, &call, &live, session) else {
             observe::lost(Unrunnable::BadCall.reason());
             let mut rec = rec;
             let _ = self.interrupt(&mut rec, &Unrunnable::BadCall.to_string()).await;
@@ -640,11 +658,14 @@ impl Tasks {
         rec: &TaskRecord,
         call: &TaskCall,
         live: &Arc<Live>,
+        session: Option<Arc<Session>>,
     ) -> Option<Ctx> {
         let params = Params::from_value(call.params.clone())?;
-        let origin = match rec.owner.era() {
-            Era::Modern => Origin::Modern(Arc::new(parse_modern_meta(Some(&params), &env.advertised).ok()?)),
-            Era::Legacy => Origin::Recorded(Arc::new(Recorded {
+        let origin = match (rec.owner.era(), session) {
+            (Era::Modern, _) => Origin::Modern(Arc::new(parse_modern_meta(Some(&params), &env.advertised).ok()?)),
+            (Era::Legacy, Some(session)) => Origin::Session(session),
+            // Its session is gone: the facts it recorded, and no server-to-client request.
+            (Era::Legacy, None) => Origin::Recorded(Arc::new(Recorded {
                 revision: Revision::parse(call.revision.as_deref()?)?,
                 client_capabilities: ClientCapabilities::new(call.client_capabilities.clone().unwrap_or_default()),
                 client_info: call.client_info.clone(),
@@ -743,6 +764,7 @@ mod tests {
         );
         let env = WorkerEnv {
             registry: Arc::new(Registry::new()),
+            find_session: Box::new(|_, _| Box::pin(async { None })),
             advertised: Vec::new(),
             client_request_timeout: Duration::from_secs(1),
             logging: false,

@@ -169,6 +169,59 @@ impl Fixture {
     }
 }
 
+/// A legacy client's session on a logical server (any instance serves it).
+pub(crate) struct Legacy {
+    pub(crate) sid: String,
+}
+
+impl Legacy {
+    /// `initialize` (2025-11-25) and `notifications/initialized`.
+    pub(crate) async fn open(f: &Fixture) -> Legacy {
+        Legacy::open_with(f, json!({})).await
+    }
+
+    /// [`Legacy::open`] declaring `capabilities`.
+    pub(crate) async fn open_with(f: &Fixture, capabilities: Value) -> Legacy {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "scenarios", "version": "1"}}});
+        let answer = f.post(&init, &[]).await;
+        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        f.post(
+            &initialized,
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")],
+        )
+        .await;
+        Legacy { sid }
+    }
+
+    /// A request in the session: its answer.
+    pub(crate) async fn call(&self, f: &Fixture, id: u64, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let headers = [
+            ("mcp-session-id", self.sid.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        f.post(&body, &headers).await.answer(id).await
+    }
+
+    /// A task-augmented `tools/call` of `tool`: the task's id.
+    pub(crate) async fn task(&self, f: &Fixture, id: u64, tool: &str, arguments: Value) -> String {
+        let created = self
+            .call(
+                f,
+                id,
+                "tools/call",
+                json!({"name": tool, "arguments": arguments, "task": {}}),
+            )
+            .await;
+        created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {created}"))
+            .to_owned()
+    }
+}
+
 /// An answer whose body is read as it comes.
 pub(crate) struct Answer {
     pub(crate) status: u16,

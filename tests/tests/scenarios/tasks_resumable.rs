@@ -9,55 +9,10 @@ use std::time::Duration;
 use mcp_store_redis::testing::{TestRedis, unique_prefix};
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, bounded};
+use crate::support::{Fixture, Legacy, bounded};
 
 const KEY: &str = "0a11ce5a11c0ffee0ddba11defaced0b0bca7c0de5eed5a1ad5c0ffee15900d5";
 const EXT: &str = "io.modelcontextprotocol/tasks";
-
-/// A legacy client's session on a logical server (any instance serves it).
-struct Legacy {
-    sid: String,
-}
-
-impl Legacy {
-    async fn open(f: &Fixture) -> Legacy {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "resumable", "version": "1"}}});
-        let answer = f.post(&init, &[]).await;
-        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        f.post(
-            &initialized,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")],
-        )
-        .await;
-        Legacy { sid }
-    }
-
-    async fn call(&self, f: &Fixture, id: u64, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let headers = [
-            ("mcp-session-id", self.sid.as_str()),
-            ("mcp-protocol-version", "2025-11-25"),
-        ];
-        f.post(&body, &headers).await.answer(id).await
-    }
-
-    async fn task(&self, f: &Fixture, id: u64, tool: &str, arguments: Value) -> String {
-        let created = self
-            .call(
-                f,
-                id,
-                "tools/call",
-                json!({"name": tool, "arguments": arguments, "task": {}}),
-            )
-            .await;
-        created["result"]["task"]["taskId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a task: {created}"))
-            .to_owned()
-    }
-}
 
 /// A modern request from a client that declared the tasks extension.
 async fn modern(f: &Fixture, id: u64, method: &str, mut params: Value) -> Value {
@@ -260,6 +215,49 @@ async fn a_front_runs_no_task_and_a_worker_runs_what_it_queued() {
         let ended = until_ended(30, |n| modern(&front, n, "tasks/get", json!({"taskId": new}))).await;
         assert_eq!(ended["result"]["status"], "completed", "{ended}");
         assert!(ended.to_string().contains("Computed"), "{ended}");
+    })
+    .await;
+}
+
+/// A 2025-11-25 task a worker runs asks its client for input: the worker loads the task's
+/// session from the store, its `elicitation/create` reaches the client on the stream of a
+/// `tasks/result` the front serves, and the client's answer, posted to the front, reaches the
+/// worker.
+#[tokio::test]
+async fn a_worker_s_legacy_task_asks_its_client_through_the_front() {
+    bounded(90, async {
+        let redis = TestRedis::new();
+        let prefix = unique_prefix("tasks-worker-asks");
+        let args = args(&redis, &prefix);
+        let front = start(&args, &["--role", "front"]).await;
+        let all: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _worker = mcp_tests::fixture::start_worker(&all).await;
+        let legacy = Legacy::open_with(&front, json!({"elicitation": {}})).await;
+        let task = legacy
+            .task(&front, 1, "confirm_delete", json!({"filename": "a.txt"}))
+            .await;
+        let headers = [
+            ("mcp-session-id", legacy.sid.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task}});
+        let mut waiting = front.post(&body, &headers).await;
+        assert!(waiting.is_sse(), "the task's messages come on the tasks/result stream");
+        let asked = waiting
+            .next_message(Duration::from_secs(20))
+            .await
+            .expect("the worker's question");
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert_eq!(
+            asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+            task.as_str()
+        );
+        let answer =
+            json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"confirm": true}}});
+        let posted = front.post(&answer, &headers).await;
+        assert_eq!(posted.status, 202, "the answer is taken");
+        let result = waiting.answer(2).await;
+        assert_eq!(result["result"]["content"][0]["text"], "Deleted a.txt", "{result}");
     })
     .await;
 }

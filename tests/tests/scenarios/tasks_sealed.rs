@@ -13,7 +13,7 @@ use std::time::Duration;
 use mcp_store_redis::testing::{TestRedis, unique_prefix};
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, bounded};
+use crate::support::{Fixture, Legacy, bounded};
 
 const KEY: &str = "5f1c0de5a11c0ffee0ddba11defaced0b0bca7c0de5eed5a1ad5c0ffee15900d";
 const MARKER: &str = "quarterly-numbers-7f3a";
@@ -55,13 +55,6 @@ impl Monitor {
     }
 }
 
-/// A legacy request in session `sid`: its answer.
-async fn legacy(f: &Fixture, sid: &str, id: u64, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let headers = [("mcp-session-id", sid), ("mcp-protocol-version", "2025-11-25")];
-    f.post(&body, &headers).await.answer(id).await
-}
-
 #[tokio::test]
 async fn no_task_result_reaches_redis_in_clear() {
     bounded(60, async {
@@ -69,22 +62,13 @@ async fn no_task_result_reaches_redis_in_clear() {
         let prefix = unique_prefix("tasks-sealed");
         let f = Fixture::start_with(&["--redis", redis.url(), "--redis-prefix", &prefix, "--task-key", KEY]).await;
         let monitor = Monitor::start(redis.url());
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "sealed", "version": "1"}}});
-        let answer = f.post(&init, &[]).await;
-        let sid = answer.header("mcp-session-id").expect("a session").to_owned();
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        f.post(
-            &initialized,
-            &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")],
-        )
-        .await;
+        let session = Legacy::open(&f).await;
         let params = json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": MARKER}, "task": {}});
-        let created = legacy(&f, &sid, 1, "tools/call", params).await;
+        let created = session.call(&f, 1, "tools/call", params).await;
         let task = created["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
         let mut status = Value::Null;
         for n in 0..100 {
-            status = legacy(&f, &sid, 10 + n, "tasks/get", json!({"taskId": task})).await;
+            status = session.call(&f, 10 + n, "tasks/get", json!({"taskId": task})).await;
             if status["result"]["status"] == "completed" {
                 break;
             }
@@ -93,18 +77,18 @@ async fn no_task_result_reaches_redis_in_clear() {
         assert_eq!(status["result"]["status"], "completed", "{status}");
         // A resumable task keeps its call (its arguments) and checkpoints in the store.
         let params = json!({"name": "test_resumable_count", "arguments": {"steps": 3, "step_ms": 20, "note": ARGUMENT}, "task": {}});
-        let resumable = legacy(&f, &sid, 300, "tools/call", params).await;
+        let resumable = session.call(&f, 300, "tools/call", params).await;
         let resumable = resumable["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
         for n in 0..100 {
-            let got = legacy(&f, &sid, 310 + n, "tasks/get", json!({"taskId": resumable})).await;
+            let got = session.call(&f, 310 + n, "tasks/get", json!({"taskId": resumable})).await;
             if got["result"]["status"] == "completed" {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let counted = legacy(&f, &sid, 400, "tasks/result", json!({"taskId": resumable})).await;
+        let counted = session.call(&f, 400, "tasks/result", json!({"taskId": resumable})).await;
         assert!(counted.to_string().contains("counted 3 steps"), "{counted}");
-        let result = legacy(&f, &sid, 200, "tasks/result", json!({"taskId": task})).await;
+        let result = session.call(&f, 200, "tasks/result", json!({"taskId": task})).await;
         assert!(
             result.to_string().contains(MARKER),
             "the client reads its result: {result}"
