@@ -31,6 +31,7 @@ impl ClientKey {
     }
 }
 
+#[cfg(feature = "shared-store")]
 impl ClientKey {
     /// The client a store key names (the [`Display`](fmt::Display) form read back); `None` for
     /// anything else.
@@ -100,6 +101,7 @@ mod tests {
         assert_eq!(ClientKey::of(&anon, Some(mapped)).to_string(), "a:10.0.0.1");
     }
 
+    #[cfg(feature = "shared-store")]
     #[test]
     fn store_keys_read_back_as_the_client_they_name() {
         let anon: Arc<str> = Arc::from(ANONYMOUS);

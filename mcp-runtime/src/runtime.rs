@@ -113,8 +113,18 @@ impl Runtime {
             None => Vec::new(),
         };
         services.extend(self.tasks.sweeper());
+        #[cfg(feature = "shared-store")]
+        services.extend(self.tasks.workers(self.worker_env()));
+        services.extend(self.config.extensions.start_services());
+        services
+    }
+
+    #[cfg(feature = "shared-store")]
+    /// What this runtime's task workers are given: the catalog, the legacy sessions (found here
+    /// or loaded from the store), and what every handler's context is given.
+    fn worker_env(self: &Arc<Self>) -> crate::tasks::WorkerEnv {
         let me = Arc::downgrade(self);
-        services.extend(self.tasks.workers(crate::tasks::WorkerEnv {
+        crate::tasks::WorkerEnv {
             registry: self.registry.clone(),
             find_session: Box::new(move |id, principal| {
                 let me = me.clone();
@@ -125,9 +135,7 @@ impl Runtime {
             logging: self.config.logging,
             state: self.config.state.clone(),
             elicitations: self.elicitations.clone(),
-        }));
-        services.extend(self.config.extensions.start_services());
-        services
+        }
     }
 
     /// Cancelled when the runtime is dropped: its driver ends then.
@@ -429,11 +437,22 @@ impl Runtime {
 
     /// The drain of the tasks running here: see [`Engine::drain_tasks`](crate::Engine::drain_tasks).
     pub(crate) async fn drain_tasks(&self, grace: std::time::Duration) -> usize {
+        // A server of one process: its tasks end with it (what recovery makes of them at the
+        // next start depends on its task store).
+        #[cfg(not(feature = "shared-store"))]
+        return {
+            let _ = grace;
+            0
+        };
+        #[cfg(feature = "shared-store")]
         self.tasks.stop_claiming();
-        if tokio::time::timeout(grace, self.tasks.all_ended()).await.is_ok() {
-            return 0;
+        #[cfg(feature = "shared-store")]
+        {
+            if tokio::time::timeout(grace, self.tasks.all_ended()).await.is_ok() {
+                return 0;
+            }
+            self.tasks.hand_back().await
         }
-        self.tasks.hand_back().await
     }
 
     /// The registered tool (`tools/call`) or prompt (`prompts/get`) named `name`, for a

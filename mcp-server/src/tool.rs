@@ -474,7 +474,9 @@ impl Tool {
     /// read back with [`Ctx::resumed_from`](crate::Ctx::resumed_from)), up to
     /// [`TaskRuns::max_attempts`](crate::tasks::TaskRuns) with a backoff. Runs are at least
     /// once: [`Ctx::task_id`](crate::Ctx::task_id) and [`Ctx::attempt`](crate::Ctx::attempt)
-    /// make an idempotency key for side effects. See the tasks guide.
+    /// make an idempotency key for side effects. See the tasks guide. Needs the `shared-store`
+    /// feature (on by default) and a store (`McpServerBuilder::store`) for a task to outlive its
+    /// process; without the feature it changes nothing.
     pub fn resumable(mut self) -> Self {
         self.resumable = true;
         self

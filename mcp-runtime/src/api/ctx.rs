@@ -32,10 +32,12 @@ pub(crate) enum Origin {
     /// A modern request with its validated `_meta`.
     Modern(Arc<ModernMeta>),
     /// A 2025-11-25 task's call run again by a worker, with the client facts its session had.
+    #[cfg(feature = "shared-store")]
     Recorded(Arc<Recorded>),
 }
 
 /// The client facts of a legacy session, as a resumable task recorded them.
+#[cfg(feature = "shared-store")]
 #[derive(Debug)]
 pub(crate) struct Recorded {
     pub(crate) revision: Revision,
@@ -142,6 +144,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => Some(m.revision),
             Origin::Session(s) => Some(s.revision()),
+            #[cfg(feature = "shared-store")]
             Origin::Recorded(r) => Some(r.revision),
             Origin::Sessionless => None,
         }
@@ -153,6 +156,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => &m.client_capabilities,
             Origin::Session(s) => s.client_capabilities(),
+            #[cfg(feature = "shared-store")]
             Origin::Recorded(r) => &r.client_capabilities,
             Origin::Sessionless => &EMPTY_CAPS,
         }
@@ -163,6 +167,7 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => m.client_info(),
             Origin::Session(s) => Some(s.client_info()),
+            #[cfg(feature = "shared-store")]
             Origin::Recorded(r) => r.client_info.as_ref(),
             Origin::Sessionless => None,
         }
@@ -313,6 +318,7 @@ impl Ctx {
         Ctx::new(inner)
     }
 
+    #[cfg(feature = "shared-store")]
     /// The same context, its call running as the resumable task `link` names.
     pub(crate) fn resuming(&self, link: Arc<dyn ResumeLink>) -> Ctx {
         let mut inner = CtxInner::clone(&self.inner);
@@ -320,6 +326,7 @@ impl Ctx {
         Ctx::new(inner)
     }
 
+    #[cfg(feature = "shared-store")]
     /// The request's params.
     pub(crate) fn params(&self) -> &Params {
         &self.inner.params
@@ -338,7 +345,8 @@ impl Ctx {
     /// ([`Ctx::resumed_from`]) should this one stop. A checkpoint larger than the configured
     /// bound (`TaskRuns::max_checkpoint_bytes`, default 64 KiB) is refused with a tool error
     /// saying so; one that cannot be stored is an internal error. Outside a resumable task (an
-    /// inline call, a tool that is not resumable) nothing is saved and it returns `Ok`.
+    /// inline call, a tool that is not resumable, a build without the `shared-store` feature)
+    /// nothing is saved and it returns `Ok`.
     pub async fn checkpoint<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<(), HandlerError> {
         let Some(link) = &self.inner.resume else {
             return Ok(());
@@ -455,7 +463,9 @@ impl Ctx {
         match &self.inner.origin {
             Origin::Modern(m) => m.log_level,
             Origin::Session(s) => Some(s.log_level()),
-            Origin::Sessionless | Origin::Recorded(_) => Some(LoggingLevel::default()),
+            Origin::Sessionless => Some(LoggingLevel::default()),
+            #[cfg(feature = "shared-store")]
+            Origin::Recorded(_) => Some(LoggingLevel::default()),
         }
     }
 

@@ -170,6 +170,7 @@ mod metrics;
 mod network;
 #[cfg(feature = "otel")]
 mod otel;
+#[cfg(feature = "shared-store")]
 pub(crate) mod tasks;
 mod trace;
 
@@ -190,6 +191,7 @@ use self::metrics::{Failure, Operation, TargetKind};
 pub use self::network::{HttpVersion, Network};
 #[cfg(feature = "otel")]
 pub use self::otel::Tracer;
+#[cfg(feature = "shared-store")]
 pub use self::tasks::{
     ATTEMPT_SPAN, TASK_QUEUE_AGE, TASKS_HANDED_BACK, TASKS_LOST, TASKS_QUEUED, TASKS_RESUMED, TASKS_RETRIED,
     TASKS_RUNNING,

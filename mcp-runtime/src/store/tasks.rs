@@ -81,8 +81,9 @@ pub struct Sealed {
 /// What a worker needs to run a task's call again, on any instance: kept with a task that may
 /// be run by another instance than the one that accepted it (a resumable tool's task, or any
 /// task accepted by a front that runs none). Sealed at rest with the rest of the task's data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "shared-store", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "shared-store", serde(rename_all = "camelCase"))]
 #[non_exhaustive]
 pub struct TaskCall {
     /// The `tools/call` params as received (`name`, `arguments`, `_meta`), without `task`.
@@ -90,23 +91,23 @@ pub struct TaskCall {
     /// The caller's principal.
     pub principal: String,
     /// The caller's granted scopes.
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub scopes: Vec<String>,
     /// The caller's claims.
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub claims: Map<String, Value>,
     /// A 2025-11-25 task's negotiated revision (a modern call names its own in `_meta`).
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub revision: Option<String>,
     /// A 2025-11-25 task's client capabilities, as its session declared them.
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub client_capabilities: Option<Map<String, Value>>,
     /// A 2025-11-25 task's client implementation.
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub client_info: Option<Value>,
     /// Whether an attempt whose worker stopped runs again, from the last checkpoint (the tool
     /// is resumable); otherwise the task fails with [`INSTANCE_STOPPED`](crate::tasks::INSTANCE_STOPPED).
-    #[serde(default)]
+    #[cfg_attr(feature = "shared-store", serde(default))]
     pub resumable: bool,
 }
 
@@ -155,7 +156,9 @@ pub struct TaskRecord {
     /// what the store holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed: Option<Sealed>,
-    /// How to run the call again, for a task any worker may run (see [`TaskCall`]).
+    /// How to run the call again, for a task any worker may run (see [`TaskCall`]; feature
+    /// `shared-store`).
+    #[cfg(feature = "shared-store")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<TaskCall>,
     /// The attempt that runs (or last ran) the task, from the queue's claims: 0 for a task
@@ -163,7 +166,8 @@ pub struct TaskRecord {
     #[serde(default)]
     pub attempt: u32,
     /// The last checkpoint a resumable run saved (`Ctx::checkpoint`), which the next attempt
-    /// starts from.
+    /// starts from (feature `shared-store`).
+    #[cfg(feature = "shared-store")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Value>,
 }
@@ -191,8 +195,10 @@ impl TaskRecord {
             instance: None,
             client: None,
             sealed: None,
+            #[cfg(feature = "shared-store")]
             call: None,
             attempt: 0,
+            #[cfg(feature = "shared-store")]
             checkpoint: None,
         }
     }
@@ -205,6 +211,15 @@ impl TaskRecord {
             Some(client) => Cow::Borrowed(client),
             None => Cow::Owned(ClientKey::Principal(self.owner.principal().into()).to_string()),
         }
+    }
+
+    /// Whether the task is one of the queue's (it keeps its call): run again, or failed, by the
+    /// worker that claims it, never by recovery.
+    pub(crate) fn queued(&self) -> bool {
+        #[cfg(feature = "shared-store")]
+        return self.call.is_some();
+        #[cfg(not(feature = "shared-store"))]
+        false
     }
 
     /// When the task expires, if it does.

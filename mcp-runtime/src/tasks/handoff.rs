@@ -18,16 +18,20 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{LegacyTaskLink, Live, Resumption, TaskCall, TaskOutcome, TaskOwner, Tasks};
+use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
+#[cfg(feature = "shared-store")]
+use super::{Resumption, TaskCall};
 use crate::api::task_link::TaskLink;
 use crate::api::{Ctx, InputRequired};
 use crate::catalog::ToolEntry;
 use crate::exec::RoundLimits;
 use crate::exec::rounds::Rounds;
 use crate::exec::tool::{Arguments, Settled, execute, in_place};
+#[cfg(feature = "shared-store")]
 use crate::observe::tasks as observe;
 use crate::reply::Reply;
 use crate::sink::{Relay, Sink};
+#[cfg(feature = "shared-store")]
 use tracing::Instrument;
 
 /// Where the worker's outcome goes.
@@ -153,6 +157,7 @@ async fn run_worker(
     }
 }
 
+#[cfg(feature = "shared-store")]
 /// Runs a task the queue handed this instance (`Tasks::run_claimed`) to its end.
 pub(super) async fn run_claimed(
     tasks: Arc<Tasks>,
@@ -227,6 +232,7 @@ impl Tasks {
         if let Err(e) = session.mark_tasks().await {
             return Reply::Error(e.unavailable());
         }
+        #[cfg(feature = "shared-store")]
         if !self.limits.runs.role.runs_tasks() {
             let call = TaskCall::of(&ctx, tool.resumable);
             return match self
@@ -241,7 +247,10 @@ impl Tasks {
         let work = session.closed().child_token();
         let relay = Relay::new(Some(ctx.sink().clone()));
         let ttl = task.and_then(requested_ttl);
+        #[cfg(feature = "shared-store")]
         let call = tool.resumable.then(|| TaskCall::of(&ctx, true));
+        #[cfg(not(feature = "shared-store"))]
+        let call = None;
         let created = self.create(owner, ctx.client(), ttl, work.clone(), relay.clone(), call);
         let (rec, live) = match created.await {
             Ok(created) => created,
@@ -251,12 +260,15 @@ impl Tasks {
             tasks: self.clone(),
             live: live.clone(),
         });
+        #[cfg_attr(not(feature = "shared-store"), allow(unused_mut))]
         let mut wctx = ctx.for_task(work, Sink::relay(relay), Some(link));
         // A resumable tool's first attempt has its span, as the later ones.
+        #[cfg(feature = "shared-store")]
         let span = match tool.resumable {
             true => observe::attempt(Some(&rec.task_id), 1, &tool.def.name, Some(ctx.params()), false),
             false => tracing::Span::none(),
         };
+        #[cfg(feature = "shared-store")]
         if tool.resumable {
             let resumption = Resumption::new(self, 1, None);
             resumption.became(live.clone()).await;
@@ -266,7 +278,9 @@ impl Tasks {
             slot: Mutex::new(Slot::Task(live)),
         });
         let worker = run_worker(self.clone(), handoff, self.limits.run, tool, args, wctx);
-        crate::background::spawn(worker.instrument(span));
+        #[cfg(feature = "shared-store")]
+        let worker = worker.instrument(span);
+        crate::background::spawn(worker);
         Reply::Result(create_task_result(&rec.task(), Era::Legacy))
     }
 
@@ -282,6 +296,7 @@ impl Tasks {
         args: Map<String, Value>,
         params: &Params,
     ) -> Reply {
+        #[cfg(feature = "shared-store")]
         if !self.limits.runs.role.runs_tasks() {
             // A front runs nothing: the call is a task for a worker at once.
             let owner = TaskOwner::Principal(ctx.principal().to_owned());
@@ -297,24 +312,33 @@ impl Tasks {
         // The work stops with the request until it is handed off.
         let stop_with_request = work.clone().drop_guard();
         let relay = Relay::new(Some(ctx.sink().clone()));
+        #[cfg_attr(not(feature = "shared-store"), allow(unused_mut))]
         let mut wctx = ctx.for_task(work.clone(), Sink::relay(relay.clone()), None);
         // A resumable tool's run knows its attempt from the start, its task once handed off.
+        #[cfg(feature = "shared-store")]
         let resumption = tool.resumable.then(|| Resumption::new(self, 1, None));
+        #[cfg(feature = "shared-store")]
         if let Some(r) = &resumption {
             wctx = wctx.resuming(r.clone());
         }
+        #[cfg(feature = "shared-store")]
         let call = tool.resumable.then(|| TaskCall::of(&ctx, true));
+        #[cfg(not(feature = "shared-store"))]
+        let call = None;
         let (tx, mut rx) = oneshot::channel();
         let handoff = Arc::new(Handoff {
             slot: Mutex::new(Slot::Inline(Some(tx))),
         });
         let limits = self.limits.run;
+        #[cfg(feature = "shared-store")]
         let span = match tool.resumable {
             true => observe::attempt(None, 1, &tool.def.name, Some(ctx.params()), false),
             false => tracing::Span::none(),
         };
         let worker = run_worker(self.clone(), handoff.clone(), limits, tool, args, wctx);
-        crate::background::spawn(worker.instrument(span.clone()));
+        #[cfg(feature = "shared-store")]
+        let worker = worker.instrument(span.clone());
+        crate::background::spawn(worker);
 
         let window = self.limits.inline_window;
         tokio::select! {
@@ -353,6 +377,7 @@ impl Tasks {
         stop_with_request.disarm();
         // Nothing more of the call reaches the request's stream.
         relay.detach();
+        #[cfg(feature = "shared-store")]
         if let Some(r) = resumption {
             observe::named(&span, &rec.task_id);
             r.became(live.clone()).await;

@@ -45,6 +45,7 @@ pub(crate) struct Live {
     /// accepted, outside the queue).
     pub(crate) attempt: u32,
     /// Whether the task runs again elsewhere when this process stops running it.
+    #[cfg_attr(not(feature = "shared-store"), allow(dead_code))]
     pub(crate) resumable: bool,
     /// Set when this attempt may no longer write: another attempt holds the task, or it was
     /// handed back.

@@ -28,6 +28,8 @@
 //! Records live in a [`TaskStore`] (`store`); expired ones are swept every
 //! `task_sweep_interval`.
 
+#[cfg(feature = "shared-store")]
+mod durable;
 mod handoff;
 mod lifecycle;
 mod methods;
@@ -50,9 +52,10 @@ use crate::sink::Relay;
 pub use crate::store::{
     InMemoryTaskStore, StoreFuture, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError,
 };
+#[cfg(feature = "shared-store")]
+pub(crate) use durable::{Resumption, WorkerEnv};
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
 pub use runs::{GAVE_UP, HANDED_BACK, QUEUED, Role, TaskRuns};
-pub(crate) use runs::{Resumption, WorkerEnv};
 #[cfg(feature = "shared-store")]
 pub(crate) use sharing::Following;
 pub(crate) use sharing::Sharing;
@@ -81,6 +84,7 @@ struct Limits {
     max_per_principal: usize,
     max_stored_per_principal: usize,
     /// How tasks of the queue run.
+    #[cfg(feature = "shared-store")]
     runs: TaskRuns,
 }
 
@@ -112,7 +116,9 @@ pub(crate) struct Tasks {
     /// Where resumable tasks are leased to the worker running them.
     queue: Arc<dyn crate::store::TaskQueue>,
     /// Cancelled when this instance stops claiming tasks (a drain).
+    #[cfg(feature = "shared-store")]
     stopping: CancellationToken,
+    #[cfg(feature = "shared-store")]
     workers: OnceLock<()>,
     live: DashMap<String, Arc<Live>>,
     subscriptions: Arc<Subscriptions>,
@@ -176,7 +182,9 @@ impl Tasks {
         Arc::new_cyclic(|me| Tasks {
             store,
             queue,
+            #[cfg(feature = "shared-store")]
             stopping: CancellationToken::new(),
+            #[cfg(feature = "shared-store")]
             workers: OnceLock::new(),
             live: DashMap::new(),
             subscriptions,
@@ -195,6 +203,7 @@ impl Tasks {
                 max_total: config.max_tasks_total,
                 max_per_principal: config.max_tasks_per_principal,
                 max_stored_per_principal: config.max_stored_tasks_per_principal,
+                #[cfg(feature = "shared-store")]
                 runs: config.task_runs.clone(),
             },
             admission: tokio::sync::Mutex::new(()),
@@ -270,7 +279,7 @@ impl Tasks {
     async fn recover(&self) -> Result<(), TaskStoreError> {
         for mut rec in self.store.recover().await? {
             // A task of the queue is run again, or failed, by the worker that claims it.
-            if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.call.is_some() {
+            if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.queued() {
                 continue;
             }
             if let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.as_deref()) {
@@ -301,7 +310,7 @@ impl Tasks {
     /// running it stopped (its heartbeat lapsed): a reader learns it at once, not at the next
     /// sweep. A liveness question the store cannot answer leaves the record as it is.
     async fn checked(&self, mut rec: TaskRecord) -> TaskRecord {
-        if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.call.is_some() {
+        if rec.status.is_terminal() || self.live.contains_key(&rec.task_id) || rec.queued() {
             return rec;
         }
         let (Some(sharing), Some(instance)) = (self.sharing.get(), rec.instance.clone()) else {
@@ -361,6 +370,7 @@ impl Tasks {
         }
     }
 
+    #[cfg(feature = "shared-store")]
     /// A front's task (`Role::Front`): recorded with its call and queued for a worker of another
     /// instance; nothing of it runs here. Refused when the client's stored tasks are at their
     /// bound, none finished.
@@ -447,9 +457,13 @@ impl Tasks {
         // A resumable task runs its first attempt here, under a lease of the queue.
         let run = call.as_ref().map_or((0, false), |c| (1, c.resumable));
         rec.attempt = run.0;
-        rec.call = call;
+        #[cfg(feature = "shared-store")]
+        {
+            rec.call = call;
+        }
         rec.client = Some(counted_as.clone());
         self.store.put(rec.clone()).await?;
+        #[cfg(feature = "shared-store")]
         if run.0 > 0 {
             match self.queue.hold(&id, &counted_as, self.limits.runs.lease).await {
                 Ok(Some(_)) => {}
@@ -464,6 +478,7 @@ impl Tasks {
         }
         let live = Live::run(id.clone(), owner, client, work, relay, run);
         self.live.insert(id, live.clone());
+        #[cfg(feature = "shared-store")]
         if run.0 > 0
             && let Some(me) = self.me.upgrade()
         {
