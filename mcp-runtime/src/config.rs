@@ -150,7 +150,7 @@ pub struct ServerConfig {
     /// How tasks that any worker may run are run: this instance's role (front, worker or
     /// both), leases, attempts and their backoff, the checkpoint bound, the workers'
     /// concurrency. See [`TaskRuns`](crate::tasks::TaskRuns).
-    pub task_runs: crate::tasks::TaskRuns,
+    pub task_runs: crate::task_runs::TaskRuns,
     /// How long a 2025-11-25 URL-mode elicitation id stays valid for
     /// [`Engine::complete_elicitation`](crate::Engine::complete_elicitation)
     /// (default 15 min).
@@ -231,7 +231,7 @@ impl Default for ServerConfig {
             max_tasks_total: 10_000,
             max_tasks_per_principal: 100,
             max_stored_tasks_per_principal: 1_000,
-            task_runs: crate::tasks::TaskRuns::default(),
+            task_runs: crate::task_runs::TaskRuns::default(),
             elicitation_ttl: Duration::from_secs(15 * 60),
             max_elicitations_per_principal: 20,
             visibility: None,

@@ -61,6 +61,7 @@ mod runtime;
 mod session;
 mod sink;
 pub mod store;
+mod task_runs;
 pub mod tasks;
 
 pub use api::{BoxError, ClientRequestError, Ctx, HandlerError, InputRequired, States, UrlElicitation, handler, input};

@@ -122,9 +122,9 @@ impl Runtime {
     #[cfg(feature = "shared-store")]
     /// What this runtime's task workers are given: the catalog, the legacy sessions (found here
     /// or loaded from the store), and what every handler's context is given.
-    fn worker_env(self: &Arc<Self>) -> crate::tasks::WorkerEnv {
+    fn worker_env(self: &Arc<Self>) -> crate::tasks::durable::WorkerEnv {
         let me = Arc::downgrade(self);
-        crate::tasks::WorkerEnv {
+        crate::tasks::durable::WorkerEnv {
             registry: self.registry.clone(),
             find_session: Box::new(move |id, principal| {
                 let me = me.clone();

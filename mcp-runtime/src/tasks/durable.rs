@@ -16,7 +16,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::runs::{GAVE_UP, HANDED_BACK};
 use super::{INSTANCE_STOPPED, LegacyTaskLink, Live, TaskCall, TaskOwner, TaskRecord, Tasks};
 use crate::api::HandlerError;
 use crate::api::ctx::{CtxInner, Origin, Recorded};
@@ -31,6 +30,7 @@ use crate::quota::ClientKey;
 use crate::session::Session;
 use crate::sink::{Relay, Sink};
 use crate::store::Claim;
+use crate::task_runs::{GAVE_UP, HANDED_BACK};
 
 /// How often the workers report the queue's size.
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);

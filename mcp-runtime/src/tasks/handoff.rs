@@ -18,9 +18,11 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
 #[cfg(feature = "shared-store")]
-use super::{Resumption, TaskCall};
+use super::TaskCall;
+#[cfg(feature = "shared-store")]
+use super::durable::Resumption;
+use super::{LegacyTaskLink, Live, TaskOutcome, TaskOwner, Tasks};
 use crate::api::task_link::TaskLink;
 use crate::api::{Ctx, InputRequired};
 use crate::catalog::ToolEntry;

@@ -29,7 +29,7 @@
 //! `task_sweep_interval`.
 
 #[cfg(feature = "shared-store")]
-mod durable;
+pub(crate) mod durable;
 mod handoff;
 mod lifecycle;
 mod methods;
@@ -52,10 +52,8 @@ use crate::sink::Relay;
 pub use crate::store::{
     InMemoryTaskStore, StoreFuture, TaskCall, TaskOutcome, TaskOwner, TaskRecord, TaskStore, TaskStoreError,
 };
-#[cfg(feature = "shared-store")]
-pub(crate) use durable::{Resumption, WorkerEnv};
+pub use crate::task_runs::{GAVE_UP, HANDED_BACK, QUEUED, Role, TaskRuns};
 pub(crate) use lifecycle::{LegacyTaskLink, Live};
-pub use runs::{GAVE_UP, HANDED_BACK, QUEUED, Role, TaskRuns};
 #[cfg(feature = "shared-store")]
 pub(crate) use sharing::Following;
 pub(crate) use sharing::Sharing;
@@ -389,7 +387,7 @@ impl Tasks {
             let mut rec = self.record(owner, requested_ttl_ms)?;
             rec.call = Some(call);
             rec.client = Some(counted_as.clone());
-            rec.status_message = Some(runs::QUEUED.into());
+            rec.status_message = Some(QUEUED.into());
             self.store.put(rec.clone()).await?;
             if let Err(e) = self
                 .queue
