@@ -17,6 +17,8 @@
 //!   feature table (never a string comparison).
 //! - [`classify`]: the era of an inbound request (decided once, body first)
 //!   and the batch rules per revision.
+//! - [`client`]: the client's side: the modern envelope it stamps on each request, the MRTR
+//!   retry, the legacy handshake and era detection.
 //! - [`method`]: the [`Method`] a client sends, parsed once, with the
 //!   catalogue of which eras serve it and what it needs.
 //! - [`notifications`]: the notifications the server emits on its own (list
@@ -54,6 +56,7 @@ pub mod apps;
 pub mod auth;
 pub mod bounds;
 pub mod classify;
+pub mod client;
 pub mod cursor;
 pub mod discovery;
 pub mod error;

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use mcp_protocol::auth::AuthInfo;
+use mcp_protocol::client::{self, Envelope};
 use mcp_protocol::jsonrpc::{DecodeLimits, Inbound, decode as decode_frame};
-use mcp_protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
 use mcp_protocol::model::{
     CallToolResult, CompleteReference, Completion, GetPromptResult, LoggingLevel, ReadResourceResult,
 };
@@ -17,10 +17,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::exchange::{ClientError, Exchange, ServerNotification, ServerRequest, decode};
+use super::exchange::{ClientError, Exchange, ServerRequest, decode};
 use super::listen::Subscription;
-use super::listing::{Listed, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 use super::script::Script;
+use mcp_protocol::client::ServerNotification;
+use mcp_protocol::model::{Listed, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 
 /// What the builder settled.
 pub(crate) struct Options {
@@ -252,27 +253,14 @@ impl TestClient {
     /// keys itself.
     fn envelope(&self, method: &str, mut params: Map<String, Value>, id: &RequestId) -> Map<String, Value> {
         let o = &self.inner.options;
-        let meta = params.entry("_meta").or_insert_with(|| json!({}));
-        let Some(meta) = meta.as_object_mut() else {
-            return params;
+        let envelope = Envelope {
+            revision: o.revision,
+            capabilities: &o.capabilities,
+            client_info: &o.client_info,
+            log_level: o.log_level,
         };
-        if o.revision.era() == Era::Modern {
-            meta.entry(PROTOCOL_VERSION)
-                .or_insert_with(|| json!(o.revision.as_str()));
-            meta.entry(CLIENT_CAPABILITIES)
-                .or_insert_with(|| o.capabilities.clone());
-            meta.entry(CLIENT_INFO).or_insert_with(|| o.client_info.clone());
-            if let Some(level) = o.log_level {
-                meta.entry(LOG_LEVEL).or_insert_with(|| json!(level));
-            }
-        }
-        if o.progress && method != "initialize" {
-            meta.entry(PROGRESS_TOKEN)
-                .or_insert_with(|| json!(format!("progress-{id}")));
-        }
-        if meta.is_empty() {
-            params.remove("_meta");
-        }
+        let token = (o.progress && method != "initialize").then(|| json!(format!("progress-{id}")));
+        client::stamp(&mut params, &envelope, token);
         params
     }
 
@@ -402,7 +390,7 @@ impl TestClient {
             *current.lock().unwrap_or_else(PoisonError::into_inner) = id.clone();
             let sent = self.envelope(method, retry, &id);
             let result = self.round(id, method, sent, &mut trace).await??;
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            if !client::is_input_required(&result) {
                 return Ok(Exchange {
                     result,
                     notifications: trace.notifications,
@@ -413,14 +401,7 @@ impl TestClient {
             if rounds >= self.inner.options.max_rounds {
                 return Err(ClientError::TooManyRounds(rounds));
             }
-            retry = params.clone();
-            retry.insert(
-                "inputResponses".into(),
-                Value::Object(self.answer_inputs(&result, &mut trace)?),
-            );
-            if let Some(state) = result.get("requestState") {
-                retry.insert("requestState".into(), state.clone());
-            }
+            retry = client::retry_params(&params, self.answer_inputs(&result, &mut trace)?, &result);
             id = self.next_id();
         }
     }
@@ -428,23 +409,20 @@ impl TestClient {
     /// Answers the `inputRequests` of an `input_required` result from the script.
     fn answer_inputs(&self, result: &Value, trace: &mut Trace) -> Result<Map<String, Value>, ClientError> {
         let mut responses = Map::new();
-        let requests = result.get("inputRequests").and_then(Value::as_object);
-        for (key, req) in requests.into_iter().flatten() {
-            let method = req.get("method").and_then(Value::as_str).unwrap_or_default();
-            let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
+        for asked in client::input_requests(result) {
             let reply = self
                 .inner
                 .options
                 .script
-                .reply(method, &params)
-                .ok_or_else(|| ClientError::Unscripted(method.to_owned()))?;
+                .reply(asked.method, &asked.params)
+                .ok_or_else(|| ClientError::Unscripted(asked.method.to_owned()))?;
             if let Ok(v) = &reply {
-                responses.insert(key.clone(), v.clone());
+                responses.insert(asked.key.to_owned(), v.clone());
             }
             let asked = ServerRequest {
-                method: method.to_owned(),
-                params,
-                key: Some(key.clone()),
+                method: asked.method.to_owned(),
+                params: asked.params,
+                key: Some(asked.key.to_owned()),
                 reply,
             };
             trace.server_requests.push(asked.clone());
@@ -511,13 +489,7 @@ impl TestClient {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        if self.era() == Era::Modern {
-            let meta = params.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.entry(PROTOCOL_VERSION)
-                    .or_insert_with(|| json!(self.inner.options.revision.as_str()));
-            }
-        }
+        client::stamp_notification(&mut params, self.inner.options.revision);
         let mut body = json!({"jsonrpc": "2.0", "method": method});
         if !params.is_empty() {
             body["params"] = Value::Object(params);

@@ -6,7 +6,7 @@ use mcp_protocol::RequestId;
 use mcp_runtime::{InFlightGuard, Listener, Listening};
 use serde_json::Value;
 
-use super::exchange::ServerNotification;
+use mcp_protocol::client::ServerNotification;
 
 /// An open `subscriptions/listen` stream (modern era): its acknowledgement, then the
 /// notifications the filter asked for. Dropping it ends the subscription.

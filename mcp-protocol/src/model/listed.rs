@@ -1,7 +1,7 @@
-//! What the `*/list` methods return, decoded for assertions (the JSON of each entry is kept in
-//! `raw` for everything else).
+//! What the `*/list` methods return, as a client reads them: each entry decoded for the fields
+//! a client acts on, with its JSON kept in `raw` for everything else.
 
-use mcp_protocol::model::{Icon, ToolAnnotations};
+use crate::model::{Icon, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -96,8 +96,8 @@ pub struct PromptInfo {
     pub raw: Value,
 }
 
-/// An entry that keeps its JSON.
-pub(crate) trait Listed: serde::de::DeserializeOwned {
+/// An entry of a `*/list` result that keeps its JSON.
+pub trait Listed: serde::de::DeserializeOwned {
     /// The key of the list in the result (`tools`, `resources`, …).
     const KEY: &'static str;
     /// Keeps the raw entry.
