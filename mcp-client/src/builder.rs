@@ -13,13 +13,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::client::{Client, Options};
-use crate::conn::{Conn, INBOX};
+use crate::conn::Conn;
 use crate::error::ClientError;
 use crate::handlers::{Handler, Handlers};
 use crate::handshake;
-use crate::link::Link;
 use crate::link::http::Http;
 use crate::link::stdio::{Restart, ServerCommand, Stdio};
+use crate::link::{INBOX, Link};
 
 /// Builds a [`Client`] and connects it.
 #[derive(Debug, Clone)]
@@ -35,6 +35,7 @@ pub struct ClientBuilder {
     limits: DecodeLimits,
     restart: Option<Restart>,
     headers: HeaderMap,
+    relay: bool,
 }
 
 impl Default for ClientBuilder {
@@ -51,6 +52,7 @@ impl Default for ClientBuilder {
             limits: DecodeLimits::default(),
             restart: None,
             headers: HeaderMap::new(),
+            relay: false,
         }
     }
 }
@@ -61,6 +63,13 @@ where
     Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
 {
     Arc::new(move |params| Box::pin(f(params)))
+}
+
+impl Client {
+    /// A builder: `Client::builder().name("me").stdio(command).await?`.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
 }
 
 impl ClientBuilder {
@@ -153,6 +162,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares every capability a server may ask for (elicitation in both modes, sampling,
+    /// roots) whatever the handlers: for a client that relays what its server asks to someone
+    /// else, per request ([`RequestOptions::on_input`](crate::RequestOptions::on_input)), as a
+    /// mount does. What no handler answers is answered -32601.
+    pub fn relay(mut self) -> Self {
+        self.relay = true;
+        self
+    }
+
     /// Starts a stdio child again when it exits, after a backoff (`Restart::default()`: 100 ms
     /// doubling to 10 s); the client greets it again. Without it a child that exits closes the
     /// client.
@@ -197,10 +215,14 @@ impl ClientBuilder {
         self.connect(link, rx).await
     }
 
-    async fn connect(self, link: Link, inbox: mpsc::Receiver<crate::conn::Event>) -> Result<Client, ClientError> {
+    async fn connect(self, link: Link, inbox: mpsc::Receiver<crate::link::Event>) -> Result<Client, ClientError> {
         let client_info = json!({"name": self.name, "version": self.version});
         let options = Arc::new(Options {
-            capabilities: self.handlers.capabilities(),
+            capabilities: if self.relay {
+                json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": true}})
+            } else {
+                self.handlers.capabilities()
+            },
             timeout: self.timeout,
             max_rounds: self.max_rounds,
             log_level: Mutex::new(self.log_level),

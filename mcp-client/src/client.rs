@@ -12,12 +12,12 @@ use mcp_protocol::model::{
     CallToolResult, CompleteReference, Completion, GetPromptResult, Listed, LoggingLevel, PromptInfo,
     ReadResourceResult, ResourceInfo, TemplateInfo, ToolInfo,
 };
-use mcp_protocol::{Era, Method, RequestId, Revision};
+use mcp_protocol::{Era, Method, RequestId, Revision, RpcError};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use crate::conn::{Conn, OnProgress};
+use crate::conn::{Conn, OnInput, Watch};
 use crate::error::ClientError;
 use crate::link::{Kind, Outbound};
 
@@ -47,6 +47,12 @@ pub struct RequestOptions {
     /// Called with the params of each `notifications/progress` of the request (a progress
     /// token is sent when set).
     pub on_progress: Option<Arc<dyn Fn(Value) + Send + Sync>>,
+    /// Answers what the server asks while this request runs (method, params), instead of the
+    /// client's handlers: its legacy server requests, and its modern `input_required` rounds.
+    pub on_input: Option<OnInput>,
+    /// The capabilities this modern request declares, instead of the client's (a relay
+    /// declares the capabilities of the caller it relays for).
+    pub capabilities: Option<Value>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -54,6 +60,8 @@ impl std::fmt::Debug for RequestOptions {
         f.debug_struct("RequestOptions")
             .field("timeout", &self.timeout)
             .field("on_progress", &self.on_progress.is_some())
+            .field("on_input", &self.on_input.is_some())
+            .field("capabilities", &self.capabilities)
             .finish()
     }
 }
@@ -70,6 +78,22 @@ impl RequestOptions {
         self.on_progress = Some(Arc::new(f));
         self
     }
+
+    /// Declaring these capabilities (see [`RequestOptions::capabilities`]).
+    pub fn capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
+    /// With its own answerer of what the server asks (see [`RequestOptions::on_input`]).
+    pub fn on_input<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.on_input = Some(Arc::new(move |method, params| Box::pin(f(method, params))));
+        self
+    }
 }
 
 /// One page of a `*/list` result.
@@ -83,11 +107,6 @@ pub struct Page<T> {
 }
 
 impl Client {
-    /// A builder: `Client::builder().name("me").stdio(command).await?`.
-    pub fn builder() -> crate::ClientBuilder {
-        crate::ClientBuilder::default()
-    }
-
     /// The revision the handshake settled.
     pub fn revision(&self) -> Revision {
         self.conn.negotiated().map_or(Revision::LATEST_MODERN, |n| n.revision)
@@ -160,8 +179,31 @@ impl Client {
             }
         };
         let work = async {
-            self.conn.ready().await;
-            self.follow(method, params, options.on_progress).await
+            self.conn.ready().await?;
+            self.follow(method, params, &options).await
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or(Err(ClientError::Timeout(timeout)))
+    }
+
+    /// Sends a request once and returns its answer as it comes: a modern `input_required`
+    /// result is returned, not followed (a caller that relays the rounds elsewhere, as a
+    /// mount does, sends the retry itself). Legacy server requests are still answered while
+    /// it runs, by [`RequestOptions::on_input`] or the client's handlers.
+    pub async fn request_once(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let timeout = options.timeout.unwrap_or(self.options.timeout);
+        let Value::Object(params) = params else {
+            return Err(ClientError::Unexpected("params must be an object".into()));
+        };
+        let work = async {
+            self.conn.ready().await?;
+            self.round(self.revision(), method, params, &options).await
         };
         tokio::time::timeout(timeout, work)
             .await
@@ -172,18 +214,21 @@ impl Client {
         &self,
         method: &str,
         original: Map<String, Value>,
-        progress: Option<OnProgress>,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let revision = self.revision();
         let mut params = original.clone();
         for _ in 0..self.options.max_rounds {
-            let result = self.round(revision, method, params, progress.clone()).await?;
+            let result = self.round(revision, method, params, options).await?;
             if revision.era() == Era::Legacy || !client::is_input_required(&result) {
                 return Ok(result);
             }
             let mut responses = Map::new();
             for asked in client::input_requests(&result) {
-                let answer = self.conn.handlers.answer(asked.method, asked.params).await?;
+                let answer = match &options.on_input {
+                    Some(f) => f(asked.method.to_owned(), asked.params).await?,
+                    None => self.conn.handlers.answer(asked.method, asked.params).await?,
+                };
                 responses.insert(asked.key.to_owned(), answer);
             }
             params = client::retry_params(&original, responses, &result);
@@ -198,9 +243,9 @@ impl Client {
         revision: Revision,
         method: &str,
         params: Map<String, Value>,
-        progress: Option<OnProgress>,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
-        self.round_as(self.conn.next_id(), revision, method, params, progress)
+        self.round_as(self.conn.next_id(), revision, method, params, options)
             .await
     }
 
@@ -211,10 +256,16 @@ impl Client {
         revision: Revision,
         method: &str,
         mut params: Map<String, Value>,
-        progress: Option<OnProgress>,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
-        let progress = progress.map(|f| (json!(format!("progress-{id}")), f));
-        let envelope = self.envelope(revision);
+        let progress = options
+            .on_progress
+            .clone()
+            .map(|f| (json!(format!("progress-{id}")), f));
+        let mut envelope = self.envelope(revision);
+        if let Some(caps) = &options.capabilities {
+            envelope.capabilities = caps;
+        }
         client::stamp(&mut params, &envelope, progress.as_ref().map(|(t, _)| t.clone()));
         let name = Method::parse(method)
             .name_field()
@@ -237,8 +288,11 @@ impl Client {
             revision,
             armed: true,
         };
-        let progress = progress.map(|(t, f)| (crate::conn::token_key(&t), f));
-        let answer = self.conn.send_request(out, progress).await;
+        let watch = Watch {
+            progress: progress.map(|(t, f)| (crate::conn::token_key(&t), f)),
+            input: options.on_input.clone(),
+        };
+        let answer = self.conn.send_request(out, watch).await;
         cancel.armed = false;
         answer
     }
@@ -286,6 +340,7 @@ impl Client {
     /// stdin closed, then killed after a grace). Requests still waiting fail.
     pub async fn close(&self) {
         self.conn.link.close().await;
+        self.conn.close_for_good("the client closed the connection");
     }
 
     // ---- typed calls ----

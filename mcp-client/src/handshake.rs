@@ -15,7 +15,7 @@ use mcp_protocol::client::{self, DiscoverOutcome};
 use mcp_protocol::{Era, Revision};
 use serde_json::{Map, Value};
 
-use crate::client::Client;
+use crate::client::{Client, RequestOptions};
 use crate::conn::{Conn, Negotiated, Regreet};
 use crate::error::ClientError;
 
@@ -60,7 +60,11 @@ async fn discover(client: &Client, want: Option<Revision>, probe: Duration) -> R
     let pinned = want.is_some();
     let mut asked = want.unwrap_or(Revision::LATEST_MODERN);
     for _ in 0..2 {
-        let answer = tokio::time::timeout(probe, client.round(asked, "server/discover", Map::new(), None)).await;
+        let answer = tokio::time::timeout(
+            probe,
+            client.round(asked, "server/discover", Map::new(), &RequestOptions::default()),
+        )
+        .await;
         let error = match answer {
             Ok(Ok(result)) => {
                 return match client::read_discover(&result, asked) {
@@ -101,7 +105,9 @@ async fn initialize(client: &Client, asked: Revision) -> Result<Negotiated, Clie
     let Value::Object(params) = client::initialize_params(&envelope) else {
         return Err(ClientError::Unexpected("initialize params".into()));
     };
-    let result = client.round(asked, "initialize", params, None).await?;
+    let result = client
+        .round(asked, "initialize", params, &RequestOptions::default())
+        .await?;
     let revision = client::initialized_revision(&result)?;
     Ok(Negotiated { revision, result })
 }

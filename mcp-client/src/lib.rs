@@ -43,8 +43,14 @@
 //! # }
 //! ```
 //!
+//! The [`guide`] walks through all of it; `examples/call.rs` is a small command-line client.
+//!
 //! Left out for now: HTTPS (an `http://` URL only), the 2024-11-05 HTTP+SSE pair, the
 //! `Mcp-Param-*` headers of annotated tool arguments, and tasks beyond [`Client::request`].
+
+/// The guide (`docs/guides/client.md`), its code compiled as doc tests.
+#[doc = include_str!("../guides/client.md")]
+pub mod guide {}
 
 mod builder;
 mod client;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use crate::client::Client;
+use crate::client::{Client, RequestOptions};
 use crate::error::ClientError;
 
 /// An open subscription. Dropping it ends the subscription (its stream is closed, or
@@ -79,7 +79,13 @@ impl Client {
         let (rid, revision) = (id.clone(), self.revision());
         let mut request = tokio::spawn(async move {
             client
-                .round_as(rid, revision, "subscriptions/listen", params, None)
+                .round_as(
+                    rid,
+                    revision,
+                    "subscriptions/listen",
+                    params,
+                    &RequestOptions::default(),
+                )
                 .await
         });
         let acknowledged = tokio::time::timeout(self.options.timeout, async {

@@ -29,6 +29,7 @@ const LIBRARIES: &[&str] = &[
     "mcp-store-redis",
     "mcp-skills",
     "mcp-events",
+    "mcp-client",
     "mcp-server",
 ];
 

@@ -33,9 +33,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use super::frames::{Event, Kind, Outbound};
 use super::sse::SseReader;
-use super::{Kind, Outbound};
-use crate::conn::Event;
 use crate::error::ClientError;
 
 /// The session header (any revision with sessions).
@@ -177,7 +176,7 @@ impl Http {
         }
         let body = read_body(resp.into_body(), s.max_bytes).await?;
         if let Some(answer) = rpc_message(&body) {
-            let _ = s.inbox.send(Event::Frame(answer)).await;
+            let _ = s.inbox.send(Event::Frame(answer, request_id)).await;
             return Ok(());
         }
         if status == StatusCode::NOT_FOUND && lock(&s.session).is_some() {
@@ -353,7 +352,12 @@ async fn read_stream(
             if until.is_some_and(|id| answers(&event.data, id)) {
                 answered = true;
             }
-            if shared.inbox.send(Event::Frame(Bytes::from(event.data))).await.is_err() {
+            if shared
+                .inbox
+                .send(Event::Frame(Bytes::from(event.data), until.cloned()))
+                .await
+                .is_err()
+            {
                 return (answered, reader);
             }
         }

@@ -1,55 +1,19 @@
 //! The transports: how a message reaches the server and how what it sends comes back.
 //!
 //! A transport takes [`Outbound`] messages and posts what the server sends to the connection's
-//! inbox ([`Event`](crate::conn::Event)); it knows nothing of requests waiting or of the
+//! inbox ([`Event`]); it knows nothing of requests waiting or of the
 //! handshake, only what it must put beside a message on its wire (HTTP headers).
 
 use mcp_protocol::{RequestId, Revision};
 
 use crate::error::ClientError;
 
+mod frames;
 pub(crate) mod http;
 mod sse;
 pub(crate) mod stdio;
 
-/// One message to send, and what its transport needs to know of it.
-#[derive(Debug)]
-pub(crate) struct Outbound {
-    /// The encoded JSON-RPC message.
-    pub(crate) bytes: Vec<u8>,
-    /// What it is.
-    pub(crate) kind: Kind,
-}
-
-/// What an outbound message is.
-#[derive(Debug, Clone)]
-pub(crate) enum Kind {
-    /// A request: its answer comes back on the inbox.
-    Request {
-        /// Its id.
-        id: RequestId,
-        /// Its method.
-        method: String,
-        /// The value its `Mcp-Name` header mirrors (modern HTTP), if its method has one.
-        name: Option<String>,
-        /// The revision it speaks (`None` for `initialize`: the handshake picks one).
-        revision: Option<Revision>,
-    },
-    /// A notification (no answer).
-    Notification,
-    /// The client's answer to a request of the server.
-    Reply,
-}
-
-impl Outbound {
-    /// The client's answer to a request of the server.
-    pub(crate) fn reply(bytes: Vec<u8>) -> Self {
-        Outbound {
-            bytes,
-            kind: Kind::Reply,
-        }
-    }
-}
+pub(crate) use frames::{Event, INBOX, Kind, Outbound};
 
 /// The transport of one connection.
 #[derive(Debug)]

@@ -22,8 +22,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Outbound;
-use crate::conn::Event;
+use super::frames::{Event, Outbound};
 use crate::error::ClientError;
 
 /// How long a closed client waits for its child to exit after closing its stdin.
@@ -51,6 +50,18 @@ impl ServerCommand {
             envs: Vec::new(),
             dir: None,
         }
+    }
+
+    /// A command given as one line, split into the program and its arguments as a POSIX shell
+    /// would split it (quotes and backslash escapes; no shell runs, nothing is expanded):
+    /// `ServerCommand::parse("npx -y '@scope/server' --dir \"My Files\"")`.
+    pub fn parse(line: &str) -> Result<Self, ClientError> {
+        let words = shell_words::split(line).map_err(|e| ClientError::Transport(format!("{line:?}: {e}")))?;
+        let mut words = words.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| ClientError::Transport("an empty command".into()))?;
+        Ok(ServerCommand::new(program).args(words))
     }
 
     /// Adds an argument.
@@ -196,12 +207,22 @@ impl Supervisor {
         loop {
             let started = Instant::now();
             let status = self.supervise(&mut child).await;
-            let Some(status) = status else { return };
+            let Some(status) = status else {
+                let closed = Event::Down {
+                    why: "the client closed the connection".into(),
+                    for_good: true,
+                };
+                let _ = self.inbox.send(closed).await;
+                return;
+            };
             let program = self.command.program.to_string_lossy();
             tracing::warn!(%program, %status, "the server process exited");
             let _ = self
                 .inbox
-                .send(Event::Down(format!("the server process exited ({status})")))
+                .send(Event::Down {
+                    why: format!("the server process exited ({status})"),
+                    for_good: self.restart.is_none(),
+                })
                 .await;
             let Some(restart) = self.restart else { return };
             if started.elapsed() > Duration::from_secs(60) {
@@ -323,7 +344,7 @@ async fn read(stdout: tokio::process::ChildStdout, max_line: usize, inbox: mpsc:
         match next_line(&mut stdout, max_line).await {
             Ok(Line::Text(line)) if line.iter().all(u8::is_ascii_whitespace) => {}
             Ok(Line::Text(line)) => {
-                if inbox.send(Event::Frame(Bytes::from(line))).await.is_err() {
+                if inbox.send(Event::Frame(Bytes::from(line), None)).await.is_err() {
                     return;
                 }
             }
@@ -359,13 +380,22 @@ async fn log(stderr: tokio::process::ChildStderr, program: String) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_command_line_is_split_as_a_shell_would_without_running_one() {
+        let c = ServerCommand::parse(r#"npx -y '@scope/server' --dir "My Files" a\ b $HOME"#).unwrap();
+        assert_eq!(c.program, "npx");
+        assert_eq!(c.args, ["-y", "@scope/server", "--dir", "My Files", "a b", "$HOME"]);
+        assert!(ServerCommand::parse("").is_err());
+        assert!(ServerCommand::parse("unterminated 'quote").is_err());
+    }
+
     #[tokio::test]
     async fn lines_over_the_bound_are_skipped_and_the_next_ones_read() {
         let input: &[u8] = b"short\r\nxxxxxxxxxxxxxxxxxxxx\nnext\nlast-without-end";
         let mut r = BufReader::with_capacity(4, input);
         let mut got = Vec::new();
         loop {
-            match next_line(&mut r, 8).await.unwrap() {
+            match next_line(&mut r, 16).await.unwrap() {
                 Line::Text(t) => got.push(String::from_utf8(t).unwrap()),
                 Line::TooLong => got.push("<too long>".into()),
                 Line::End => break,
