@@ -24,7 +24,8 @@
 //! - [`publishing`]: the crate's metadata, a `server.json` for the MCP registry;
 //! - [`observability`]: the spans and metrics of OpenTelemetry's MCP conventions, to logs,
 //!   Prometheus or an OTLP collector;
-//! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here.
+//! - [`migrating_from_rmcp`]: the concepts of `rmcp` and their counterparts here;
+//! - `mounting`: other MCP servers mounted into this one, and the gateway (feature `mount`).
 //!
 //! [`getting_started`]: crate::guides::getting_started
 //! [`tools`]: crate::guides::tools
@@ -90,11 +91,10 @@ pub mod rate_limits {}
 #[doc = include_str!("../guides/publishing.md")]
 pub mod publishing {}
 
-#[doc = include_str!("../guides/migrating-from-rmcp.md")]
 #[doc = include_str!("../guides/observability.md")]
 pub mod observability {}
 
-#[doc = include_str!("../../docs/guides/migrating-from-rmcp.md")]
+#[doc = include_str!("../guides/migrating-from-rmcp.md")]
 pub mod migrating_from_rmcp {}
 
 #[cfg(feature = "skills")]
@@ -104,3 +104,7 @@ pub mod skills {}
 #[cfg(feature = "events")]
 #[doc = include_str!("../guides/events.md")]
 pub mod events {}
+
+#[cfg(feature = "mount")]
+#[doc = include_str!("../guides/mounting.md")]
+pub mod mounting {}

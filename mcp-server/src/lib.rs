@@ -188,6 +188,10 @@ mod tool;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+#[cfg(feature = "mount")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mount")))]
+pub mod mount;
+
 /// What a transport of your own needs: the server's [`Engine`](transport::Engine) (from
 /// [`McpServer::engine`]) and its [`Driver`](transport::Driver) (from [`McpServer::driver`], to
 /// spawn once), the [`Peer`](transport::Peer) a transport hands the engine with each decoded

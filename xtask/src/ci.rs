@@ -49,6 +49,7 @@ const FEATURE_SETS: &[&str] = &[
     "http,auth,redis",
     "otel",
     "http,otel",
+    "mount",
 ];
 
 /// Crates a stdio-only `mcp-server` must not depend on: HTTP, TLS and JWT.
