@@ -168,20 +168,21 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        let timeout = options.timeout.unwrap_or(self.options.timeout);
-        let params = match params {
-            Value::Null => Map::new(),
-            Value::Object(m) => m,
-            other => {
-                return Err(ClientError::Unexpected(format!(
-                    "params must be an object, not {other}"
-                )));
-            }
-        };
+        let params = object(params)?;
         let work = async {
             self.conn.ready().await?;
             self.follow(method, params, &options).await
         };
+        self.bounded(&options, work).await
+    }
+
+    /// Runs `work` within the request's timeout.
+    async fn bounded(
+        &self,
+        options: &RequestOptions,
+        work: impl std::future::Future<Output = Result<Value, ClientError>>,
+    ) -> Result<Value, ClientError> {
+        let timeout = options.timeout.unwrap_or(self.options.timeout);
         tokio::time::timeout(timeout, work)
             .await
             .unwrap_or(Err(ClientError::Timeout(timeout)))
@@ -197,17 +198,12 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        let timeout = options.timeout.unwrap_or(self.options.timeout);
-        let Value::Object(params) = params else {
-            return Err(ClientError::Unexpected("params must be an object".into()));
-        };
+        let params = object(params)?;
         let work = async {
             self.conn.ready().await?;
             self.round(self.revision(), method, params, &options).await
         };
-        tokio::time::timeout(timeout, work)
-            .await
-            .unwrap_or(Err(ClientError::Timeout(timeout)))
+        self.bounded(&options, work).await
     }
 
     async fn follow(
@@ -480,6 +476,17 @@ impl Client {
             Era::Legacy => self.notify("notifications/roots/list_changed", json!({})).await,
             Era::Modern => Ok(()),
         }
+    }
+}
+
+/// A request's params: an object (`null` is none).
+fn object(params: Value) -> Result<Map<String, Value>, ClientError> {
+    match params {
+        Value::Null => Ok(Map::new()),
+        Value::Object(m) => Ok(m),
+        other => Err(ClientError::Unexpected(format!(
+            "params must be an object, not {other}"
+        ))),
     }
 }
 

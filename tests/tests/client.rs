@@ -11,13 +11,7 @@ use mcp_protocol::model::Content;
 use serde_json::{Value, json};
 
 fn text(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    Content::text_of(content)
 }
 
 /// A builder whose handlers answer the fixture's elicitation and sampling tools.

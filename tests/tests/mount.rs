@@ -17,13 +17,7 @@ use mcp_server::mount::{Mount, MountError};
 use serde_json::{Value, json};
 
 fn text(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    Content::text_of(content)
 }
 
 /// The upstream: `everything` over stdio, at `revision` or discovered.

@@ -142,6 +142,17 @@ pub enum Content {
 }
 
 impl Content {
+    /// The text of the text blocks of `content`, joined (the other blocks left out).
+    pub fn text_of(content: &[Content]) -> String {
+        content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         Content::Text {

@@ -124,13 +124,7 @@ impl From<RpcError> for ClientError {
 /// assert_eq!(text_of(&result.content), "Hello, Ada");
 /// ```
 pub fn text_of(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    Content::text_of(content)
 }
 
 /// Decodes a result into `T`.
