@@ -1,5 +1,6 @@
-//! Mounting another MCP server into this one (feature `mount`): its tools and prompts are
-//! listed beside the local ones (under a prefix, or keeping their names), and each call is
+//! Mounting another MCP server into this one (feature `mount`): its tools, prompts, resources
+//! and resource templates are listed beside the local ones (tools, prompts and templates under
+//! a prefix or keeping their names; resources keep their URIs), and each call or read is
 //! forwarded to it through an [`mcp_client::Client`] (a child process over stdio, or a server
 //! over Streamable HTTP, of either era).
 //!
@@ -44,21 +45,21 @@
 //!   legacy upstream gets an `input_required` round while the upstream call is parked in this
 //!   instance, its server request waiting; the retry's answer goes to it (see `Parking`).
 //!
-//! Not yet forwarded: resources, templates and completions; the upstream's log messages;
-//! tasks. A legacy upstream is one session for every caller of the front.
+//! Not yet forwarded: completions, resource subscriptions, the upstream's log messages, tasks.
+//! A legacy upstream is one session for every caller of the front.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::{Ctx, HandlerError, InputRequired};
 pub use mcp_client::{Client, ClientBuilder, ClientError, Restart, ServerCommand};
-use mcp_client::{PromptInfo, RequestOptions, ToolInfo};
-use mcp_protocol::model::{CallToolResult, GetPromptResult};
+use mcp_client::{PromptInfo, RequestOptions, ResourceInfo, TemplateInfo, ToolInfo};
+use mcp_protocol::model::{CallToolResult, GetPromptResult, ReadResourceResult};
 use mcp_protocol::{Era, RpcError};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use crate::{McpServer, Prompt, ServerError, Tool};
+use crate::{McpServer, Prompt, Resource, ResourceTemplate, ServerError, Tool};
 
 /// The key, inside the front's sealed round state, of the upstream's `requestState`.
 const UPSTREAM_STATE: &str = "mount.upstream";
@@ -122,7 +123,7 @@ pub enum MountError {
     Collision {
         /// The mount.
         mount: String,
-        /// `tool` or `prompt`.
+        /// `tool`, `prompt`, `resource` or `resource template`.
         kind: &'static str,
         /// The name in the front.
         name: String,
@@ -137,17 +138,88 @@ pub enum MountError {
     },
 }
 
-/// The names a mount registered in the front, kept to follow the upstream's changes.
+/// The names a mount registered in the front, kept to follow the upstream's changes: tools,
+/// prompts and templates by their front names, resources by their URIs.
 #[derive(Debug, Default)]
 struct Registered {
     tools: BTreeSet<String>,
     prompts: BTreeSet<String>,
+    resources: BTreeSet<String>,
+    templates: BTreeSet<String>,
+}
+
+/// What the upstream lists.
+struct Listed {
+    tools: Vec<ToolInfo>,
+    prompts: Vec<PromptInfo>,
+    resources: Vec<ResourceInfo>,
+    templates: Vec<TemplateInfo>,
+}
+
+impl Listed {
+    /// Lists what the upstream declares it has.
+    async fn of(client: &Client) -> Result<Listed, ClientError> {
+        let caps = client.server_capabilities();
+        let has = |k: &str| caps.get(k).is_some();
+        Ok(Listed {
+            tools: if has("tools") {
+                client.list_tools().await?
+            } else {
+                Vec::new()
+            },
+            prompts: if has("prompts") {
+                client.list_prompts().await?
+            } else {
+                Vec::new()
+            },
+            resources: if has("resources") {
+                client.list_resources().await?
+            } else {
+                Vec::new()
+            },
+            templates: if has("resources") {
+                client.list_resource_templates().await?
+            } else {
+                Vec::new()
+            },
+        })
+    }
+}
+
+/// The front names of one kind the mount takes: the upstream's, less those the front has
+/// already (from elsewhere). The first time such a name is refused (`Err` names it); later, it
+/// is left out with a warning.
+fn take<'a>(
+    mount: &Mount,
+    kind: &'static str,
+    names: impl Iterator<Item = &'a String>,
+    held: &BTreeSet<String>,
+    taken: impl Fn(&str) -> bool,
+    first: bool,
+) -> Result<BTreeSet<String>, (&'static str, String)> {
+    let mut out = BTreeSet::new();
+    for name in names {
+        if !held.contains(name) && taken(name) {
+            if first {
+                return Err((kind, name.clone()));
+            }
+            tracing::warn!(
+                mount = mount.label(),
+                kind,
+                name,
+                "a mounted entry left out: the front has one"
+            );
+            continue;
+        }
+        out.insert(name.clone());
+    }
+    Ok(out)
 }
 
 impl McpServer {
-    /// Mounts another server (see the [`mount`](crate::mount) module): lists its tools and
-    /// prompts, refuses any name the front already has, registers each as the front's own,
-    /// and follows the upstream's list changes from then on.
+    /// Mounts another server (see the [`mount`](crate::mount) module): lists its tools,
+    /// prompts, resources and templates, refuses any name (or URI) the front already has,
+    /// registers each as the front's own, and follows the upstream's list changes from then on.
     pub async fn mount(&self, mount: Mount) -> Result<(), MountError> {
         let registered = Arc::new(Mutex::new(Registered::default()));
         sync(self, &mount, &registered, true).await?;
@@ -159,78 +231,103 @@ impl McpServer {
 /// Lists the upstream and brings the front's entries of the mount up to date; `first`: any
 /// collision is an error (later, a colliding new entry is left out with a warning).
 async fn sync(front: &McpServer, mount: &Mount, registered: &Mutex<Registered>, first: bool) -> Result<(), MountError> {
-    let upstream = |source| MountError::Upstream {
+    let listed = Listed::of(&mount.client).await.map_err(|source| MountError::Upstream {
         mount: mount.label(),
         source,
-    };
-    let caps = mount.client.server_capabilities();
-    let tools = match caps.get("tools") {
-        Some(_) => mount.client.list_tools().await.map_err(upstream)?,
-        None => Vec::new(),
-    };
-    let prompts = match caps.get("prompts") {
-        Some(_) => mount.client.list_prompts().await.map_err(upstream)?,
-        None => Vec::new(),
-    };
+    })?;
     let mut held = registered.lock().unwrap_or_else(PoisonError::into_inner);
     let catalog = front.registry().snapshot();
-    let mut new_tools = BTreeSet::new();
-    for tool in &tools {
-        let name = mount.front_name(&tool.name);
-        if !held.tools.contains(&name) && catalog.tool(&name).is_some() {
-            let e = MountError::Collision {
-                mount: mount.label(),
-                kind: "tool",
-                name,
-            };
-            if first {
-                return Err(e);
-            }
-            tracing::warn!(error = %e, "a mounted tool left out");
-            continue;
-        }
-        new_tools.insert(name);
+    let tool_names: Vec<String> = listed.tools.iter().map(|t| mount.front_name(&t.name)).collect();
+    let prompt_names: Vec<String> = listed.prompts.iter().map(|p| mount.front_name(&p.name)).collect();
+    let uris: Vec<String> = listed.resources.iter().map(|r| r.uri.clone()).collect();
+    let template_names: Vec<String> = listed.templates.iter().map(|t| mount.front_name(&t.name)).collect();
+    let collision = |(kind, name)| MountError::Collision {
+        mount: mount.label(),
+        kind,
+        name,
+    };
+    let next = Registered {
+        tools: take(
+            mount,
+            "tool",
+            tool_names.iter(),
+            &held.tools,
+            |n| catalog.tool(n).is_some(),
+            first,
+        )
+        .map_err(collision)?,
+        prompts: take(
+            mount,
+            "prompt",
+            prompt_names.iter(),
+            &held.prompts,
+            |n| catalog.prompt(n).is_some(),
+            first,
+        )
+        .map_err(collision)?,
+        resources: take(
+            mount,
+            "resource",
+            uris.iter(),
+            &held.resources,
+            |u| catalog.resource(u).is_some(),
+            first,
+        )
+        .map_err(collision)?,
+        templates: take(
+            mount,
+            "resource template",
+            template_names.iter(),
+            &held.templates,
+            |n| catalog.templates().iter().any(|t| t.def.name == n),
+            first,
+        )
+        .map_err(collision)?,
+    };
+    for gone in held.tools.difference(&next.tools) {
+        front.remove_tool(gone);
     }
-    let mut new_prompts = BTreeSet::new();
-    for prompt in &prompts {
-        let name = mount.front_name(&prompt.name);
-        if !held.prompts.contains(&name) && catalog.prompt(&name).is_some() {
-            let e = MountError::Collision {
-                mount: mount.label(),
-                kind: "prompt",
-                name,
-            };
-            if first {
-                return Err(e);
-            }
-            tracing::warn!(error = %e, "a mounted prompt left out");
-            continue;
-        }
-        new_prompts.insert(name);
+    for gone in held.prompts.difference(&next.prompts) {
+        front.remove_prompt(gone);
+    }
+    for gone in held.resources.difference(&next.resources) {
+        front.remove_resource(gone);
+    }
+    for gone in held.templates.difference(&next.templates) {
+        front.registry().remove_template(gone);
     }
     let register = |source| MountError::Register {
         mount: mount.label(),
         source,
     };
-    for gone in held.tools.difference(&new_tools) {
-        front.remove_tool(gone);
-    }
-    for gone in held.prompts.difference(&new_prompts) {
-        front.remove_prompt(gone);
-    }
-    for tool in tools.iter().filter(|t| new_tools.contains(&mount.front_name(&t.name))) {
+    for tool in listed
+        .tools
+        .iter()
+        .filter(|t| next.tools.contains(&mount.front_name(&t.name)))
+    {
         front.add_tool(proxy_tool(mount, tool)).map_err(register)?;
     }
-    for prompt in prompts
+    for prompt in listed
+        .prompts
         .iter()
-        .filter(|p| new_prompts.contains(&mount.front_name(&p.name)))
+        .filter(|p| next.prompts.contains(&mount.front_name(&p.name)))
     {
         front.add_prompt(proxy_prompt(mount, prompt)).map_err(register)?;
     }
-    *held = Registered {
-        tools: new_tools,
-        prompts: new_prompts,
-    };
+    for resource in listed.resources.iter().filter(|r| next.resources.contains(&r.uri)) {
+        front.add_resource(proxy_resource(mount, resource)).map_err(register)?;
+    }
+    for template in listed
+        .templates
+        .iter()
+        .filter(|t| next.templates.contains(&mount.front_name(&t.name)))
+    {
+        let entry = proxy_template(mount, template)
+            .into_entry()
+            .map_err(|e| register(e.into()))?;
+        front.registry().add_template(entry);
+    }
+    *held = next;
     Ok(())
 }
 
@@ -241,7 +338,7 @@ async fn follow_changes(front: McpServer, mount: Mount, registered: Arc<Mutex<Re
     let _subscription = match mount.client.era() {
         Era::Modern => mount
             .client
-            .listen(json!({"toolsListChanged": true, "promptsListChanged": true}))
+            .listen(json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}))
             .await
             .inspect_err(|e| tracing::debug!(mount = mount.label(), error = %e, "no change subscription upstream"))
             .ok(),
@@ -261,7 +358,9 @@ async fn follow_changes(front: McpServer, mount: Mount, registered: Arc<Mutex<Re
         };
         if matches!(
             note.method.as_str(),
-            "notifications/tools/list_changed" | "notifications/prompts/list_changed"
+            "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed"
         ) && let Err(e) = sync(&front, &mount, &registered, false).await
         {
             tracing::warn!(error = %e, "a mount could not follow its upstream's change");
@@ -365,6 +464,45 @@ fn answered(label: &str, result: Result<Value, ClientError>) -> Result<Value, Ha
         Err(ClientError::Rpc(e)) => Err(HandlerError::Rpc(e)),
         Err(e) => Err(HandlerError::tool(format!("mount {label}: {e}"))),
     }
+}
+
+/// Reads a mounted resource (or a URI of a mounted template) upstream.
+async fn read_upstream(m: Mount, uri: String, ctx: Ctx) -> Result<ReadResourceResult, HandlerError> {
+    let label = m.label();
+    let result = forward(&m, "resources/read", json!({"uri": uri}), ctx).await?;
+    serde_json::from_value::<ReadResourceResult>(result).map_err(|e| HandlerError::tool(format!("mount {label}: {e}")))
+}
+
+fn proxy_resource(mount: &Mount, resource: &ResourceInfo) -> Resource {
+    let m = mount.clone();
+    let mut proxy = Resource::new(
+        resource.uri.clone(),
+        resource.name.clone(),
+        move |uri, _vars, ctx: Ctx| read_upstream(m.clone(), uri, ctx),
+    );
+    if let Some(d) = &resource.description {
+        proxy = proxy.description(d.clone());
+    }
+    if let Some(t) = &resource.mime_type {
+        proxy = proxy.mime_type(t.clone());
+    }
+    proxy
+}
+
+fn proxy_template(mount: &Mount, template: &TemplateInfo) -> ResourceTemplate {
+    let m = mount.clone();
+    let mut proxy = ResourceTemplate::new(
+        template.uri_template.clone(),
+        mount.front_name(&template.name),
+        move |uri, _vars, ctx: Ctx| read_upstream(m.clone(), uri, ctx),
+    );
+    if let Some(d) = &template.description {
+        proxy = proxy.description(d.clone());
+    }
+    if let Some(t) = &template.mime_type {
+        proxy = proxy.mime_type(t.clone());
+    }
+    proxy
 }
 
 /// Forwards one request upstream and follows it to its result, relaying what the upstream

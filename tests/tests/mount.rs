@@ -1,6 +1,6 @@
 //! Mounting (`McpServer::mount`): a front server over Streamable HTTP with this library's
 //! `everything` server mounted over stdio, driven by `mcp-client` in each era. The front lists
-//! the upstream's tools and prompts beside its own; calls, progress and input (elicitation,
+//! the upstream's tools, prompts, resources and templates beside its own; calls, progress and input (elicitation,
 //! sampling) go through in every pairing of eras (the modern and legacy callers bridged to an
 //! upstream of the other era); list changes follow; a
 //! name the front already has is refused; an upstream that dies gives a clear error naming the
@@ -109,6 +109,25 @@ async fn through(caller: &Client) {
         .await
         .expect("a forwarded prompt");
     assert!(!p.messages.is_empty());
+
+    // Resources keep their URIs; a template's reads are forwarded too.
+    let resources = caller.list_resources().await.expect("resources/list");
+    assert!(resources.iter().any(|r| r.uri == "test://static-text"));
+    let templates = caller
+        .list_resource_templates()
+        .await
+        .expect("resources/templates/list");
+    assert!(templates.iter().any(|t| t.name == "up_template"), "{templates:?}");
+    let read = caller
+        .read_resource("test://static-text")
+        .await
+        .expect("a forwarded read");
+    assert_eq!(read.contents.len(), 1);
+    let read = caller
+        .read_resource("test://template/7/data")
+        .await
+        .expect("a read through a mounted template");
+    assert_eq!(read.contents.len(), 1);
 
     // An upstream protocol error is the answer as it is.
     let e = caller
